@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what Walkie needs on Debian 12 / Ubuntu, and nothing that is already there.
+#
+#   scripts/deps.sh build     the packages to build and run the app
+#   scripts/deps.sh headless  the above plus Xvfb, to start the app where there is no display
+#   scripts/deps.sh test    the above plus what the tests drive: Xvfb, WebKitWebDriver,
+#                           PulseAudio, Node.js (for the webview's unit tests)
+#
+# Idempotent: a second run checks dpkg and returns in well under a second.
+# The list is the union measured in shared/reference/build-environment.md §1.
+set -euo pipefail
+
+profile=${1:-build}
+
+build_pkgs=(
+  libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev
+  libsoup-3.0-dev libjavascriptcoregtk-4.1-dev libxdo-dev libssl-dev pkg-config
+  build-essential file curl ca-certificates
+  libasound2-dev libopus-dev
+)
+test_pkgs=(
+  xvfb xauth webkit2gtk-driver imagemagick x11-apps fonts-dejavu-core xdotool
+  pulseaudio pulseaudio-utils libasound2-plugins
+)
+
+case "$profile" in
+  build) wanted=("${build_pkgs[@]}") ;;
+  headless) wanted=("${build_pkgs[@]}" xvfb xauth) ;;
+  test) wanted=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|headless|test]" >&2; exit 2 ;;
+esac
+
+# Node.js runs the webview modules' unit tests (node:test); any distribution's node >= 18 will do.
+if [ "$profile" = test ] && ! command -v node >/dev/null 2>&1; then
+  wanted+=(nodejs)
+fi
+
+missing=()
+for p in "${wanted[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+  echo "deps: installing ${missing[*]}" >&2
+  "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    -o DPkg::Lock::Timeout=600 "${missing[@]}"
+fi
+
+# Rust: the toolchain is rustup's stable; install it for this user when cargo is missing.
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    :
+  else
+    echo "deps: installing the Rust toolchain with rustup" >&2
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal \
+      --component rustfmt,clippy
+  fi
+fi

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The README's second command, and exactly what CI runs (.ci/run): installs what is missing,
+# then runs the lints and every test — Rust unit and integration tests, the webview end-to-end
+# tests (each starts its own Xvfb and WebKitWebDriver) and the webview modules' unit tests.
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/deps.sh test
+export PATH="$HOME/.cargo/bin:$PATH"
+
+step() {
+  local name=$1
+  shift
+  local started=$SECONDS
+  echo "==> $name: $*" >&2
+  "$@"
+  echo "==> $name: ok in $((SECONDS - started)) s" >&2
+}
+
+step format cargo fmt --all --check
+step lint cargo clippy --workspace --all-targets --locked -- -D warnings
+step rust-tests cargo test --workspace --locked
+step webview-unit-tests node --test ui/tests/
+echo "==> all tests passed in $SECONDS s" >&2

@@ -1,0 +1,46 @@
+// Wires the page to the Rust shell: controls call commands, Rust answers with events.
+import { createPushToTalk, isTalkKey } from "./push-to-talk.js";
+import { STATUS_EVENT, renderStatus } from "./status.js";
+
+const { invoke } = window.__TAURI__.core;
+const { listen } = window.__TAURI__.event;
+
+const statusLine = document.getElementById("status");
+const pttButton = document.getElementById("ptt");
+const settings = document.getElementById("settings");
+
+function reportFailure(error) {
+  renderStatus(statusLine, { state: "error", detail: `Something went wrong: ${error}` });
+}
+
+await listen(STATUS_EVENT, (event) => renderStatus(statusLine, event.payload));
+
+const talk = createPushToTalk((pressed) => {
+  pttButton.setAttribute("aria-pressed", String(pressed));
+  invoke("push_to_talk", { pressed }).catch(reportFailure);
+});
+
+pttButton.addEventListener("pointerdown", (event) => {
+  if (event.button !== 0) return;
+  pttButton.setPointerCapture(event.pointerId);
+  talk.press("pointer");
+});
+pttButton.addEventListener("pointerup", () => talk.release("pointer"));
+pttButton.addEventListener("pointercancel", () => talk.release("pointer"));
+
+document.addEventListener("keydown", (event) => {
+  if (!isTalkKey(event)) return;
+  event.preventDefault(); // Space must not also "click" the focused button
+  if (!event.repeat) talk.press("key");
+});
+document.addEventListener("keyup", (event) => {
+  if (!isTalkKey(event)) return;
+  event.preventDefault();
+  talk.release("key");
+});
+window.addEventListener("blur", () => talk.releaseAll());
+
+document.getElementById("connect").addEventListener("click", () => {
+  invoke("connect").catch(reportFailure);
+});
+document.getElementById("open-settings").addEventListener("click", () => settings.showModal());

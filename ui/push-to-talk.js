@@ -1,0 +1,52 @@
+// Push-to-talk from two sources at once — the Space key and the on-screen button — folded into
+// one pressed/released signal. Whichever source pressed first owns the press; the other cannot
+// release it, key auto-repeat is not a new press, and losing the window's focus releases, so a
+// talk key can never stay stuck down.
+
+/** @typedef {"key" | "pointer"} TalkSource */
+
+export function createPushToTalk(onChange) {
+  /** @type {TalkSource | null} */
+  let owner = null;
+  return {
+    get pressed() {
+      return owner !== null;
+    },
+    /** @param {TalkSource} source */
+    press(source) {
+      if (owner !== null) return false;
+      owner = source;
+      onChange(true);
+      return true;
+    },
+    /** @param {TalkSource} source */
+    release(source) {
+      if (owner !== source) return false;
+      owner = null;
+      onChange(false);
+      return true;
+    },
+    /** Focus left the window: whatever held the press lets go. */
+    releaseAll() {
+      if (owner === null) return false;
+      owner = null;
+      onChange(false);
+      return true;
+    },
+  };
+}
+
+const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
+
+/**
+ * Whether a keyboard event is the talk key: Space, not typed into a field or an open dialog.
+ * @param {{ code?: string, key?: string, target?: any }} event
+ */
+export function isTalkKey(event) {
+  if (event.code !== "Space" && event.key !== " ") return false;
+  const target = event.target;
+  if (target == null) return true;
+  if (EDITABLE.has(target.tagName) || target.isContentEditable) return false;
+  if (typeof target.closest === "function" && target.closest("dialog[open]")) return false;
+  return true;
+}

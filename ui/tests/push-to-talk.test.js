@@ -1,0 +1,63 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createPushToTalk, isTalkKey } from "../push-to-talk.js";
+
+function recorder() {
+  const changes = [];
+  return { changes, talk: createPushToTalk((pressed) => changes.push(pressed)) };
+}
+
+test("a press and its release each report one change", () => {
+  const { changes, talk } = recorder();
+  assert.equal(talk.press("key"), true);
+  assert.equal(talk.pressed, true);
+  assert.equal(talk.release("key"), true);
+  assert.deepEqual(changes, [true, false]);
+});
+
+test("a second source cannot press again or release the first one's press", () => {
+  const { changes, talk } = recorder();
+  talk.press("pointer");
+  assert.equal(talk.press("key"), false);
+  assert.equal(talk.release("key"), false);
+  assert.equal(talk.pressed, true);
+  talk.release("pointer");
+  assert.deepEqual(changes, [true, false]);
+});
+
+test("a release without a press changes nothing", () => {
+  const { changes, talk } = recorder();
+  assert.equal(talk.release("pointer"), false);
+  assert.deepEqual(changes, []);
+});
+
+test("losing focus releases whichever source held the press", () => {
+  const { changes, talk } = recorder();
+  talk.press("key");
+  assert.equal(talk.releaseAll(), true);
+  assert.equal(talk.releaseAll(), false);
+  assert.deepEqual(changes, [true, false]);
+});
+
+const element = (tagName, extra = {}) => ({ tagName, closest: () => null, ...extra });
+
+test("Space on the page or a button is the talk key", () => {
+  assert.equal(isTalkKey({ code: "Space", key: " ", target: element("BODY") }), true);
+  assert.equal(isTalkKey({ code: "Space", key: " ", target: element("BUTTON") }), true);
+});
+
+test("other keys are not the talk key", () => {
+  assert.equal(isTalkKey({ code: "Enter", key: "Enter", target: element("BODY") }), false);
+  assert.equal(isTalkKey({ code: "KeyT", key: "t", target: element("BODY") }), false);
+});
+
+test("Space typed into a field or inside an open dialog is text, not talk", () => {
+  assert.equal(isTalkKey({ code: "Space", key: " ", target: element("INPUT") }), false);
+  assert.equal(isTalkKey({ code: "Space", key: " ", target: element("TEXTAREA") }), false);
+  assert.equal(
+    isTalkKey({ code: "Space", key: " ", target: element("DIV", { isContentEditable: true }) }),
+    false,
+  );
+  const inDialog = element("BUTTON", { closest: (sel) => (sel === "dialog[open]" ? {} : null) });
+  assert.equal(isTalkKey({ code: "Space", key: " ", target: inDialog }), false);
+});
