@@ -12,10 +12,11 @@ fi
 export PATH="$HOME/.cargo/bin:$PATH"
 
 cargo build --release --locked --bin walkie
+app="${CARGO_TARGET_DIR:-target}/release/walkie"
 
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
-  exec target/release/walkie "$@"
+  exec "$app" "$@"
 fi
 echo "start: no display here (DISPLAY and WAYLAND_DISPLAY are unset); starting Walkie on a" >&2
 echo "start: virtual display instead. Run this from a desktop session to see the window." >&2
-exec xvfb-run -a target/release/walkie "$@"
+exec xvfb-run -a "$app" "$@"

@@ -1,0 +1,30 @@
+//! The OpenAI Realtime protocol (GA) as typed events: what Walkie sends on the `oai-events`
+//! data channel and what it receives.
+//!
+//! Why a crate of its own: the protocol is the contract with the provider, and it is shared by
+//! both ends Walkie runs — the client (the app) and the local provider (the test bench and the
+//! offline default). Keeping it pure (no I/O, no clock, no async runtime) lets both ends and the
+//! turn controller be tested with scripted event sequences alone.
+//!
+//! Decoding is lenient where the provider is allowed to grow (unknown fields are ignored,
+//! unknown event types are kept as [`ServerEvent::Unknown`]) and strict where a mistake would
+//! hide a bug (a known event with a missing field is a [`DecodeError::Schema`]). Legacy (beta)
+//! event names are recognised on receipt and mapped to their GA meaning; beta shapes are never
+//! produced.
+
+mod client;
+mod decode;
+mod item;
+mod server;
+mod session;
+
+pub use client::{ClientEvent, ResponseConfig};
+pub use decode::{DecodeError, TextPosition, decode_client_event, decode_server_event};
+pub use item::{ContentPart, Item, ItemStatus, Role};
+pub use server::{
+    ErrorDetail, RateLimit, Response, ResponseStatus, ServerEvent, StatusDetails, UnknownEvent,
+};
+pub use session::{
+    AudioConfig, AudioFormat, AudioInput, AudioOutput, MaxOutputTokens, Modality, NoiseReduction,
+    SessionConfig, SessionKind, Tool, Transcription, TurnDetection,
+};

@@ -1,0 +1,423 @@
+//! Server events: every event of the GA reference table, with the legacy (beta) names that
+//! still occur recognised as aliases of their GA meaning.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::item::{ContentPart, Item};
+use crate::session::{Modality, SessionConfig};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum ServerEvent {
+    /// Always the first event after connecting.
+    #[serde(rename = "session.created")]
+    SessionCreated { session: Box<SessionConfig> },
+    #[serde(rename = "session.updated")]
+    SessionUpdated { session: Box<SessionConfig> },
+
+    /// Server VAD heard speech begin (hands-free modes only).
+    #[serde(rename = "input_audio_buffer.speech_started")]
+    SpeechStarted {
+        audio_start_ms: u64,
+        item_id: String,
+    },
+    /// Server VAD heard speech end (hands-free modes only).
+    #[serde(rename = "input_audio_buffer.speech_stopped")]
+    SpeechStopped { audio_end_ms: u64, item_id: String },
+    #[serde(rename = "input_audio_buffer.committed")]
+    InputAudioBufferCommitted {
+        item_id: String,
+        #[serde(default)]
+        previous_item_id: Option<String>,
+    },
+    #[serde(rename = "input_audio_buffer.cleared")]
+    InputAudioBufferCleared,
+    #[serde(rename = "input_audio_buffer.timeout_triggered")]
+    InputAudioBufferTimeoutTriggered {
+        audio_start_ms: u64,
+        audio_end_ms: u64,
+        item_id: String,
+    },
+
+    /// An item joined the conversation (beta: `conversation.item.created`).
+    #[serde(
+        rename = "conversation.item.added",
+        alias = "conversation.item.created"
+    )]
+    ConversationItemAdded {
+        item: Item,
+        #[serde(default)]
+        previous_item_id: Option<String>,
+    },
+    #[serde(rename = "conversation.item.done")]
+    ConversationItemDone {
+        item: Item,
+        #[serde(default)]
+        previous_item_id: Option<String>,
+    },
+    /// A streaming piece of the user's transcript.
+    #[serde(rename = "conversation.item.input_audio_transcription.delta")]
+    InputTranscriptionDelta {
+        item_id: String,
+        #[serde(default)]
+        content_index: u32,
+        delta: String,
+    },
+    /// The user's whole transcript. Asynchronous to the response: it may come before or after
+    /// the reply, so it is matched by `item_id`, never by arrival order.
+    #[serde(rename = "conversation.item.input_audio_transcription.completed")]
+    InputTranscriptionCompleted {
+        item_id: String,
+        #[serde(default)]
+        content_index: u32,
+        transcript: String,
+    },
+    #[serde(rename = "conversation.item.input_audio_transcription.failed")]
+    InputTranscriptionFailed {
+        item_id: String,
+        #[serde(default)]
+        content_index: u32,
+        error: ErrorDetail,
+    },
+    #[serde(rename = "conversation.item.truncated")]
+    ConversationItemTruncated {
+        item_id: String,
+        content_index: u32,
+        audio_end_ms: u64,
+    },
+    #[serde(rename = "conversation.item.deleted")]
+    ConversationItemDeleted { item_id: String },
+    #[serde(rename = "conversation.item.retrieved")]
+    ConversationItemRetrieved { item: Item },
+
+    #[serde(rename = "response.created")]
+    ResponseCreated { response: Response },
+    /// Always sent, also for cancelled and failed responses. Generation is faster than
+    /// playback: the assistant is still audible until `output_audio_buffer.stopped`.
+    #[serde(rename = "response.done")]
+    ResponseDone { response: Response },
+    #[serde(rename = "response.output_item.added")]
+    ResponseOutputItemAdded {
+        response_id: String,
+        output_index: u32,
+        item: Item,
+    },
+    #[serde(rename = "response.output_item.done")]
+    ResponseOutputItemDone {
+        response_id: String,
+        output_index: u32,
+        item: Item,
+    },
+    #[serde(rename = "response.content_part.added")]
+    ResponseContentPartAdded {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        content_index: u32,
+        part: ContentPart,
+    },
+    #[serde(rename = "response.content_part.done")]
+    ResponseContentPartDone {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        content_index: u32,
+        part: ContentPart,
+    },
+    /// A streaming piece of the assistant's spoken words (beta: `response.audio_transcript.delta`).
+    #[serde(
+        rename = "response.output_audio_transcript.delta",
+        alias = "response.audio_transcript.delta"
+    )]
+    OutputAudioTranscriptDelta {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        content_index: u32,
+        delta: String,
+    },
+    #[serde(
+        rename = "response.output_audio_transcript.done",
+        alias = "response.audio_transcript.done"
+    )]
+    OutputAudioTranscriptDone {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        content_index: u32,
+        #[serde(default)]
+        transcript: String,
+    },
+    #[serde(rename = "response.output_text.delta", alias = "response.text.delta")]
+    OutputTextDelta {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        content_index: u32,
+        delta: String,
+    },
+    #[serde(rename = "response.output_text.done", alias = "response.text.done")]
+    OutputTextDone {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        content_index: u32,
+        #[serde(default)]
+        text: String,
+    },
+    /// Base64 audio inside JSON. Not sent over WebRTC, where audio travels by RTP.
+    #[serde(rename = "response.output_audio.delta", alias = "response.audio.delta")]
+    OutputAudioDelta {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        content_index: u32,
+        delta: String,
+    },
+    /// The item's audio is complete (also sent on cancel). Sent over WebRTC too.
+    #[serde(rename = "response.output_audio.done", alias = "response.audio.done")]
+    OutputAudioDone {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        content_index: u32,
+    },
+    #[serde(rename = "response.function_call_arguments.delta")]
+    FunctionCallArgumentsDelta {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        call_id: String,
+        delta: String,
+    },
+    #[serde(rename = "response.function_call_arguments.done")]
+    FunctionCallArgumentsDone {
+        response_id: String,
+        item_id: String,
+        output_index: u32,
+        call_id: String,
+        #[serde(default)]
+        name: Option<String>,
+        arguments: String,
+    },
+
+    /// The server began playing a response's audio (WebRTC/SIP only): the assistant is audible.
+    #[serde(rename = "output_audio_buffer.started")]
+    OutputAudioBufferStarted { response_id: String },
+    /// The server's output buffer drained: the real "assistant finished speaking".
+    #[serde(rename = "output_audio_buffer.stopped")]
+    OutputAudioBufferStopped { response_id: String },
+    /// The output buffer was cut (barge-in or `output_audio_buffer.clear`).
+    #[serde(rename = "output_audio_buffer.cleared")]
+    OutputAudioBufferCleared { response_id: String },
+
+    #[serde(rename = "rate_limits.updated")]
+    RateLimitsUpdated { rate_limits: Vec<RateLimit> },
+    /// Most errors are recoverable: the session stays open.
+    #[serde(rename = "error")]
+    Error { error: ErrorDetail },
+
+    /// An event type this crate does not know. Kept whole, so it can be logged and ignored
+    /// without ending the session. Never produced by serde: see [`crate::decode_server_event`].
+    #[serde(skip)]
+    Unknown(UnknownEvent),
+}
+
+/// A server event of a type this crate does not model, as received.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnknownEvent {
+    pub event_type: String,
+    pub raw: Value,
+}
+
+/// The wire names [`ServerEvent`] decodes, GA names first, then the legacy aliases.
+pub(crate) const KNOWN_SERVER_EVENT_TYPES: &[&str] = &[
+    "session.created",
+    "session.updated",
+    "input_audio_buffer.speech_started",
+    "input_audio_buffer.speech_stopped",
+    "input_audio_buffer.committed",
+    "input_audio_buffer.cleared",
+    "input_audio_buffer.timeout_triggered",
+    "conversation.item.added",
+    "conversation.item.done",
+    "conversation.item.input_audio_transcription.delta",
+    "conversation.item.input_audio_transcription.completed",
+    "conversation.item.input_audio_transcription.failed",
+    "conversation.item.truncated",
+    "conversation.item.deleted",
+    "conversation.item.retrieved",
+    "response.created",
+    "response.done",
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_audio_transcript.delta",
+    "response.output_audio_transcript.done",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.output_audio.delta",
+    "response.output_audio.done",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "output_audio_buffer.started",
+    "output_audio_buffer.stopped",
+    "output_audio_buffer.cleared",
+    "rate_limits.updated",
+    "error",
+    // legacy (beta) names, read as their GA meaning
+    "conversation.item.created",
+    "response.audio_transcript.delta",
+    "response.audio_transcript.done",
+    "response.text.delta",
+    "response.text.done",
+    "response.audio.delta",
+    "response.audio.done",
+];
+
+/// A response as `response.created` / `response.done` describe it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub id: String,
+    pub status: ResponseStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_details: Option<StatusDetails>,
+    #[serde(default)]
+    pub output: Vec<Item>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_modalities: Option<Vec<Modality>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseStatus {
+    InProgress,
+    Completed,
+    Cancelled,
+    Failed,
+    Incomplete,
+}
+
+/// Why a response ended other than completed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatusDetails {
+    /// `cancelled`, `incomplete` or `failed`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `turn_detected`, `client_cancelled`, `max_output_tokens`, `content_filter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateLimit {
+    pub name: String,
+    pub limit: u64,
+    pub remaining: u64,
+    pub reset_seconds: f64,
+}
+
+/// The body of an `error` event (and of a failed transcription).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// The `event_id` of the client event that failed, when it carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+}
+
+/// Error codes after which the session goes on as if the request had not been sent: a race
+/// with the server (the response already ended) or a request with nothing to act on.
+const RECOVERABLE_ERROR_CODES: &[&str] = &[
+    "response_cancel_not_active",
+    "input_audio_buffer_commit_empty",
+    "conversation_already_has_active_response",
+    "invalid_event",
+    "item_truncate_invalid_item_id",
+];
+
+impl ErrorDetail {
+    /// Whether the session can go on after this error. Unknown codes are not recoverable: an
+    /// error the client cannot explain ends the session visibly rather than hanging it.
+    pub fn is_recoverable(&self) -> bool {
+        self.code
+            .as_deref()
+            .is_some_and(|code| RECOVERABLE_ERROR_CODES.contains(&code))
+            || self.message.starts_with("Audio content of")
+    }
+}
+
+impl ServerEvent {
+    /// The GA wire name, as in the `type` field (for unknown events, the name as received).
+    pub fn event_type(&self) -> &str {
+        match self {
+            ServerEvent::SessionCreated { .. } => "session.created",
+            ServerEvent::SessionUpdated { .. } => "session.updated",
+            ServerEvent::SpeechStarted { .. } => "input_audio_buffer.speech_started",
+            ServerEvent::SpeechStopped { .. } => "input_audio_buffer.speech_stopped",
+            ServerEvent::InputAudioBufferCommitted { .. } => "input_audio_buffer.committed",
+            ServerEvent::InputAudioBufferCleared => "input_audio_buffer.cleared",
+            ServerEvent::InputAudioBufferTimeoutTriggered { .. } => {
+                "input_audio_buffer.timeout_triggered"
+            }
+            ServerEvent::ConversationItemAdded { .. } => "conversation.item.added",
+            ServerEvent::ConversationItemDone { .. } => "conversation.item.done",
+            ServerEvent::InputTranscriptionDelta { .. } => {
+                "conversation.item.input_audio_transcription.delta"
+            }
+            ServerEvent::InputTranscriptionCompleted { .. } => {
+                "conversation.item.input_audio_transcription.completed"
+            }
+            ServerEvent::InputTranscriptionFailed { .. } => {
+                "conversation.item.input_audio_transcription.failed"
+            }
+            ServerEvent::ConversationItemTruncated { .. } => "conversation.item.truncated",
+            ServerEvent::ConversationItemDeleted { .. } => "conversation.item.deleted",
+            ServerEvent::ConversationItemRetrieved { .. } => "conversation.item.retrieved",
+            ServerEvent::ResponseCreated { .. } => "response.created",
+            ServerEvent::ResponseDone { .. } => "response.done",
+            ServerEvent::ResponseOutputItemAdded { .. } => "response.output_item.added",
+            ServerEvent::ResponseOutputItemDone { .. } => "response.output_item.done",
+            ServerEvent::ResponseContentPartAdded { .. } => "response.content_part.added",
+            ServerEvent::ResponseContentPartDone { .. } => "response.content_part.done",
+            ServerEvent::OutputAudioTranscriptDelta { .. } => {
+                "response.output_audio_transcript.delta"
+            }
+            ServerEvent::OutputAudioTranscriptDone { .. } => {
+                "response.output_audio_transcript.done"
+            }
+            ServerEvent::OutputTextDelta { .. } => "response.output_text.delta",
+            ServerEvent::OutputTextDone { .. } => "response.output_text.done",
+            ServerEvent::OutputAudioDelta { .. } => "response.output_audio.delta",
+            ServerEvent::OutputAudioDone { .. } => "response.output_audio.done",
+            ServerEvent::FunctionCallArgumentsDelta { .. } => {
+                "response.function_call_arguments.delta"
+            }
+            ServerEvent::FunctionCallArgumentsDone { .. } => {
+                "response.function_call_arguments.done"
+            }
+            ServerEvent::OutputAudioBufferStarted { .. } => "output_audio_buffer.started",
+            ServerEvent::OutputAudioBufferStopped { .. } => "output_audio_buffer.stopped",
+            ServerEvent::OutputAudioBufferCleared { .. } => "output_audio_buffer.cleared",
+            ServerEvent::RateLimitsUpdated { .. } => "rate_limits.updated",
+            ServerEvent::Error { .. } => "error",
+            ServerEvent::Unknown(unknown) => &unknown.event_type,
+        }
+    }
+}
