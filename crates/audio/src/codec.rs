@@ -1,0 +1,124 @@
+//! Opus at 48 kHz mono in 20 ms frames, on the system libopus (`opus` 0.3 over libopus-dev):
+//! the codec of the call's audio track in both directions.
+
+use crate::{CALL_RATE_HZ, FRAME_SAMPLES};
+
+/// The largest Opus packet libopus produces for one frame (RFC 6716: 1275 bytes per frame).
+pub const MAX_PACKET_BYTES: usize = 1275;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    #[error("libopus could not be set up: {0}")]
+    Setup(opus::Error),
+    #[error("a frame must hold exactly {FRAME_SAMPLES} samples (20 ms at 48 kHz), not {got}")]
+    FrameSize { got: usize },
+    #[error("libopus could not encode the frame: {0}")]
+    Encode(opus::Error),
+    #[error("libopus could not decode a {packet_bytes}-byte packet: {source}")]
+    Decode {
+        packet_bytes: usize,
+        source: opus::Error,
+    },
+}
+
+/// Turns 20 ms frames of microphone audio into Opus packets.
+pub struct OpusEncoder {
+    inner: opus::Encoder,
+}
+
+impl std::fmt::Debug for OpusEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OpusEncoder")
+    }
+}
+
+impl OpusEncoder {
+    /// A speech encoder at `bitrate_bps` (32 kb/s is plenty for one voice), with in-band FEC on
+    /// so a lost packet can be rebuilt from the next one.
+    pub fn new(bitrate_bps: i32) -> Result<Self, CodecError> {
+        let mut inner =
+            opus::Encoder::new(CALL_RATE_HZ, opus::Channels::Mono, opus::Application::Voip)
+                .map_err(CodecError::Setup)?;
+        inner
+            .set_bitrate(opus::Bitrate::Bits(bitrate_bps))
+            .map_err(CodecError::Setup)?;
+        inner.set_inband_fec(true).map_err(CodecError::Setup)?;
+        inner.set_packet_loss_perc(5).map_err(CodecError::Setup)?;
+        Ok(Self { inner })
+    }
+
+    /// Encodes one 20 ms frame into `packet`; returns the packet's length in bytes.
+    pub fn encode(
+        &mut self,
+        frame: &[f32],
+        packet: &mut [u8; MAX_PACKET_BYTES],
+    ) -> Result<usize, CodecError> {
+        if frame.len() != FRAME_SAMPLES {
+            return Err(CodecError::FrameSize { got: frame.len() });
+        }
+        self.inner
+            .encode_float(frame, packet)
+            .map_err(CodecError::Encode)
+    }
+}
+
+/// Turns received Opus packets back into 20 ms of samples, and conceals the ones that never came.
+pub struct OpusDecoder {
+    inner: opus::Decoder,
+}
+
+impl std::fmt::Debug for OpusDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OpusDecoder")
+    }
+}
+
+impl OpusDecoder {
+    pub fn new() -> Result<Self, CodecError> {
+        let inner =
+            opus::Decoder::new(CALL_RATE_HZ, opus::Channels::Mono).map_err(CodecError::Setup)?;
+        Ok(Self { inner })
+    }
+
+    /// Decodes one packet into `frame`; returns the samples written (960 for a 20 ms packet).
+    pub fn decode(
+        &mut self,
+        packet: &[u8],
+        frame: &mut [f32; FRAME_SAMPLES],
+    ) -> Result<usize, CodecError> {
+        if packet.is_empty() {
+            return self.conceal(frame);
+        }
+        self.inner
+            .decode_float(packet, frame, false)
+            .map_err(|source| CodecError::Decode {
+                packet_bytes: packet.len(),
+                source,
+            })
+    }
+
+    /// Fills `frame` with libopus's packet-loss concealment: a plausible continuation of what
+    /// came before, fading out, instead of a click of silence.
+    pub fn conceal(&mut self, frame: &mut [f32; FRAME_SAMPLES]) -> Result<usize, CodecError> {
+        self.inner
+            .decode_float(&[], frame, false)
+            .map_err(|source| CodecError::Decode {
+                packet_bytes: 0,
+                source,
+            })
+    }
+
+    /// Rebuilds a lost frame from the in-band FEC data of the packet that followed it.
+    pub fn recover(
+        &mut self,
+        next_packet: &[u8],
+        frame: &mut [f32; FRAME_SAMPLES],
+    ) -> Result<usize, CodecError> {
+        self.inner
+            .decode_float(next_packet, frame, true)
+            .map_err(|source| CodecError::Decode {
+                packet_bytes: next_packet.len(),
+                source,
+            })
+    }
+}
