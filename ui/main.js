@@ -44,3 +44,6 @@ document.getElementById("connect").addEventListener("click", () => {
   invoke("connect").catch(reportFailure);
 });
 document.getElementById("open-settings").addEventListener("click", () => settings.showModal());
+
+// Every listener is in place: tests (and anything else driving the page) may start now.
+document.documentElement.dataset.ready = "true";

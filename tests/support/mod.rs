@@ -173,6 +173,7 @@ impl WebviewApp {
         .await
         .unwrap_or_else(|_| panic!("the app window did not open within {START_TIMEOUT:?}"))
         .expect("a WebDriver session with the app");
+        wait_until_ready(&client, &log_path).await;
 
         Self {
             client,
@@ -217,6 +218,29 @@ impl WebviewApp {
             }
         }
         path
+    }
+}
+
+/// Waits for the page to say its listeners are wired (`<html data-ready="true">`, set last by
+/// ui/main.js), so a test never acts before the page can hear it.
+async fn wait_until_ready(client: &Client, log_path: &std::path::Path) {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let ready = client
+            .execute(
+                "return document.documentElement.dataset.ready === 'true';",
+                vec![],
+            )
+            .await;
+        if matches!(ready, Ok(serde_json::Value::Bool(true))) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the page never became ready (last answer {ready:?}; driver log: {})",
+            log_path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
