@@ -14,6 +14,7 @@
 //! time as an argument.
 
 pub mod codec;
+pub mod device;
 pub mod jitter;
 pub mod meter;
 pub mod preroll;

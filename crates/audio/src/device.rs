@@ -1,0 +1,486 @@
+//! The sound card edge: cpal capture and playback streams whose callbacks only move samples
+//! through lock-free rings ([`rtrb`]) — no allocation, no lock, no logging in a callback.
+//!
+//! cpal's PulseAudio host is used wherever a PulseAudio (or PipeWire-Pulse) server answers,
+//! ALSA otherwise. Errors are grouped by what the caller must decide, as cpal groups them:
+//! a device that is gone (fall back to the default), a host that is not running (tell the
+//! user), a format the device will not take (pick another).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+
+/// How long cpal may take to open a stream before the open counts as failed.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The device period asked for: 10 ms. Short enough that a flush is heard at once and the
+/// capture-to-send path adds little; hosts left to their default buffer up to seconds (a
+/// PulseAudio stream's default target is 2 s).
+const PERIOD_MS: u32 = 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Input,
+    Output,
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::Input => "microphone",
+            Direction::Output => "speaker",
+        })
+    }
+}
+
+/// Why a device could not be used, grouped by what the caller does about it.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// The device is gone or there is none: fall back to the default, or tell the user.
+    #[error("no {direction} available{}", id.as_ref().map(|id| format!(" with id {id}")).unwrap_or_default())]
+    Unavailable {
+        direction: Direction,
+        id: Option<String>,
+    },
+    /// The sound system itself is not reachable.
+    #[error("the sound system is not available: {0}")]
+    Host(String),
+    /// The device refused every format Walkie can use.
+    #[error("the {direction} does not support a usable format: {reason}")]
+    Unsupported {
+        direction: Direction,
+        reason: String,
+    },
+    /// Opening or starting the stream failed for another reason.
+    #[error("could not open the {direction}: {reason}")]
+    Open {
+        direction: Direction,
+        reason: String,
+    },
+}
+
+impl DeviceError {
+    fn from_cpal(direction: Direction, error: cpal::Error) -> Self {
+        use cpal::ErrorKind;
+        let reason = error.to_string();
+        match error.kind() {
+            ErrorKind::DeviceNotAvailable => DeviceError::Unavailable {
+                direction,
+                id: None,
+            },
+            ErrorKind::HostUnavailable => DeviceError::Host(reason),
+            ErrorKind::UnsupportedConfig | ErrorKind::UnsupportedOperation => {
+                DeviceError::Unsupported { direction, reason }
+            }
+            _ => DeviceError::Open { direction, reason },
+        }
+    }
+}
+
+/// A device as the settings screen lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Stable across runs where the host allows it; what settings persist.
+    pub id: String,
+    /// Readable, for people.
+    pub name: String,
+    pub is_default: bool,
+}
+
+fn device_info(device: &cpal::Device, default_id: Option<&str>) -> Option<DeviceInfo> {
+    let id = device.id().ok()?.to_string();
+    let name = device
+        .description()
+        .map(|description| description.to_string())
+        .unwrap_or_else(|_| id.clone());
+    Some(DeviceInfo {
+        is_default: default_id == Some(id.as_str()),
+        id,
+        name,
+    })
+}
+
+/// The devices that can capture (`Direction::Input`) or play (`Direction::Output`).
+pub fn list_devices(direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
+    let host = cpal::default_host();
+    let default = match direction {
+        Direction::Input => host.default_input_device(),
+        Direction::Output => host.default_output_device(),
+    };
+    let default_id = default.and_then(|d| d.id().ok()).map(|id| id.to_string());
+    let devices = host
+        .devices()
+        .map_err(|error| DeviceError::from_cpal(direction, error))?;
+    Ok(devices
+        .filter(|device| match direction {
+            Direction::Input => device.supports_input(),
+            Direction::Output => device.supports_output(),
+        })
+        .filter_map(|device| device_info(&device, default_id.as_deref()))
+        .collect())
+}
+
+/// The chosen device, or the default when none is chosen.
+fn find_device(direction: Direction, id: Option<&str>) -> Result<cpal::Device, DeviceError> {
+    let host = cpal::default_host();
+    let unavailable = || DeviceError::Unavailable {
+        direction,
+        id: id.map(str::to_owned),
+    };
+    match id {
+        Some(id) => {
+            let parsed: cpal::DeviceId = id.parse().map_err(|_| unavailable())?;
+            host.device_by_id(&parsed).ok_or_else(unavailable)
+        }
+        None => match direction {
+            Direction::Input => host.default_input_device(),
+            Direction::Output => host.default_output_device(),
+        }
+        .ok_or_else(unavailable),
+    }
+}
+
+/// Counters the callbacks bump (atomics only), read by the worker and the UI.
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    /// Frames that did not fit the ring and were dropped (capture) or frames of silence
+    /// played because the ring was empty (playback).
+    pub xrun_frames: AtomicU64,
+    /// Errors cpal reported on the stream since it opened.
+    pub errors: AtomicU64,
+}
+
+/// What the device runs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamFormat {
+    pub sample_rate_hz: u32,
+    pub channels: u16,
+}
+
+fn stream_config(
+    device: &cpal::Device,
+    direction: Direction,
+) -> Result<(cpal::StreamConfig, cpal::SampleFormat), DeviceError> {
+    let supported = match direction {
+        Direction::Input => device.default_input_config(),
+        Direction::Output => device.default_output_config(),
+    }
+    .map_err(|error| DeviceError::from_cpal(direction, error))?;
+    let format = supported.sample_format();
+    let period_frames = supported.sample_rate() * PERIOD_MS / 1000;
+    let buffer_size = match supported.buffer_size() {
+        cpal::SupportedBufferSize::Range { min, max } if (*min..=*max).contains(&period_frames) => {
+            cpal::BufferSize::Fixed(period_frames)
+        }
+        _ => cpal::BufferSize::Default,
+    };
+    let config = cpal::StreamConfig {
+        channels: supported.channels(),
+        sample_rate: supported.sample_rate(),
+        buffer_size,
+    };
+    Ok((config, format))
+}
+
+/// An open microphone. Samples arrive down-mixed to mono, as f32 at the device's rate.
+pub struct Capture {
+    _stream: cpal::Stream,
+    ring: rtrb::Consumer<f32>,
+    format: StreamFormat,
+    counters: Arc<StreamCounters>,
+}
+
+impl std::fmt::Debug for Capture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capture")
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
+/// Writes one callback's interleaved frames, down-mixed, into the ring. Allocation-free.
+fn push_mono<T: Copy>(
+    ring: &mut rtrb::Producer<f32>,
+    data: &[T],
+    channels: usize,
+    to_f32: impl Fn(T) -> f32,
+    counters: &StreamCounters,
+) {
+    let frames = data.len() / channels;
+    let room = ring.slots().min(frames);
+    if let Ok(chunk) = ring.write_chunk_uninit(room) {
+        let scale = 1.0 / channels as f32;
+        chunk.fill_from_iter(
+            data.chunks_exact(channels)
+                .map(|frame| frame.iter().map(|&s| to_f32(s)).sum::<f32>() * scale),
+        );
+    }
+    if room < frames {
+        counters
+            .xrun_frames
+            .fetch_add((frames - room) as u64, Ordering::Relaxed);
+    }
+}
+
+impl Capture {
+    /// Opens the chosen microphone (`None`: the default) with a ring holding `ring_ms`.
+    pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
+        let direction = Direction::Input;
+        let device = find_device(direction, device_id)?;
+        let (config, sample_format) = stream_config(&device, direction)?;
+        let channels = usize::from(config.channels.max(1));
+        let format = StreamFormat {
+            sample_rate_hz: config.sample_rate,
+            channels: config.channels,
+        };
+        let capacity = (format.sample_rate_hz as usize * ring_ms as usize / 1000).max(1024);
+        let (mut producer, consumer) = rtrb::RingBuffer::new(capacity);
+        let counters = Arc::new(StreamCounters::default());
+        let (data_counters, error_counters) = (counters.clone(), counters.clone());
+        let on_error = move |_error: cpal::Error| {
+            error_counters.errors.fetch_add(1, Ordering::Relaxed);
+        };
+        let stream = match sample_format {
+            cpal::SampleFormat::F32 => device.build_input_stream::<f32, _, _>(
+                config,
+                move |data: &[f32], _| {
+                    push_mono(&mut producer, data, channels, |s| s, &data_counters)
+                },
+                on_error,
+                Some(OPEN_TIMEOUT),
+            ),
+            cpal::SampleFormat::I16 => device.build_input_stream::<i16, _, _>(
+                config,
+                move |data: &[i16], _| {
+                    push_mono(
+                        &mut producer,
+                        data,
+                        channels,
+                        |s| f32::from(s) / 32_768.0,
+                        &data_counters,
+                    )
+                },
+                on_error,
+                Some(OPEN_TIMEOUT),
+            ),
+            other => {
+                return Err(DeviceError::Unsupported {
+                    direction,
+                    reason: format!("sample format {other} (Walkie reads f32 or i16)"),
+                });
+            }
+        }
+        .map_err(|error| DeviceError::from_cpal(direction, error))?;
+        stream
+            .play()
+            .map_err(|error| DeviceError::from_cpal(direction, error))?;
+        Ok(Self {
+            _stream: stream,
+            ring: consumer,
+            format,
+            counters,
+        })
+    }
+
+    pub fn format(&self) -> StreamFormat {
+        self.format
+    }
+
+    pub fn counters(&self) -> &StreamCounters {
+        &self.counters
+    }
+
+    /// Moves every captured sample so far into `out`; returns how many.
+    pub fn read_into(&mut self, out: &mut Vec<f32>) -> usize {
+        let available = self.ring.slots();
+        let Ok(chunk) = self.ring.read_chunk(available) else {
+            return 0;
+        };
+        let (first, second) = chunk.as_slices();
+        out.extend_from_slice(first);
+        out.extend_from_slice(second);
+        chunk.commit_all();
+        available
+    }
+}
+
+/// The flush request the playback callback honours at its next period.
+#[derive(Debug, Default)]
+struct FlushRequest {
+    requested: AtomicU64,
+    honoured: AtomicU64,
+}
+
+/// An open speaker. It plays exactly what is written to it, mono f32 at the device's rate,
+/// and nothing else; between writes it plays silence.
+pub struct Playback {
+    _stream: cpal::Stream,
+    ring: rtrb::Producer<f32>,
+    format: StreamFormat,
+    counters: Arc<StreamCounters>,
+    flush: Arc<FlushRequest>,
+    played_frames: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Playback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Playback")
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
+/// Fills one callback's interleaved buffer from the ring, up-mixing mono to every channel.
+/// Honours a pending flush first. Allocation-free.
+fn pull_mono<T: Copy>(
+    ring: &mut rtrb::Consumer<f32>,
+    data: &mut [T],
+    channels: usize,
+    from_f32: impl Fn(f32) -> T,
+    shared: &PlaybackShared,
+) {
+    let requested = shared.flush.requested.load(Ordering::Acquire);
+    if shared.flush.honoured.load(Ordering::Relaxed) != requested {
+        let queued = ring.slots();
+        if let Ok(chunk) = ring.read_chunk(queued) {
+            chunk.commit_all();
+        }
+        shared.flush.honoured.store(requested, Ordering::Release);
+    }
+    let frames = data.len() / channels;
+    let available = ring.slots().min(frames);
+    let mut played = 0usize;
+    if let Ok(chunk) = ring.read_chunk(available) {
+        let (first, second) = chunk.as_slices();
+        for (frame, &sample) in data
+            .chunks_exact_mut(channels)
+            .zip(first.iter().chain(second.iter()))
+        {
+            frame.fill(from_f32(sample));
+            played += 1;
+        }
+        chunk.commit_all();
+    }
+    for frame in data.chunks_exact_mut(channels).skip(played) {
+        frame.fill(from_f32(0.0));
+    }
+    shared
+        .played_frames
+        .fetch_add(played as u64, Ordering::Relaxed);
+    if played < frames {
+        shared
+            .counters
+            .xrun_frames
+            .fetch_add((frames - played) as u64, Ordering::Relaxed);
+    }
+}
+
+struct PlaybackShared {
+    flush: Arc<FlushRequest>,
+    played_frames: Arc<AtomicU64>,
+    counters: Arc<StreamCounters>,
+}
+
+impl Playback {
+    /// Opens the chosen speaker (`None`: the default) with a ring holding `ring_ms`.
+    pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
+        let direction = Direction::Output;
+        let device = find_device(direction, device_id)?;
+        let (config, sample_format) = stream_config(&device, direction)?;
+        let channels = usize::from(config.channels.max(1));
+        let format = StreamFormat {
+            sample_rate_hz: config.sample_rate,
+            channels: config.channels,
+        };
+        let capacity = (format.sample_rate_hz as usize * ring_ms as usize / 1000).max(1024);
+        let (producer, mut consumer) = rtrb::RingBuffer::new(capacity);
+        let counters = Arc::new(StreamCounters::default());
+        let flush = Arc::new(FlushRequest::default());
+        let played_frames = Arc::new(AtomicU64::new(0));
+        let shared = PlaybackShared {
+            flush: flush.clone(),
+            played_frames: played_frames.clone(),
+            counters: counters.clone(),
+        };
+        let error_counters = counters.clone();
+        let on_error = move |_error: cpal::Error| {
+            error_counters.errors.fetch_add(1, Ordering::Relaxed);
+        };
+        let stream = match sample_format {
+            cpal::SampleFormat::F32 => device.build_output_stream::<f32, _, _>(
+                config,
+                move |data: &mut [f32], _| pull_mono(&mut consumer, data, channels, |s| s, &shared),
+                on_error,
+                Some(OPEN_TIMEOUT),
+            ),
+            cpal::SampleFormat::I16 => device.build_output_stream::<i16, _, _>(
+                config,
+                move |data: &mut [i16], _| {
+                    pull_mono(
+                        &mut consumer,
+                        data,
+                        channels,
+                        |s| (s * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16,
+                        &shared,
+                    )
+                },
+                on_error,
+                Some(OPEN_TIMEOUT),
+            ),
+            other => {
+                return Err(DeviceError::Unsupported {
+                    direction,
+                    reason: format!("sample format {other} (Walkie writes f32 or i16)"),
+                });
+            }
+        }
+        .map_err(|error| DeviceError::from_cpal(direction, error))?;
+        stream
+            .play()
+            .map_err(|error| DeviceError::from_cpal(direction, error))?;
+        Ok(Self {
+            _stream: stream,
+            ring: producer,
+            format,
+            counters,
+            flush,
+            played_frames,
+        })
+    }
+
+    pub fn format(&self) -> StreamFormat {
+        self.format
+    }
+
+    pub fn counters(&self) -> &StreamCounters {
+        &self.counters
+    }
+
+    /// Queues samples to play; returns how many fit (the rest is the caller's to retry).
+    pub fn write(&mut self, samples: &[f32]) -> usize {
+        let (written, _) = self.ring.push_partial_slice(samples);
+        written.len()
+    }
+
+    /// Room left in the ring, in samples.
+    pub fn free_samples(&self) -> usize {
+        self.ring.slots()
+    }
+
+    /// Frames handed to the device so far: what was (or is about to be) heard.
+    pub fn played_frames(&self) -> u64 {
+        self.played_frames.load(Ordering::Relaxed)
+    }
+
+    /// Barge-in: everything queued is dropped at the device's next period.
+    pub fn flush(&self) {
+        self.flush.requested.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether the last flush has been carried out by the callback.
+    pub fn flush_done(&self) -> bool {
+        self.flush.honoured.load(Ordering::Acquire) == self.flush.requested.load(Ordering::Acquire)
+    }
+}

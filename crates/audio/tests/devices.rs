@@ -1,0 +1,274 @@
+//! Real devices in real time: cpal streams on the test PulseAudio server's null sinks ("mic"
+//! and "spk", started by scripts/test.sh through scripts/pulse.sh). What a test plays into the
+//! virtual mic must arrive bit-exact; what the engine plays must reach the virtual speaker once,
+//! whole and in order; a flush must cut it off at the device's next period.
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use walkie_audio::device::{Capture, Direction, Playback, list_devices};
+
+/// The null sinks are shared by every test of this file: one test at a time.
+static SINKS: Mutex<()> = Mutex::new(());
+
+fn require_test_server() {
+    let server = std::env::var("PULSE_SERVER").unwrap_or_default();
+    assert!(
+        server.starts_with("unix:") && std::path::Path::new(&server[5..]).exists(),
+        "these tests need the test PulseAudio server: run scripts/test.sh, or \
+         `export PULSE_SERVER=$(scripts/pulse.sh start target/pulse)` first (PULSE_SERVER={server:?})"
+    );
+}
+
+/// Never zero, so every sample that reaches a sink can be counted; not periodic within a
+/// second, so a repeat or a reordering shows.
+fn pattern(len: usize) -> Vec<i16> {
+    (0..len)
+        .map(|i| {
+            let noise = ((i as u32).wrapping_mul(2_654_435_761) >> 18) as i16 & 0x1FFF;
+            noise + 1
+        })
+        .collect()
+}
+
+fn to_bytes(samples: &[i16]) -> Vec<u8> {
+    samples.iter().flat_map(|s| s.to_le_bytes()).collect()
+}
+
+fn from_bytes(bytes: &[u8]) -> Vec<i16> {
+    bytes
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect()
+}
+
+/// A pacat/parec process, ended when dropped. A reader thread drains parec's output as it
+/// comes, so the pipe never fills and the server never drops what was recorded.
+struct PulseClient(Child, Option<std::thread::JoinHandle<Vec<u8>>>);
+
+impl PulseClient {
+    /// The stream buffers 200 ms: on a loaded 2-core machine a 10 ms buffer under- or overruns
+    /// when the client is not scheduled in time, which would insert or drop samples.
+    fn spawn(program: &str, device: &str) -> Self {
+        let mut child = Command::new(program)
+            .args([
+                "--device",
+                device,
+                "--format=s16le",
+                "--rate=48000",
+                "--channels=1",
+                "--raw",
+                "--latency-msec=200",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("could not start {program}: {error}"));
+        let mut stdout = child.stdout.take().expect("the client's stdout is piped");
+        let reader = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stdout.read_to_end(&mut bytes);
+            bytes
+        });
+        Self(child, Some(reader))
+    }
+
+    /// Ends the client and returns everything it wrote.
+    fn end(mut self) -> Vec<u8> {
+        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+        self.1
+            .take()
+            .expect("the reader runs until the client ends")
+            .join()
+            .expect("the reader thread only reads")
+    }
+}
+
+impl Drop for PulseClient {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn the_virtual_devices_are_listed_with_the_defaults_marked() {
+    require_test_server();
+    let _sinks = SINKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let inputs = list_devices(Direction::Input).unwrap();
+    let outputs = list_devices(Direction::Output).unwrap();
+    let default_input = inputs
+        .iter()
+        .find(|d| d.is_default)
+        .expect("a default input");
+    let default_output = outputs
+        .iter()
+        .find(|d| d.is_default)
+        .expect("a default output");
+    assert!(default_input.id.contains("mic.monitor"), "{inputs:?}");
+    assert!(default_output.id.contains("spk"), "{outputs:?}");
+    assert!(outputs.iter().all(|d| !d.name.is_empty()));
+}
+
+#[test]
+fn what_is_played_into_the_virtual_mic_is_captured_bit_exact() {
+    require_test_server();
+    let _sinks = SINKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut capture = Capture::open(None, 4_000).expect("the default microphone opens");
+    assert_eq!(capture.format().sample_rate_hz, 48_000);
+    let sent = pattern(48_000);
+    let mut player = PulseClient::spawn("pacat", "mic");
+    player
+        .0
+        .stdin
+        .take()
+        .expect("pacat's stdin")
+        .write_all(&to_bytes(&sent))
+        .expect("feeding the virtual mic");
+
+    let mut captured = Vec::new();
+    let mut start = None;
+    wait_until(
+        "the whole second of audio to be captured",
+        Duration::from_secs(10),
+        || {
+            capture.read_into(&mut captured);
+            if start.is_none() {
+                start = captured.iter().position(|&s| s != 0.0);
+            }
+            start.is_some_and(|start| captured.len() >= start + sent.len())
+        },
+    );
+    let start = start.expect("the pattern arrived");
+    let received: Vec<i16> = captured[start..start + sent.len()]
+        .iter()
+        .map(|&s| (s * 32_768.0) as i16)
+        .collect();
+    if let Some(at) = received.iter().zip(&sent).position(|(a, b)| a != b) {
+        let around = at.saturating_sub(3)..(at + 5).min(sent.len());
+        panic!(
+            "captured audio differs from what the mic played at sample {at}: got {:?}, sent {:?}",
+            &received[around.clone()],
+            &sent[around]
+        );
+    }
+    assert_eq!(
+        capture
+            .counters()
+            .xrun_frames
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    drop(player);
+}
+
+fn as_f32(samples: &[i16]) -> Vec<f32> {
+    samples.iter().map(|&s| f32::from(s) / 32_768.0).collect()
+}
+
+fn write_all(playback: &mut Playback, mut samples: &[f32]) {
+    while !samples.is_empty() {
+        let written = playback.write(samples);
+        samples = &samples[written..];
+        if !samples.is_empty() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+#[test]
+fn a_turn_played_through_the_engine_reaches_the_speaker_once_whole_and_in_order() {
+    require_test_server();
+    let _sinks = SINKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+    std::thread::sleep(Duration::from_millis(100));
+    let mut playback = Playback::open(None, 500).expect("the default speaker opens");
+    let turn = pattern(24_000);
+    write_all(&mut playback, &as_f32(&turn));
+    wait_until(
+        "the turn to be handed to the device",
+        Duration::from_secs(10),
+        || playback.played_frames() >= turn.len() as u64,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let recorded = from_bytes(&recorder.end());
+
+    let heard: Vec<i16> = recorded.into_iter().filter(|&s| s != 0).collect();
+    assert_eq!(
+        heard.len(),
+        turn.len(),
+        "every sample once: no gap, no repeat"
+    );
+    assert_eq!(heard, turn, "in order and unchanged");
+    assert_eq!(playback.played_frames(), turn.len() as u64);
+}
+
+#[test]
+fn a_flush_cuts_playback_at_the_next_period_and_nothing_queued_is_heard_after() {
+    require_test_server();
+    let _sinks = SINKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+    std::thread::sleep(Duration::from_millis(100));
+    let mut playback = Playback::open(None, 3_000).expect("the default speaker opens");
+    let long_reply = pattern(96_000);
+    write_all(&mut playback, &as_f32(&long_reply));
+    wait_until(
+        "a quarter second to be played",
+        Duration::from_secs(10),
+        || playback.played_frames() >= 12_000,
+    );
+    playback.flush();
+    wait_until(
+        "the callback to honour the flush",
+        Duration::from_secs(2),
+        || playback.flush_done(),
+    );
+    let played_at_flush = playback.played_frames();
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        playback.played_frames(),
+        played_at_flush,
+        "nothing plays after the flush"
+    );
+    let recorded = from_bytes(&recorder.end());
+
+    let heard: Vec<i16> = recorded.into_iter().filter(|&s| s != 0).collect();
+    assert!(
+        played_at_flush < long_reply.len() as u64 / 2,
+        "the flush came early in the reply"
+    );
+    assert_eq!(
+        heard.len() as u64,
+        played_at_flush,
+        "the speaker heard exactly what was played"
+    );
+    assert_eq!(
+        heard,
+        long_reply[..heard.len()],
+        "a prefix of the reply, in order"
+    );
+    assert!(
+        playback.free_samples() > 3 * 48_000 - 1_000,
+        "the ring is empty after the flush"
+    );
+}
