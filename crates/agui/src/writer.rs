@@ -1,0 +1,324 @@
+//! The producer side: turns the session's speech and transcript signals for both speakers into
+//! AG-UI text-message events that pass the strict verifier.
+//!
+//! Design rule 3 (DESIGN.md): a user message is opened at the user's speech start, so it sits
+//! before the reply even though its transcript arrives later; a transcript that arrives after the
+//! message closed reopens it ("closed, not sealed") and appends. Each turn gets its own run. A
+//! signal for a turn other than the active run's finishes that run first (closing what it left
+//! open) and starts a run for the signal's turn, so late transcripts always land inside a run.
+//! The writer reads no clock and invents no randomness: the caller passes the time of every
+//! signal and ids derive from the thread id and the caller's turn numbers.
+
+use std::collections::HashMap;
+
+use crate::event::{
+    Event, MessagesSnapshot, Role, RunFinished, RunStarted, TextMessageContent, TextMessageEnd,
+    TextMessageStart,
+};
+use crate::message::Message;
+
+/// The caller's number for one exchange (a user utterance and the reply to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TurnId(pub u64);
+
+/// Who is speaking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Speaker {
+    User,
+    Assistant,
+}
+
+impl Speaker {
+    fn role(self) -> Role {
+        match self {
+            Speaker::User => Role::User,
+            Speaker::Assistant => Role::Assistant,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Speaker::User => "user",
+            Speaker::Assistant => "assistant",
+        }
+    }
+}
+
+/// One signal from the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TranscriptInput<'a> {
+    /// The speaker started talking (user: VAD or push-to-talk; assistant: audible output).
+    SpeechStarted { turn: TurnId, speaker: Speaker },
+    /// The speaker stopped talking.
+    SpeechStopped { turn: TurnId, speaker: Speaker },
+    /// More transcript text for the speaker's utterance in this turn.
+    TranscriptDelta {
+        turn: TurnId,
+        speaker: Speaker,
+        delta: &'a str,
+    },
+    /// The final transcript of the utterance. When it extends what was streamed, the rest is
+    /// appended; when it revises it, a MESSAGES_SNAPSHOT restates the history with the revision.
+    TranscriptDone {
+        turn: TurnId,
+        speaker: Speaker,
+        transcript: &'a str,
+    },
+    /// The model finished the turn: its run finishes.
+    TurnComplete { turn: TurnId },
+}
+
+/// Time of a signal in milliseconds since the Unix epoch (AG-UI `timestamp`).
+pub type TimestampMs = i64;
+
+#[derive(Debug, Clone)]
+struct Utterance {
+    message_id: String,
+    role: Role,
+    text: String,
+    open: bool,
+}
+
+#[derive(Debug, Clone)]
+struct ActiveRun {
+    turn: TurnId,
+    run_id: String,
+}
+
+/// Writes a conversation's transcript as AG-UI events; see the module docs.
+#[derive(Debug, Clone)]
+pub struct TranscriptWriter {
+    thread_id: String,
+    active_run: Option<ActiveRun>,
+    runs_per_turn: HashMap<TurnId, u32>,
+    utterances: Vec<Utterance>,
+    utterance_by_key: HashMap<(TurnId, Speaker), usize>,
+    /// Indices of open utterances, in opening order.
+    open: Vec<usize>,
+}
+
+impl TranscriptWriter {
+    pub fn new(thread_id: impl Into<String>) -> TranscriptWriter {
+        TranscriptWriter {
+            thread_id: thread_id.into(),
+            active_run: None,
+            runs_per_turn: HashMap::new(),
+            utterances: Vec::new(),
+            utterance_by_key: HashMap::new(),
+            open: Vec::new(),
+        }
+    }
+
+    /// The message id the writer uses for a speaker's utterance in a turn.
+    pub fn message_id(turn: TurnId, speaker: Speaker) -> String {
+        format!("{}-{}", speaker.label(), turn.0)
+    }
+
+    /// Turns one session signal, observed at `at_ms`, into events appended to `out`.
+    pub fn push(&mut self, at_ms: TimestampMs, input: TranscriptInput<'_>, out: &mut Vec<Event>) {
+        match input {
+            TranscriptInput::SpeechStarted { turn, speaker } => {
+                self.ensure_run(turn, at_ms, out);
+                let index = self.utterance(turn, speaker, at_ms, out);
+                self.ensure_open(index, at_ms, out);
+            }
+            TranscriptInput::SpeechStopped { turn, speaker } => {
+                // An open message is always open inside its own turn's run (every path that
+                // opens one starts that run first, and finishing a run closes everything), so
+                // closing it needs no run change.
+                if let Some(&index) = self.utterance_by_key.get(&(turn, speaker))
+                    && self.utterances[index].open
+                {
+                    self.close(index, at_ms, out);
+                }
+            }
+            TranscriptInput::TranscriptDelta {
+                turn,
+                speaker,
+                delta,
+            } => {
+                if delta.is_empty() {
+                    return;
+                }
+                self.ensure_run(turn, at_ms, out);
+                let index = self.utterance(turn, speaker, at_ms, out);
+                self.append(index, delta, at_ms, out);
+            }
+            TranscriptInput::TranscriptDone {
+                turn,
+                speaker,
+                transcript,
+            } => {
+                self.ensure_run(turn, at_ms, out);
+                let index = self.utterance(turn, speaker, at_ms, out);
+                let streamed = &self.utterances[index].text;
+                if let Some(rest) = transcript.strip_prefix(streamed.as_str()) {
+                    if !rest.is_empty() {
+                        self.append(index, rest, at_ms, out);
+                    }
+                } else {
+                    self.utterances[index].text = transcript.to_owned();
+                    out.push(self.snapshot(at_ms));
+                }
+                if self.utterances[index].open {
+                    self.close(index, at_ms, out);
+                }
+            }
+            TranscriptInput::TurnComplete { turn } => {
+                if self.active_run.as_ref().is_some_and(|run| run.turn == turn) {
+                    self.finish_run(at_ms, out);
+                }
+            }
+        }
+    }
+
+    /// Ends the conversation: closes what is open and finishes the active run.
+    pub fn finish(&mut self, at_ms: TimestampMs, out: &mut Vec<Event>) {
+        if self.active_run.is_some() {
+            self.finish_run(at_ms, out);
+        }
+    }
+
+    /// The text written so far for each message, in order of first appearance.
+    pub fn transcript(&self) -> impl Iterator<Item = (&str, Role, &str)> {
+        self.utterances
+            .iter()
+            .map(|u| (u.message_id.as_str(), u.role, u.text.as_str()))
+    }
+
+    fn ensure_run(&mut self, turn: TurnId, at_ms: TimestampMs, out: &mut Vec<Event>) {
+        if self.active_run.as_ref().is_some_and(|run| run.turn == turn) {
+            return;
+        }
+        if self.active_run.is_some() {
+            self.finish_run(at_ms, out);
+        }
+        let runs = self.runs_per_turn.entry(turn).or_insert(0);
+        *runs += 1;
+        let run_id = if *runs == 1 {
+            format!("run-{}", turn.0)
+        } else {
+            format!("run-{}-{}", turn.0, runs)
+        };
+        out.push(Event::RunStarted(Box::new(RunStarted {
+            thread_id: self.thread_id.clone(),
+            run_id: run_id.clone(),
+            parent_run_id: None,
+            input: None,
+            protocol_version: None,
+            timestamp: Some(at_ms),
+            raw_event: None,
+        })));
+        self.active_run = Some(ActiveRun { turn, run_id });
+    }
+
+    fn finish_run(&mut self, at_ms: TimestampMs, out: &mut Vec<Event>) {
+        for index in std::mem::take(&mut self.open) {
+            self.utterances[index].open = false;
+            out.push(self.end_event(index, at_ms));
+        }
+        if let Some(run) = self.active_run.take() {
+            out.push(Event::RunFinished(Box::new(RunFinished {
+                thread_id: self.thread_id.clone(),
+                run_id: run.run_id,
+                result: None,
+                outcome: None,
+                usage: None,
+                timestamp: Some(at_ms),
+                raw_event: None,
+            })));
+        }
+    }
+
+    /// The utterance's index, creating (and opening) its message on first mention.
+    fn utterance(
+        &mut self,
+        turn: TurnId,
+        speaker: Speaker,
+        at_ms: TimestampMs,
+        out: &mut Vec<Event>,
+    ) -> usize {
+        if let Some(&index) = self.utterance_by_key.get(&(turn, speaker)) {
+            return index;
+        }
+        let index = self.utterances.len();
+        self.utterances.push(Utterance {
+            message_id: TranscriptWriter::message_id(turn, speaker),
+            role: speaker.role(),
+            text: String::new(),
+            open: false,
+        });
+        self.utterance_by_key.insert((turn, speaker), index);
+        self.ensure_open(index, at_ms, out);
+        index
+    }
+
+    /// Opens the message, or reopens it with the same role (and no name, no owner, as at first).
+    fn ensure_open(&mut self, index: usize, at_ms: TimestampMs, out: &mut Vec<Event>) {
+        let utterance = &mut self.utterances[index];
+        if utterance.open {
+            return;
+        }
+        utterance.open = true;
+        self.open.push(index);
+        out.push(Event::TextMessageStart(TextMessageStart {
+            message_id: utterance.message_id.clone(),
+            role: Some(utterance.role),
+            name: None,
+            subagent_run_id: None,
+            metadata: None,
+            timestamp: Some(at_ms),
+            raw_event: None,
+        }));
+    }
+
+    fn append(&mut self, index: usize, delta: &str, at_ms: TimestampMs, out: &mut Vec<Event>) {
+        self.ensure_open(index, at_ms, out);
+        let utterance = &mut self.utterances[index];
+        utterance.text.push_str(delta);
+        out.push(Event::TextMessageContent(TextMessageContent {
+            message_id: utterance.message_id.clone(),
+            delta: delta.to_owned(),
+            subagent_run_id: None,
+            metadata: None,
+            timestamp: Some(at_ms),
+            raw_event: None,
+        }));
+    }
+
+    fn close(&mut self, index: usize, at_ms: TimestampMs, out: &mut Vec<Event>) {
+        self.utterances[index].open = false;
+        self.open.retain(|&open| open != index);
+        out.push(self.end_event(index, at_ms));
+    }
+
+    fn end_event(&self, index: usize, at_ms: TimestampMs) -> Event {
+        Event::TextMessageEnd(TextMessageEnd {
+            message_id: self.utterances[index].message_id.clone(),
+            subagent_run_id: None,
+            metadata: None,
+            timestamp: Some(at_ms),
+            raw_event: None,
+        })
+    }
+
+    fn snapshot(&self, at_ms: TimestampMs) -> Event {
+        let messages = self
+            .utterances
+            .iter()
+            .map(|utterance| {
+                let mut message =
+                    Message::new_text(&utterance.message_id, utterance.role, None, None);
+                if let Some(fields) = message.text_fields_mut() {
+                    fields.content.push_str(&utterance.text);
+                }
+                message
+            })
+            .collect();
+        Event::MessagesSnapshot(Box::new(MessagesSnapshot {
+            messages,
+            timestamp: Some(at_ms),
+            raw_event: None,
+        }))
+    }
+}

@@ -1,0 +1,82 @@
+//! After warm-up, verifying and assembling a CONTENT event allocates nothing: the id lookup
+//! borrows, the delta is appended in place. The only allocations left are the text buffer's own
+//! geometric growth, which is amortised (O(log n) over a message of n bytes) and is measured here
+//! too. Counted with dhat's counting global allocator.
+
+use walkie_agui::event::{TextMessageContent, TextMessageStart};
+use walkie_agui::{Consumer, Event, Mode};
+
+#[global_allocator]
+static ALLOCATOR: dhat::Alloc = dhat::Alloc;
+
+fn content(message_id: &str, delta: &str) -> Event {
+    Event::TextMessageContent(TextMessageContent {
+        message_id: message_id.to_owned(),
+        delta: delta.to_owned(),
+        subagent_run_id: None,
+        metadata: None,
+        timestamp: None,
+        raw_event: None,
+    })
+}
+
+fn allocations_during(work: impl FnOnce()) -> u64 {
+    let before = dhat::HeapStats::get().total_blocks;
+    work();
+    dhat::HeapStats::get().total_blocks - before
+}
+
+#[test]
+fn content_events_allocate_nothing_after_warm_up() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+
+    let mut consumer = Consumer::new(Mode::Strict);
+    let setup: Vec<Event> = vec![
+        serde_json::from_str(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#)
+            .expect("valid"),
+        Event::TextMessageStart(TextMessageStart {
+            message_id: "m1".into(),
+            role: None,
+            name: None,
+            subagent_run_id: None,
+            metadata: None,
+            timestamp: None,
+            raw_event: None,
+        }),
+    ];
+    for event in &setup {
+        consumer.push(event).expect("valid");
+    }
+    // Warm-up: the message's text grows to its working size (64 KiB exactly, then one more
+    // byte, which makes the buffer grow geometrically and leaves room to spare).
+    consumer
+        .push(&content("m1", &"x".repeat(64 * 1024)))
+        .expect("valid");
+    consumer.push(&content("m1", "x")).expect("valid");
+    let warmed_up_length = consumer.messages()[0].content().map_or(0, str::len);
+
+    // 10 000 word-sized deltas (50 kB) fit in the capacity the warm-up left: zero allocations.
+    let word = content("m1", "word ");
+    let steady = allocations_during(|| {
+        for _ in 0..10_000 {
+            consumer.push(&word).expect("valid");
+        }
+    });
+    assert_eq!(steady, 0, "verify + assemble of a CONTENT event allocated");
+    assert_eq!(
+        consumer.messages()[0].content().map_or(0, str::len),
+        warmed_up_length + 50_000
+    );
+
+    // Without a warm-up of the buffer, growth is geometric: a handful of allocations for 200 000
+    // deltas, never one per event.
+    let growing = allocations_during(|| {
+        for _ in 0..200_000 {
+            consumer.push(&word).expect("valid");
+        }
+    });
+    assert!(
+        growing <= 8,
+        "{growing} allocations for 200 000 deltas: growth should be amortised"
+    );
+}

@@ -1,0 +1,333 @@
+//! The transcript writer turns speech and transcript signals into AG-UI events that Walkie's own
+//! strict check accepts, with the user's message placed at their speech start.
+
+mod common;
+
+use common::{assert_passes_agui_verify_strict, strict_consumer, texts};
+use walkie_agui::{Event, Speaker, TranscriptInput, TranscriptWriter, TurnId};
+
+const T1: TurnId = TurnId(1);
+const T2: TurnId = TurnId(2);
+
+fn write(inputs: &[TranscriptInput<'_>]) -> Vec<Event> {
+    let mut writer = TranscriptWriter::new("thread-1");
+    let mut events = Vec::new();
+    for (step, input) in inputs.iter().enumerate() {
+        writer.push(1_000 + step as i64, *input, &mut events);
+    }
+    writer.finish(9_999, &mut events);
+    events
+}
+
+fn owned(rows: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    rows.iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect()
+}
+
+fn types(events: &[Event]) -> Vec<&str> {
+    events.iter().map(Event::type_name).collect()
+}
+
+#[test]
+fn the_user_message_opens_at_speech_start_so_it_sits_before_the_reply() {
+    use TranscriptInput::*;
+    let events = write(&[
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        SpeechStopped {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            delta: "Hello",
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::User,
+            delta: "Hi there",
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::User,
+            transcript: "Hi there",
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            transcript: "Hello!",
+        },
+        TurnComplete { turn: T1 },
+    ]);
+    assert_passes_agui_verify_strict(&events);
+    let consumer = strict_consumer(&events);
+    assert_eq!(
+        texts(&consumer),
+        owned(&[
+            ("user-1", "user", "Hi there"),
+            ("assistant-1", "assistant", "Hello!")
+        ])
+    );
+    assert_eq!(
+        &types(&events)[..3],
+        ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END"]
+    );
+}
+
+#[test]
+fn a_late_transcript_reopens_the_closed_user_message_and_appends() {
+    use TranscriptInput::*;
+    let events = write(&[
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::User,
+            delta: "What's ",
+        },
+        SpeechStopped {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::User,
+            delta: "the time?",
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::User,
+            transcript: "What's the time?",
+        },
+    ]);
+    assert_passes_agui_verify_strict(&events);
+    let starts = events
+        .iter()
+        .filter(|e| matches!(e, Event::TextMessageStart(s) if s.message_id == "user-1"))
+        .count();
+    assert_eq!(starts, 2, "the message was opened once and reopened once");
+    assert_eq!(
+        texts(&strict_consumer(&events)),
+        owned(&[("user-1", "user", "What's the time?")])
+    );
+}
+
+#[test]
+fn a_transcript_arriving_after_its_turn_finished_lands_in_a_new_run_of_that_turn() {
+    use TranscriptInput::*;
+    let events = write(&[
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        SpeechStopped {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            delta: "Sure.",
+        },
+        TurnComplete { turn: T1 },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::User,
+            transcript: "Book a table",
+        },
+    ]);
+    assert_passes_agui_verify_strict(&events);
+    let run_ids: Vec<&str> = events
+        .iter()
+        .filter_map(|e| {
+            if let Event::RunStarted(run) = e {
+                Some(run.run_id.as_str())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(run_ids, ["run-1", "run-1-2"]);
+    assert_eq!(
+        texts(&strict_consumer(&events)),
+        owned(&[
+            ("user-1", "user", "Book a table"),
+            ("assistant-1", "assistant", "Sure.")
+        ])
+    );
+}
+
+#[test]
+fn the_assistant_message_streams_one_content_event_per_token() {
+    use TranscriptInput::*;
+    let tokens = ["It", "'s", " ten", " past", " three", "."];
+    let mut inputs = vec![SpeechStarted {
+        turn: T1,
+        speaker: Speaker::User,
+    }];
+    inputs.extend(tokens.iter().map(|token| TranscriptDelta {
+        turn: T1,
+        speaker: Speaker::Assistant,
+        delta: token,
+    }));
+    let events = write(&inputs);
+    assert_passes_agui_verify_strict(&events);
+    let assistant_deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextMessageContent(content) if content.message_id == "assistant-1" => {
+                Some(content.delta.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(assistant_deltas, tokens);
+}
+
+#[test]
+fn a_revised_final_transcript_is_restated_by_a_snapshot_not_patched() {
+    use TranscriptInput::*;
+    let events = write(&[
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::User,
+            delta: "Wreck a nice",
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            delta: "Okay",
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::User,
+            transcript: "Recognise speech",
+        },
+    ]);
+    assert_passes_agui_verify_strict(&events);
+    assert!(types(&events).contains(&"MESSAGES_SNAPSHOT"));
+    assert_eq!(
+        texts(&strict_consumer(&events)),
+        owned(&[
+            ("user-1", "user", "Recognise speech"),
+            ("assistant-1", "assistant", "Okay")
+        ])
+    );
+}
+
+#[test]
+fn a_barge_in_finishes_the_interrupted_turn_before_the_next_one_starts() {
+    use TranscriptInput::*;
+    let events = write(&[
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::User,
+            transcript: "Tell me a story",
+        },
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::Assistant,
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            delta: "Once upon",
+        },
+        SpeechStarted {
+            turn: T2,
+            speaker: Speaker::User,
+        },
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            delta: " a time",
+        },
+        TranscriptDone {
+            turn: T2,
+            speaker: Speaker::User,
+            transcript: "Stop",
+        },
+    ]);
+    assert_passes_agui_verify_strict(&events);
+    assert_eq!(
+        texts(&strict_consumer(&events)),
+        owned(&[
+            ("user-1", "user", "Tell me a story"),
+            ("assistant-1", "assistant", "Once upon a time"),
+            ("user-2", "user", "Stop"),
+        ])
+    );
+}
+
+#[test]
+fn every_event_carries_the_time_of_the_signal_that_caused_it() {
+    use TranscriptInput::*;
+    let mut writer = TranscriptWriter::new("thread-1");
+    let mut events = Vec::new();
+    writer.push(
+        1_234,
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        &mut events,
+    );
+    let json = serde_json::to_value(&events).expect("events serialise");
+    for event in json.as_array().expect("array") {
+        assert_eq!(event["timestamp"], 1_234, "{event}");
+    }
+}
+
+#[test]
+fn empty_deltas_write_nothing() {
+    use TranscriptInput::*;
+    let mut writer = TranscriptWriter::new("thread-1");
+    let mut events = Vec::new();
+    writer.push(
+        1,
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        &mut events,
+    );
+    let before = events.len();
+    writer.push(
+        2,
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::User,
+            delta: "",
+        },
+        &mut events,
+    );
+    assert_eq!(events.len(), before);
+}
+
+#[test]
+fn the_synthetic_benchmark_conversation_passes_strict_verification() {
+    let events = walkie_agui::synthetic::conversation(5_000);
+    assert!(events.len() >= 5_000);
+    assert_passes_agui_verify_strict(&events);
+    let consumer = strict_consumer(&events);
+    assert!(
+        consumer
+            .messages()
+            .iter()
+            .all(|m| !m.content().unwrap_or_default().is_empty())
+    );
+}

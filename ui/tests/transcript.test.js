@@ -1,0 +1,266 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createTranscript, TranscriptSequenceError } from "../transcript.js";
+
+// A tiny DOM: just what transcript.js touches, plus counters that show how the page changed.
+class FakeText {
+  constructor(data) {
+    this.data = data;
+    this.appends = 0;
+  }
+  appendData(more) {
+    this.data += more;
+    this.appends += 1;
+  }
+  get textContent() {
+    return this.data;
+  }
+}
+
+class FakeElement {
+  constructor(tagName) {
+    this.tagName = tagName.toUpperCase();
+    this.className = "";
+    this.dataset = {};
+    this.childNodes = [];
+    this.parent = null;
+    this.insertions = 0;
+    this.scrollTop = 0;
+    this.scrollHeight = 0;
+    this.clientHeight = 0;
+  }
+  appendChild(child) {
+    if (child.parent) child.remove();
+    child.parent = this;
+    this.childNodes.push(child);
+    this.insertions += 1;
+    return child;
+  }
+  remove() {
+    if (!this.parent) return;
+    this.parent.childNodes = this.parent.childNodes.filter((node) => node !== this);
+    this.parent = null;
+  }
+  get children() {
+    return this.childNodes.filter((node) => node instanceof FakeElement);
+  }
+  get textContent() {
+    return this.childNodes.map((node) => node.textContent).join("");
+  }
+  set textContent(text) {
+    this.childNodes = [new FakeText(text)];
+  }
+  querySelector(selector) {
+    const className = selector.replace(/^\./, "");
+    for (const child of this.children) {
+      if (child.className.split(" ").includes(className)) return child;
+      const found = child.querySelector(selector);
+      if (found) return found;
+    }
+    return null;
+  }
+}
+
+const fakeDocument = {
+  createElement: (tagName) => new FakeElement(tagName),
+  createTextNode: (data) => new FakeText(data),
+};
+
+function transcriptPage() {
+  const container = new FakeElement("main");
+  const placeholder = container.appendChild(new FakeElement("p"));
+  placeholder.className = "empty";
+  container.insertions = 0;
+  const transcript = createTranscript(container, { document: fakeDocument });
+  const feed = (...events) => events.forEach((event) => transcript.apply(event));
+  const articles = () => container.children.filter((child) => child.className === "message");
+  const shown = () =>
+    articles().map((article) => ({
+      id: article.dataset.messageId,
+      role: article.dataset.role,
+      speaker: article.children[0].textContent,
+      text: article.children[1].textContent,
+    }));
+  return { container, transcript, feed, articles, shown };
+}
+
+const run = (runId = "r1") => ({ type: "RUN_STARTED", threadId: "t", runId });
+const finished = (runId = "r1") => ({ type: "RUN_FINISHED", threadId: "t", runId });
+const start = (messageId, role, extra = {}) => ({ type: "TEXT_MESSAGE_START", messageId, role, ...extra });
+const content = (messageId, delta) => ({ type: "TEXT_MESSAGE_CONTENT", messageId, delta });
+const end = (messageId) => ({ type: "TEXT_MESSAGE_END", messageId });
+
+test("a streamed message appears at its start and grows by appending to one text node", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("a1", "assistant"));
+  const [article] = page.articles();
+  const textNode = article.children[1].childNodes[0];
+  page.feed(content("a1", "Hel"), content("a1", "lo"), content("a1", ", world"), end("a1"), finished());
+
+  assert.deepEqual(page.shown(), [{ id: "a1", role: "assistant", speaker: "Walkie", text: "Hello, world" }]);
+  assert.equal(page.articles()[0], article, "the message element is never replaced");
+  assert.equal(article.children[1].childNodes[0], textNode, "the text node is never replaced");
+  assert.equal(textNode.appends, 3, "each delta is one append");
+  assert.equal(page.container.insertions, 1, "the transcript itself was touched once, to add the message");
+});
+
+test("the placeholder disappears when the first message arrives", () => {
+  const page = transcriptPage();
+  assert.ok(page.container.querySelector(".empty"));
+  page.feed(run(), start("u1", "user"));
+  assert.equal(page.container.querySelector(".empty"), null);
+});
+
+test("a user message opened at speech start stays above the reply its late transcript follows", () => {
+  const page = transcriptPage();
+  page.feed(
+    run(),
+    start("user-1", "user"),
+    end("user-1"),
+    start("assistant-1", "assistant"),
+    content("assistant-1", "Sure"),
+    start("user-1", "user"),
+    content("user-1", "Book a table"),
+    end("user-1"),
+    end("assistant-1"),
+    finished(),
+  );
+  assert.deepEqual(
+    page.shown().map(({ id, text }) => [id, text]),
+    [
+      ["user-1", "Book a table"],
+      ["assistant-1", "Sure"],
+    ],
+  );
+});
+
+test("a reopened message continues where it stopped, closed but not sealed", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("u1", "user"), content("u1", "What's "), end("u1"));
+  assert.equal(page.articles()[0].dataset.streaming, undefined, "closed after END");
+  page.feed(start("u1", "user"), content("u1", "the time?"));
+  assert.equal(page.articles()[0].dataset.streaming, "", "streaming again after the reopening START");
+  page.feed(end("u1"), finished());
+  assert.equal(page.transcript.textOf("u1"), "What's the time?");
+  assert.equal(page.articles().length, 1);
+});
+
+test("a reopen keeps the established role and speaker name", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("m1", "user", { name: "Ann" }), content("m1", "a"), end("m1"));
+  page.feed(start("m1", "assistant"), content("m1", "b"), end("m1"), finished());
+  assert.deepEqual(page.shown(), [{ id: "m1", role: "user", speaker: "Ann", text: "ab" }]);
+});
+
+test("a snapshot restates listed messages, drops unlisted ones and appends new ones in order", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("m1", "assistant"), content("m1", "draft"), end("m1"));
+  page.feed(start("m2", "assistant"), content("m2", "gone"), end("m2"));
+  const firstArticle = page.articles()[0];
+  page.feed({
+    type: "MESSAGES_SNAPSHOT",
+    messages: [
+      { id: "u0", role: "user", content: [{ type: "text", text: "question" }] },
+      { id: "m1", role: "assistant", content: "final answer" },
+      { id: "t1", role: "tool", content: "tool output", toolCallId: "c1" },
+    ],
+  });
+  assert.deepEqual(
+    page.shown().map(({ id, text }) => [id, text]),
+    [
+      ["m1", "final answer"],
+      ["u0", "question"],
+    ],
+  );
+  assert.equal(page.articles()[0], firstArticle, "a restated message keeps its element");
+});
+
+test("content keeps appending to a message that a snapshot restated while open", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("m1", "assistant"), content("m1", "a"));
+  page.feed({ type: "MESSAGES_SNAPSHOT", messages: [{ id: "m1", role: "assistant", content: "A" }] });
+  page.feed(content("m1", "b"), end("m1"), finished());
+  assert.equal(page.transcript.textOf("m1"), "Ab");
+});
+
+test("chunks open, continue and close messages like their expanded events", () => {
+  const page = transcriptPage();
+  page.feed(
+    run(),
+    { type: "TEXT_MESSAGE_CHUNK", messageId: "u1", role: "user", name: "Ann", delta: "Hi, I'm Ann" },
+    { type: "TEXT_MESSAGE_CHUNK", delta: "." },
+    { type: "TEXT_MESSAGE_CHUNK", messageId: "a1", delta: "Hello" },
+    finished(),
+  );
+  assert.deepEqual(page.shown(), [
+    { id: "u1", role: "user", speaker: "Ann", text: "Hi, I'm Ann." },
+    { id: "a1", role: "assistant", speaker: "Walkie", text: "Hello" },
+  ]);
+  assert.ok(page.articles().every((article) => article.dataset.streaming === undefined), "all closed");
+});
+
+test("a run error marks the messages it left open as interrupted, keeping their text", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("a1", "assistant"), content("a1", "half"), { type: "RUN_ERROR", message: "boom" });
+  const [article] = page.articles();
+  assert.equal(article.dataset.state, "interrupted");
+  assert.equal(article.dataset.streaming, undefined);
+  assert.equal(page.transcript.textOf("a1"), "half");
+});
+
+test("text is shown exactly as sent: no trimming, no normalisation", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("m1"), content("m1", "Cafe"), content("m1", "\u0301"), content("m1", "\n\t "));
+  assert.equal(page.transcript.textOf("m1"), "Cafe\u0301\n\t ");
+});
+
+test("content for a message that is not open is an error, never mended", () => {
+  const page = transcriptPage();
+  page.feed(run());
+  assert.throws(() => page.transcript.apply(content("ghost", "boo")), TranscriptSequenceError);
+  page.feed(start("m1"), end("m1"));
+  assert.throws(() => page.transcript.apply(content("m1", "late")), TranscriptSequenceError);
+  assert.throws(() => page.transcript.apply(end("m1")), TranscriptSequenceError);
+});
+
+test("events outside the text-message family are ignored", () => {
+  const page = transcriptPage();
+  page.feed(run(), { type: "CUSTOM", name: "x", value: 1 }, { type: "SOMETHING_NEW" });
+  assert.deepEqual(page.shown(), []);
+});
+
+test("the view follows new text only while the reader is at the bottom", () => {
+  const page = transcriptPage();
+  const { container } = page;
+  Object.assign(container, { clientHeight: 100, scrollHeight: 100, scrollTop: 0 });
+  page.feed(run(), start("m1"));
+  container.scrollHeight = 400; // the reader is at the bottom when the next text lands
+  container.scrollTop = 300;
+  page.feed(content("m1", "long text"));
+  assert.equal(container.scrollTop, 400, "followed to the bottom");
+  container.scrollTop = 50; // the reader scrolled up to read
+  container.scrollHeight = 800;
+  page.feed(content("m1", " more"));
+  assert.equal(container.scrollTop, 50, "left where the reader is");
+});
+
+test("every valid conformance case renders the history the Rust assembler expects", async () => {
+  const { readFile } = await import("node:fs/promises");
+  const casesUrl = new URL("../../crates/agui/tests/conformance/ag-ui-text-messages.json", import.meta.url);
+  const cases = JSON.parse(await readFile(casesUrl, "utf8"));
+  const valid = cases.filter(
+    (c) => c.expect.outcome === "ok" && !c.advisory && c.events.every((e) => typeof e === "object"),
+  );
+  assert.ok(valid.length >= 20, `only ${valid.length} valid cases found`);
+  for (const conformanceCase of valid) {
+    const page = transcriptPage();
+    page.feed(...conformanceCase.events);
+    const expected = conformanceCase.expect.messages.map((m) => ({
+      id: m.id,
+      role: m.role,
+      speaker: m.name ?? { user: "You", assistant: "Walkie", system: "System", developer: "Developer" }[m.role],
+      text: m.content,
+    }));
+    assert.deepEqual(page.shown(), expected, conformanceCase.name);
+  }
+});

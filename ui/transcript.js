@@ -1,0 +1,220 @@
+// The transcript view: applies AG-UI text-message events (the same events walkie-agui verifies
+// and assembles in Rust) to the transcript DOM, incrementally. A delta appends to its message's
+// one text node; nothing already on screen is rebuilt, so a long conversation costs the same per
+// token as a short one and a reader's text selection survives streaming.
+//
+// The stream reaching the webview has already passed walkie-agui's verifier, so an impossible
+// sequence here means a bug upstream: it throws TranscriptSequenceError instead of being mended.
+//
+// DOM produced inside the container:
+//   <article class="message" data-message-id="…" data-role="user|assistant|system|developer"
+//            [data-streaming] [data-state="interrupted"]>
+//     <span class="message-speaker">You</span>
+//     <p class="message-text">…one text node…</p>
+//   </article>
+// The container's `.empty` placeholder is removed when the first message appears.
+
+/** Speaker labels for messages that carry no `name`. */
+export const SPEAKER_LABELS = Object.freeze({
+  user: "You",
+  assistant: "Walkie",
+  system: "System",
+  developer: "Developer",
+});
+
+const TEXT_ROLES = new Set(["user", "assistant", "system", "developer"]);
+const NEAR_BOTTOM_PX = 48;
+
+/** An event that cannot follow what the transcript has seen (e.g. CONTENT for an unknown id). */
+export class TranscriptSequenceError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "TranscriptSequenceError";
+  }
+}
+
+/** The plain text of a history message's content: a string, or the text parts of an array. */
+function contentText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .filter((part) => part && part.type === "text" && typeof part.text === "string")
+      .map((part) => part.text)
+      .join("");
+  }
+  return "";
+}
+
+/**
+ * Creates a transcript bound to a container element.
+ * @param {Element} container the transcript element (`<main id="transcript">`)
+ * @param {{ document?: Document, follow?: boolean }} [options] `follow` (default true) keeps the
+ *   view scrolled to the newest text while the reader is already at the bottom.
+ */
+export function createTranscript(container, options = {}) {
+  const doc = options.document ?? container.ownerDocument;
+  const follow = options.follow ?? true;
+  /** @type {Map<string, {element: Element, text: Text, speaker: Element, role: string}>} */
+  const messages = new Map();
+  /** The message a TEXT_MESSAGE_CHUNK stream is writing to, per lane (subagentRunId or ""). */
+  const pendingChunks = new Map();
+
+  function removePlaceholder() {
+    const placeholder = container.querySelector(".empty");
+    if (placeholder) placeholder.remove();
+  }
+
+  function setSpeaker(view, role, name) {
+    view.role = role;
+    view.element.dataset.role = role;
+    view.speaker.textContent = name ?? SPEAKER_LABELS[role] ?? role;
+  }
+
+  function createMessage(id, role, name, content = "") {
+    const element = doc.createElement("article");
+    element.className = "message";
+    element.dataset.messageId = id;
+    const speaker = doc.createElement("span");
+    speaker.className = "message-speaker";
+    const paragraph = doc.createElement("p");
+    paragraph.className = "message-text";
+    const text = doc.createTextNode(content);
+    paragraph.appendChild(text);
+    element.appendChild(speaker);
+    element.appendChild(paragraph);
+    const view = { element, text, speaker, role };
+    setSpeaker(view, role, name);
+    removePlaceholder();
+    container.appendChild(element);
+    messages.set(id, view);
+    return view;
+  }
+
+  function open(id, role, name) {
+    const view = messages.get(id) ?? createMessage(id, role ?? "assistant", name);
+    // A reopen keeps the message where it is, with its established role and name.
+    view.element.dataset.streaming = "";
+    delete view.element.dataset.state;
+    return view;
+  }
+
+  function openView(id, type) {
+    const view = messages.get(id);
+    if (!view || !("streaming" in view.element.dataset)) {
+      throw new TranscriptSequenceError(`${type} for message '${id}', which is not open`);
+    }
+    return view;
+  }
+
+  function close(view) {
+    delete view.element.dataset.streaming;
+  }
+
+  function closeChunks(lane) {
+    if (lane === undefined) {
+      for (const id of pendingChunks.values()) close(messages.get(id));
+      pendingChunks.clear();
+    } else if (pendingChunks.has(lane)) {
+      close(messages.get(pendingChunks.get(lane)));
+      pendingChunks.delete(lane);
+    }
+  }
+
+  function chunk(event) {
+    const lane = event.subagentRunId ?? "";
+    const pendingId = pendingChunks.get(lane);
+    const id = event.messageId ?? pendingId;
+    if (id === undefined) throw new TranscriptSequenceError("first TEXT_MESSAGE_CHUNK without a messageId");
+    if (pendingId !== undefined && pendingId !== id) closeChunks(lane);
+    if (pendingChunks.get(lane) !== id) {
+      open(id, event.role, event.name);
+      pendingChunks.set(lane, id);
+    }
+    if (typeof event.delta === "string" && event.delta !== "") messages.get(id).text.appendData(event.delta);
+  }
+
+  function snapshot(history) {
+    const listed = new Map();
+    for (const message of history) if (!listed.has(message.id)) listed.set(message.id, message);
+    for (const [id, view] of messages) {
+      if (listed.has(id) || !TEXT_ROLES.has(view.role)) continue;
+      view.element.remove();
+      messages.delete(id);
+    }
+    for (const message of listed.values()) {
+      if (!TEXT_ROLES.has(message.role)) continue;
+      const content = contentText(message.content);
+      const view = messages.get(message.id);
+      if (!view) {
+        createMessage(message.id, message.role, message.name, content);
+        continue;
+      }
+      if (view.text.data !== content) view.text.data = content;
+      setSpeaker(view, message.role, message.name);
+    }
+  }
+
+  function interruptOpenMessages() {
+    for (const view of messages.values()) {
+      if ("streaming" in view.element.dataset) {
+        close(view);
+        view.element.dataset.state = "interrupted";
+      }
+    }
+  }
+
+  function keepNewestInView(wasAtBottom) {
+    if (follow && wasAtBottom) container.scrollTop = container.scrollHeight;
+  }
+
+  /**
+   * Applies one AG-UI event. Events outside the text-message family are ignored.
+   * @param {{ type: string, [field: string]: unknown }} event
+   */
+  function apply(event) {
+    const wasAtBottom =
+      container.scrollHeight - container.scrollTop - container.clientHeight <= NEAR_BOTTOM_PX;
+    const lane = event.subagentRunId ?? "";
+    switch (event.type) {
+      case "TEXT_MESSAGE_START":
+        closeChunks(lane);
+        open(event.messageId, event.role, event.name);
+        break;
+      case "TEXT_MESSAGE_CONTENT":
+        closeChunks(lane);
+        if (event.delta !== "") openView(event.messageId, event.type).text.appendData(event.delta);
+        else openView(event.messageId, event.type);
+        break;
+      case "TEXT_MESSAGE_END":
+        closeChunks(lane);
+        close(openView(event.messageId, event.type));
+        break;
+      case "TEXT_MESSAGE_CHUNK":
+        chunk(event);
+        break;
+      case "MESSAGES_SNAPSHOT":
+        closeChunks();
+        snapshot(event.messages ?? []);
+        break;
+      case "RUN_STARTED":
+      case "RUN_FINISHED":
+        closeChunks();
+        break;
+      case "RUN_ERROR":
+        closeChunks();
+        interruptOpenMessages();
+        break;
+      default:
+        return;
+    }
+    keepNewestInView(wasAtBottom);
+  }
+
+  return {
+    apply,
+    /** The ids on screen, in display order. */
+    messageIds: () => [...messages.keys()],
+    /** The text currently shown for a message, or undefined. */
+    textOf: (id) => messages.get(id)?.text.data,
+  };
+}
