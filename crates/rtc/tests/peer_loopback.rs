@@ -1,0 +1,261 @@
+//! Two peers of this crate on 127.0.0.1 — real ICE, DTLS, SCTP and SRTP — with the SDP passed
+//! as text, as the HTTP exchange passes it.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use walkie_rtc::peer::{self, PeerConfig, PeerEvent};
+use walkie_rtc::{Peer, RtcError};
+
+async fn next_event(peer: &mut Peer, what: &str) -> PeerEvent {
+    tokio::time::timeout(Duration::from_secs(10), peer.events.recv())
+        .await
+        .unwrap_or_else(|_| panic!("no event within 10 s while waiting for {what}"))
+        .unwrap_or_else(|| panic!("the event stream ended while waiting for {what}"))
+}
+
+/// Waits for the data channel to open; returns (ICE connected, DC open) instants.
+async fn wait_open(peer: &mut Peer, name: &str) -> (Instant, Instant) {
+    let mut ice = None;
+    loop {
+        match next_event(peer, &format!("{name}'s data channel")).await {
+            PeerEvent::IceConnected { at } => ice = Some(at),
+            PeerEvent::DataChannelOpen { at } => {
+                return (ice.expect("ICE connects before the data channel opens"), at);
+            }
+            PeerEvent::Failed { reason } => panic!("{name} failed: {reason}"),
+            _ => {}
+        }
+    }
+}
+
+async fn connect_pair() -> (Peer, Peer, Duration) {
+    let config = PeerConfig::default();
+    let pending = peer::offer(&config).await.expect("the offer is made");
+    let offer = pending.sdp().to_owned();
+    assert!(
+        offer.contains("m=audio"),
+        "an audio m-line is offered:\n{offer}"
+    );
+    assert!(
+        offer.contains("a=sendrecv"),
+        "the audio is sendrecv:\n{offer}"
+    );
+    assert!(
+        offer.contains("webrtc-datachannel"),
+        "a data channel is offered:\n{offer}"
+    );
+    assert!(
+        offer.contains("typ host"),
+        "host candidates are in the offer (no trickle):\n{offer}"
+    );
+    let (mut answerer, answer) = peer::answer(&config, &offer)
+        .await
+        .expect("the offer is answered");
+    assert!(
+        answer.contains("opus/48000/2"),
+        "Opus is negotiated:\n{answer}"
+    );
+    let mut offerer = pending.accept(&answer).expect("the answer is accepted");
+    let (ice, open) = wait_open(&mut offerer, "offerer").await;
+    wait_open(&mut answerer, "answerer").await;
+    (offerer, answerer, open.duration_since(ice))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_channel_opens_fast_and_carries_text_both_ways() {
+    let (offerer, mut answerer, ice_to_open) = connect_pair().await;
+    assert!(
+        ice_to_open <= Duration::from_millis(50),
+        "the data channel opened {ice_to_open:?} after ICE connected (target ≤ 50 ms)"
+    );
+
+    offerer
+        .handle
+        .send_text(r#"{"type":"session.update"}"#)
+        .await
+        .expect("the open channel takes text");
+    loop {
+        match next_event(&mut answerer, "the text").await {
+            PeerEvent::Text { text, .. } => {
+                assert_eq!(text, r#"{"type":"session.update"}"#);
+                break;
+            }
+            PeerEvent::Audio(_) => {}
+            other => panic!("unexpected event before the text: {other:?}"),
+        }
+    }
+    offerer.handle.close().await;
+    // The answerer learns that the channel closed.
+    loop {
+        match next_event(&mut answerer, "the close").await {
+            PeerEvent::DataChannelClosed | PeerEvent::Closed | PeerEvent::Failed { .. } => break,
+            _ => {}
+        }
+    }
+    assert!(matches!(
+        offerer.handle.send_text("late").await,
+        Err(RtcError::Closed)
+    ));
+    answerer.handle.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opus_rtp_flows_both_ways_in_order() {
+    let (mut offerer, mut answerer, _) = connect_pair().await;
+    let frames: Vec<Bytes> = (0..25u8)
+        .map(|i| Bytes::from(vec![0xF8, i, i, i]))
+        .collect();
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    for frame in &frames {
+        tick.tick().await;
+        offerer
+            .handle
+            .send_audio(frame.clone(), 960)
+            .expect("the loop runs");
+        answerer
+            .handle
+            .send_audio(frame.clone(), 960)
+            .expect("the loop runs");
+    }
+    for (name, peer) in [("answerer", &mut answerer), ("offerer", &mut offerer)] {
+        let mut got = Vec::new();
+        while got.len() < frames.len() {
+            if let PeerEvent::Audio(audio) = next_event(peer, &format!("{name}'s audio")).await {
+                got.push(audio);
+            }
+        }
+        for (i, (audio, frame)) in got.iter().zip(&frames).enumerate() {
+            assert_eq!(
+                &audio.payload, frame,
+                "{name}: payload {i} arrives unchanged"
+            );
+            assert_eq!(
+                audio.payload_type, 111,
+                "{name}: the negotiated Opus payload type"
+            );
+        }
+        for pair in got.windows(2) {
+            assert_eq!(
+                pair[1].sequence_number,
+                pair[0].sequence_number.wrapping_add(1)
+            );
+            assert_eq!(pair[1].timestamp, pair[0].timestamp.wrapping_add(960));
+        }
+    }
+    offerer.handle.close().await;
+    answerer.handle.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_never_answers_gives_typed_errors_not_a_hang() {
+    let config = PeerConfig {
+        ice_disconnected_timeout: Duration::from_secs(1),
+        ice_failed_timeout: Duration::from_secs(1),
+        ..PeerConfig::default()
+    };
+    let pending = peer::offer(&config).await.expect("the offer is made");
+    let (answerer, answer) = peer::answer(&config, pending.sdp())
+        .await
+        .expect("the offer is answered");
+    // The answering side goes away before a single check: nobody will answer ICE.
+    answerer.handle.close().await;
+    let mut offerer = pending.accept(&answer).expect("the answer is accepted");
+    assert!(matches!(
+        offerer.handle.send_text("too early").await,
+        Err(RtcError::DataChannelNotOpen)
+    ));
+    let failed = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match offerer.events.recv().await {
+                Some(PeerEvent::Failed { reason }) => return reason,
+                Some(PeerEvent::DataChannelOpen { .. }) => panic!("opened with nobody there"),
+                Some(_) => {}
+                None => panic!("the event stream ended without a failure"),
+            }
+        }
+    })
+    .await
+    .expect("ICE fails within 30 s when nobody answers");
+    assert!(
+        failed.contains("ICE") || failed.contains("failed"),
+        "{failed}"
+    );
+    assert!(
+        offerer.events.recv().await.is_none(),
+        "the loop ends after failing"
+    );
+    assert!(offerer.handle.is_closed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_sdp_and_wildcard_binds_are_typed_errors() {
+    let config = PeerConfig::default();
+    let pending = peer::offer(&config).await.expect("the offer is made");
+    assert!(matches!(
+        pending.accept("this is not SDP"),
+        Err(RtcError::BadAnswer(_))
+    ));
+    assert!(matches!(
+        peer::answer(&config, "v=0\r\nnonsense").await,
+        Err(RtcError::BadOffer(_))
+    ));
+    assert!(matches!(
+        peer::offer(&PeerConfig {
+            bind: vec!["0.0.0.0:0".parse().expect("an address")],
+            ..PeerConfig::default()
+        })
+        .await,
+        Err(RtcError::WebRtc(_))
+    ));
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_channel_one_way_latency_is_milliseconds() {
+    let (offerer, mut answerer, ice_to_open) = connect_pair().await;
+    let base = Instant::now();
+    let count = 200;
+    let sender = offerer.handle.clone();
+    let sending = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(5));
+        for i in 0..count {
+            tick.tick().await;
+            let sent_us = base.elapsed().as_micros();
+            let text = format!(r#"{{"type":"probe","i":{i},"sent_us":{sent_us}}}"#);
+            sender.send_text(text).await.expect("the channel is open");
+        }
+    });
+    let mut latencies = Vec::with_capacity(count);
+    while latencies.len() < count {
+        if let PeerEvent::Text { text, at } = next_event(&mut answerer, "a probe").await {
+            let value: serde_json::Value = serde_json::from_str(&text).expect("probes are JSON");
+            let sent_us = value["sent_us"].as_u64().expect("probes carry sent_us");
+            assert_eq!(
+                value["i"].as_u64(),
+                Some(latencies.len() as u64),
+                "in order"
+            );
+            let sent = base + Duration::from_micros(sent_us);
+            latencies.push(at.duration_since(sent));
+        }
+    }
+    sending.await.expect("the sender finishes");
+    latencies.sort();
+    let (p50, p99, max) = (
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        percentile(&latencies, 1.0),
+    );
+    eprintln!(
+        "figures: ICE connected→DC open {ice_to_open:?}; DC one-way latency over {count} messages: p50 {p50:?}, p99 {p99:?}, max {max:?}"
+    );
+    // The issue's target is p99 ≤ 5 ms; the bound here leaves room for a loaded debug build.
+    assert!(p50 <= Duration::from_millis(5), "DC one-way p50 {p50:?}");
+    assert!(p99 <= Duration::from_millis(20), "DC one-way p99 {p99:?}");
+    offerer.handle.close().await;
+    answerer.handle.close().await;
+}
