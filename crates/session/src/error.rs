@@ -100,6 +100,26 @@ pub enum PushError {
         /// The id.
         tool_call_id: String,
     },
+    /// An interruption recorded for a part that never started.
+    #[error("interruption of part {index}, which never started")]
+    InterruptBeforeStart {
+        /// The index given.
+        index: PartIndex,
+    },
+    /// An interruption recorded for a part that already ended.
+    #[error("interruption of part {index}, which already ended")]
+    InterruptAfterEnd {
+        /// The index given.
+        index: PartIndex,
+    },
+    /// Only speech is played, so only a speech part can be interrupted.
+    #[error("interruption of part {index}, which is a {part_kind:?} part, not speech")]
+    InterruptNotSpeech {
+        /// The part.
+        index: PartIndex,
+        /// What the part is.
+        part_kind: PartKind,
+    },
     /// Output speech started while it was already audible.
     #[error("output speech start while the assistant is already audible")]
     OutputSpeechAlreadyStarted,

@@ -15,7 +15,9 @@
 //!   [`Session::poll_event`], [`Session::stop_iterating`]);
 //! - [`backlog`]: what is kept while nobody iterates (512 deltas + 512 structural, failures always);
 //! - [`views`]: `stream_audio()` / `stream_transcripts()`;
-//! - [`audio`]: the playable [`AudioChunk`] and the save-only [`WavSnapshot`].
+//! - [`audio`]: the playable [`AudioChunk`] and the save-only [`WavSnapshot`];
+//! - [`turn`]: the turn controller (push-to-talk, hands-free, barge-in, tool calls) and the
+//!   OpenAI Realtime → session mapping that feed the stream.
 //!
 //! With the `stream` feature, [`stream`] adapts the poll API to `futures_core::Stream`.
 
@@ -27,6 +29,7 @@ mod parts;
 pub mod session;
 #[cfg(feature = "stream")]
 pub mod stream;
+pub mod turn;
 pub mod views;
 
 pub use audio::{AudioChunk, AudioError, PlaybackSink, WavSnapshot};

@@ -49,6 +49,8 @@ pub(crate) struct OpenPart {
     pub(crate) accumulated: Accumulated,
     /// The part's start was evicted while nobody iterated: its later deltas and end are dropped.
     pub(crate) suppressed: bool,
+    /// Where playback of this (speech) part was cut, relative to its audio, once interrupted.
+    pub(crate) interrupted_at_ms: Option<u64>,
 }
 
 /// Where an index stands.
@@ -95,6 +97,7 @@ impl PartTable {
             index,
             accumulated,
             suppressed: false,
+            interrupted_at_ms: None,
         });
     }
 

@@ -24,8 +24,8 @@ use crate::error::{
 };
 use crate::event::{
     FunctionToolCallEvent, FunctionToolResultEvent, Part, PartDelta, PartDeltaEvent, PartEndEvent,
-    PartIndex, PartStartEvent, SessionEvent, Speaker, SpeechPart, SpeechPartDelta, StampedEvent,
-    TextPart,
+    PartIndex, PartKind, PartStartEvent, SessionEvent, Speaker, SpeechPart, SpeechPartDelta,
+    StampedEvent, TextPart,
 };
 use crate::parts::{Accumulated, Lookup, PartTable};
 use crate::views::FinalTranscript;
@@ -195,6 +195,29 @@ impl Session {
         };
         let part = self.final_part(slot);
         self.accept_end(slot, PartEndEvent { index, part }, now_ms);
+        Ok(())
+    }
+
+    /// Record that playback of an open speech part was cut after `interrupted_at_ms` of its audio
+    /// (a barge-in). The part keeps streaming until it ends; its final [`SpeechPart`] then carries
+    /// `interrupted_at_ms`. Emits nothing by itself. A second call replaces the first.
+    pub fn mark_interrupted(
+        &mut self,
+        index: PartIndex,
+        interrupted_at_ms: u64,
+    ) -> Result<(), PushError> {
+        self.check_open()?;
+        let slot = match self.parts.lookup(index) {
+            Lookup::Open(slot) => slot,
+            Lookup::NeverStarted => return Err(PushError::InterruptBeforeStart { index }),
+            Lookup::Ended => return Err(PushError::InterruptAfterEnd { index }),
+        };
+        let open = self.parts.get_mut(slot);
+        let part_kind = open.accumulated.kind();
+        if part_kind != PartKind::Speech {
+            return Err(PushError::InterruptNotSpeech { index, part_kind });
+        }
+        open.interrupted_at_ms = Some(interrupted_at_ms);
         Ok(())
     }
 
@@ -452,7 +475,8 @@ impl Session {
 
     /// The final part built from what the open part accumulated.
     fn final_part(&self, slot: usize) -> Part {
-        match &self.parts.get(slot).accumulated {
+        let open = self.parts.get(slot);
+        match &open.accumulated {
             Accumulated::Speech {
                 speaker,
                 transcript,
@@ -464,7 +488,7 @@ impl Session {
                     .filter(|t| !t.trim().is_empty())
                     .map(|t| Arc::from(t.trim())),
                 audio: None,
-                interrupted_at_ms: None,
+                interrupted_at_ms: open.interrupted_at_ms,
             }),
             Accumulated::Text { content } => Part::Text(TextPart {
                 content: content.clone(),

@@ -1,0 +1,140 @@
+//! How the turn controller is set up: the turn mode, the transport's needs and the timings.
+//!
+//! Why these knobs: the defaults come from the protocol reference (§4): a 200 ms tail so the last
+//! RTP packets reach the server before the commit, 150 ms as the shortest press worth committing
+//! (the server refuses less than 100 ms of audio), and the provider's 60-minute session cap. The
+//! transport decides two protocol details: `output_audio_buffer.clear` exists only over WebRTC,
+//! and only a transport where the client owns playback (WebSocket) must tell the server how much
+//! of a cut reply was heard with `conversation.item.truncate`.
+
+use walkie_openai::{AudioConfig, AudioInput, SessionConfig, SessionKind, TurnDetection};
+
+/// The audio tail kept after the key is released, before the commit (reference §4.2 3a).
+pub const DEFAULT_TAIL_MS: u64 = 200;
+/// Presses shorter than this are ignored, with a hint (the server needs at least 100 ms).
+pub const DEFAULT_MIN_PRESS_MS: u64 = 150;
+/// Warm-mic audio from before the key went down, prepended to the capture.
+pub const DEFAULT_PRE_ROLL_MS: u64 = 300;
+/// A press held this long is released by the controller: a lost key-up cannot wedge it.
+pub const DEFAULT_MAX_PRESS_MS: u64 = 10 * 60 * 1000;
+/// The provider ends a session after 60 minutes.
+pub const SESSION_LIMIT_MS: u64 = 60 * 60 * 1000;
+/// How long before the session limit the user is told it is coming.
+pub const DEFAULT_SESSION_LIMIT_WARNING_MS: u64 = 5 * 60 * 1000;
+
+/// How a push-to-talk key works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PressMode {
+    /// Talk while the key is held; releasing it ends the utterance.
+    Hold,
+    /// One press starts talking, the next press ends it; key-ups are ignored.
+    Toggle,
+}
+
+/// Who decides where a user turn starts and ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnMode {
+    /// The key does (`turn_detection: null`): the client clears, commits and asks for a response.
+    PushToTalk(PressMode),
+    /// The server's VAD does (`server_vad` or `semantic_vad`); capture stays open.
+    HandsFree(TurnDetection),
+}
+
+impl TurnMode {
+    /// Whether the server cancels a response itself when the user starts speaking.
+    pub(crate) fn server_interrupts(&self) -> bool {
+        match self {
+            TurnMode::PushToTalk(_) => false,
+            TurnMode::HandsFree(
+                TurnDetection::ServerVad {
+                    interrupt_response, ..
+                }
+                | TurnDetection::SemanticVad {
+                    interrupt_response, ..
+                },
+            ) => interrupt_response.unwrap_or(true),
+        }
+    }
+}
+
+/// The link the events and audio travel on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Audio by RTP, the server owns the output buffer (`output_audio_buffer.*` exist) and cuts a
+    /// reply's item to what it played itself: no truncate is sent.
+    WebRtc,
+    /// Audio inside JSON, the client owns playback: a barge-in sends `conversation.item.truncate`
+    /// with the `audio_end_ms` actually played, and there is no output buffer to clear.
+    WebSocket,
+}
+
+/// The turn controller's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnConfig {
+    /// Push-to-talk (hold or toggle) or hands-free.
+    pub mode: TurnMode,
+    /// What the link needs on a barge-in.
+    pub transport: Transport,
+    /// The session sent in `session.update` when the data channel opens. The controller sets
+    /// `type`, `audio.input.turn_detection` (from `mode`) and, when unset, `tools` (from the
+    /// registry); everything else is sent as given.
+    pub session: SessionConfig,
+    /// Audio kept after key-up before the commit.
+    pub tail_ms: u64,
+    /// Shorter presses are ignored with a hint.
+    pub min_press_ms: u64,
+    /// Warm-mic pre-roll asked of the capture when it opens on key-down.
+    pub pre_roll_ms: u64,
+    /// A press held longer is released by the controller (a lost key-up).
+    pub max_press_ms: u64,
+    /// Whether an echo canceller runs on the capture. Without one, hands-free mode gates the mic
+    /// while the assistant is audible, so the model does not hear (and answer) itself.
+    pub echo_canceller: bool,
+    /// The provider's session cap, counted from the data channel opening.
+    pub session_limit_ms: u64,
+    /// How long before the cap the user is told.
+    pub session_limit_warning_ms: u64,
+}
+
+impl TurnConfig {
+    /// Push-to-talk with the hold key over WebRTC, with the default timings.
+    pub fn push_to_talk(session: SessionConfig) -> Self {
+        Self {
+            mode: TurnMode::PushToTalk(PressMode::Hold),
+            transport: Transport::WebRtc,
+            session,
+            tail_ms: DEFAULT_TAIL_MS,
+            min_press_ms: DEFAULT_MIN_PRESS_MS,
+            pre_roll_ms: DEFAULT_PRE_ROLL_MS,
+            max_press_ms: DEFAULT_MAX_PRESS_MS,
+            echo_canceller: false,
+            session_limit_ms: SESSION_LIMIT_MS,
+            session_limit_warning_ms: DEFAULT_SESSION_LIMIT_WARNING_MS,
+        }
+    }
+
+    /// Hands-free with this server turn detection over WebRTC, with the default timings.
+    pub fn hands_free(session: SessionConfig, turn_detection: TurnDetection) -> Self {
+        Self {
+            mode: TurnMode::HandsFree(turn_detection),
+            ..Self::push_to_talk(session)
+        }
+    }
+
+    /// The `session` of the `session.update` sent on data-channel open.
+    pub(crate) fn session_update(&self, tools: Vec<walkie_openai::Tool>) -> SessionConfig {
+        let mut session = self.session.clone();
+        session.kind = SessionKind::Realtime;
+        let turn_detection = match &self.mode {
+            TurnMode::PushToTalk(_) => None,
+            TurnMode::HandsFree(detection) => Some(detection.clone()),
+        };
+        let audio = session.audio.get_or_insert_with(AudioConfig::default);
+        let input = audio.input.get_or_insert_with(AudioInput::default);
+        input.turn_detection = Some(turn_detection);
+        if session.tools.is_none() && !tools.is_empty() {
+            session.tools = Some(tools);
+        }
+        session
+    }
+}

@@ -1,0 +1,905 @@
+//! The turn controller: the one owner of every turn-lifecycle input.
+//!
+//! Why one owner: a push-to-talk press, a provider event, the playback position, a device change
+//! and a timer can all decide what happens to the same turn (is the assistant audible? is a
+//! response active? has the user's utterance been committed?). Split across drivers, those
+//! decisions race; here they are one state machine. It is sans-IO like the rest of the crate:
+//! every input carries the caller's time (`now_ms`), nothing reads a clock or touches a device,
+//! and the outputs are polled — client events for the transport, audio commands for the audio
+//! driver, hints for the UI, and session events in the [`Session`] it owns. That is what lets the
+//! tests script a whole conversation in virtual time.
+//!
+//! The rules it enforces (reference §4, DESIGN rule 1):
+//! - `session.update` goes out when the data channel opens, and the key does nothing until
+//!   `session.updated` confirms it;
+//! - key-down while the assistant is audible is a barge-in: local playback is flushed at once,
+//!   `response.cancel` is sent only while a response is active, then `output_audio_buffer.clear`;
+//!   then `input_audio_buffer.clear`, and capture opens with the warm-mic pre-roll;
+//! - key-up keeps capturing for a tail, then `input_audio_buffer.commit` and `response.create`;
+//!   a create never overlaps an active response, it waits for that response's `response.done`;
+//! - presses shorter than the minimum are ignored with a hint; a repeated key-down is ignored
+//!   and a lost key-up is recovered by the maximum press, so nothing can wedge the controller;
+//! - hands-free, a server speech start while the assistant is audible is the same barge-in, and
+//!   the cut reply records how much was played (`interrupted_at_ms`), sent as
+//!   `conversation.item.truncate { audio_end_ms }` where the transport needs it;
+//! - the user's speech part starts at their speech start, so it sits before the reply even when
+//!   its transcript arrives after `response.done`.
+//!
+//! The OpenAI → session mapping lives in [`super::openai_map`].
+
+use std::collections::VecDeque;
+
+use walkie_openai::{ClientEvent, ServerEvent, decode_server_event};
+
+use crate::audio::AudioChunk;
+use crate::event::{
+    Part, PartDelta, PartIndex, PartKind, RealtimeSessionErrorEvent, SessionEvent, Speaker,
+};
+use crate::session::Session;
+use crate::turn::config::{PressMode, Transport, TurnConfig, TurnMode};
+use crate::turn::output::{AudioCommand, Diagnostic, OutgoingEvent, UiHint};
+use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
+
+/// Client event ids remembered for matching a server `error` to the request that caused it.
+const REMEMBERED_EVENT_IDS: usize = 128;
+/// Hints kept while the UI does not poll (oldest dropped first).
+const HINT_CAPACITY: usize = 64;
+/// Diagnostics kept while nobody logs them (oldest dropped first).
+const DIAGNOSTIC_CAPACITY: usize = 256;
+/// Ended user items remembered, so a late duplicate transcript does not open a second part.
+const REMEMBERED_ENDED_ITEMS: usize = 64;
+
+/// Which device changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// The microphone.
+    Input,
+    /// The speaker.
+    Output,
+}
+
+/// Where the push-to-talk key stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Press {
+    Idle,
+    /// The key is down (or toggled on). `speech_started`: the press lasted long enough to count,
+    /// and the user's speech start was emitted (stamped with `down_at_ms`).
+    Held {
+        down_at_ms: u64,
+        speech_started: bool,
+    },
+    /// The key is up; capture runs until `ends_at_ms`, then the commit.
+    Tail {
+        down_at_ms: u64,
+        ends_at_ms: u64,
+    },
+}
+
+/// An open user speech part.
+#[derive(Debug)]
+pub(super) struct UserPart {
+    pub(super) index: PartIndex,
+    /// Known from `speech_started` (hands-free) or `input_audio_buffer.committed` (push-to-talk).
+    pub(super) item_id: Option<String>,
+    pub(super) transcript: String,
+    /// The commit this utterance was sent with (push-to-talk), for matching an empty-commit error.
+    pub(super) commit_event_id: Option<String>,
+}
+
+/// The open assistant part (speech or text): at most one, the model speaks one item at a time.
+#[derive(Debug)]
+pub(super) struct AssistantPart {
+    pub(super) index: PartIndex,
+    pub(super) kind: PartKind,
+    pub(super) item_id: Option<String>,
+    pub(super) text: String,
+}
+
+/// The `response.create` sent with a commit, for undoing it if the commit turns out empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum PairedCreate {
+    Sent(String),
+    Queued,
+}
+
+#[derive(Debug)]
+pub(super) struct CommitRecord {
+    pub(super) commit_event_id: String,
+    pub(super) create: PairedCreate,
+}
+
+/// Counters for the status line and the tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ControllerStats {
+    /// Server events of unknown types, ignored.
+    pub unknown_events: u64,
+    /// Data-channel messages that could not be decoded.
+    pub undecodable_events: u64,
+    /// Events the session refused (see [`Diagnostic::SessionRefused`]).
+    pub refused_session_events: u64,
+    /// Assistant audio chunks dropped because their reply had been cut (barge-in stragglers).
+    pub dropped_audio_chunks: u64,
+    /// Hints and diagnostics dropped because nobody polled them.
+    pub dropped_notes: u64,
+}
+
+/// The turn controller (sans-IO). See the module documentation.
+#[derive(Debug)]
+pub struct TurnController {
+    pub(super) config: TurnConfig,
+    pub(super) tools: ToolRegistry,
+    pub(super) session: Session,
+
+    outgoing: VecDeque<OutgoingEvent>,
+    audio: VecDeque<AudioCommand>,
+    hints: VecDeque<UiHint>,
+    diagnostics: VecDeque<Diagnostic>,
+    next_event_number: u64,
+    sent: VecDeque<(String, &'static str)>,
+    pub(super) stats: ControllerStats,
+
+    channel_open: bool,
+    connected_at_ms: Option<u64>,
+    pub(super) session_confirmed: bool,
+    pub(super) transcription_enabled: bool,
+    limit_warned: bool,
+    limit_reached: bool,
+
+    press: Press,
+    capturing: bool,
+    mic_gated: bool,
+
+    pub(super) active_response: Option<String>,
+    pub(super) create_in_flight: Option<String>,
+    pub(super) create_queued: bool,
+    pub(super) cancel_sent_for: Option<String>,
+    pub(super) discard_next_created: bool,
+    pub(super) discarded_responses: Vec<String>,
+    pub(super) last_commit: Option<CommitRecord>,
+
+    /// The response the user hears now (between output start and end).
+    pub(super) audible_response: Option<String>,
+    /// The reply cut by the last barge-in: its late output start and audio are suppressed.
+    pub(super) interrupted_response: Option<String>,
+    pub(super) suppress_output_audio: bool,
+    pub(super) current_audio_item: Option<String>,
+    played: Option<(String, u64)>,
+
+    pub(super) user_parts: Vec<UserPart>,
+    pub(super) ended_user_items: VecDeque<String>,
+    pub(super) assistant_part: Option<AssistantPart>,
+    pub(super) function_names: Vec<(String, String)>,
+    wall_clock: Option<(u64, WallClock)>,
+}
+
+impl TurnController {
+    /// A controller with a fresh default [`Session`].
+    pub fn new(config: TurnConfig, tools: ToolRegistry) -> Self {
+        Self::with_session(config, tools, Session::default())
+    }
+
+    /// A controller that feeds this session.
+    pub fn with_session(config: TurnConfig, tools: ToolRegistry, session: Session) -> Self {
+        Self {
+            config,
+            tools,
+            session,
+            outgoing: VecDeque::new(),
+            audio: VecDeque::new(),
+            hints: VecDeque::new(),
+            diagnostics: VecDeque::new(),
+            next_event_number: 1,
+            sent: VecDeque::new(),
+            stats: ControllerStats::default(),
+            channel_open: false,
+            connected_at_ms: None,
+            session_confirmed: false,
+            transcription_enabled: true,
+            limit_warned: false,
+            limit_reached: false,
+            press: Press::Idle,
+            capturing: false,
+            mic_gated: false,
+            active_response: None,
+            create_in_flight: None,
+            create_queued: false,
+            cancel_sent_for: None,
+            discard_next_created: false,
+            discarded_responses: Vec::new(),
+            last_commit: None,
+            audible_response: None,
+            interrupted_response: None,
+            suppress_output_audio: false,
+            current_audio_item: None,
+            played: None,
+            user_parts: Vec::new(),
+            ended_user_items: VecDeque::new(),
+            assistant_part: None,
+            function_names: Vec::new(),
+            wall_clock: None,
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Inputs
+    // ----------------------------------------------------------------------------------------
+
+    /// The data channel opened: configure the session. The key stays gated until
+    /// `session.updated`. The provider's session cap is counted from the first opening.
+    pub fn data_channel_open(&mut self, now_ms: u64) {
+        self.advance(now_ms);
+        self.channel_open = true;
+        self.connected_at_ms.get_or_insert(now_ms);
+        let session = self.config.session_update(self.tools.definitions());
+        self.send(ClientEvent::SessionUpdate {
+            session: Box::new(session),
+        });
+    }
+
+    /// The data channel closed: capture stops, the key is gated again, unsent events are dropped
+    /// (they would go to a session that no longer exists).
+    pub fn data_channel_closed(&mut self, now_ms: u64) {
+        self.advance(now_ms);
+        self.channel_open = false;
+        self.session_confirmed = false;
+        self.outgoing.clear();
+        self.press = Press::Idle;
+        self.close_capture();
+        self.set_mic_gate(false);
+        self.create_in_flight = None;
+        self.create_queued = false;
+    }
+
+    /// The push-to-talk key went down (hold mode), or was pressed (toggle mode).
+    pub fn push_to_talk_down(&mut self, now_ms: u64) {
+        self.advance(now_ms);
+        let TurnMode::PushToTalk(press_mode) = self.config.mode else {
+            return self.diagnose(Diagnostic::Ignored {
+                event_type: "push_to_talk_down".to_owned(),
+                reason: "the controller is in hands-free mode",
+            });
+        };
+        if !self.session_confirmed {
+            return self.hint(UiHint::NotReady);
+        }
+        match (self.press, press_mode) {
+            (Press::Idle, _) => self.begin_press(now_ms),
+            (Press::Held { .. }, PressMode::Hold) => self.diagnose(Diagnostic::RepeatedKeyDown),
+            (Press::Held { .. }, PressMode::Toggle) => self.release(now_ms),
+            // Pressed again within the tail: the same utterance goes on.
+            (Press::Tail { down_at_ms, .. }, _) => {
+                self.press = Press::Held {
+                    down_at_ms,
+                    speech_started: true,
+                };
+            }
+        }
+    }
+
+    /// The push-to-talk key went up. Ignored in toggle mode and when no press is in progress.
+    pub fn push_to_talk_up(&mut self, now_ms: u64) {
+        self.advance(now_ms);
+        if self.config.mode != TurnMode::PushToTalk(PressMode::Hold) {
+            return;
+        }
+        if let Press::Held { .. } = self.press {
+            self.release(now_ms);
+        }
+    }
+
+    /// A data-channel message. Text that is not a server event becomes a recoverable session
+    /// error and a diagnostic; the controller goes on.
+    pub fn server_text(&mut self, text: &str, now_ms: u64) {
+        match decode_server_event(text) {
+            Ok(event) => self.server_event(event, now_ms),
+            Err(error) => {
+                self.advance(now_ms);
+                self.stats.undecodable_events += 1;
+                let code = match &error {
+                    walkie_openai::DecodeError::Syntax { .. } => "malformed_json",
+                    walkie_openai::DecodeError::Schema { .. } => "schema_mismatch",
+                    _ => "not_an_event",
+                };
+                self.emit(
+                    SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
+                        message: error.to_string(),
+                        error_type: Some("undecodable_server_event".to_owned()),
+                        code: Some(code.to_owned()),
+                        recoverable: true,
+                    })),
+                    now_ms,
+                );
+                self.diagnose(Diagnostic::Undecodable(error));
+            }
+        }
+    }
+
+    /// A decoded server event.
+    pub fn server_event(&mut self, event: ServerEvent, now_ms: u64) {
+        self.advance(now_ms);
+        self.map_server_event(event, now_ms);
+    }
+
+    /// Decoded assistant audio (RTP over WebRTC), to be played: it becomes an assistant speech
+    /// delta. Audio of a reply cut by a barge-in is dropped.
+    pub fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
+        self.advance(now_ms);
+        self.push_assistant_audio(chunk, now_ms);
+    }
+
+    /// The audio driver played `played_ms` of the assistant item `item_id` so far.
+    pub fn playback_progress(&mut self, item_id: &str, played_ms: u64) {
+        match &mut self.played {
+            Some((item, played)) if item == item_id => *played = (*played).max(played_ms),
+            _ => self.played = Some((item_id.to_owned(), played_ms)),
+        }
+    }
+
+    /// The local playback queue ran dry. Over WebSocket this is the end of the assistant being
+    /// audible (over WebRTC `output_audio_buffer.stopped` says so).
+    pub fn playback_drained(&mut self, now_ms: u64) {
+        self.advance(now_ms);
+        if self.config.transport == Transport::WebSocket && self.audible_response.is_some() {
+            self.output_became_inaudible(now_ms);
+        }
+    }
+
+    /// An audio device changed. A new microphone while capturing is reopened (no pre-roll: the
+    /// warm buffer belongs to the old device).
+    pub fn device_changed(&mut self, device: DeviceKind, now_ms: u64) {
+        self.advance(now_ms);
+        if device == DeviceKind::Input && self.capturing {
+            self.audio.push_back(AudioCommand::CloseCapture);
+            self.audio
+                .push_back(AudioCommand::OpenCapture { pre_roll_ms: 0 });
+            self.diagnose(Diagnostic::CaptureReopened);
+        }
+    }
+
+    /// The shell's wall-clock reading at session time `now_ms`, for tools that need the date.
+    pub fn wall_clock(&mut self, now_ms: u64, clock: WallClock) {
+        self.advance(now_ms);
+        self.wall_clock = Some((now_ms, clock));
+    }
+
+    /// Time passed: run the timers due by `now_ms` (qualifying a press, the tail, the maximum
+    /// press, the session-limit warnings). Every other input does this first too.
+    pub fn tick(&mut self, now_ms: u64) {
+        self.advance(now_ms);
+    }
+
+    /// When the next timer is due, so the driver knows when to call [`TurnController::tick`].
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        let press = match self.press {
+            Press::Idle => None,
+            Press::Held {
+                down_at_ms,
+                speech_started,
+            } => Some(if speech_started {
+                down_at_ms.saturating_add(self.config.max_press_ms)
+            } else {
+                down_at_ms.saturating_add(self.config.min_press_ms)
+            }),
+            Press::Tail { ends_at_ms, .. } => Some(ends_at_ms),
+        };
+        let limit = self.connected_at_ms.and_then(|connected| {
+            if !self.limit_warned {
+                Some(self.limit_warning_at(connected))
+            } else if !self.limit_reached {
+                Some(connected.saturating_add(self.config.session_limit_ms))
+            } else {
+                None
+            }
+        });
+        [press, limit].into_iter().flatten().min()
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Outputs
+    // ----------------------------------------------------------------------------------------
+
+    /// The next client event to send. Nothing comes out while the data channel is not open.
+    pub fn poll_outgoing(&mut self) -> Option<OutgoingEvent> {
+        if self.channel_open {
+            self.outgoing.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// The next audio command.
+    pub fn poll_audio_command(&mut self) -> Option<AudioCommand> {
+        self.audio.pop_front()
+    }
+
+    /// The next hint for the user.
+    pub fn poll_hint(&mut self) -> Option<UiHint> {
+        self.hints.pop_front()
+    }
+
+    /// The next diagnostic for the log.
+    pub fn poll_diagnostic(&mut self) -> Option<Diagnostic> {
+        self.diagnostics.pop_front()
+    }
+
+    /// The session the controller feeds: iterate it for the session events.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The session, mutably (iteration, views).
+    pub fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TurnConfig {
+        &self.config
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> ControllerStats {
+        self.stats
+    }
+
+    /// Whether `session.updated` confirmed the configuration (the key works).
+    pub fn is_ready(&self) -> bool {
+        self.session_confirmed
+    }
+
+    /// Whether capture is open.
+    pub fn is_capturing(&self) -> bool {
+        self.capturing
+    }
+
+    /// Whether the user hears the assistant now.
+    pub fn is_assistant_audible(&self) -> bool {
+        self.audible_response.is_some()
+    }
+
+    /// The response in progress on the server, if any.
+    pub fn active_response_id(&self) -> Option<&str> {
+        self.active_response.as_deref()
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Push-to-talk
+    // ----------------------------------------------------------------------------------------
+
+    fn begin_press(&mut self, now_ms: u64) {
+        self.barge_in(now_ms);
+        self.send(ClientEvent::InputAudioBufferClear);
+        self.open_capture(self.config.pre_roll_ms);
+        self.press = Press::Held {
+            down_at_ms: now_ms,
+            speech_started: false,
+        };
+        if self.config.min_press_ms == 0 {
+            self.start_user_speech_at_press(now_ms);
+        }
+    }
+
+    /// The press counts: the user's speech starts, stamped at key-down.
+    fn start_user_speech_at_press(&mut self, down_at_ms: u64) {
+        self.press = Press::Held {
+            down_at_ms,
+            speech_started: true,
+        };
+        self.emit(SessionEvent::InputSpeechStart(Box::default()), down_at_ms);
+        self.open_user_part(None, down_at_ms);
+    }
+
+    fn release(&mut self, now_ms: u64) {
+        let Press::Held {
+            down_at_ms,
+            speech_started,
+        } = self.press
+        else {
+            return;
+        };
+        let held_ms = now_ms.saturating_sub(down_at_ms);
+        if !speech_started && held_ms < self.config.min_press_ms {
+            self.press = Press::Idle;
+            self.close_capture();
+            return self.hint(UiHint::PressTooShort {
+                held_ms,
+                min_press_ms: self.config.min_press_ms,
+            });
+        }
+        if !speech_started {
+            self.start_user_speech_at_press(down_at_ms);
+        }
+        self.emit(SessionEvent::InputSpeechEnd(Box::default()), now_ms);
+        let ends_at_ms = now_ms.saturating_add(self.config.tail_ms);
+        self.press = Press::Tail {
+            down_at_ms,
+            ends_at_ms,
+        };
+        if self.config.tail_ms == 0 {
+            self.finish_tail();
+        }
+    }
+
+    /// The tail is over: the utterance is committed and a response is asked for (now, or after
+    /// the active response is done).
+    fn finish_tail(&mut self) {
+        self.press = Press::Idle;
+        self.close_capture();
+        let commit_event_id = self.send(ClientEvent::InputAudioBufferCommit);
+        if let Some(part) = self
+            .user_parts
+            .iter_mut()
+            .rev()
+            .find(|part| part.item_id.is_none() && part.commit_event_id.is_none())
+        {
+            part.commit_event_id = Some(commit_event_id.clone());
+        }
+        let create = self.request_response();
+        self.last_commit = Some(CommitRecord {
+            commit_event_id,
+            create,
+        });
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Shared machinery (also used by the mapping)
+    // ----------------------------------------------------------------------------------------
+
+    /// Ask for a response: sent now when none is active or being created, queued otherwise and
+    /// sent at the next `response.done`.
+    pub(super) fn request_response(&mut self) -> PairedCreate {
+        if self.active_response.is_none() && self.create_in_flight.is_none() {
+            let event_id = self.send(ClientEvent::ResponseCreate { response: None });
+            self.create_in_flight = Some(event_id.clone());
+            PairedCreate::Sent(event_id)
+        } else {
+            self.create_queued = true;
+            PairedCreate::Queued
+        }
+    }
+
+    /// Send the queued `response.create`, if one waits and nothing is active any more.
+    pub(super) fn flush_queued_create(&mut self) {
+        if self.create_queued && self.active_response.is_none() && self.create_in_flight.is_none() {
+            self.create_queued = false;
+            let event_id = self.send(ClientEvent::ResponseCreate { response: None });
+            self.create_in_flight = Some(event_id.clone());
+            if let Some(CommitRecord { create, .. }) = &mut self.last_commit
+                && *create == PairedCreate::Queued
+            {
+                *create = PairedCreate::Sent(event_id);
+            }
+        }
+    }
+
+    /// The user interrupts: if the assistant is audible, flush local playback at once, record how
+    /// much was heard, and tell the server (cancel / clear / truncate as the mode and transport
+    /// need). Returns whether it was a barge-in.
+    pub(super) fn barge_in(&mut self, now_ms: u64) -> bool {
+        let Some(response_id) = self.audible_response.clone() else {
+            return false;
+        };
+        self.audio.push_back(AudioCommand::FlushPlayback);
+        self.interrupted_response = Some(response_id.clone());
+        self.suppress_output_audio = true;
+        let played_ms = self.played_ms_of_current_item();
+        if let Some(part) = &self.assistant_part
+            && part.kind == PartKind::Speech
+            && let Err(error) = self.session.mark_interrupted(part.index, played_ms)
+        {
+            self.refused(error);
+        }
+        self.output_became_inaudible(now_ms);
+
+        let server_cancels = self.config.mode.server_interrupts();
+        let mut cancelled = false;
+        if !server_cancels
+            && let Some(active) = self.active_response.clone()
+            && self.cancel_sent_for.as_deref() != Some(active.as_str())
+        {
+            self.send(ClientEvent::ResponseCancel {
+                response_id: Some(active.clone()),
+            });
+            self.cancel_sent_for = Some(active);
+            cancelled = true;
+        }
+        match self.config.transport {
+            Transport::WebRtc => {
+                if !server_cancels || cancelled {
+                    self.send(ClientEvent::OutputAudioBufferClear);
+                }
+            }
+            Transport::WebSocket => {
+                if let Some(item_id) = self.current_audio_item.clone() {
+                    self.send(ClientEvent::ConversationItemTruncate {
+                        item_id,
+                        content_index: 0,
+                        audio_end_ms: played_ms,
+                    });
+                }
+            }
+        }
+        true
+    }
+
+    fn played_ms_of_current_item(&self) -> u64 {
+        match (&self.played, &self.current_audio_item) {
+            (Some((item, played_ms)), Some(current)) if item == current => *played_ms,
+            _ => 0,
+        }
+    }
+
+    /// The assistant is audible (output started): session event, and the mic gate without AEC.
+    pub(super) fn output_became_audible(&mut self, response_id: String, now_ms: u64) {
+        self.audible_response = Some(response_id);
+        if !self.session.is_output_audible() {
+            self.emit(SessionEvent::OutputSpeechStart, now_ms);
+        }
+        if !self.config.echo_canceller && matches!(self.config.mode, TurnMode::HandsFree(_)) {
+            self.set_mic_gate(true);
+        }
+    }
+
+    /// The assistant stopped being audible (drained, cleared, or flushed by a barge-in).
+    pub(super) fn output_became_inaudible(&mut self, now_ms: u64) {
+        self.audible_response = None;
+        if self.session.is_output_audible() {
+            self.emit(SessionEvent::OutputSpeechEnd, now_ms);
+        }
+        self.set_mic_gate(false);
+    }
+
+    fn set_mic_gate(&mut self, gated: bool) {
+        if self.mic_gated != gated {
+            self.mic_gated = gated;
+            self.audio.push_back(AudioCommand::GateMic { gated });
+        }
+    }
+
+    pub(super) fn open_capture(&mut self, pre_roll_ms: u64) {
+        if !self.capturing {
+            self.capturing = true;
+            self.audio
+                .push_back(AudioCommand::OpenCapture { pre_roll_ms });
+        }
+    }
+
+    fn close_capture(&mut self) {
+        if self.capturing {
+            self.capturing = false;
+            self.audio.push_back(AudioCommand::CloseCapture);
+        }
+    }
+
+    pub(super) fn push_assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
+        if self.suppress_output_audio {
+            self.stats.dropped_audio_chunks += 1;
+            return;
+        }
+        if self.config.transport == Transport::WebSocket && self.audible_response.is_none() {
+            let response_id = self.active_response.clone().unwrap_or_default();
+            self.output_became_audible(response_id, now_ms);
+        }
+        let item_id = self.current_audio_item.clone();
+        if let Some(index) = self.assistant_part_for(item_id.as_deref(), PartKind::Speech, now_ms) {
+            let delta = PartDelta::assistant_audio(chunk);
+            if let Err(error) = self.session.push_delta(index, delta, now_ms) {
+                self.refused(error);
+            }
+        }
+    }
+
+    /// The open assistant part for this item and kind, starting one (and ending a different one)
+    /// as needed. A part opened without an item (audio before its `content_part.added`) adopts
+    /// the first item named for it.
+    pub(super) fn assistant_part_for(
+        &mut self,
+        item_id: Option<&str>,
+        kind: PartKind,
+        now_ms: u64,
+    ) -> Option<PartIndex> {
+        if let Some(part) = &mut self.assistant_part {
+            let same_item = match (&part.item_id, item_id) {
+                (Some(open), Some(given)) => open == given,
+                _ => true,
+            };
+            if part.kind == kind && same_item {
+                if part.item_id.is_none() {
+                    part.item_id = item_id.map(str::to_owned);
+                }
+                return Some(part.index);
+            }
+        }
+        self.end_assistant_part(now_ms);
+        let part = match kind {
+            PartKind::Text => Part::text(),
+            PartKind::Speech | PartKind::ToolCall => Part::speech(Speaker::Assistant),
+        };
+        match self.session.start_part(part, now_ms) {
+            Ok(index) => {
+                self.assistant_part = Some(AssistantPart {
+                    index,
+                    kind,
+                    item_id: item_id.map(str::to_owned),
+                    text: String::new(),
+                });
+                Some(index)
+            }
+            Err(error) => {
+                self.refused(error);
+                None
+            }
+        }
+    }
+
+    pub(super) fn end_assistant_part(&mut self, now_ms: u64) {
+        if let Some(part) = self.assistant_part.take()
+            && let Err(error) = self.session.end_part(part.index, now_ms)
+        {
+            self.refused(error);
+        }
+    }
+
+    /// Open a user speech part (at the user's speech start).
+    pub(super) fn open_user_part(&mut self, item_id: Option<String>, now_ms: u64) -> Option<usize> {
+        match self.session.start_part(Part::speech(Speaker::User), now_ms) {
+            Ok(index) => {
+                self.user_parts.push(UserPart {
+                    index,
+                    item_id,
+                    transcript: String::new(),
+                    commit_event_id: None,
+                });
+                Some(self.user_parts.len() - 1)
+            }
+            Err(error) => {
+                self.refused(error);
+                None
+            }
+        }
+    }
+
+    /// End the user part at `slot`; its item is remembered so a late duplicate is not reopened.
+    pub(super) fn end_user_part(&mut self, slot: usize, now_ms: u64) {
+        let part = self.user_parts.remove(slot);
+        if let Some(item_id) = part.item_id {
+            if self.ended_user_items.len() == REMEMBERED_ENDED_ITEMS {
+                self.ended_user_items.pop_front();
+            }
+            self.ended_user_items.push_back(item_id);
+        }
+        if let Err(error) = self.session.end_part(part.index, now_ms) {
+            self.refused(error);
+        }
+    }
+
+    pub(super) fn tool_context(&self, now_ms: u64) -> ToolContext {
+        ToolContext {
+            now_ms,
+            wall_clock: self.wall_clock.map(|(sampled_at_ms, clock)| WallClock {
+                unix_ms: clock.unix_ms.saturating_add(
+                    i64::try_from(now_ms.saturating_sub(sampled_at_ms)).unwrap_or(i64::MAX),
+                ),
+                utc_offset_minutes: clock.utc_offset_minutes,
+            }),
+        }
+    }
+
+    /// Queue a client event under a fresh id; returns the id.
+    pub(super) fn send(&mut self, event: ClientEvent) -> String {
+        let event_id = format!("walkie_{}", self.next_event_number);
+        self.next_event_number += 1;
+        if self.sent.len() == REMEMBERED_EVENT_IDS {
+            self.sent.pop_front();
+        }
+        self.sent.push_back((event_id.clone(), event.event_type()));
+        self.outgoing.push_back(OutgoingEvent {
+            event_id: event_id.clone(),
+            event,
+        });
+        event_id
+    }
+
+    /// The type of a client event we sent under this id, while remembered.
+    pub(super) fn sent_event_type(&self, event_id: &str) -> Option<&'static str> {
+        self.sent
+            .iter()
+            .rev()
+            .find(|(id, _)| id == event_id)
+            .map(|(_, kind)| *kind)
+    }
+
+    /// Push a session event; a refusal becomes a diagnostic (never a panic).
+    pub(super) fn emit(&mut self, event: SessionEvent, now_ms: u64) {
+        if let Err(error) = self.session.push(event, now_ms) {
+            self.refused(error);
+        }
+    }
+
+    pub(super) fn refused(&mut self, error: crate::error::PushError) {
+        self.stats.refused_session_events += 1;
+        self.diagnose(Diagnostic::SessionRefused(error));
+    }
+
+    pub(super) fn hint(&mut self, hint: UiHint) {
+        if self.hints.len() == HINT_CAPACITY {
+            self.hints.pop_front();
+            self.stats.dropped_notes += 1;
+        }
+        self.hints.push_back(hint);
+    }
+
+    pub(super) fn diagnose(&mut self, diagnostic: Diagnostic) {
+        if self.diagnostics.len() == DIAGNOSTIC_CAPACITY {
+            self.diagnostics.pop_front();
+            self.stats.dropped_notes += 1;
+        }
+        self.diagnostics.push_back(diagnostic);
+    }
+
+    /// `session.updated` arrived for the first time since the channel opened.
+    pub(super) fn session_confirmed_now(&mut self) {
+        self.session_confirmed = true;
+        self.hint(UiHint::Ready);
+        if matches!(self.config.mode, TurnMode::HandsFree(_)) {
+            self.open_capture(0);
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Timers
+    // ----------------------------------------------------------------------------------------
+
+    fn limit_warning_at(&self, connected_at_ms: u64) -> u64 {
+        connected_at_ms.saturating_add(
+            self.config
+                .session_limit_ms
+                .saturating_sub(self.config.session_limit_warning_ms),
+        )
+    }
+
+    /// Run every timer due by `now_ms`, each at its own deadline.
+    fn advance(&mut self, now_ms: u64) {
+        loop {
+            match self.press {
+                Press::Held {
+                    down_at_ms,
+                    speech_started: false,
+                } if now_ms >= down_at_ms.saturating_add(self.config.min_press_ms) => {
+                    self.start_user_speech_at_press(down_at_ms);
+                    continue;
+                }
+                Press::Held {
+                    down_at_ms,
+                    speech_started: true,
+                } if now_ms >= down_at_ms.saturating_add(self.config.max_press_ms) => {
+                    let released_at_ms = down_at_ms.saturating_add(self.config.max_press_ms);
+                    self.hint(UiHint::ReleasedAutomatically {
+                        held_ms: self.config.max_press_ms,
+                    });
+                    self.release(released_at_ms);
+                    continue;
+                }
+                Press::Tail { ends_at_ms, .. } if now_ms >= ends_at_ms => {
+                    self.finish_tail();
+                    continue;
+                }
+                _ => {}
+            }
+            break;
+        }
+        if let Some(connected_at_ms) = self.connected_at_ms {
+            let limit_at_ms = connected_at_ms.saturating_add(self.config.session_limit_ms);
+            if !self.limit_warned && now_ms >= self.limit_warning_at(connected_at_ms) {
+                self.limit_warned = true;
+                self.hint(UiHint::SessionEndingSoon {
+                    remaining_ms: limit_at_ms.saturating_sub(now_ms),
+                });
+            }
+            if !self.limit_reached && now_ms >= limit_at_ms {
+                self.limit_reached = true;
+                self.hint(UiHint::SessionLimitReached);
+            }
+        }
+    }
+}

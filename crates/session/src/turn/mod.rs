@@ -1,0 +1,37 @@
+//! The turn controller and the OpenAI Realtime → session mapping.
+//!
+//! Why a module of the session crate: the controller decides what the session's events are (when
+//! the user's speech part starts, when a reply was interrupted, when a turn is complete), so it
+//! sits next to the stream it feeds, and stays as pure as the stream: inputs with the caller's
+//! time in, outputs polled, no clock, no I/O, no runtime.
+//!
+//! Wiring, in one place:
+//! - inputs: [`TurnController::data_channel_open`] / [`TurnController::data_channel_closed`],
+//!   [`TurnController::push_to_talk_down`] / [`TurnController::push_to_talk_up`],
+//!   [`TurnController::server_text`] (or [`TurnController::server_event`]),
+//!   [`TurnController::assistant_audio`] (decoded RTP), [`TurnController::playback_progress`],
+//!   [`TurnController::playback_drained`], [`TurnController::device_changed`],
+//!   [`TurnController::wall_clock`], [`TurnController::tick`] (at
+//!   [`TurnController::next_deadline_ms`]);
+//! - outputs: [`TurnController::poll_outgoing`] (client events with their `event_id`, for the
+//!   data channel), [`TurnController::poll_audio_command`] (capture, playback flush, mic gate),
+//!   [`TurnController::poll_hint`] (for the user), [`TurnController::poll_diagnostic`] (for the
+//!   log), and the session events of [`TurnController::session_mut`].
+
+mod config;
+mod controller;
+mod openai_map;
+mod output;
+mod tools;
+
+pub use config::{
+    DEFAULT_MAX_PRESS_MS, DEFAULT_MIN_PRESS_MS, DEFAULT_PRE_ROLL_MS,
+    DEFAULT_SESSION_LIMIT_WARNING_MS, DEFAULT_TAIL_MS, PressMode, SESSION_LIMIT_MS, Transport,
+    TurnConfig, TurnMode,
+};
+pub use controller::{ControllerStats, DeviceKind, TurnController};
+pub use output::{AudioCommand, Diagnostic, OutgoingEvent, UiHint};
+pub use tools::{
+    CURRENT_LOCAL_TIME_TOOL, CurrentLocalTime, DuplicateTool, LocalDateTime, LocalTool,
+    ToolContext, ToolError, ToolRegistry, WallClock,
+};

@@ -1,0 +1,642 @@
+//! The OpenAI Realtime (GA) → session mapping: what each server event does to the turn state and
+//! which session events it becomes.
+//!
+//! Why it lives with the controller: most server events both map to session events and move the
+//! turn state (a response becoming active, the assistant becoming audible, a commit failing), and
+//! the controller's decisions depend on that state. One `match` over [`ServerEvent`] keeps the
+//! mapping table of issue 5 in one place:
+//!
+//! | server event | session events / effect |
+//! |---|---|
+//! | `input_audio_buffer.speech_started` / `speech_stopped` | input speech start (+ the user's speech part) / end; a start while audible is a barge-in |
+//! | `input_audio_buffer.committed` | binds the push-to-talk utterance to its item |
+//! | `output_audio_buffer.started` / `stopped` / `cleared` | output speech start / end |
+//! | `…input_audio_transcription.delta` / `completed` | user transcript deltas (keyed by `item_id`) / part end |
+//! | `…input_audio_transcription.failed` | user part end, then `RealtimeInputTranscriptionErrorEvent` |
+//! | `response.output_audio_transcript.*`, `response.output_text.*` | assistant speech / text parts |
+//! | `response.output_audio.delta` | assistant audio deltas (WebSocket; WebRTC audio comes by RTP) |
+//! | `response.function_call_arguments.done` | tool-call part, `FunctionToolCall`, local execution, `FunctionToolResult`; `function_call_output` + `response.create` |
+//! | `response.done` | cancelled → `RealtimeResponseInterruptedEvent`; parts end; `TurnComplete` unless a tool round goes on |
+//! | `error` | `RealtimeSessionErrorEvent`, recoverable or fatal (a parked failure) |
+//! | unknown types | ignored, counted, a diagnostic |
+
+use std::sync::Arc;
+
+use serde_json::json;
+use walkie_openai::{
+    ClientEvent, ContentPart, ErrorDetail, Item, Response, ResponseStatus, ServerEvent,
+    Transcription,
+};
+
+use crate::audio::AudioChunk;
+use crate::event::{
+    FunctionToolCallEvent, FunctionToolResultEvent, Part, PartDelta, PartKind,
+    RealtimeInputSpeechEndEvent, RealtimeInputSpeechStartEvent,
+    RealtimeInputTranscriptionErrorEvent, RealtimeSessionErrorEvent, SessionEvent, Speaker,
+    TextPartDelta, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
+};
+use crate::turn::config::TurnMode;
+use crate::turn::controller::{PairedCreate, TurnController};
+use crate::turn::output::{Diagnostic, UiHint};
+use crate::turn::tools::parse_arguments;
+
+/// The new text a final transcript adds to what was streamed: `(appended, whole)`. A final text
+/// that does not extend the streamed one is a revision: nothing appended, the whole replaced.
+fn reconcile(running: &mut String, full: &str) -> Option<(Arc<str>, Arc<str>)> {
+    if full == running {
+        return None;
+    }
+    let appended = match full.strip_prefix(running.as_str()) {
+        Some(suffix) => Arc::from(suffix),
+        None => Arc::from(""),
+    };
+    running.clear();
+    running.push_str(full);
+    Some((appended, Arc::from(full)))
+}
+
+impl TurnController {
+    pub(super) fn map_server_event(&mut self, event: ServerEvent, now_ms: u64) {
+        match event {
+            ServerEvent::SessionCreated { .. }
+            | ServerEvent::InputAudioBufferCleared
+            | ServerEvent::ConversationItemAdded { .. }
+            | ServerEvent::ConversationItemDone { .. }
+            | ServerEvent::ConversationItemTruncated { .. }
+            | ServerEvent::ConversationItemDeleted { .. }
+            | ServerEvent::ConversationItemRetrieved { .. }
+            | ServerEvent::ResponseOutputItemDone { .. }
+            | ServerEvent::ResponseContentPartDone { .. }
+            | ServerEvent::OutputAudioDone { .. }
+            | ServerEvent::FunctionCallArgumentsDelta { .. }
+            | ServerEvent::RateLimitsUpdated { .. } => {}
+            ServerEvent::SessionUpdated { session } => {
+                self.transcription_enabled = matches!(
+                    session.audio.as_ref().and_then(|audio| audio.input.as_ref()),
+                    Some(input) if matches!(input.transcription, Some(Some(Transcription { .. })))
+                );
+                if !self.session_confirmed {
+                    self.session_confirmed_now();
+                }
+            }
+            ServerEvent::SpeechStarted { item_id, .. } => self.on_speech_started(item_id, now_ms),
+            ServerEvent::SpeechStopped { item_id, .. } => {
+                if self.is_hands_free("input_audio_buffer.speech_stopped") {
+                    self.emit(
+                        SessionEvent::InputSpeechEnd(Box::new(RealtimeInputSpeechEndEvent {
+                            item_id: Some(item_id),
+                        })),
+                        now_ms,
+                    );
+                }
+            }
+            ServerEvent::InputAudioBufferTimeoutTriggered { .. } => {}
+            ServerEvent::InputAudioBufferCommitted { item_id, .. } => {
+                self.on_committed(item_id, now_ms)
+            }
+            ServerEvent::InputTranscriptionDelta { item_id, delta, .. } => {
+                self.on_user_transcript(&item_id, &delta, false, now_ms)
+            }
+            ServerEvent::InputTranscriptionCompleted {
+                item_id,
+                transcript,
+                ..
+            } => self.on_user_transcript(&item_id, &transcript, true, now_ms),
+            ServerEvent::InputTranscriptionFailed {
+                item_id,
+                content_index,
+                error,
+            } => self.on_transcription_failed(item_id, content_index, error, now_ms),
+            ServerEvent::ResponseCreated { response } => self.on_response_created(response),
+            ServerEvent::ResponseDone { response } => self.on_response_done(response, now_ms),
+            ServerEvent::ResponseOutputItemAdded { item, .. } => {
+                if let Item::FunctionCall { call_id, name, .. } = item {
+                    self.function_names.push((call_id, name));
+                }
+            }
+            ServerEvent::ResponseContentPartAdded {
+                response_id,
+                item_id,
+                part,
+                ..
+            } => {
+                if matches!(part, ContentPart::OutputAudio { .. }) && !self.is_cut(&response_id) {
+                    self.current_audio_item = Some(item_id);
+                    self.suppress_output_audio = false;
+                }
+            }
+            ServerEvent::OutputAudioTranscriptDelta {
+                response_id,
+                item_id,
+                delta,
+                ..
+            } => self.on_assistant_text(
+                &response_id,
+                &item_id,
+                &delta,
+                PartKind::Speech,
+                false,
+                now_ms,
+            ),
+            ServerEvent::OutputAudioTranscriptDone {
+                response_id,
+                item_id,
+                transcript,
+                ..
+            } => self.on_assistant_text(
+                &response_id,
+                &item_id,
+                &transcript,
+                PartKind::Speech,
+                true,
+                now_ms,
+            ),
+            ServerEvent::OutputTextDelta {
+                response_id,
+                item_id,
+                delta,
+                ..
+            } => self.on_assistant_text(
+                &response_id,
+                &item_id,
+                &delta,
+                PartKind::Text,
+                false,
+                now_ms,
+            ),
+            ServerEvent::OutputTextDone {
+                response_id,
+                item_id,
+                text,
+                ..
+            } => {
+                self.on_assistant_text(&response_id, &item_id, &text, PartKind::Text, true, now_ms)
+            }
+            ServerEvent::OutputAudioDelta {
+                response_id,
+                item_id,
+                delta,
+                ..
+            } => self.on_output_audio_delta(&response_id, item_id, &delta, now_ms),
+            ServerEvent::FunctionCallArgumentsDone {
+                response_id,
+                call_id,
+                name,
+                arguments,
+                ..
+            } => self.on_function_call(&response_id, call_id, name, arguments, now_ms),
+            ServerEvent::OutputAudioBufferStarted { response_id } => {
+                if self.is_cut(&response_id) {
+                    self.diagnose(Diagnostic::Ignored {
+                        event_type: "output_audio_buffer.started".to_owned(),
+                        reason: "the response was cut by a barge-in",
+                    });
+                } else if self.audible_response.is_none() {
+                    self.output_became_audible(response_id, now_ms);
+                }
+            }
+            ServerEvent::OutputAudioBufferStopped { .. }
+            | ServerEvent::OutputAudioBufferCleared { .. } => self.output_became_inaudible(now_ms),
+            ServerEvent::Error { error } => self.on_error(error, now_ms),
+            ServerEvent::Unknown(unknown) => {
+                self.stats.unknown_events += 1;
+                self.diagnose(Diagnostic::UnknownServerEvent {
+                    event_type: unknown.event_type,
+                });
+            }
+        }
+    }
+
+    fn is_hands_free(&mut self, event_type: &str) -> bool {
+        if matches!(self.config.mode, TurnMode::HandsFree(_)) {
+            return true;
+        }
+        self.diagnose(Diagnostic::Ignored {
+            event_type: event_type.to_owned(),
+            reason: "server VAD events are not expected in push-to-talk mode",
+        });
+        false
+    }
+
+    /// A response whose output must not reach the user: cut by a barge-in, or discarded.
+    fn is_cut(&self, response_id: &str) -> bool {
+        self.interrupted_response.as_deref() == Some(response_id)
+            || self.discarded_responses.iter().any(|id| id == response_id)
+    }
+
+    fn is_discarded(&self, response_id: &str) -> bool {
+        self.discarded_responses.iter().any(|id| id == response_id)
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // User side
+    // ----------------------------------------------------------------------------------------
+
+    fn on_speech_started(&mut self, item_id: String, now_ms: u64) {
+        if !self.is_hands_free("input_audio_buffer.speech_started") {
+            return;
+        }
+        self.barge_in(now_ms);
+        self.emit(
+            SessionEvent::InputSpeechStart(Box::new(RealtimeInputSpeechStartEvent {
+                item_id: Some(item_id.clone()),
+            })),
+            now_ms,
+        );
+        if !self.user_part_open_for(&item_id) {
+            self.open_user_part(Some(item_id), now_ms);
+        }
+    }
+
+    fn user_part_open_for(&self, item_id: &str) -> bool {
+        self.user_parts
+            .iter()
+            .any(|part| part.item_id.as_deref() == Some(item_id))
+    }
+
+    fn on_committed(&mut self, item_id: String, now_ms: u64) {
+        if !self.user_part_open_for(&item_id)
+            && let Some(part) = self
+                .user_parts
+                .iter_mut()
+                .find(|part| part.item_id.is_none())
+        {
+            part.item_id = Some(item_id.clone());
+        }
+        if !self.transcription_enabled
+            && let Some(slot) = self
+                .user_parts
+                .iter()
+                .position(|part| part.item_id.as_deref() == Some(item_id.as_str()))
+        {
+            // No transcript will come: the utterance is complete as audio.
+            self.end_user_part(slot, now_ms);
+        }
+    }
+
+    fn user_slot_for(&mut self, item_id: &str, now_ms: u64) -> Option<usize> {
+        if let Some(slot) = self
+            .user_parts
+            .iter()
+            .position(|part| part.item_id.as_deref() == Some(item_id))
+        {
+            return Some(slot);
+        }
+        if self.ended_user_items.iter().any(|ended| ended == item_id) {
+            self.diagnose(Diagnostic::Ignored {
+                event_type: "conversation.item.input_audio_transcription".to_owned(),
+                reason: "the user's part for this item already ended",
+            });
+            return None;
+        }
+        self.open_user_part(Some(item_id.to_owned()), now_ms)
+    }
+
+    fn on_user_transcript(&mut self, item_id: &str, text: &str, is_final: bool, now_ms: u64) {
+        let Some(slot) = self.user_slot_for(item_id, now_ms) else {
+            return;
+        };
+        let part = &mut self.user_parts[slot];
+        let index = part.index;
+        let update = if is_final {
+            reconcile(&mut part.transcript, text)
+        } else if text.is_empty() {
+            None
+        } else {
+            part.transcript.push_str(text);
+            Some((Arc::from(text), Arc::from(part.transcript.as_str())))
+        };
+        if let Some((appended, whole)) = update
+            && let Err(error) = self.session.push_delta(
+                index,
+                PartDelta::transcript(Speaker::User, appended, whole),
+                now_ms,
+            )
+        {
+            self.refused(error);
+        }
+        if is_final {
+            self.end_user_part(slot, now_ms);
+        }
+    }
+
+    fn on_transcription_failed(
+        &mut self,
+        item_id: String,
+        content_index: u32,
+        error: ErrorDetail,
+        now_ms: u64,
+    ) {
+        let Some(slot) = self.user_slot_for(&item_id, now_ms) else {
+            return;
+        };
+        self.end_user_part(slot, now_ms);
+        self.emit(
+            SessionEvent::InputTranscriptionError(Box::new(RealtimeInputTranscriptionErrorEvent {
+                message: error.message,
+                error_type: Some(error.kind),
+                code: error.code,
+                item_id: Some(item_id),
+                content_index: Some(content_index),
+            })),
+            now_ms,
+        );
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Assistant side
+    // ----------------------------------------------------------------------------------------
+
+    fn on_assistant_text(
+        &mut self,
+        response_id: &str,
+        item_id: &str,
+        text: &str,
+        kind: PartKind,
+        is_final: bool,
+        now_ms: u64,
+    ) {
+        if self.is_discarded(response_id) || (!is_final && text.is_empty()) {
+            return;
+        }
+        let Some(index) = self.assistant_part_for(Some(item_id), kind, now_ms) else {
+            return;
+        };
+        let Some(part) = &mut self.assistant_part else {
+            return;
+        };
+        let update = if is_final {
+            reconcile(&mut part.text, text)
+        } else {
+            part.text.push_str(text);
+            Some((Arc::from(text), Arc::from(part.text.as_str())))
+        };
+        let Some((appended, whole)) = update else {
+            return;
+        };
+        let delta = match kind {
+            PartKind::Text if appended.is_empty() => return,
+            PartKind::Text => PartDelta::Text(TextPartDelta {
+                content_delta: appended,
+            }),
+            PartKind::Speech | PartKind::ToolCall => {
+                PartDelta::transcript(Speaker::Assistant, appended, whole)
+            }
+        };
+        if let Err(error) = self.session.push_delta(index, delta, now_ms) {
+            self.refused(error);
+        }
+    }
+
+    fn on_output_audio_delta(
+        &mut self,
+        response_id: &str,
+        item_id: String,
+        base64_pcm16: &str,
+        now_ms: u64,
+    ) {
+        if self.is_cut(response_id) {
+            self.stats.dropped_audio_chunks += 1;
+            return;
+        }
+        use base64::Engine as _;
+        let chunk = base64::engine::general_purpose::STANDARD
+            .decode(base64_pcm16)
+            .map_err(|error| error.to_string())
+            .and_then(|bytes| AudioChunk::from_pcm16_le(&bytes).map_err(|e| e.to_string()));
+        match chunk {
+            Ok(chunk) => {
+                self.current_audio_item = Some(item_id);
+                self.push_assistant_audio(chunk, now_ms);
+            }
+            Err(reason) => self.emit(
+                SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
+                    message: format!(
+                        "response.output_audio.delta carries no PCM16 audio: {reason}"
+                    ),
+                    error_type: Some("undecodable_server_event".to_owned()),
+                    code: Some("bad_audio".to_owned()),
+                    recoverable: true,
+                })),
+                now_ms,
+            ),
+        }
+    }
+
+    fn on_function_call(
+        &mut self,
+        response_id: &str,
+        call_id: String,
+        name: Option<String>,
+        arguments: String,
+        now_ms: u64,
+    ) {
+        if self.is_cut(response_id) {
+            return self.diagnose(Diagnostic::Ignored {
+                event_type: "response.function_call_arguments.done".to_owned(),
+                reason: "the response calling the tool was cut; the call is not run",
+            });
+        }
+        let remembered = self
+            .function_names
+            .iter()
+            .position(|(id, _)| *id == call_id)
+            .map(|at| self.function_names.remove(at).1);
+        let tool_name = name.or(remembered).unwrap_or_default();
+        self.end_assistant_part(now_ms);
+        let call = ToolCallPart {
+            tool_name: tool_name.clone(),
+            args: arguments.clone(),
+            tool_call_id: call_id.clone(),
+        };
+        match self
+            .session
+            .start_part(Part::tool_call(call.clone()), now_ms)
+        {
+            Ok(index) => {
+                if let Err(error) = self.session.end_part(index, now_ms) {
+                    self.refused(error);
+                }
+            }
+            Err(error) => self.refused(error),
+        }
+        let args_valid = parse_arguments(&arguments).is_ok();
+        self.emit(
+            SessionEvent::FunctionToolCall(Box::new(FunctionToolCallEvent {
+                part: call,
+                args_valid: Some(args_valid),
+            })),
+            now_ms,
+        );
+        let context = self.tool_context(now_ms);
+        let (content, outcome) = match self.tools.execute(&tool_name, &arguments, &context) {
+            Ok(value) => (value, ToolOutcome::Success),
+            Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
+        };
+        let output = content.to_string();
+        self.emit(
+            SessionEvent::FunctionToolResult(Box::new(FunctionToolResultEvent {
+                result: ToolResult::ToolReturn(ToolReturnPart {
+                    tool_name,
+                    tool_call_id: call_id.clone(),
+                    content,
+                    outcome,
+                }),
+            })),
+            now_ms,
+        );
+        self.send(ClientEvent::ConversationItemCreate {
+            previous_item_id: None,
+            item: Item::function_call_output(call_id, output),
+        });
+        self.request_response();
+    }
+
+    fn on_response_created(&mut self, response: Response) {
+        self.create_in_flight = None;
+        if self.discard_next_created {
+            // The create that went out with an empty commit: nothing to answer, cancel it.
+            self.discard_next_created = false;
+            self.discarded_responses.push(response.id.clone());
+            self.send(ClientEvent::ResponseCancel {
+                response_id: Some(response.id.clone()),
+            });
+            self.cancel_sent_for = Some(response.id.clone());
+        }
+        self.active_response = Some(response.id);
+    }
+
+    fn on_response_done(&mut self, response: Response, now_ms: u64) {
+        let id = response.id;
+        if self.active_response.as_deref() == Some(id.as_str()) {
+            self.active_response = None;
+        }
+        if self.cancel_sent_for.as_deref() == Some(id.as_str()) {
+            self.cancel_sent_for = None;
+        }
+        let discarded = match self.discarded_responses.iter().position(|d| *d == id) {
+            Some(at) => {
+                self.discarded_responses.remove(at);
+                true
+            }
+            None => false,
+        };
+        if !discarded {
+            match response.status {
+                ResponseStatus::Cancelled => {
+                    self.emit(SessionEvent::ResponseInterrupted, now_ms);
+                }
+                ResponseStatus::Failed => {
+                    let details = response.status_details.as_ref();
+                    let error = details.and_then(|d| d.error.as_ref());
+                    let code = error
+                        .and_then(|e| e.get("code"))
+                        .and_then(|c| c.as_str())
+                        .map(str::to_owned);
+                    let error_type = error
+                        .and_then(|e| e.get("type"))
+                        .and_then(|c| c.as_str())
+                        .map(str::to_owned);
+                    self.emit(
+                        SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
+                            message: format!("response {id} failed"),
+                            error_type,
+                            code,
+                            recoverable: true,
+                        })),
+                        now_ms,
+                    );
+                }
+                ResponseStatus::InProgress
+                | ResponseStatus::Completed
+                | ResponseStatus::Incomplete => {}
+            }
+        }
+        self.assistant_part = None;
+        if let Err(error) = self.session.response_done(now_ms) {
+            self.refused(error);
+        }
+        if self.interrupted_response.as_deref() == Some(id.as_str()) {
+            self.interrupted_response = None;
+        }
+        self.flush_queued_create();
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Errors
+    // ----------------------------------------------------------------------------------------
+
+    fn on_error(&mut self, error: ErrorDetail, now_ms: u64) {
+        let failed_type = error
+            .event_id
+            .as_deref()
+            .and_then(|id| self.sent_event_type(id));
+        if let Some(event_id) = &error.event_id {
+            self.diagnose(Diagnostic::ClientEventFailed {
+                event_id: event_id.clone(),
+                event_type: failed_type,
+                code: error.code.clone(),
+            });
+        }
+        match error.code.as_deref() {
+            Some("input_audio_buffer_commit_empty") => {
+                self.on_empty_commit(error.event_id.as_deref(), now_ms)
+            }
+            // A create raced an active response we had not heard of: ask again after it.
+            Some("conversation_already_has_active_response")
+                if self.create_in_flight.is_some()
+                    && (error.event_id.is_none() || error.event_id == self.create_in_flight) =>
+            {
+                self.create_in_flight = None;
+                self.create_queued = true;
+            }
+            Some("response_cancel_not_active") => self.cancel_sent_for = None,
+            _ => {}
+        }
+        let recoverable = error.is_recoverable();
+        self.emit(
+            SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
+                message: error.message,
+                error_type: Some(error.kind),
+                code: error.code,
+                recoverable,
+            })),
+            now_ms,
+        );
+    }
+
+    /// The server heard nothing: the utterance ends untranscribed, and the response asked for
+    /// with it is withdrawn (dropped if still queued, cancelled and hidden if already sent).
+    fn on_empty_commit(&mut self, event_id: Option<&str>, now_ms: u64) {
+        let slot = self
+            .user_parts
+            .iter()
+            .position(|part| {
+                part.commit_event_id.is_some() && part.commit_event_id.as_deref() == event_id
+            })
+            .or_else(|| {
+                self.user_parts
+                    .iter()
+                    .rposition(|part| part.commit_event_id.is_some())
+            });
+        if let Some(slot) = slot {
+            self.end_user_part(slot, now_ms);
+        }
+        self.hint(UiHint::NothingHeard);
+        let Some(record) = self.last_commit.take() else {
+            return;
+        };
+        if event_id.is_some_and(|id| id != record.commit_event_id) {
+            self.last_commit = Some(record);
+            return;
+        }
+        match record.create {
+            PairedCreate::Queued => self.create_queued = false,
+            PairedCreate::Sent(create_event_id) => {
+                if self.create_in_flight.as_deref() == Some(create_event_id.as_str()) {
+                    self.discard_next_created = true;
+                }
+            }
+        }
+    }
+}

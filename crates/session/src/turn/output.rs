@@ -1,0 +1,112 @@
+//! What the turn controller asks of the world: client events to send, audio commands, hints for
+//! the user, and diagnostics for the log. Session events go into the [`crate::Session`] it owns.
+//!
+//! Why separate queues: each has one driver. The transport drains client events, the audio
+//! driver drains audio commands, the shell shows hints and logs diagnostics. None of them waits
+//! on another, and a slow one never holds up the others.
+
+use walkie_openai::{ClientEvent, DecodeError};
+
+use crate::error::PushError;
+
+/// A client event with the `event_id` it is sent under. The server echoes that id in an `error`
+/// event about it, which is how the controller knows which request failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutgoingEvent {
+    /// The client-generated id (`walkie_<n>`).
+    pub event_id: String,
+    /// The event.
+    pub event: ClientEvent,
+}
+
+impl OutgoingEvent {
+    /// The JSON text to send on the data channel.
+    pub fn to_json(&self) -> String {
+        self.event.to_json(Some(&self.event_id))
+    }
+}
+
+/// What the audio driver must do, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AudioCommand {
+    /// Start sending microphone audio, beginning with this much warm-mic audio from before now.
+    OpenCapture {
+        /// Audio from before the command to prepend.
+        pre_roll_ms: u64,
+    },
+    /// Stop sending microphone audio.
+    CloseCapture,
+    /// Drop every queued assistant sample at once (a barge-in): silence within one device period.
+    FlushPlayback,
+    /// Send silence instead of the microphone (`true`) or the microphone again (`false`), while
+    /// capture stays open: no echo reaches the model while it is audible.
+    GateMic {
+        /// Whether the microphone is replaced by silence.
+        gated: bool,
+    },
+}
+
+/// Something the user should see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UiHint {
+    /// `session.updated` arrived: the session is configured and the key works.
+    Ready,
+    /// The key was pressed before the session was configured; nothing was sent.
+    NotReady,
+    /// The press was too short to be an utterance and was ignored.
+    PressTooShort {
+        /// How long the key was held.
+        held_ms: u64,
+        /// The shortest press that counts.
+        min_press_ms: u64,
+    },
+    /// The key was held so long that the controller released it (a lost key-up).
+    ReleasedAutomatically {
+        /// How long the key was held.
+        held_ms: u64,
+    },
+    /// The server received no audio for the utterance (an empty commit).
+    NothingHeard,
+    /// The provider will end the session soon.
+    SessionEndingSoon {
+        /// Time left before the provider's cap.
+        remaining_ms: u64,
+    },
+    /// The provider's session cap is reached; a new session is needed.
+    SessionLimitReached,
+}
+
+/// Something worth a log line, never shown as such.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Diagnostic {
+    /// A server event type this client does not know; ignored.
+    UnknownServerEvent {
+        /// Its `type`.
+        event_type: String,
+    },
+    /// A data-channel message that could not be decoded; reported as a recoverable session error.
+    Undecodable(DecodeError),
+    /// The server refused one of our client events.
+    ClientEventFailed {
+        /// The id it was sent under.
+        event_id: String,
+        /// Its `type`, when the id is still remembered.
+        event_type: Option<&'static str>,
+        /// The server's error code.
+        code: Option<String>,
+    },
+    /// The session refused an event the mapping produced (a server ordering the controller did
+    /// not expect); the event was dropped and the controller went on.
+    SessionRefused(PushError),
+    /// A server event that makes no sense in this state, ignored (e.g. VAD events in push-to-talk).
+    Ignored {
+        /// The event's `type`.
+        event_type: String,
+        /// Why it was ignored.
+        reason: &'static str,
+    },
+    /// A key-down while the key was already down (key repeat), ignored.
+    RepeatedKeyDown,
+    /// The input device changed while capturing: capture was reopened.
+    CaptureReopened,
+}

@@ -1,0 +1,310 @@
+//! Local function tools: the registry the model's function calls are executed against.
+//!
+//! Why tools are synchronous and take a [`ToolContext`]: the controller is sans-IO, so a tool
+//! runs inside the input that delivered its call and must not read a clock or touch the world.
+//! What a tool needs from outside (the wall-clock time, for the built-in [`CurrentLocalTime`])
+//! comes in as an input ([`crate::turn::TurnController::wall_clock`]) and reaches the tool here.
+
+use serde_json::{Value, json};
+use walkie_openai::Tool;
+
+/// The wall-clock reading the shell supplies: Unix time and the local UTC offset, sampled at a
+/// known session time. The controller advances it by the session time passed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallClock {
+    /// Milliseconds since the Unix epoch, UTC.
+    pub unix_ms: i64,
+    /// The local offset from UTC, in minutes (e.g. 120 for UTC+2).
+    pub utc_offset_minutes: i32,
+}
+
+/// What a tool may know about the moment it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolContext {
+    /// Session time of the call.
+    pub now_ms: u64,
+    /// The wall clock at the call, when the shell has supplied one.
+    pub wall_clock: Option<WallClock>,
+}
+
+/// Why a tool produced no value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The model's arguments are not the JSON the tool expects.
+    #[error("the arguments are not valid: {reason}")]
+    InvalidArguments {
+        /// What was wrong.
+        reason: String,
+    },
+    /// No tool of that name is registered.
+    #[error("there is no local tool named {name:?}")]
+    UnknownTool {
+        /// The name the model used.
+        name: String,
+    },
+    /// The tool needs the wall clock and the shell has not supplied one.
+    #[error("the local time is not known yet")]
+    NoWallClock,
+    /// The tool ran and failed.
+    #[error("{message}")]
+    Failed {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A registry refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a local tool named {name:?} is already registered")]
+pub struct DuplicateTool {
+    /// The name taken twice.
+    pub name: String,
+}
+
+/// A function the model may call, executed locally.
+pub trait LocalTool: Send + std::fmt::Debug {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// The definition sent in `session.update` (`tools`).
+    fn definition(&self) -> Tool;
+    /// Run the call with the model's (already parsed) arguments.
+    fn call(&self, arguments: &Value, context: &ToolContext) -> Result<Value, ToolError>;
+}
+
+/// The local function tools, by name.
+#[derive(Debug, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Box<dyn LocalTool>>,
+}
+
+impl ToolRegistry {
+    /// A registry with no tools.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// A registry with the built-in tools ([`CurrentLocalTime`]).
+    pub fn with_builtins() -> Self {
+        Self {
+            tools: vec![Box::new(CurrentLocalTime)],
+        }
+    }
+
+    /// Add a tool; a name may be registered once.
+    pub fn register(&mut self, tool: Box<dyn LocalTool>) -> Result<(), DuplicateTool> {
+        if self.get(tool.name()).is_some() {
+            return Err(DuplicateTool {
+                name: tool.name().to_owned(),
+            });
+        }
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    /// The tool of this name.
+    pub fn get(&self, name: &str) -> Option<&dyn LocalTool> {
+        self.tools
+            .iter()
+            .find(|tool| tool.name() == name)
+            .map(|tool| tool.as_ref())
+    }
+
+    /// The definitions for `session.update`, in registration order.
+    pub fn definitions(&self) -> Vec<Tool> {
+        self.tools.iter().map(|tool| tool.definition()).collect()
+    }
+
+    /// Run a call: parse the arguments, find the tool, call it. `Ok(None)`-free by design: every
+    /// call ends in a value or a [`ToolError`] that is told to the model.
+    pub fn execute(
+        &self,
+        name: &str,
+        arguments: &str,
+        context: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        let tool = self.get(name).ok_or_else(|| ToolError::UnknownTool {
+            name: name.to_owned(),
+        })?;
+        let arguments = parse_arguments(arguments)?;
+        tool.call(&arguments, context)
+    }
+}
+
+/// The model's argument text as JSON; an empty text is an empty object.
+pub(crate) fn parse_arguments(arguments: &str) -> Result<Value, ToolError> {
+    if arguments.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_str(arguments).map_err(|error| ToolError::InvalidArguments {
+        reason: error.to_string(),
+    })
+}
+
+/// The built-in tool: the user's current local date and time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CurrentLocalTime;
+
+/// The name the model calls [`CurrentLocalTime`] by.
+pub const CURRENT_LOCAL_TIME_TOOL: &str = "get_current_local_time";
+
+impl LocalTool for CurrentLocalTime {
+    fn name(&self) -> &str {
+        CURRENT_LOCAL_TIME_TOOL
+    }
+
+    fn definition(&self) -> Tool {
+        Tool::Function {
+            name: CURRENT_LOCAL_TIME_TOOL.to_owned(),
+            description: Some("The user's current local date and time".to_owned()),
+            parameters: json!({"type": "object", "properties": {}, "required": []}),
+        }
+    }
+
+    fn call(&self, _arguments: &Value, context: &ToolContext) -> Result<Value, ToolError> {
+        let clock = context.wall_clock.ok_or(ToolError::NoWallClock)?;
+        let local = LocalDateTime::from_wall_clock(clock).ok_or_else(|| ToolError::Failed {
+            message: format!("the wall clock {clock:?} is out of the calendar's range"),
+        })?;
+        Ok(json!({
+            "local_time": local.to_rfc3339(),
+            "weekday": local.weekday_name(),
+            "utc_offset_minutes": clock.utc_offset_minutes,
+        }))
+    }
+}
+
+/// A local calendar date and time to the second (proleptic Gregorian).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalDateTime {
+    /// The year.
+    pub year: i64,
+    /// 1–12.
+    pub month: u32,
+    /// 1–31.
+    pub day: u32,
+    /// 0–23.
+    pub hour: u32,
+    /// 0–59.
+    pub minute: u32,
+    /// 0–59.
+    pub second: u32,
+    /// 0 = Sunday … 6 = Saturday.
+    pub weekday: u32,
+    /// The local offset from UTC, in minutes.
+    pub utc_offset_minutes: i32,
+}
+
+const MS_PER_DAY: i64 = 86_400_000;
+const WEEKDAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+
+impl LocalDateTime {
+    /// The local date and time of a wall-clock reading; `None` when it overflows.
+    pub fn from_wall_clock(clock: WallClock) -> Option<Self> {
+        let local_ms = clock
+            .unix_ms
+            .checked_add(i64::from(clock.utc_offset_minutes).checked_mul(60_000)?)?;
+        let days = local_ms.div_euclid(MS_PER_DAY);
+        let ms_of_day = local_ms.rem_euclid(MS_PER_DAY);
+        let (year, month, day) = civil_from_days(days)?;
+        let seconds_of_day = (ms_of_day / 1000) as u32;
+        Some(Self {
+            year,
+            month,
+            day,
+            hour: seconds_of_day / 3600,
+            minute: seconds_of_day / 60 % 60,
+            second: seconds_of_day % 60,
+            // 1970-01-01 was a Thursday.
+            weekday: (days.rem_euclid(7) as u32 + 4) % 7,
+            utc_offset_minutes: clock.utc_offset_minutes,
+        })
+    }
+
+    /// `2026-05-12T10:42:07+02:00`.
+    pub fn to_rfc3339(&self) -> String {
+        let sign = if self.utc_offset_minutes < 0 {
+            '-'
+        } else {
+            '+'
+        };
+        let offset = self.utc_offset_minutes.unsigned_abs();
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
+            self.year,
+            self.month,
+            self.day,
+            self.hour,
+            self.minute,
+            self.second,
+            offset / 60,
+            offset % 60
+        )
+    }
+
+    /// `Tuesday`.
+    pub fn weekday_name(&self) -> &'static str {
+        WEEKDAYS[self.weekday as usize % 7]
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day), after Howard Hinnant's `civil_from_days`.
+fn civil_from_days(days: i64) -> Option<(i64, u32, u32)> {
+    let z = days.checked_add(719_468)?;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    } as u32;
+    let year = year_of_era.checked_add(era.checked_mul(400)?)?;
+    Some((if month <= 2 { year + 1 } else { year }, month, day))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(unix_ms: i64, utc_offset_minutes: i32) -> String {
+        LocalDateTime::from_wall_clock(WallClock {
+            unix_ms,
+            utc_offset_minutes,
+        })
+        .map(|t| format!("{} {}", t.to_rfc3339(), t.weekday_name()))
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_epoch_was_a_thursday() {
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00+00:00 Thursday");
+    }
+
+    #[test]
+    fn a_known_instant_reads_as_its_local_time() {
+        // 2026-05-12T08:42:07Z, a Tuesday, seen from UTC+2.
+        assert_eq!(
+            at(1_778_575_327_000, 120),
+            "2026-05-12T10:42:07+02:00 Tuesday"
+        );
+        assert_eq!(at(-1000, -90), "1969-12-31T22:29:59-01:30 Wednesday");
+    }
+
+    #[test]
+    fn an_extreme_clock_is_refused_not_a_panic() {
+        assert_eq!(at(i64::MAX, 60), "");
+        assert_eq!(at(i64::MIN, -60), "");
+    }
+}

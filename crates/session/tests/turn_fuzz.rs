@@ -1,0 +1,272 @@
+//! The decoder feeding the controller meets whatever arrives on the data channel: arbitrary text,
+//! valid GA events cut short or with fields replaced, in any order, interleaved with key presses,
+//! ticks, playback reports and channel changes. Nothing panics, everything sent is a GA client
+//! event with an id, and the session stream stays whole (every delta and end follows its start).
+
+mod turn_support;
+
+use std::collections::HashSet;
+
+use proptest::prelude::*;
+use walkie_openai::{SessionConfig, decode_client_event};
+use walkie_session::turn::{DeviceKind, PressMode, Transport, TurnConfig, TurnMode};
+use walkie_session::{AudioChunk, SessionEvent};
+
+use turn_support::*;
+
+fn valid_lines() -> Vec<String> {
+    let mut lines: Vec<String> = PTT_TURN_GA
+        .lines()
+        .chain(OTHER_EVENTS_GA.lines())
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    lines.extend([
+        session_updated_with_transcription(),
+        response_created("resp_R1"),
+        response_created("resp_R2"),
+        response_done("resp_R1", "cancelled"),
+        response_done("resp_R2", "completed"),
+        audio_part_added("resp_R1", "item_A1"),
+        output_started("resp_R1"),
+        output_stopped("resp_R1"),
+        output_cleared("resp_R2"),
+        assistant_says("resp_R2", "item_A2", "hi"),
+        assistant_audio_b64("resp_R1", "item_A1", &[1, -1, 7]),
+        committed("item_U1"),
+        user_said("item_U1", "so"),
+        user_transcript_completed("item_U2", "done"),
+        user_transcription_failed("item_U1"),
+        speech_started("item_U2", 10),
+        speech_stopped("item_U2", 20),
+        server_error("input_audio_buffer_commit_empty", "empty", Some("walkie_3")),
+        server_error(
+            "conversation_already_has_active_response",
+            "busy",
+            Some("walkie_4"),
+        ),
+        server_error("mystery", "unexplained", None),
+        function_call_added("resp_R1", "item_F1", "call_1", "get_current_local_time"),
+        function_arguments_done(
+            "resp_R1",
+            "item_F1",
+            "call_1",
+            "get_current_local_time",
+            "{}",
+        ),
+        function_arguments_done("resp_R2", "item_F2", "call_1", "nope", "{\"x\":"),
+    ]);
+    lines
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i64>().prop_map(serde_json::Value::from),
+        "[a-z_.0-9]{0,10}".prop_map(serde_json::Value::from),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    KeyDown,
+    KeyUp,
+    Wait(u64),
+    Valid(usize),
+    Cut(usize, f64),
+    Mutated(usize, String, serde_json::Value),
+    Text(String),
+    Audio(Vec<i16>),
+    Progress(u64),
+    Drained,
+    Device(bool),
+    ChannelOpen,
+    ChannelClosed,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => Just(Step::KeyDown),
+        3 => Just(Step::KeyUp),
+        3 => (0u64..400).prop_map(Step::Wait),
+        8 => any::<prop::sample::Index>().prop_map(|i| Step::Valid(i.index(1 << 16))),
+        2 => (any::<prop::sample::Index>(), 0.0f64..1.0).prop_map(|(i, c)| Step::Cut(i.index(1 << 16), c)),
+        3 => (
+            any::<prop::sample::Index>(),
+            prop_oneof![
+                Just("response_id".to_owned()),
+                Just("item_id".to_owned()),
+                Just("response".to_owned()),
+                Just("delta".to_owned()),
+                Just("error".to_owned()),
+                "[a-z_]{1,8}"
+            ],
+            json_value()
+        )
+            .prop_map(|(i, k, v)| Step::Mutated(i.index(1 << 16), k, v)),
+        1 => ".{0,40}".prop_map(Step::Text),
+        1 => prop::collection::vec(any::<i16>(), 0..8).prop_map(Step::Audio),
+        1 => (0u64..5_000).prop_map(Step::Progress),
+        1 => Just(Step::Drained),
+        1 => any::<bool>().prop_map(Step::Device),
+        1 => Just(Step::ChannelOpen),
+        1 => Just(Step::ChannelClosed),
+    ]
+}
+
+fn config(mode: u8) -> TurnConfig {
+    let mut config = match mode % 4 {
+        0 => TurnConfig::push_to_talk(SessionConfig::default()),
+        1 => {
+            let mut c = TurnConfig::push_to_talk(SessionConfig::default());
+            c.mode = TurnMode::PushToTalk(PressMode::Toggle);
+            c
+        }
+        _ => TurnConfig::hands_free(SessionConfig::default(), server_vad(None)),
+    };
+    if mode % 4 == 3 {
+        config.transport = Transport::WebSocket;
+    }
+    config
+}
+
+fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
+    let lines = valid_lines();
+    let mut talk = Conversation::with(config(mode));
+    talk.controller.data_channel_open(0);
+    talk.at(1).server(&session_updated_with_transcription());
+    let mut started = HashSet::new();
+    let mut now_ms = 1u64;
+    for step in steps {
+        match step {
+            Step::KeyDown => {
+                talk.at(now_ms).key_down();
+            }
+            Step::KeyUp => {
+                talk.at(now_ms).key_up();
+            }
+            Step::Wait(ms) => {
+                now_ms += ms;
+                talk.at(now_ms).tick();
+            }
+            Step::Valid(i) => {
+                talk.at(now_ms).server(&lines[i % lines.len()]);
+            }
+            Step::Cut(i, cut) => {
+                let line = &lines[i % lines.len()];
+                let mut end = (line.len() as f64 * cut) as usize;
+                while !line.is_char_boundary(end) {
+                    end -= 1;
+                }
+                talk.at(now_ms).server(&line[..end]);
+            }
+            Step::Mutated(i, key, value) => {
+                let mut event: serde_json::Value = serde_json::from_str(&lines[i % lines.len()])
+                    .expect("the valid lines are JSON");
+                event[key] = value;
+                talk.at(now_ms).server(&event.to_string());
+            }
+            Step::Text(text) => {
+                talk.at(now_ms).server(&text);
+            }
+            Step::Audio(samples) => talk
+                .controller
+                .assistant_audio(AudioChunk::from_samples(samples), now_ms),
+            Step::Progress(played_ms) => talk.controller.playback_progress("item_A1", played_ms),
+            Step::Drained => talk.controller.playback_drained(now_ms),
+            Step::Device(input) => talk.controller.device_changed(
+                if input {
+                    DeviceKind::Input
+                } else {
+                    DeviceKind::Output
+                },
+                now_ms,
+            ),
+            Step::ChannelOpen => talk.controller.data_channel_open(now_ms),
+            Step::ChannelClosed => talk.controller.data_channel_closed(now_ms),
+        }
+        for sent in talk.sent() {
+            let text = sent.to_string();
+            let decoded = decode_client_event(&text);
+            prop_assert!(
+                decoded.is_ok(),
+                "sent a non-GA client event: {text}: {decoded:?}"
+            );
+            prop_assert!(
+                sent["event_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("walkie_"))
+            );
+        }
+        for event in talk.events() {
+            match &event {
+                SessionEvent::PartStart(start) => {
+                    started.insert(start.index);
+                }
+                SessionEvent::PartDelta(delta) => {
+                    prop_assert!(
+                        started.contains(&delta.index),
+                        "delta before start: {event:?}"
+                    );
+                }
+                SessionEvent::PartEnd(end) => {
+                    prop_assert!(started.contains(&end.index), "end before start: {event:?}");
+                }
+                _ => {}
+            }
+        }
+        talk.audio();
+        talk.hints();
+        talk.diagnostics();
+    }
+    if matches!(talk.controller.config().mode, TurnMode::PushToTalk(_)) {
+        // Whatever happened, a reconnected key still makes a whole utterance.
+        let toggle = talk.controller.config().mode == TurnMode::PushToTalk(PressMode::Toggle);
+        talk.controller.data_channel_open(now_ms + 1);
+        talk.at(now_ms + 2)
+            .server(&session_updated_with_transcription());
+        talk.sent();
+        talk.at(now_ms + 10).key_down();
+        if toggle && !talk.controller.is_capturing() {
+            talk.at(now_ms + 11).key_down();
+        }
+        talk.at(now_ms + 600);
+        if toggle {
+            talk.key_down();
+        } else {
+            talk.key_up();
+        }
+        talk.at(now_ms + 2_000).tick();
+        let sent: Vec<String> = talk.sent().iter().map(|e| e["type"].to_string()).collect();
+        prop_assert!(
+            sent.iter().any(|t| t == "\"input_audio_buffer.commit\""),
+            "the key is wedged: {sent:?}"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_text_never_panics_the_controller(texts in prop::collection::vec(".{0,120}", 1..20)) {
+        run(0, texts.into_iter().map(Step::Text).collect())?;
+    }
+
+    #[test]
+    fn any_mix_of_inputs_and_mangled_events_never_panics_and_keeps_the_stream_whole(
+        mode in any::<u8>(),
+        steps in prop::collection::vec(step(), 1..80),
+    ) {
+        run(mode, steps)?;
+    }
+}

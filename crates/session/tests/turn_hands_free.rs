@@ -1,0 +1,213 @@
+//! Hands-free (server VAD), scripted in virtual time: the server's speech start while the
+//! assistant is audible is a barge-in, told to the server the way the transport needs.
+
+mod turn_support;
+
+use serde_json::json;
+use walkie_openai::SessionConfig;
+use walkie_session::turn::{AudioCommand, Diagnostic, Transport, TurnConfig, UiHint};
+use walkie_session::{AudioChunk, PartDelta, PartDeltaEvent, PartIndex, SessionEvent, Speaker};
+
+use turn_support::*;
+
+/// The user spoke (item_U1), the server answered with resp_R1 (item_A1), which is audible now.
+fn assistant_audible_over_webrtc(talk: &mut Conversation) {
+    talk.at(1_000)
+        .server(&speech_started("item_U1", 900))
+        .at(2_000)
+        .server(&speech_stopped("item_U1", 1_900))
+        .server(&committed("item_U1"))
+        .at(2_100)
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"))
+        .server(&output_started("resp_R1"))
+        .server(&assistant_says("resp_R1", "item_A1", "Let me tell you"));
+}
+
+#[test]
+fn hands_free_configures_server_vad_and_keeps_the_capture_open() {
+    let mut talk = Conversation::with(TurnConfig::hands_free(
+        SessionConfig::default(),
+        server_vad(None),
+    ));
+    talk.controller.data_channel_open(0);
+    let sent = talk.sent();
+    assert_eq!(
+        sent[0]["session"]["audio"]["input"]["turn_detection"],
+        json!({"type": "server_vad"})
+    );
+
+    talk.at(40).server(&session_updated_with_transcription());
+    assert_eq!(talk.audio(), [AudioCommand::OpenCapture { pre_roll_ms: 0 }]);
+    assert_eq!(talk.hints(), [UiHint::Ready]);
+
+    talk.at(100).key_down();
+    assert_eq!(
+        talk.sent(),
+        nothing_sent(),
+        "the key is not a turn control in hands-free mode"
+    );
+    assert!(matches!(
+        &talk.diagnostics()[..],
+        [Diagnostic::Ignored { .. }]
+    ));
+}
+
+#[test]
+fn server_speech_start_and_stop_are_the_users_speech_start_and_end() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, true);
+    talk.at(1_000)
+        .server(&speech_started("item_U1", 900))
+        .at(2_000)
+        .server(&speech_stopped("item_U1", 1_900))
+        .server(&committed("item_U1"))
+        .server(&user_transcript_completed("item_U1", "Hello."));
+    assert_eq!(
+        talk.stamped_events(),
+        [
+            (1_000, user_speech_starts(Some("item_U1"))),
+            (1_000, speech_starts(0, Speaker::User)),
+            (2_000, user_speech_ends(Some("item_U1"))),
+            (2_000, transcript(0, Speaker::User, "Hello.", "Hello.")),
+            (2_000, speech_ends(0, Speaker::User, Some("Hello."), None)),
+        ]
+    );
+    assert_eq!(
+        talk.sent(),
+        nothing_sent(),
+        "the server commits and answers by itself"
+    );
+}
+
+#[test]
+fn a_server_speech_start_while_the_assistant_is_audible_barges_in_over_webrtc() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, true);
+    assistant_audible_over_webrtc(&mut talk);
+    talk.controller.playback_progress("item_A1", 1_200);
+    talk.events();
+    talk.audio();
+
+    talk.at(3_300).server(&speech_started("item_U2", 3_250));
+    assert_eq!(talk.audio(), [AudioCommand::FlushPlayback]);
+    assert_eq!(
+        talk.sent(),
+        nothing_sent(),
+        "with interrupt_response the server cancels and clears by itself, and WebRTC needs no truncate"
+    );
+    assert_eq!(
+        talk.events(),
+        [
+            SessionEvent::OutputSpeechEnd,
+            user_speech_starts(Some("item_U2")),
+            speech_starts(2, Speaker::User),
+        ]
+    );
+
+    talk.at(3_320)
+        .server(&output_cleared("resp_R1"))
+        .server(&response_done("resp_R1", "cancelled"));
+    assert_eq!(
+        talk.events(),
+        [
+            SessionEvent::ResponseInterrupted,
+            speech_ends(1, Speaker::Assistant, Some("Let me tell you"), Some(1_200)),
+            SessionEvent::TurnComplete,
+        ],
+        "the interrupted part records the 1200 ms that were played"
+    );
+}
+
+#[test]
+fn a_hands_free_barge_in_over_websocket_truncates_the_reply_to_what_was_played() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebSocket, true);
+    talk.at(2_100)
+        .server(&response_created("resp_R1"))
+        .server(&assistant_audio_b64("resp_R1", "item_A1", &[1, 2, 3, 4]));
+    assert_eq!(
+        talk.events(),
+        [
+            SessionEvent::OutputSpeechStart,
+            speech_starts(0, Speaker::Assistant),
+            SessionEvent::PartDelta(PartDeltaEvent {
+                index: PartIndex(0),
+                delta: PartDelta::assistant_audio(AudioChunk::from_samples(vec![1, 2, 3, 4])),
+            }),
+        ],
+        "over WebSocket the client owns playback: the first audio makes the assistant audible"
+    );
+    talk.controller.playback_progress("item_A1", 640);
+
+    talk.at(2_900).server(&speech_started("item_U2", 2_850));
+    assert_eq!(talk.audio(), [AudioCommand::FlushPlayback]);
+    assert_eq!(
+        talk.sent(),
+        [sent(
+            "walkie_2",
+            json!({"type": "conversation.item.truncate", "item_id": "item_A1",
+                "content_index": 0, "audio_end_ms": 640})
+        )]
+    );
+    assert_eq!(
+        talk.events(),
+        [
+            SessionEvent::OutputSpeechEnd,
+            user_speech_starts(Some("item_U2")),
+            speech_starts(1, Speaker::User),
+        ]
+    );
+
+    talk.at(2_910)
+        .server(&assistant_audio_b64("resp_R1", "item_A1", &[5, 6]))
+        .server(&response_done("resp_R1", "cancelled"));
+    assert_eq!(
+        talk.events(),
+        [
+            SessionEvent::ResponseInterrupted,
+            speech_ends(0, Speaker::Assistant, None, Some(640)),
+            SessionEvent::TurnComplete,
+        ],
+        "audio still in flight from the cut reply is not played"
+    );
+    assert_eq!(talk.controller.stats().dropped_audio_chunks, 1);
+}
+
+#[test]
+fn without_server_interruption_the_client_cancels_and_clears_itself() {
+    let mut config = TurnConfig::hands_free(SessionConfig::default(), server_vad(Some(false)));
+    config.echo_canceller = true;
+    let mut talk = Conversation::ready(config);
+    assistant_audible_over_webrtc(&mut talk);
+    talk.sent();
+
+    talk.at(3_300).server(&speech_started("item_U2", 3_250));
+    assert_eq!(
+        talk.sent(),
+        [
+            cancel_response("walkie_2", "resp_R1"),
+            clear_output("walkie_3")
+        ]
+    );
+}
+
+#[test]
+fn without_an_echo_canceller_the_mic_is_gated_while_the_assistant_is_audible() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
+    assistant_audible_over_webrtc(&mut talk);
+    assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: true }]);
+
+    talk.at(4_000)
+        .server(&response_done("resp_R1", "completed"))
+        .server(&output_stopped("resp_R1"));
+    assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: false }]);
+    assert_eq!(talk.events().last(), Some(&SessionEvent::OutputSpeechEnd));
+}
+
+#[test]
+fn vad_events_in_push_to_talk_mode_are_ignored() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.at(1_000)
+        .server(&speech_started("item_U1", 900))
+        .server(&speech_stopped("item_U1", 1_900));
+    assert_eq!(talk.events(), []);
+    assert_eq!(talk.diagnostics().len(), 2);
+}

@@ -1,0 +1,871 @@
+//! Push-to-talk, scripted in virtual time: each test plays a GA event sequence against the turn
+//! controller and asserts exactly which client events were sent and which session events emitted.
+
+mod turn_support;
+
+use serde_json::json;
+use walkie_openai::SessionConfig;
+use walkie_session::turn::{
+    AudioCommand, CURRENT_LOCAL_TIME_TOOL, Diagnostic, PressMode, ToolRegistry, TurnConfig,
+    TurnController, TurnMode, UiHint,
+};
+use walkie_session::{SessionEvent, Speaker};
+
+use turn_support::*;
+
+#[test]
+fn session_update_goes_out_when_the_channel_opens_and_the_key_waits_for_session_updated() {
+    let mut talk = Conversation::with(TurnConfig::push_to_talk(SessionConfig::default()));
+
+    talk.at(0).key_down();
+    assert_eq!(talk.hints(), [UiHint::NotReady]);
+
+    talk.controller.data_channel_open(10);
+    let sent = talk.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["type"], "session.update");
+    assert_eq!(sent[0]["event_id"], "walkie_1");
+    assert_eq!(sent[0]["session"]["type"], "realtime");
+    assert_eq!(
+        sent[0]["session"]["audio"]["input"]["turn_detection"],
+        serde_json::Value::Null,
+        "push-to-talk sends turn_detection: null, not an absent field"
+    );
+    assert!(
+        sent[0]["session"]["audio"]["input"]
+            .as_object()
+            .is_some_and(|input| input.contains_key("turn_detection"))
+    );
+    assert_eq!(
+        sent[0]["session"]["tools"][0]["name"],
+        CURRENT_LOCAL_TIME_TOOL
+    );
+
+    talk.at(20).key_down().at(400).key_up().at(700).tick();
+    assert_eq!(talk.hints(), [UiHint::NotReady]);
+    assert_eq!(talk.sent(), Vec::<serde_json::Value>::new());
+    assert_eq!(talk.audio(), []);
+
+    talk.at(800).server(&session_updated_with_transcription());
+    assert_eq!(talk.hints(), [UiHint::Ready]);
+    assert!(talk.controller.is_ready());
+
+    talk.at(900).key_down();
+    assert_eq!(talk.sent(), [clear_input("walkie_2")]);
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
+    );
+    assert_eq!(talk.events(), []);
+}
+
+#[test]
+fn a_push_to_talk_turn_follows_the_reference_sequence() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+
+    talk.at(1_000).key_down();
+    assert_eq!(talk.sent(), [clear_input("walkie_2")]);
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
+    );
+    assert_eq!(
+        talk.events(),
+        [],
+        "a press counts only once it is 150 ms long"
+    );
+
+    talk.at(1_150).tick();
+    assert_eq!(
+        talk.stamped_events(),
+        [
+            (1_000, user_speech_starts(None)),
+            (1_000, speech_starts(0, Speaker::User)),
+        ],
+        "the user's speech starts at key-down"
+    );
+
+    talk.at(2_000).key_up();
+    assert_eq!(talk.events(), [user_speech_ends(None)]);
+    assert_eq!(
+        talk.sent(),
+        nothing_sent(),
+        "the tail keeps capturing before the commit"
+    );
+    assert_eq!(talk.audio(), []);
+    assert_eq!(talk.controller.next_deadline_ms(), Some(2_200));
+
+    talk.at(2_199).tick();
+    assert_eq!(talk.sent(), nothing_sent());
+    talk.at(2_200).tick();
+    assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
+    assert_eq!(
+        talk.sent(),
+        [commit("walkie_3"), create_response("walkie_4")]
+    );
+
+    talk.at(2_300).server_lines(PTT_TURN_GA);
+    assert_eq!(
+        talk.events(),
+        [
+            SessionEvent::OutputSpeechStart,
+            speech_starts(1, Speaker::Assistant),
+            transcript(1, Speaker::Assistant, "I'm", "I'm"),
+            transcript(
+                1,
+                Speaker::Assistant,
+                " doing well, thank you!",
+                "I'm doing well, thank you!"
+            ),
+            speech_ends(
+                1,
+                Speaker::Assistant,
+                Some("I'm doing well, thank you!"),
+                None
+            ),
+            SessionEvent::TurnComplete,
+            transcript(0, Speaker::User, "How are you?", "How are you?"),
+            speech_ends(0, Speaker::User, Some("How are you?"), None),
+            SessionEvent::OutputSpeechEnd,
+        ]
+    );
+    assert_eq!(
+        talk.sent(),
+        nothing_sent(),
+        "the server's turn needs no further client events"
+    );
+    assert_eq!(talk.controller.stats().unknown_events, 0);
+    assert_eq!(talk.controller.stats().refused_session_events, 0);
+}
+
+#[test]
+fn the_users_transcript_arriving_after_response_done_lands_in_the_part_opened_at_their_speech_start()
+ {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.sent();
+    talk.events();
+
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&assistant_says("resp_R1", "item_A1", "Fine."))
+        .server(&response_done("resp_R1", "completed"));
+    assert_eq!(
+        talk.events(),
+        [
+            speech_starts(1, Speaker::Assistant),
+            transcript(1, Speaker::Assistant, "Fine.", "Fine."),
+            speech_ends(1, Speaker::Assistant, Some("Fine."), None),
+            SessionEvent::TurnComplete,
+        ],
+        "the user's part stays open across the reply"
+    );
+
+    talk.at(3_000)
+        .server(&user_said("item_U1", "How "))
+        .server(&user_said("item_U1", "are you"))
+        .server(&user_transcript_completed("item_U1", "How are you?"));
+    assert_eq!(
+        talk.events(),
+        [
+            transcript(0, Speaker::User, "How ", "How "),
+            transcript(0, Speaker::User, "are you", "How are you"),
+            transcript(0, Speaker::User, "?", "How are you?"),
+            speech_ends(0, Speaker::User, Some("How are you?"), None),
+        ],
+        "part 0, opened at key-down before the reply's part 1, receives the late transcript"
+    );
+
+    talk.at(3_100)
+        .server(&user_transcript_completed("item_U1", "How are you?"));
+    assert_eq!(
+        talk.events(),
+        [],
+        "a duplicate final transcript opens no second part"
+    );
+}
+
+#[test]
+fn a_press_shorter_than_150_ms_is_ignored_with_a_visible_hint() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+
+    talk.at(1_000)
+        .key_down()
+        .at(1_120)
+        .key_up()
+        .at(2_000)
+        .tick();
+    assert_eq!(
+        talk.hints(),
+        [UiHint::PressTooShort {
+            held_ms: 120,
+            min_press_ms: 150
+        }]
+    );
+    assert_eq!(
+        talk.sent(),
+        [clear_input("walkie_2")],
+        "no commit, no response"
+    );
+    assert_eq!(
+        talk.audio(),
+        [
+            AudioCommand::OpenCapture { pre_roll_ms: 300 },
+            AudioCommand::CloseCapture
+        ]
+    );
+    assert_eq!(
+        talk.events(),
+        [],
+        "no user message for a press that did not count"
+    );
+
+    talk.utterance(3_000, 3_500);
+    assert_eq!(
+        talk.sent(),
+        [
+            clear_input("walkie_3"),
+            commit("walkie_4"),
+            create_response("walkie_5")
+        ],
+        "the next press works"
+    );
+}
+
+#[test]
+fn a_repeated_key_down_is_ignored_and_a_lost_key_up_cannot_wedge_the_controller() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+
+    talk.at(1_000)
+        .key_down()
+        .at(1_030)
+        .key_down()
+        .at(1_060)
+        .key_down();
+    assert_eq!(
+        talk.sent(),
+        [clear_input("walkie_2")],
+        "key repeat sends nothing more"
+    );
+    assert_eq!(
+        talk.diagnostics(),
+        [Diagnostic::RepeatedKeyDown, Diagnostic::RepeatedKeyDown]
+    );
+
+    // The key-up is lost: nothing arrives until the maximum press.
+    let max_press_ms = talk.controller.config().max_press_ms;
+    talk.at(1_000 + max_press_ms).tick();
+    assert_eq!(
+        talk.hints(),
+        [UiHint::ReleasedAutomatically {
+            held_ms: max_press_ms
+        }]
+    );
+    talk.at(1_000 + max_press_ms + 200).tick();
+    assert_eq!(
+        talk.sent(),
+        [commit("walkie_3"), create_response("walkie_4")]
+    );
+
+    talk.at(1_000 + max_press_ms + 300).key_up();
+    assert_eq!(
+        talk.sent(),
+        nothing_sent(),
+        "a stray key-up afterwards does nothing"
+    );
+    assert!(!talk.controller.is_capturing());
+}
+
+#[test]
+fn pressing_again_within_the_tail_continues_the_same_utterance() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.at(1_000)
+        .key_down()
+        .at(2_000)
+        .key_up()
+        .at(2_100)
+        .key_down();
+    talk.at(2_500).tick();
+    assert_eq!(
+        talk.sent(),
+        [clear_input("walkie_2")],
+        "no commit while the key is down again"
+    );
+    talk.at(3_000).key_up().at(3_200).tick();
+    assert_eq!(
+        talk.sent(),
+        [commit("walkie_3"), create_response("walkie_4")]
+    );
+    assert_eq!(
+        talk.events(),
+        [
+            user_speech_starts(None),
+            speech_starts(0, Speaker::User),
+            user_speech_ends(None),
+            user_speech_ends(None),
+        ]
+    );
+}
+
+#[test]
+fn in_toggle_mode_one_press_starts_talking_and_the_next_ends_it() {
+    let mut config = TurnConfig::push_to_talk(SessionConfig::default());
+    config.mode = TurnMode::PushToTalk(PressMode::Toggle);
+    let mut talk = Conversation::ready(config);
+
+    talk.at(1_000)
+        .key_down()
+        .at(1_100)
+        .key_up()
+        .at(3_000)
+        .tick();
+    assert_eq!(
+        talk.sent(),
+        [clear_input("walkie_2")],
+        "key-ups are ignored when toggling"
+    );
+    assert!(talk.controller.is_capturing());
+
+    talk.at(4_000).key_down().at(4_200).tick();
+    assert_eq!(
+        talk.sent(),
+        [commit("walkie_3"), create_response("walkie_4")]
+    );
+    assert!(!talk.controller.is_capturing());
+}
+
+#[test]
+fn key_down_while_the_assistant_is_audible_barges_in() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"))
+        .server(&output_started("resp_R1"))
+        .server(&assistant_says("resp_R1", "item_A1", "Once upon a time"));
+    talk.controller.playback_progress("item_A1", 800);
+    talk.sent();
+    talk.audio();
+    talk.events();
+
+    talk.at(3_100).key_down();
+    assert_eq!(
+        talk.audio(),
+        [
+            AudioCommand::FlushPlayback,
+            AudioCommand::OpenCapture { pre_roll_ms: 300 }
+        ],
+        "local playback is flushed before anything else"
+    );
+    assert_eq!(
+        talk.sent(),
+        [
+            cancel_response("walkie_5", "resp_R1"),
+            clear_output("walkie_6"),
+            clear_input("walkie_7"),
+        ]
+    );
+    assert_eq!(talk.events(), [SessionEvent::OutputSpeechEnd]);
+    assert!(!talk.controller.is_assistant_audible());
+
+    talk.at(3_150)
+        .server(&assistant_says("resp_R1", "item_A1", " there"))
+        .server(&output_cleared("resp_R1"))
+        .server(&output_started("resp_R1"))
+        .server(&response_done("resp_R1", "cancelled"));
+    assert_eq!(
+        talk.events(),
+        [
+            transcript(1, Speaker::Assistant, " there", "Once upon a time there"),
+            SessionEvent::ResponseInterrupted,
+            speech_ends(
+                1,
+                Speaker::Assistant,
+                Some("Once upon a time there"),
+                Some(800)
+            ),
+            SessionEvent::TurnComplete,
+        ],
+        "the cut reply records the 800 ms that were heard; its late output start is suppressed"
+    );
+    assert_eq!(talk.sent(), nothing_sent());
+
+    talk.at(3_600).key_up().at(3_800).tick();
+    assert_eq!(
+        talk.stamped_events(),
+        [
+            (3_100, user_speech_starts(None)),
+            (3_100, speech_starts(2, Speaker::User)),
+            (3_600, user_speech_ends(None)),
+        ],
+        "the barging press counted once it was 150 ms long, and is stamped at key-down"
+    );
+    assert_eq!(
+        talk.sent(),
+        [commit("walkie_8"), create_response("walkie_9")],
+        "the cancelled response is done, so the new one is asked for at once"
+    );
+}
+
+#[test]
+fn key_down_while_the_assistant_is_silent_sends_no_cancel() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&response_created("resp_R1"))
+        .server(&output_started("resp_R1"))
+        .server(&response_done("resp_R1", "completed"))
+        .server(&output_stopped("resp_R1"));
+    talk.sent();
+    talk.audio();
+
+    talk.at(5_000).key_down();
+    assert_eq!(talk.sent(), [clear_input("walkie_5")]);
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
+    );
+}
+
+#[test]
+fn a_response_create_waits_for_the_active_response_to_be_done() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300).server(&response_created("resp_R1"));
+    talk.sent();
+    talk.events();
+
+    // The reply is still being generated (not audible yet) when the user talks again.
+    talk.utterance(2_500, 3_000);
+    assert_eq!(
+        talk.sent(),
+        [clear_input("walkie_5"), commit("walkie_6")],
+        "no response.create while resp_R1 is active"
+    );
+
+    talk.at(3_400)
+        .server(&response_done("resp_R1", "completed"));
+    assert_eq!(talk.sent(), [create_response("walkie_7")]);
+    assert_eq!(
+        talk.events(),
+        [
+            user_speech_starts(None),
+            speech_starts(1, Speaker::User),
+            user_speech_ends(None),
+            SessionEvent::TurnComplete,
+        ]
+    );
+}
+
+#[test]
+fn a_create_that_races_an_unseen_active_response_is_asked_again_after_it() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    assert_eq!(
+        talk.sent(),
+        [
+            clear_input("walkie_2"),
+            commit("walkie_3"),
+            create_response("walkie_4")
+        ]
+    );
+    talk.events();
+
+    let message = "Conversation already has an active response in progress: resp_X.";
+    talk.at(2_250)
+        .server(&server_error(
+            "conversation_already_has_active_response",
+            message,
+            Some("walkie_4"),
+        ))
+        .server(&response_created("resp_X"));
+    assert_eq!(
+        talk.events(),
+        [recoverable_error(
+            message,
+            "invalid_request_error",
+            "conversation_already_has_active_response"
+        )]
+    );
+    assert_eq!(talk.sent(), nothing_sent());
+
+    talk.at(2_600).server(&response_done("resp_X", "completed"));
+    assert_eq!(talk.sent(), [create_response("walkie_5")]);
+}
+
+#[test]
+fn an_empty_commit_ends_the_utterance_untranscribed_and_withdraws_its_response() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 1_400);
+    assert_eq!(
+        talk.sent(),
+        [
+            clear_input("walkie_2"),
+            commit("walkie_3"),
+            create_response("walkie_4")
+        ]
+    );
+    talk.events();
+
+    let message = "Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has 0.00ms of audio.";
+    talk.at(1_700).server(&server_error(
+        "input_audio_buffer_commit_empty",
+        message,
+        Some("walkie_3"),
+    ));
+    assert_eq!(
+        talk.events(),
+        [
+            speech_ends(0, Speaker::User, None, None),
+            recoverable_error(
+                message,
+                "invalid_request_error",
+                "input_audio_buffer_commit_empty"
+            ),
+        ]
+    );
+    assert_eq!(talk.hints(), [UiHint::NothingHeard]);
+
+    // The create already went out: its response is cancelled and never shown.
+    talk.at(1_750).server(&response_created("resp_R1"));
+    assert_eq!(talk.sent(), [cancel_response("walkie_5", "resp_R1")]);
+    talk.at(1_760)
+        .server(&audio_part_added("resp_R1", "item_A1"))
+        .server(&output_started("resp_R1"))
+        .server(&assistant_says("resp_R1", "item_A1", "As I said"))
+        .server(&response_done("resp_R1", "cancelled"));
+    assert_eq!(
+        talk.events(),
+        [SessionEvent::TurnComplete],
+        "the empty exchange is closed, and nothing of the withdrawn reply shows"
+    );
+    assert_eq!(talk.sent(), nothing_sent());
+}
+
+#[test]
+fn a_failed_transcription_ends_the_users_part_then_reports_it() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.events();
+
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&user_transcription_failed("item_U1"));
+    assert_eq!(
+        talk.events(),
+        [
+            speech_ends(0, Speaker::User, None, None),
+            SessionEvent::InputTranscriptionError(Box::new(
+                walkie_session::RealtimeInputTranscriptionErrorEvent {
+                    message: "Audio could not be transcribed".to_owned(),
+                    error_type: Some("transcription_error".to_owned()),
+                    code: Some("audio_unintelligible".to_owned()),
+                    item_id: Some("item_U1".to_owned()),
+                    content_index: Some(0),
+                }
+            )),
+        ]
+    );
+    assert_eq!(
+        talk.sent(),
+        [
+            clear_input("walkie_2"),
+            commit("walkie_3"),
+            create_response("walkie_4")
+        ]
+    );
+}
+
+#[test]
+fn a_tool_call_is_run_locally_its_result_sent_and_the_turn_completes_only_after_the_continued_reply()
+ {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    // 2026-05-12T08:42:07Z, in UTC+2.
+    talk.at(0).set_wall_clock(walkie_session::turn::WallClock {
+        unix_ms: 1_778_575_327_000,
+        utc_offset_minutes: 120,
+    });
+    talk.utterance(1_000, 2_000);
+    talk.sent();
+    talk.events();
+
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&function_call_added(
+            "resp_R1",
+            "item_F1",
+            "call_T1",
+            CURRENT_LOCAL_TIME_TOOL,
+        ))
+        .server(&function_arguments_delta(
+            "resp_R1", "item_F1", "call_T1", "{}",
+        ))
+        .server(&function_arguments_done(
+            "resp_R1",
+            "item_F1",
+            "call_T1",
+            CURRENT_LOCAL_TIME_TOOL,
+            "{}",
+        ));
+    let call = walkie_session::ToolCallPart {
+        tool_name: CURRENT_LOCAL_TIME_TOOL.to_owned(),
+        args: "{}".to_owned(),
+        tool_call_id: "call_T1".to_owned(),
+    };
+    let result = json!({
+        "local_time": "2026-05-12T10:42:09+02:00",
+        "weekday": "Tuesday",
+        "utc_offset_minutes": 120
+    });
+    assert_eq!(
+        talk.events(),
+        [
+            part_starts(1, walkie_session::Part::tool_call(call.clone())),
+            SessionEvent::PartEnd(walkie_session::PartEndEvent {
+                index: walkie_session::PartIndex(1),
+                part: walkie_session::Part::tool_call(call.clone()),
+            }),
+            SessionEvent::FunctionToolCall(Box::new(walkie_session::FunctionToolCallEvent {
+                part: call,
+                args_valid: Some(true),
+            })),
+            SessionEvent::FunctionToolResult(Box::new(walkie_session::FunctionToolResultEvent {
+                result: walkie_session::ToolResult::ToolReturn(walkie_session::ToolReturnPart {
+                    tool_name: CURRENT_LOCAL_TIME_TOOL.to_owned(),
+                    tool_call_id: "call_T1".to_owned(),
+                    content: result.clone(),
+                    outcome: walkie_session::ToolOutcome::Success,
+                }),
+            })),
+        ],
+        "the time comes from the wall-clock input advanced by session time, not from a clock read"
+    );
+    assert_eq!(
+        talk.sent(),
+        [sent(
+            "walkie_5",
+            json!({"type": "conversation.item.create", "item": {
+                "type": "function_call_output", "call_id": "call_T1", "output": result.to_string()}})
+        )],
+        "the output goes at once; the response.create waits for resp_R1 to be done"
+    );
+
+    talk.at(2_400)
+        .server(&response_done("resp_R1", "completed"));
+    assert_eq!(talk.events(), [], "no TurnComplete: the tool round goes on");
+    assert_eq!(talk.sent(), [create_response("walkie_6")]);
+
+    talk.at(2_500)
+        .server(&response_created("resp_R2"))
+        .server(&assistant_says("resp_R2", "item_A2", "It is 10:42."))
+        .server(&response_done("resp_R2", "completed"));
+    assert_eq!(
+        talk.events(),
+        [
+            speech_starts(2, Speaker::Assistant),
+            transcript(2, Speaker::Assistant, "It is 10:42.", "It is 10:42."),
+            speech_ends(2, Speaker::Assistant, Some("It is 10:42."), None),
+            SessionEvent::TurnComplete,
+        ]
+    );
+}
+
+#[test]
+fn a_call_of_an_unknown_tool_is_answered_with_an_error_and_the_reply_continues() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.sent();
+    talk.events();
+    talk.at(2_300)
+        .server(&response_created("resp_R1"))
+        .server(&function_arguments_done(
+            "resp_R1",
+            "item_F1",
+            "call_T9",
+            "open_pod_bay_doors",
+            "{",
+        ));
+    let events = talk.events();
+    assert!(matches!(
+        &events[2],
+        SessionEvent::FunctionToolCall(call) if call.args_valid == Some(false)
+    ));
+    assert!(matches!(
+        &events[3],
+        SessionEvent::FunctionToolResult(result) if matches!(&result.result,
+            walkie_session::ToolResult::ToolReturn(r) if r.outcome == walkie_session::ToolOutcome::Failed
+                && r.content == json!({"error": "there is no local tool named \"open_pod_bay_doors\""}))
+    ));
+    assert_eq!(talk.sent()[0]["item"]["type"], "function_call_output");
+}
+
+#[test]
+fn unknown_events_are_ignored_and_counted_and_the_turn_goes_on() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.sent();
+    talk.events();
+
+    talk.at(2_100)
+        .server(
+            r#"{"type":"response.mcp_call.in_progress","event_id":"event_M1","item_id":"item_X"}"#,
+        )
+        .server(r#"{"type":"transcription_session.updated","event_id":"event_M2","session":{}}"#);
+    assert_eq!(talk.events(), []);
+    assert_eq!(talk.sent(), nothing_sent());
+    assert_eq!(talk.controller.stats().unknown_events, 2);
+    assert_eq!(
+        talk.diagnostics(),
+        [
+            Diagnostic::UnknownServerEvent {
+                event_type: "response.mcp_call.in_progress".to_owned()
+            },
+            Diagnostic::UnknownServerEvent {
+                event_type: "transcription_session.updated".to_owned()
+            },
+        ]
+    );
+
+    talk.at(2_300)
+        .server(&response_created("resp_R1"))
+        .server(&assistant_says("resp_R1", "item_A1", "Still here."))
+        .server(&response_done("resp_R1", "completed"));
+    assert_eq!(talk.events().last(), Some(&SessionEvent::TurnComplete));
+}
+
+#[test]
+fn malformed_json_is_a_recoverable_session_error_and_the_turn_goes_on() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.sent();
+    talk.events();
+
+    talk.at(2_100)
+        .server(r#"{"type":"response.created","response":{"id":"resp_R1","#);
+    let events = talk.events();
+    assert_eq!(events.len(), 1);
+    let SessionEvent::SessionError(error) = &events[0] else {
+        panic!("expected a session error, got {events:?}");
+    };
+    assert!(error.recoverable);
+    assert_eq!(error.code.as_deref(), Some("malformed_json"));
+    assert_eq!(
+        error.error_type.as_deref(),
+        Some("undecodable_server_event")
+    );
+    assert!(
+        error
+            .message
+            .starts_with("malformed JSON at line 1, column"),
+        "{}",
+        error.message
+    );
+    assert_eq!(talk.sent(), nothing_sent());
+    assert_eq!(talk.controller.stats().undecodable_events, 1);
+
+    talk.at(2_200)
+        .server(r#"{"type":"response.done","event_id":"e","response":{"status":"completed"}}"#);
+    let events = talk.events();
+    assert!(
+        matches!(&events[..], [SessionEvent::SessionError(e)] if e.code.as_deref() == Some("schema_mismatch"))
+    );
+
+    talk.at(2_300)
+        .server(&response_created("resp_R1"))
+        .server(&response_done("resp_R1", "completed"));
+    assert_eq!(talk.events(), [SessionEvent::TurnComplete]);
+    assert!(talk.failures().is_empty(), "nothing malformed is fatal");
+}
+
+#[test]
+fn harmless_errors_are_recoverable_and_an_unexplained_one_is_a_fatal_failure() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.at(100).server(&server_error(
+        "response_cancel_not_active",
+        "Cancellation failed: no active response found",
+        None,
+    ));
+    assert_eq!(
+        talk.events(),
+        [recoverable_error(
+            "Cancellation failed: no active response found",
+            "invalid_request_error",
+            "response_cancel_not_active"
+        )]
+    );
+
+    talk.at(200).server(&server_error(
+        "session_expired",
+        "Your session hit the maximum duration of 60 minutes.",
+        None,
+    ));
+    assert_eq!(talk.events(), []);
+    let failures = talk.failures();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(
+        failures[0].message,
+        "Your session hit the maximum duration of 60 minutes."
+    );
+}
+
+#[test]
+fn the_sixty_minute_session_limit_is_announced_five_minutes_before_it_hits() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    assert_eq!(talk.controller.next_deadline_ms(), Some(55 * 60_000));
+
+    talk.at(55 * 60_000 - 1).tick();
+    assert_eq!(talk.hints(), []);
+    talk.at(55 * 60_000 + 10).tick();
+    assert_eq!(
+        talk.hints(),
+        [UiHint::SessionEndingSoon {
+            remaining_ms: 5 * 60_000 - 10
+        }]
+    );
+    assert_eq!(talk.controller.next_deadline_ms(), Some(60 * 60_000));
+    talk.at(60 * 60_000).tick();
+    assert_eq!(talk.hints(), [UiHint::SessionLimitReached]);
+    assert_eq!(talk.controller.next_deadline_ms(), None);
+}
+
+#[test]
+fn a_new_microphone_while_capturing_reopens_the_capture() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.at(1_000).key_down();
+    talk.audio();
+    talk.controller
+        .device_changed(walkie_session::turn::DeviceKind::Input, 1_200);
+    assert_eq!(
+        talk.audio(),
+        [
+            AudioCommand::CloseCapture,
+            AudioCommand::OpenCapture { pre_roll_ms: 0 }
+        ]
+    );
+    talk.controller
+        .device_changed(walkie_session::turn::DeviceKind::Output, 1_300);
+    assert_eq!(talk.audio(), []);
+}
+
+#[test]
+fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
+    let mut controller = TurnController::new(
+        TurnConfig::push_to_talk(SessionConfig::default()),
+        ToolRegistry::empty(),
+    );
+    assert_eq!(controller.poll_outgoing(), None);
+    controller.data_channel_open(0);
+    let update = controller.poll_outgoing().expect("session.update on open");
+    assert!(update.to_json().contains(r#""event_id":"walkie_1""#));
+    assert!(
+        !update.to_json().contains("tools"),
+        "no registry tools, no tools field"
+    );
+    controller.data_channel_closed(10);
+    controller.push_to_talk_down(20);
+    assert_eq!(controller.poll_outgoing(), None);
+    assert_eq!(controller.poll_hint(), Some(UiHint::NotReady));
+}

@@ -1,0 +1,416 @@
+//! A scripted conversation in virtual time: feed key presses and server events at chosen
+//! instants, then read back exactly what the controller sent, asked of the audio devices, hinted,
+//! and emitted on the session stream.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use walkie_openai::{SessionConfig, TurnDetection};
+use walkie_session::turn::{
+    AudioCommand, Diagnostic, ToolRegistry, Transport, TurnConfig, TurnController, UiHint,
+    WallClock,
+};
+use walkie_session::{
+    Delivery, EventIterator, Part, PartDelta, PartDeltaEvent, PartEndEvent, PartIndex,
+    PartStartEvent, RealtimeInputSpeechEndEvent, RealtimeInputSpeechStartEvent,
+    RealtimeSessionErrorEvent, SessionEvent, SessionFailure, Speaker, SpeechPart,
+};
+
+/// The reference's §6 push-to-talk turn, as the openai crate's tests use it.
+pub const PTT_TURN_GA: &str = include_str!("../../../openai/tests/data/ptt-turn-ga.jsonl");
+/// More GA events (session.created, speech events, errors, ...).
+pub const OTHER_EVENTS_GA: &str = include_str!("../../../openai/tests/data/other-events-ga.jsonl");
+
+pub struct Conversation {
+    pub controller: TurnController,
+    iterator: EventIterator,
+    pub now_ms: u64,
+    failures: Vec<SessionFailure>,
+}
+
+impl Conversation {
+    pub fn with(config: TurnConfig) -> Self {
+        let mut controller = TurnController::new(config, ToolRegistry::with_builtins());
+        let iterator = controller
+            .session_mut()
+            .iterate()
+            .expect("a fresh session has no iterator yet");
+        Self {
+            controller,
+            iterator,
+            now_ms: 0,
+            failures: Vec::new(),
+        }
+    }
+
+    /// Push-to-talk (hold), channel open at 0 and confirmed by `session.updated` at 50, with the
+    /// setup's outputs already read.
+    pub fn ready_for_push_to_talk() -> Self {
+        Self::ready(TurnConfig::push_to_talk(SessionConfig::default()))
+    }
+
+    /// Hands-free over the given transport (server VAD), ready as above.
+    pub fn ready_hands_free(transport: Transport, echo_canceller: bool) -> Self {
+        let mut config = TurnConfig::hands_free(SessionConfig::default(), server_vad(None));
+        config.transport = transport;
+        config.echo_canceller = echo_canceller;
+        Self::ready(config)
+    }
+
+    pub fn ready(config: TurnConfig) -> Self {
+        let mut conversation = Self::with(config);
+        conversation.controller.data_channel_open(0);
+        conversation
+            .at(50)
+            .server(&session_updated_with_transcription());
+        conversation.sent();
+        conversation.audio();
+        conversation.hints();
+        conversation.events();
+        conversation
+    }
+
+    pub fn at(&mut self, now_ms: u64) -> &mut Self {
+        self.now_ms = now_ms;
+        self
+    }
+
+    pub fn key_down(&mut self) -> &mut Self {
+        self.controller.push_to_talk_down(self.now_ms);
+        self
+    }
+
+    pub fn key_up(&mut self) -> &mut Self {
+        self.controller.push_to_talk_up(self.now_ms);
+        self
+    }
+
+    pub fn tick(&mut self) -> &mut Self {
+        self.controller.tick(self.now_ms);
+        self
+    }
+
+    /// One data-channel message.
+    pub fn server(&mut self, text: &str) -> &mut Self {
+        self.controller.server_text(text, self.now_ms);
+        self
+    }
+
+    /// Several messages, one per line (`#` lines are annotations).
+    pub fn server_lines(&mut self, lines: &str) -> &mut Self {
+        for line in lines
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        {
+            self.server(line);
+        }
+        self
+    }
+
+    /// Everything sent since the last call, as JSON (with `event_id`).
+    pub fn sent(&mut self) -> Vec<Value> {
+        let mut sent = Vec::new();
+        while let Some(event) = self.controller.poll_outgoing() {
+            sent.push(serde_json::from_str(&event.to_json()).expect("client events are JSON"));
+        }
+        sent
+    }
+
+    pub fn audio(&mut self) -> Vec<AudioCommand> {
+        std::iter::from_fn(|| self.controller.poll_audio_command()).collect()
+    }
+
+    pub fn hints(&mut self) -> Vec<UiHint> {
+        std::iter::from_fn(|| self.controller.poll_hint()).collect()
+    }
+
+    pub fn diagnostics(&mut self) -> Vec<Diagnostic> {
+        std::iter::from_fn(|| self.controller.poll_diagnostic()).collect()
+    }
+
+    /// Session events since the last call, with the time each was stamped with.
+    pub fn stamped_events(&mut self) -> Vec<(u64, SessionEvent)> {
+        let mut events = Vec::new();
+        while let Some(delivery) = self
+            .controller
+            .session_mut()
+            .poll_event(&self.iterator)
+            .expect("the test's iterator stays active")
+        {
+            match delivery {
+                Delivery::Event(stamped) => events.push((stamped.at_ms, stamped.event)),
+                Delivery::Failure(stamped) => self.failures.push(stamped.failure),
+            }
+        }
+        events
+    }
+
+    /// Session events since the last call.
+    pub fn events(&mut self) -> Vec<SessionEvent> {
+        self.stamped_events().into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// Failures delivered so far.
+    pub fn failures(&mut self) -> Vec<SessionFailure> {
+        self.stamped_events();
+        std::mem::take(&mut self.failures)
+    }
+
+    /// Hold the key from `down_ms` to `up_ms` and let the tail run out.
+    pub fn utterance(&mut self, down_ms: u64, up_ms: u64) -> &mut Self {
+        self.at(down_ms).key_down();
+        self.at(up_ms).key_up();
+        self.at(up_ms + 200).tick()
+    }
+
+    pub fn set_wall_clock(&mut self, clock: WallClock) -> &mut Self {
+        self.controller.wall_clock(self.now_ms, clock);
+        self
+    }
+}
+
+pub fn server_vad(interrupt_response: Option<bool>) -> TurnDetection {
+    TurnDetection::ServerVad {
+        threshold: None,
+        prefix_padding_ms: None,
+        silence_duration_ms: None,
+        idle_timeout_ms: None,
+        create_response: None,
+        interrupt_response,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server events (GA shapes)
+// ---------------------------------------------------------------------------------------------
+
+pub fn session_updated_with_transcription() -> String {
+    json!({"type": "session.updated", "event_id": "event_S1", "session": {
+        "type": "realtime", "object": "realtime.session", "id": "sess_1",
+        "audio": {"input": {"transcription": {"model": "gpt-4o-mini-transcribe"}, "turn_detection": null}}}})
+    .to_string()
+}
+
+pub fn response_created(response_id: &str) -> String {
+    json!({"type": "response.created", "event_id": "event_rc", "response": {
+        "object": "realtime.response", "id": response_id, "status": "in_progress", "output": []}})
+    .to_string()
+}
+
+pub fn response_done(response_id: &str, status: &str) -> String {
+    let details = match status {
+        "cancelled" => json!({"type": "cancelled", "reason": "client_cancelled"}),
+        _ => Value::Null,
+    };
+    json!({"type": "response.done", "event_id": "event_rd", "response": {
+        "object": "realtime.response", "id": response_id, "status": status,
+        "status_details": details, "output": []}})
+    .to_string()
+}
+
+pub fn audio_part_added(response_id: &str, item_id: &str) -> String {
+    json!({"type": "response.content_part.added", "event_id": "event_cp", "response_id": response_id,
+        "item_id": item_id, "output_index": 0, "content_index": 0, "part": {"type": "audio", "transcript": ""}})
+    .to_string()
+}
+
+pub fn output_started(response_id: &str) -> String {
+    json!({"type": "output_audio_buffer.started", "event_id": "event_os", "response_id": response_id})
+        .to_string()
+}
+
+pub fn output_stopped(response_id: &str) -> String {
+    json!({"type": "output_audio_buffer.stopped", "event_id": "event_ot", "response_id": response_id})
+        .to_string()
+}
+
+pub fn output_cleared(response_id: &str) -> String {
+    json!({"type": "output_audio_buffer.cleared", "event_id": "event_oc", "response_id": response_id})
+        .to_string()
+}
+
+pub fn assistant_says(response_id: &str, item_id: &str, delta: &str) -> String {
+    json!({"type": "response.output_audio_transcript.delta", "event_id": "event_td",
+        "response_id": response_id, "item_id": item_id, "output_index": 0, "content_index": 0, "delta": delta})
+    .to_string()
+}
+
+pub fn assistant_audio_b64(response_id: &str, item_id: &str, samples: &[i16]) -> String {
+    use base64::Engine as _;
+    let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+    json!({"type": "response.output_audio.delta", "event_id": "event_ad",
+        "response_id": response_id, "item_id": item_id, "output_index": 0, "content_index": 0,
+        "delta": base64::engine::general_purpose::STANDARD.encode(bytes)})
+    .to_string()
+}
+
+pub fn committed(item_id: &str) -> String {
+    json!({"type": "input_audio_buffer.committed", "event_id": "event_cm", "previous_item_id": null, "item_id": item_id})
+        .to_string()
+}
+
+pub fn user_said(item_id: &str, delta: &str) -> String {
+    json!({"type": "conversation.item.input_audio_transcription.delta", "event_id": "event_ud",
+        "item_id": item_id, "content_index": 0, "delta": delta})
+    .to_string()
+}
+
+pub fn user_transcript_completed(item_id: &str, transcript: &str) -> String {
+    json!({"type": "conversation.item.input_audio_transcription.completed", "event_id": "event_uc",
+        "item_id": item_id, "content_index": 0, "transcript": transcript})
+    .to_string()
+}
+
+pub fn user_transcription_failed(item_id: &str) -> String {
+    json!({"type": "conversation.item.input_audio_transcription.failed", "event_id": "event_uf",
+        "item_id": item_id, "content_index": 0, "error": {"type": "transcription_error",
+        "code": "audio_unintelligible", "message": "Audio could not be transcribed"}})
+    .to_string()
+}
+
+pub fn speech_started(item_id: &str, audio_start_ms: u64) -> String {
+    json!({"type": "input_audio_buffer.speech_started", "event_id": "event_ss",
+        "audio_start_ms": audio_start_ms, "item_id": item_id})
+    .to_string()
+}
+
+pub fn speech_stopped(item_id: &str, audio_end_ms: u64) -> String {
+    json!({"type": "input_audio_buffer.speech_stopped", "event_id": "event_st",
+        "audio_end_ms": audio_end_ms, "item_id": item_id})
+    .to_string()
+}
+
+pub fn server_error(code: &str, message: &str, event_id: Option<&str>) -> String {
+    json!({"type": "error", "event_id": "event_err", "error": {
+        "type": "invalid_request_error", "code": code, "message": message, "param": null, "event_id": event_id}})
+    .to_string()
+}
+
+pub fn function_call_added(response_id: &str, item_id: &str, call_id: &str, name: &str) -> String {
+    json!({"type": "response.output_item.added", "event_id": "event_fa", "response_id": response_id,
+        "output_index": 0, "item": {"id": item_id, "object": "realtime.item", "type": "function_call",
+        "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}})
+    .to_string()
+}
+
+pub fn function_arguments_delta(
+    response_id: &str,
+    item_id: &str,
+    call_id: &str,
+    delta: &str,
+) -> String {
+    json!({"type": "response.function_call_arguments.delta", "event_id": "event_fd",
+        "response_id": response_id, "item_id": item_id, "output_index": 0, "call_id": call_id, "delta": delta})
+    .to_string()
+}
+
+pub fn function_arguments_done(
+    response_id: &str,
+    item_id: &str,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+) -> String {
+    json!({"type": "response.function_call_arguments.done", "event_id": "event_fz",
+        "response_id": response_id, "item_id": item_id, "output_index": 0, "call_id": call_id,
+        "name": name, "arguments": arguments})
+    .to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expected client events
+// ---------------------------------------------------------------------------------------------
+
+pub fn sent(event_id: &str, mut body: Value) -> Value {
+    body["event_id"] = json!(event_id);
+    body
+}
+
+pub fn clear_input(event_id: &str) -> Value {
+    sent(event_id, json!({"type": "input_audio_buffer.clear"}))
+}
+
+pub fn commit(event_id: &str) -> Value {
+    sent(event_id, json!({"type": "input_audio_buffer.commit"}))
+}
+
+pub fn create_response(event_id: &str) -> Value {
+    sent(event_id, json!({"type": "response.create"}))
+}
+
+pub fn cancel_response(event_id: &str, response_id: &str) -> Value {
+    sent(
+        event_id,
+        json!({"type": "response.cancel", "response_id": response_id}),
+    )
+}
+
+pub fn clear_output(event_id: &str) -> Value {
+    sent(event_id, json!({"type": "output_audio_buffer.clear"}))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expected session events
+// ---------------------------------------------------------------------------------------------
+
+pub fn user_speech_starts(item_id: Option<&str>) -> SessionEvent {
+    SessionEvent::InputSpeechStart(Box::new(RealtimeInputSpeechStartEvent {
+        item_id: item_id.map(str::to_owned),
+    }))
+}
+
+pub fn user_speech_ends(item_id: Option<&str>) -> SessionEvent {
+    SessionEvent::InputSpeechEnd(Box::new(RealtimeInputSpeechEndEvent {
+        item_id: item_id.map(str::to_owned),
+    }))
+}
+
+pub fn part_starts(index: u32, part: Part) -> SessionEvent {
+    SessionEvent::PartStart(PartStartEvent {
+        index: PartIndex(index),
+        part,
+    })
+}
+
+pub fn speech_starts(index: u32, speaker: Speaker) -> SessionEvent {
+    part_starts(index, Part::speech(speaker))
+}
+
+pub fn transcript(index: u32, speaker: Speaker, appended: &str, whole: &str) -> SessionEvent {
+    SessionEvent::PartDelta(PartDeltaEvent {
+        index: PartIndex(index),
+        delta: PartDelta::transcript(speaker, Arc::from(appended), Arc::from(whole)),
+    })
+}
+
+pub fn speech_ends(
+    index: u32,
+    speaker: Speaker,
+    final_transcript: Option<&str>,
+    interrupted_at_ms: Option<u64>,
+) -> SessionEvent {
+    SessionEvent::PartEnd(PartEndEvent {
+        index: PartIndex(index),
+        part: Part::Speech(SpeechPart {
+            speaker,
+            transcript: final_transcript.map(Arc::from),
+            audio: None,
+            interrupted_at_ms,
+        }),
+    })
+}
+
+pub fn recoverable_error(message: &str, error_type: &str, code: &str) -> SessionEvent {
+    SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
+        message: message.to_owned(),
+        error_type: Some(error_type.to_owned()),
+        code: Some(code.to_owned()),
+        recoverable: true,
+    }))
+}
+
+/// No client events (an empty list with its type spelled out for `assert_eq!`).
+pub fn nothing_sent() -> Vec<Value> {
+    Vec::new()
+}
