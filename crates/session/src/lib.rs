@@ -29,6 +29,7 @@ mod parts;
 pub mod session;
 #[cfg(feature = "stream")]
 pub mod stream;
+pub mod transcript;
 pub mod turn;
 pub mod views;
 
