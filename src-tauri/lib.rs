@@ -1,22 +1,29 @@
 //! The Tauri shell: the one place where the webview, the OS and Walkie's core meet.
 //!
-//! The shell owns no conversation logic. It turns webview calls (commands) into inputs for the
-//! core and the core's outputs into webview events. Today there is no session yet, so the shell
-//! answers honestly that nothing is connected; the session, transport and audio drivers plug in
-//! here as they land.
+//! The shell owns no conversation logic. Webview calls (commands) become inputs of the
+//! conversation driver ([`conversation`]), which owns the turn controller; the driver's outputs
+//! come back to the webview as events: the status line and the transcript (AG-UI events).
 
+pub mod conversation;
 mod status;
 
-use tauri::{AppHandle, Emitter};
+use std::sync::Mutex;
 
+use tauri::{AppHandle, Emitter, Manager};
+use tokio::sync::mpsc;
+
+use conversation::{Command, Provider, Ui};
 pub use status::{ConnectionState, STATUS_EVENT, StatusEvent};
+
+/// The event name the webview listens on for AG-UI transcript events.
+pub const TRANSCRIPT_EVENT: &str = "walkie://transcript";
 
 /// Why a command could not do what the webview asked.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
-    /// The event carrying the answer could not be delivered to the window.
-    #[error("could not send the {event} event to the window: {reason}")]
-    Emit { event: &'static str, reason: String },
+    /// The conversation task is gone (the app is closing).
+    #[error("the conversation has stopped; restart Walkie")]
+    ConversationStopped,
 }
 
 impl serde::Serialize for CommandError {
@@ -25,37 +32,101 @@ impl serde::Serialize for CommandError {
     }
 }
 
-fn emit_status(app: &AppHandle, status: StatusEvent) -> Result<(), CommandError> {
-    app.emit(STATUS_EVENT, status)
-        .map_err(|error| CommandError::Emit {
-            event: STATUS_EVENT,
-            reason: error.to_string(),
-        })
-}
+/// The webview's way to the conversation task.
+struct Conversation(mpsc::UnboundedSender<Command>);
 
-/// The webview asks for a session. With no provider in this build the answer, sent as a status
-/// event like every later state change, is that nothing can connect yet.
-#[tauri::command]
-fn connect(app: AppHandle) -> Result<(), CommandError> {
-    emit_status(&app, StatusEvent::connecting())?;
-    emit_status(&app, StatusEvent::no_provider())
-}
-
-/// The push-to-talk control went down (`pressed == true`) or up. Without a session there is
-/// nothing to capture for; the status line says so instead of pretending to listen.
-#[tauri::command]
-fn push_to_talk(app: AppHandle, pressed: bool) -> Result<(), CommandError> {
-    if pressed {
-        emit_status(&app, StatusEvent::talk_without_session())
-    } else {
-        Ok(())
+impl Conversation {
+    fn send(&self, command: Command) -> Result<(), CommandError> {
+        self.0
+            .send(command)
+            .map_err(|_| CommandError::ConversationStopped)
     }
+}
+
+/// The latest status, for a page that loads (or reloads) after it was emitted.
+#[derive(Default)]
+struct LatestStatus(Mutex<Option<SequencedStatus>>);
+
+/// A status with its place in the order of statuses, so the page can tell a stale one.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SequencedStatus {
+    seq: u64,
+    #[serde(flatten)]
+    status: StatusEvent,
+}
+
+/// Emits the conversation's outputs to the main window.
+struct WindowUi {
+    app: AppHandle,
+    next_seq: u64,
+}
+
+impl Ui for WindowUi {
+    fn status(&mut self, status: StatusEvent) {
+        self.next_seq += 1;
+        let sequenced = SequencedStatus {
+            seq: self.next_seq,
+            status,
+        };
+        *self
+            .app
+            .state::<LatestStatus>()
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(sequenced.clone());
+        if let Err(error) = self.app.emit(STATUS_EVENT, sequenced) {
+            log::warn!("could not send the status to the window: {error}");
+        }
+    }
+
+    fn transcript(&mut self, event: &walkie_agui::Event) {
+        if let Err(error) = self.app.emit(TRANSCRIPT_EVENT, event) {
+            log::warn!("could not send a transcript event to the window: {error}");
+        }
+    }
+}
+
+/// The latest status (`null` before the first): what a page that just loaded should show.
+#[tauri::command]
+fn status(latest: tauri::State<'_, LatestStatus>) -> Option<SequencedStatus> {
+    latest
+        .0
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
+}
+
+/// Hang up (if connected) and connect again.
+#[tauri::command]
+fn connect(conversation: tauri::State<'_, Conversation>) -> Result<(), CommandError> {
+    conversation.send(Command::Reconnect)
+}
+
+/// The push-to-talk control went down (`pressed == true`) or up.
+#[tauri::command]
+fn push_to_talk(
+    conversation: tauri::State<'_, Conversation>,
+    pressed: bool,
+) -> Result<(), CommandError> {
+    conversation.send(Command::PushToTalk { pressed })
 }
 
 /// Builds and runs the app until its last window closes.
 pub fn run() {
     tauri::Builder::default()
-        .invoke_handler(tauri::generate_handler![connect, push_to_talk])
+        .setup(|app| {
+            let (commands, receiver) = mpsc::unbounded_channel();
+            app.manage(Conversation(commands));
+            app.manage(LatestStatus::default());
+            let ui = WindowUi {
+                app: app.handle().clone(),
+                next_seq: 0,
+            };
+            tauri::async_runtime::spawn(conversation::run(Provider::from_env(), ui, receiver));
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![status, connect, push_to_talk])
         .run(tauri::generate_context!())
         .expect("the Tauri runtime failed to start or stopped with an error");
 }

@@ -1,4 +1,4 @@
-//! What the status line shows: the connection state and a sentence about it.
+//! What the status line shows: the conversation's state and a sentence about it.
 //!
 //! The webview renders these events as they come and derives nothing itself, so the state a user
 //! reads is always the state Rust is in.
@@ -16,6 +16,18 @@ pub enum ConnectionState {
     NotConnected,
     /// A session is being set up.
     Connecting,
+    /// Connected and configured: the key works.
+    Ready,
+    /// The microphone is being sent.
+    Listening,
+    /// A reply is being generated and is not audible yet.
+    Thinking,
+    /// The assistant is audible.
+    Speaking,
+    /// The connection dropped and may come back.
+    Reconnecting,
+    /// Something failed; the detail says what and what to do.
+    Error,
 }
 
 /// One change of the status line.
@@ -28,24 +40,10 @@ pub struct StatusEvent {
 }
 
 impl StatusEvent {
-    pub fn connecting() -> Self {
+    pub fn new(state: ConnectionState, detail: impl Into<String>) -> Self {
         Self {
-            state: ConnectionState::Connecting,
-            detail: "Connecting…".to_owned(),
-        }
-    }
-
-    pub fn no_provider() -> Self {
-        Self {
-            state: ConnectionState::NotConnected,
-            detail: "Not connected: this build has no realtime provider yet.".to_owned(),
-        }
-    }
-
-    pub fn talk_without_session() -> Self {
-        Self {
-            state: ConnectionState::NotConnected,
-            detail: "Not connected: push-to-talk needs a session.".to_owned(),
+            state,
+            detail: detail.into(),
         }
     }
 }
@@ -56,12 +54,13 @@ mod tests {
 
     #[test]
     fn status_events_serialise_in_the_shape_the_webview_reads() {
-        let json = serde_json::to_value(StatusEvent::no_provider()).unwrap();
+        let json = serde_json::to_value(StatusEvent::new(
+            ConnectionState::NotConnected,
+            "Not connected: the call ended.",
+        ))
+        .unwrap();
         assert_eq!(json["state"], "not_connected");
-        assert_eq!(
-            json["detail"],
-            "Not connected: this build has no realtime provider yet."
-        );
+        assert_eq!(json["detail"], "Not connected: the call ended.");
         assert_eq!(json.as_object().unwrap().len(), 2);
     }
 }

@@ -1,22 +1,33 @@
-//! The first screen in the real webview: the window opens, its controls reach Rust, and what
-//! Rust emits as events is what the page shows.
+//! The app in the real webview: the window opens, connects over real WebRTC to the local
+//! provider running inside the app, and what Rust emits as events — the status line and the
+//! transcript — is what the page shows.
 //!
 //! Slow tests (each starts an X server, WebKitWebDriver and the app): their names start with
 //! `e2e_`, and they run in every CI run.
 
 mod support;
 
+use std::time::Duration;
+
 use fantoccini::Locator;
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
 use support::{WebviewApp, rendered_text, wait_for_text};
 
+const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
+
 #[tokio::test(flavor = "multi_thread")]
-async fn e2e_the_window_opens_on_the_first_screen() {
+async fn e2e_the_window_opens_and_connects_to_the_local_provider() {
     let app = WebviewApp::launch("first_screen").await;
     app.run(|client| async move {
         assert_eq!(client.title().await.unwrap(), "Walkie");
-        wait_for_text(&client, "#status", "Not connected").await;
+        // Only Rust says "Ready", and only after session.updated came back over the data channel.
+        wait_for_text(&client, "#status", READY).await;
+        let status = client.find(Locator::Id("status")).await.unwrap();
+        assert_eq!(
+            status.attr("data-state").await.unwrap().as_deref(),
+            Some("ready")
+        );
         assert_eq!(
             rendered_text(&client, "#ptt").await.as_deref(),
             Some("Hold to talk")
@@ -41,37 +52,10 @@ async fn e2e_the_window_opens_on_the_first_screen() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn e2e_connect_shows_the_status_rust_emits() {
-    let app = WebviewApp::launch("connect_status").await;
-    app.run(|client| async move {
-        client
-            .find(Locator::Id("connect"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        // This sentence exists only in Rust: the page can show it only if the event arrived.
-        wait_for_text(
-            &client,
-            "#status",
-            "Not connected: this build has no realtime provider yet.",
-        )
-        .await;
-        let state = client.find(Locator::Id("status")).await.unwrap();
-        assert_eq!(
-            state.attr("data-state").await.unwrap().as_deref(),
-            Some("not_connected")
-        );
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn e2e_holding_space_presses_push_to_talk_and_rust_answers() {
+async fn e2e_holding_space_listens_and_the_user_turn_appears_in_the_transcript() {
     let app = WebviewApp::launch("space_push_to_talk").await;
     app.run(|client| async move {
-        wait_for_text(&client, "#status", "Not connected").await;
+        wait_for_text(&client, "#status", READY).await;
         let space: char = Key::Space.into();
         client
             .perform_actions(
@@ -84,12 +68,8 @@ async fn e2e_holding_space_presses_push_to_talk_and_rust_answers() {
             ptt.attr("aria-pressed").await.unwrap().as_deref(),
             Some("true")
         );
-        wait_for_text(
-            &client,
-            "#status",
-            "Not connected: push-to-talk needs a session.",
-        )
-        .await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
         client
             .perform_actions(
                 KeyActions::new("keyboard".into()).then(KeyAction::Up { value: space }),
@@ -100,6 +80,49 @@ async fn e2e_holding_space_presses_push_to_talk_and_rust_answers() {
             ptt.attr("aria-pressed").await.unwrap().as_deref(),
             Some("false")
         );
+        // No audio engine is wired yet, so the provider received no audio and says so; the
+        // user's turn still opened in the transcript at the press.
+        wait_for_text(
+            &client,
+            "#status",
+            "Nothing was heard: no audio reached the provider.",
+        )
+        .await;
+        let user_turn = client
+            .find(Locator::Css(
+                "#transcript article.message[data-role='user']",
+            ))
+            .await
+            .expect("the user's turn is in the transcript");
+        assert_eq!(
+            rendered_text(
+                &client,
+                "#transcript article.message[data-role='user'] .message-speaker"
+            )
+            .await
+            .as_deref(),
+            Some("You")
+        );
+        assert_eq!(user_turn.attr("data-streaming").await.unwrap(), None);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_connect_hangs_up_and_connects_again() {
+    let app = WebviewApp::launch("reconnect").await;
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        client
+            .find(Locator::Id("connect"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        // The status leaves Ready while the new call is set up, then comes back to it.
+        support::wait_for(&client, "#status", |text| text != READY).await;
+        wait_for_text(&client, "#status", READY).await;
     })
     .await;
 }

@@ -1,6 +1,9 @@
 // Wires the page to the Rust shell: controls call commands, Rust answers with events.
 import { createPushToTalk, isTalkKey } from "./push-to-talk.js";
 import { STATUS_EVENT, renderStatus } from "./status.js";
+import { createTranscript } from "./transcript.js";
+
+const TRANSCRIPT_EVENT = "walkie://transcript";
 
 const { invoke } = window.__TAURI__.core;
 const { listen } = window.__TAURI__.event;
@@ -13,7 +16,19 @@ function reportFailure(error) {
   renderStatus(statusLine, { state: "error", detail: `Something went wrong: ${error}` });
 }
 
+const transcript = createTranscript(document.getElementById("transcript"));
+
 await listen(STATUS_EVENT, (event) => renderStatus(statusLine, event.payload));
+// Statuses emitted before this page listened (the app connects while the page loads).
+const latest = await invoke("status");
+if (latest) renderStatus(statusLine, latest);
+await listen(TRANSCRIPT_EVENT, (event) => {
+  try {
+    transcript.apply(event.payload);
+  } catch (error) {
+    reportFailure(error);
+  }
+});
 
 const talk = createPushToTalk((pressed) => {
   pttButton.setAttribute("aria-pressed", String(pressed));

@@ -256,14 +256,23 @@ pub async fn rendered_text(client: &Client, css: &str) -> Option<String> {
 
 /// Waits until the element's rendered text equals `expected`, and says what it showed if not.
 pub async fn wait_for_text(client: &Client, css: &str, expected: &str) {
+    let shown = wait_for(client, css, |text| text == expected).await;
+    debug_assert_eq!(shown, expected);
+}
+
+/// Waits until the element's rendered text satisfies `wanted`; returns that text. Polls every
+/// 10 ms, so short-lived states are seen too.
+pub async fn wait_for(client: &Client, css: &str, wanted: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + UI_TIMEOUT;
     let mut last = None;
     while Instant::now() < deadline {
         last = rendered_text(client, css).await;
-        if last.as_deref() == Some(expected) {
-            return;
+        if let Some(text) = &last
+            && wanted(text)
+        {
+            return text.clone();
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("{css} shows {last:?}, expected {expected:?} within {UI_TIMEOUT:?}");
+    panic!("{css} still shows {last:?} after {UI_TIMEOUT:?}");
 }

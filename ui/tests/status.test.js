@@ -17,3 +17,12 @@ test("a state this page does not know still shows its text, marked unknown", () 
   assert.equal(line.textContent, "Beaming up");
   assert.equal(line.dataset.state, "unknown");
 });
+
+test("a status older than the one shown is ignored", () => {
+  const line = statusElement();
+  assert.equal(renderStatus(line, { seq: 3, state: "ready", detail: "Ready" }), true);
+  assert.equal(renderStatus(line, { seq: 2, state: "connecting", detail: "Connecting…" }), false);
+  assert.equal(line.textContent, "Ready");
+  assert.equal(renderStatus(line, { seq: 4, state: "listening", detail: "Listening…" }), true);
+  assert.equal(line.dataset.state, "listening");
+});

@@ -1,0 +1,423 @@
+//! The conversation driver: one task that owns the turn controller and connects it to the
+//! call, the webview and (soon) the audio engine.
+//!
+//! Why one task: the controller is a sans-IO state machine, so every input — a server event,
+//! a key press, a timer — must reach it in one order, and its outputs must leave in that order.
+//! The task is that order. It reads the clock (the controller never does) and translates each
+//! edge: call events in, client events out; key presses in; session events out to the
+//! transcript bridge and on to the webview as AG-UI events; controller state out as the status
+//! line.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::mpsc;
+use walkie_openai::{AudioConfig, AudioInput, Modality, SessionConfig, Transcription};
+use walkie_rtc::{Auth, Call, CallConfig, CallEvent, EndReason, Endpoint};
+use walkie_session::turn::{ToolRegistry, TurnConfig, TurnController, UiHint, WallClock};
+use walkie_session::{Delivery, EventIterator, transcript::TranscriptBridge};
+
+use crate::status::{ConnectionState, StatusEvent};
+
+/// What the webview asks of the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// The push-to-talk control went down (`true`) or up.
+    PushToTalk { pressed: bool },
+    /// Hang up if connected, then connect again.
+    Reconnect,
+}
+
+/// Where the conversation's outputs go. The app's implementation emits Tauri events.
+pub trait Ui: Send + 'static {
+    fn status(&mut self, status: StatusEvent);
+    fn transcript(&mut self, event: &walkie_agui::Event);
+}
+
+/// Which provider to talk to.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Provider {
+    /// The provider built into the app, served on 127.0.0.1: the offline default.
+    Local,
+    /// OpenAI Realtime with a standard or ephemeral key.
+    OpenAi { api_key: String },
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print a key.
+        match self {
+            Provider::Local => f.write_str("Local"),
+            Provider::OpenAi { .. } => f.write_str("OpenAi { api_key: <hidden> }"),
+        }
+    }
+}
+
+impl Provider {
+    /// OpenAI when `OPENAI_API_KEY` holds a key, the local provider otherwise.
+    pub fn from_env() -> Self {
+        match std::env::var("OPENAI_API_KEY") {
+            Ok(key) if !key.trim().is_empty() => Provider::OpenAi {
+                api_key: key.trim().to_owned(),
+            },
+            _ => Provider::Local,
+        }
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Provider::Local => "the local provider",
+            Provider::OpenAi { .. } => "OpenAI",
+        }
+    }
+}
+
+/// The session Walkie asks for: spoken replies, both sides transcribed.
+fn session_config() -> SessionConfig {
+    SessionConfig {
+        model: Some("gpt-realtime".to_owned()),
+        instructions: Some(
+            "You are Walkie, a concise and friendly voice assistant on the user's desktop."
+                .to_owned(),
+        ),
+        output_modalities: Some(vec![Modality::Audio]),
+        audio: Some(AudioConfig {
+            input: Some(AudioInput {
+                transcription: Some(Some(Transcription {
+                    model: "gpt-4o-mini-transcribe".to_owned(),
+                    language: None,
+                    prompt: None,
+                })),
+                ..AudioInput::default()
+            }),
+            output: None,
+        }),
+        ..SessionConfig::default()
+    }
+}
+
+/// The conversation's clock: Unix milliseconds that never go backwards.
+#[derive(Clone, Copy)]
+struct Clock {
+    started: Instant,
+    started_unix_ms: u64,
+}
+
+impl Clock {
+    fn start() -> Self {
+        let started_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|since| since.as_millis() as u64)
+            .unwrap_or_default();
+        Self {
+            started: Instant::now(),
+            started_unix_ms,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started_unix_ms + self.started.elapsed().as_millis() as u64
+    }
+
+    fn wall_clock(&self) -> WallClock {
+        WallClock {
+            unix_ms: self.now_ms() as i64,
+            utc_offset_minutes: chrono::Local::now().offset().local_minus_utc() / 60,
+        }
+    }
+}
+
+/// Runs conversations until the command channel closes: connect, talk, and on a dropped call
+/// say so and wait for the user to ask for a new one.
+pub async fn run(
+    provider: Provider,
+    mut ui: impl Ui,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    // The local provider lives as long as the app: reconnecting reuses it.
+    let mut local = None;
+    loop {
+        ui.status(StatusEvent::new(
+            ConnectionState::Connecting,
+            format!("Connecting to {}…", provider.label()),
+        ));
+        let outcome = match endpoint(&provider, &mut local).await {
+            Ok(endpoint) => match Call::connect(CallConfig::new(endpoint)).await {
+                Ok(call) => talk(call, &provider, &mut ui, &mut commands).await,
+                Err(error) => Ended::Failed(format!(
+                    "could not connect to {}: {error}",
+                    provider.label()
+                )),
+            },
+            Err(reason) => Ended::Failed(reason),
+        };
+        match outcome {
+            Ended::AppClosing => return,
+            Ended::Reconnect => continue,
+            Ended::Failed(reason) => {
+                log::warn!("conversation ended: {reason}");
+                ui.status(StatusEvent::new(
+                    ConnectionState::Error,
+                    format!("Not connected: {reason}. Press Connect to try again."),
+                ));
+            }
+        }
+        // Wait for the user to ask again; key presses while disconnected do nothing.
+        loop {
+            match commands.recv().await {
+                None => return,
+                Some(Command::Reconnect) => break,
+                Some(Command::PushToTalk { pressed: true }) => ui.status(StatusEvent::new(
+                    ConnectionState::NotConnected,
+                    "Not connected: press Connect before talking.",
+                )),
+                Some(Command::PushToTalk { pressed: false }) => {}
+            }
+        }
+    }
+}
+
+async fn endpoint(
+    provider: &Provider,
+    local: &mut Option<walkie_local::LocalProvider>,
+) -> Result<Endpoint, String> {
+    match provider {
+        Provider::OpenAi { api_key } => {
+            Endpoint::openai(api_key.clone()).map_err(|error| error.to_string())
+        }
+        Provider::Local => {
+            if local.is_none() {
+                let started =
+                    walkie_local::LocalProvider::start(walkie_local::ProviderConfig::default())
+                        .await
+                        .map_err(|error| format!("the local provider could not start: {error}"))?;
+                *local = Some(started);
+            }
+            let base_url = local
+                .as_ref()
+                .expect("the local provider was started just above")
+                .base_url();
+            Endpoint::custom(&base_url, Auth::None).map_err(|error| error.to_string())
+        }
+    }
+}
+
+enum Ended {
+    AppClosing,
+    Reconnect,
+    Failed(String),
+}
+
+/// One connected call, until it ends.
+async fn talk(
+    mut call: Call,
+    provider: &Provider,
+    ui: &mut impl Ui,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+) -> Ended {
+    let clock = Clock::start();
+    let mut controller = TurnController::new(
+        TurnConfig::push_to_talk(session_config()),
+        ToolRegistry::with_builtins(),
+    );
+    let iterator = controller
+        .session_mut()
+        .iterate()
+        .expect("a new session has no iterator yet");
+    let mut shown = Shown::new(TranscriptBridge::new(call.call_id().to_owned()), provider);
+    controller.wall_clock(clock.now_ms(), clock.wall_clock());
+    controller.data_channel_open(clock.now_ms());
+
+    loop {
+        if let Err(reason) = flush(&mut controller, &iterator, &mut call, &mut shown, ui).await {
+            return Ended::Failed(reason);
+        }
+        let deadline = controller.next_deadline_ms().map(|deadline_ms| {
+            let wait_ms = deadline_ms.saturating_sub(clock.now_ms());
+            tokio::time::Instant::now() + Duration::from_millis(wait_ms)
+        });
+        tokio::select! {
+            event = call.next_event() => {
+                let now_ms = clock.now_ms();
+                match event {
+                    Some(CallEvent::Server(event)) => controller.server_event(event, now_ms),
+                    Some(CallEvent::Undecodable { text, .. }) => controller.server_text(&text, now_ms),
+                    // The audio engine consumes these once it is wired in.
+                    Some(CallEvent::Audio(_)) | Some(CallEvent::Binary(_)) => {}
+                    Some(CallEvent::Disconnected) => ui.status(StatusEvent::new(
+                        ConnectionState::Reconnecting,
+                        "The connection dropped; trying to get it back…",
+                    )),
+                    Some(CallEvent::Reconnected) => shown.invalidate(),
+                    Some(CallEvent::Ended(reason)) => {
+                        controller.data_channel_closed(now_ms);
+                        return Ended::Failed(describe(&reason));
+                    }
+                    None => return Ended::Failed("the call ended".to_owned()),
+                }
+            }
+            command = commands.recv() => {
+                let now_ms = clock.now_ms();
+                match command {
+                    Some(Command::PushToTalk { pressed: true }) => controller.push_to_talk_down(now_ms),
+                    Some(Command::PushToTalk { pressed: false }) => controller.push_to_talk_up(now_ms),
+                    Some(Command::Reconnect) => {
+                        let _ = call.hangup().await;
+                        return Ended::Reconnect;
+                    }
+                    None => {
+                        let _ = call.hangup().await;
+                        return Ended::AppClosing;
+                    }
+                }
+            }
+            _ = sleep_until(deadline) => controller.tick(clock.now_ms()),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn describe(reason: &EndReason) -> String {
+    match reason {
+        EndReason::DataChannelClosed => "the provider closed the call".to_owned(),
+        EndReason::ConnectionFailed(why) => format!("the connection failed ({why})"),
+        EndReason::Closed => "the call was closed".to_owned(),
+    }
+}
+
+/// What the webview was last shown, so only changes are sent.
+struct Shown {
+    bridge: TranscriptBridge,
+    status: Option<StatusEvent>,
+    /// The last hint, shown until something new happens.
+    hint: Option<String>,
+    provider_label: &'static str,
+}
+
+impl Shown {
+    fn new(bridge: TranscriptBridge, provider: &Provider) -> Self {
+        Self {
+            bridge,
+            status: None,
+            hint: None,
+            provider_label: provider.label(),
+        }
+    }
+
+    fn invalidate(&mut self) {
+        self.status = None;
+    }
+}
+
+/// Sends what the controller has for the call, the webview and the log, in its order.
+async fn flush(
+    controller: &mut TurnController,
+    iterator: &EventIterator,
+    call: &mut Call,
+    shown: &mut Shown,
+    ui: &mut impl Ui,
+) -> Result<(), String> {
+    while let Some(outgoing) = controller.poll_outgoing() {
+        call.send(&outgoing.event, Some(&outgoing.event_id))
+            .await
+            .map_err(|error| format!("could not send to the provider: {error}"))?;
+    }
+    while let Some(command) = controller.poll_audio_command() {
+        log::debug!("audio command (no audio engine wired yet): {command:?}");
+    }
+    while let Some(diagnostic) = controller.poll_diagnostic() {
+        log::info!("session diagnostic: {diagnostic:?}");
+    }
+    let mut transcript = Vec::new();
+    while let Ok(Some(delivery)) = controller.session_mut().poll_event(iterator) {
+        match delivery {
+            Delivery::Event(stamped) => {
+                shown
+                    .bridge
+                    .on_event(stamped.at_ms as i64, &stamped.event, &mut transcript)
+            }
+            Delivery::Failure(stamped) => {
+                return Err(format!("the session failed: {:?}", stamped.failure));
+            }
+        }
+    }
+    for event in &transcript {
+        ui.transcript(event);
+    }
+    let state = state_of(controller);
+    while let Some(hint) = controller.poll_hint() {
+        if let Some(sentence) = hint_sentence(&hint) {
+            shown.hint = Some(sentence);
+        }
+    }
+    // A hint answers the last press, so it stays while nothing new happens (the session may
+    // still be winding that press down) and gives way as soon as there is news of its own.
+    let detail = match (&shown.hint, state) {
+        (Some(sentence), ConnectionState::Ready | ConnectionState::Thinking) => sentence.clone(),
+        _ => {
+            shown.hint = None;
+            default_sentence(state, shown.provider_label)
+        }
+    };
+    let status = StatusEvent::new(state, detail);
+    if shown.status.as_ref() != Some(&status) {
+        ui.status(status.clone());
+        shown.status = Some(status);
+    }
+    Ok(())
+}
+
+fn state_of(controller: &TurnController) -> ConnectionState {
+    if !controller.is_ready() {
+        ConnectionState::Connecting
+    } else if controller.is_capturing() {
+        ConnectionState::Listening
+    } else if controller.is_assistant_audible() {
+        ConnectionState::Speaking
+    } else if controller.active_response_id().is_some() {
+        ConnectionState::Thinking
+    } else {
+        ConnectionState::Ready
+    }
+}
+
+fn default_sentence(state: ConnectionState, provider_label: &str) -> String {
+    match state {
+        ConnectionState::Connecting => format!("Setting up the session with {provider_label}…"),
+        ConnectionState::Ready => {
+            format!("Ready ({provider_label}): hold Space or the button to talk.")
+        }
+        ConnectionState::Listening => "Listening… release to send.".to_owned(),
+        ConnectionState::Thinking => "Thinking…".to_owned(),
+        ConnectionState::Speaking => "Speaking… press to interrupt.".to_owned(),
+        ConnectionState::NotConnected => "Not connected.".to_owned(),
+        ConnectionState::Reconnecting => "Reconnecting…".to_owned(),
+        ConnectionState::Error => "Something went wrong.".to_owned(),
+    }
+}
+
+fn hint_sentence(hint: &UiHint) -> Option<String> {
+    Some(match hint {
+        UiHint::Ready => return None,
+        UiHint::NotReady => "Still setting up: try again in a moment.".to_owned(),
+        UiHint::PressTooShort { min_press_ms, .. } => {
+            format!("Too short to send: hold the key while you speak (at least {min_press_ms} ms).")
+        }
+        UiHint::ReleasedAutomatically { .. } => {
+            "The key was held too long, so Walkie sent what it had.".to_owned()
+        }
+        UiHint::NothingHeard => "Nothing was heard: no audio reached the provider.".to_owned(),
+        UiHint::SessionEndingSoon { remaining_ms } => format!(
+            "The session ends in {} minutes (providers allow 60).",
+            remaining_ms.div_ceil(60_000)
+        ),
+        UiHint::SessionLimitReached => {
+            "The session reached its 60-minute limit: press Connect for a new one.".to_owned()
+        }
+    })
+}
