@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 
@@ -18,7 +18,7 @@ const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
 /// The device period asked for: 10 ms. Short enough that a flush is heard at once and the
 /// capture-to-send path adds little; hosts left to their default buffer up to seconds (a
 /// PulseAudio stream's default target is 2 s).
-const PERIOD_MS: u32 = 10;
+pub const PERIOD_MS: u32 = 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
@@ -104,7 +104,10 @@ fn device_info(device: &cpal::Device, default_id: Option<&str>) -> Option<Device
 
 /// The devices that can capture (`Direction::Input`) or play (`Direction::Output`).
 pub fn list_devices(direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
-    let host = cpal::default_host();
+    list_on(&cpal::default_host(), direction)
+}
+
+fn list_on(host: &cpal::Host, direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
     let default = match direction {
         Direction::Input => host.default_input_device(),
         Direction::Output => host.default_output_device(),
@@ -142,6 +145,47 @@ fn find_device(direction: Direction, id: Option<&str>) -> Result<cpal::Device, D
     }
 }
 
+/// Watches the devices on one long-lived connection to the sound system, for the engine's
+/// periodic checks (a chosen device that vanished, a default that moved). Opening a host per
+/// check would open a new server connection each time.
+pub struct DeviceProbe {
+    host: cpal::Host,
+}
+
+impl std::fmt::Debug for DeviceProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceProbe")
+    }
+}
+
+impl DeviceProbe {
+    pub fn new() -> Self {
+        Self {
+            host: cpal::default_host(),
+        }
+    }
+
+    pub fn list(&self, direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
+        list_on(&self.host, direction)
+    }
+
+    /// The id of the current default device, if there is one.
+    pub fn default_id(&self, direction: Direction) -> Option<String> {
+        match direction {
+            Direction::Input => self.host.default_input_device(),
+            Direction::Output => self.host.default_output_device(),
+        }
+        .and_then(|device| device.id().ok())
+        .map(|id| id.to_string())
+    }
+}
+
+impl Default for DeviceProbe {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Counters the callbacks bump (atomics only), read by the worker and the UI.
 #[derive(Debug, Default)]
 pub struct StreamCounters {
@@ -150,6 +194,30 @@ pub struct StreamCounters {
     pub xrun_frames: AtomicU64,
     /// Errors cpal reported on the stream since it opened.
     pub errors: AtomicU64,
+    /// Of those, the ones saying the device is gone or the stream is dead: reopen.
+    pub fatal_errors: AtomicU64,
+    /// Data callbacks so far: a count that stops moving means a stalled stream.
+    pub callbacks: AtomicU64,
+    /// The largest callback seen, in frames: the device period actually granted.
+    pub max_callback_frames: AtomicU64,
+}
+
+impl StreamCounters {
+    fn callback(&self, frames: usize) {
+        self.callbacks.fetch_add(1, Ordering::Relaxed);
+        self.max_callback_frames
+            .fetch_max(frames as u64, Ordering::Relaxed);
+    }
+
+    fn error(&self, error: &cpal::Error) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if matches!(
+            error.kind(),
+            cpal::ErrorKind::DeviceNotAvailable | cpal::ErrorKind::StreamInvalidated
+        ) {
+            self.fatal_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// What the device runs at.
@@ -190,6 +258,7 @@ pub struct Capture {
     ring: rtrb::Consumer<f32>,
     format: StreamFormat,
     counters: Arc<StreamCounters>,
+    device_id: String,
 }
 
 impl std::fmt::Debug for Capture {
@@ -209,6 +278,7 @@ fn push_mono<T: Copy>(
     counters: &StreamCounters,
 ) {
     let frames = data.len() / channels;
+    counters.callback(frames);
     let room = ring.slots().min(frames);
     if let Ok(chunk) = ring.write_chunk_uninit(room) {
         let scale = 1.0 / channels as f32;
@@ -229,6 +299,10 @@ impl Capture {
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = Direction::Input;
         let device = find_device(direction, device_id)?;
+        let opened_id = device
+            .id()
+            .map(|id| id.to_string())
+            .unwrap_or_else(|_| device_id.unwrap_or_default().to_owned());
         let (config, sample_format) = stream_config(&device, direction)?;
         let channels = usize::from(config.channels.max(1));
         let format = StreamFormat {
@@ -239,9 +313,7 @@ impl Capture {
         let (mut producer, consumer) = rtrb::RingBuffer::new(capacity);
         let counters = Arc::new(StreamCounters::default());
         let (data_counters, error_counters) = (counters.clone(), counters.clone());
-        let on_error = move |_error: cpal::Error| {
-            error_counters.errors.fetch_add(1, Ordering::Relaxed);
-        };
+        let on_error = move |error: cpal::Error| error_counters.error(&error);
         let stream = match sample_format {
             cpal::SampleFormat::F32 => device.build_input_stream::<f32, _, _>(
                 config,
@@ -281,11 +353,17 @@ impl Capture {
             ring: consumer,
             format,
             counters,
+            device_id: opened_id,
         })
     }
 
     pub fn format(&self) -> StreamFormat {
         self.format
+    }
+
+    /// The id of the device actually opened (the default's own id when none was chosen).
+    pub fn device_id(&self) -> &str {
+        &self.device_id
     }
 
     pub fn counters(&self) -> &StreamCounters {
@@ -306,11 +384,102 @@ impl Capture {
     }
 }
 
-/// The flush request the playback callback honours at its next period.
-#[derive(Debug, Default)]
-struct FlushRequest {
-    requested: AtomicU64,
-    honoured: AtomicU64,
+/// What the playback callback shares with the rest of the program: atomics only.
+#[derive(Debug)]
+struct PlaybackShared {
+    flush_requested: AtomicU64,
+    flush_honoured: AtomicU64,
+    /// `played_frames` right after the last flush was requested, and when it was honoured:
+    /// their difference is what played after a barge-in.
+    flush_requested_at_frames: AtomicU64,
+    flush_honoured_at_frames: AtomicU64,
+    played_frames: AtomicU64,
+    /// When the last callback started (ns since the stream opened) and `played_frames` then.
+    last_callback_ns: AtomicU64,
+    frames_before_last_callback: AtomicU64,
+    /// cpal's estimate of the time from a callback to its first sample being heard.
+    output_latency_us: AtomicU64,
+    counters: Arc<StreamCounters>,
+    opened: Instant,
+}
+
+impl PlaybackShared {
+    fn request_flush(&self) {
+        self.flush_requested.fetch_add(1, Ordering::AcqRel);
+        self.flush_requested_at_frames.store(
+            self.played_frames.load(Ordering::Acquire),
+            Ordering::Release,
+        );
+    }
+}
+
+/// A handle that flushes a [`Playback`] from another thread (the barge-in path), without
+/// waiting for whoever owns the stream.
+#[derive(Clone, Debug)]
+pub struct PlaybackFlusher(Arc<PlaybackShared>);
+
+impl PlaybackFlusher {
+    /// Everything queued is dropped at the device's next period.
+    pub fn flush(&self) {
+        self.0.request_flush();
+    }
+
+    /// Where the speaker stands, for latency measurements.
+    pub fn clock(&self) -> PlaybackClock {
+        let shared = &self.0;
+        PlaybackClock {
+            played_frames: shared.played_frames.load(Ordering::Acquire),
+            last_callback_at: shared.opened
+                + Duration::from_nanos(shared.last_callback_ns.load(Ordering::Relaxed)),
+            frames_before_last_callback: shared.frames_before_last_callback.load(Ordering::Relaxed),
+            output_latency: Duration::from_micros(shared.output_latency_us.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Whether the last flush has been carried out by the callback.
+    pub fn flush_done(&self) -> bool {
+        self.0.flush_honoured.load(Ordering::Acquire)
+            == self.0.flush_requested.load(Ordering::Acquire)
+    }
+
+    /// What the last flush cost (meaningful once [`Self::flush_done`]).
+    pub fn last_flush(&self) -> FlushReport {
+        FlushReport {
+            requested_at_frames: self.0.flush_requested_at_frames.load(Ordering::Acquire),
+            honoured_at_frames: self.0.flush_honoured_at_frames.load(Ordering::Acquire),
+        }
+    }
+
+    /// The stream's counters.
+    pub fn counters(&self) -> &StreamCounters {
+        &self.0.counters
+    }
+}
+
+/// Where the speaker stands: what was handed to the device, and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaybackClock {
+    pub played_frames: u64,
+    /// The start of the last callback.
+    pub last_callback_at: Instant,
+    pub frames_before_last_callback: u64,
+    /// From a callback to its first sample being heard, as the host estimates it.
+    pub output_latency: Duration,
+}
+
+/// What the last flush cost, in frames handed to the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushReport {
+    pub requested_at_frames: u64,
+    pub honoured_at_frames: u64,
+}
+
+impl FlushReport {
+    /// Frames handed to the device between the request and the flush taking effect.
+    pub fn frames_after_request(&self) -> u64 {
+        self.honoured_at_frames
+            .saturating_sub(self.requested_at_frames)
+    }
 }
 
 /// An open speaker. It plays exactly what is written to it, mono f32 at the device's rate,
@@ -319,15 +488,15 @@ pub struct Playback {
     _stream: cpal::Stream,
     ring: rtrb::Producer<f32>,
     format: StreamFormat,
-    counters: Arc<StreamCounters>,
-    flush: Arc<FlushRequest>,
-    played_frames: Arc<AtomicU64>,
+    shared: Arc<PlaybackShared>,
+    device_id: String,
 }
 
 impl std::fmt::Debug for Playback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Playback")
             .field("format", &self.format)
+            .field("device_id", &self.device_id)
             .finish()
     }
 }
@@ -340,16 +509,31 @@ fn pull_mono<T: Copy>(
     channels: usize,
     from_f32: impl Fn(f32) -> T,
     shared: &PlaybackShared,
+    latency: Duration,
 ) {
-    let requested = shared.flush.requested.load(Ordering::Acquire);
-    if shared.flush.honoured.load(Ordering::Relaxed) != requested {
+    let frames = data.len() / channels;
+    let before = shared.played_frames.load(Ordering::Relaxed);
+    shared.counters.callback(frames);
+    shared
+        .last_callback_ns
+        .store(shared.opened.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    shared
+        .frames_before_last_callback
+        .store(before, Ordering::Relaxed);
+    shared
+        .output_latency_us
+        .store(latency.as_micros() as u64, Ordering::Relaxed);
+    let requested = shared.flush_requested.load(Ordering::Acquire);
+    if shared.flush_honoured.load(Ordering::Relaxed) != requested {
         let queued = ring.slots();
         if let Ok(chunk) = ring.read_chunk(queued) {
             chunk.commit_all();
         }
-        shared.flush.honoured.store(requested, Ordering::Release);
+        shared
+            .flush_honoured_at_frames
+            .store(before, Ordering::Release);
+        shared.flush_honoured.store(requested, Ordering::Release);
     }
-    let frames = data.len() / channels;
     let available = ring.slots().min(frames);
     let mut played = 0usize;
     if let Ok(chunk) = ring.read_chunk(available) {
@@ -368,7 +552,7 @@ fn pull_mono<T: Copy>(
     }
     shared
         .played_frames
-        .fetch_add(played as u64, Ordering::Relaxed);
+        .fetch_add(played as u64, Ordering::Release);
     if played < frames {
         shared
             .counters
@@ -377,10 +561,9 @@ fn pull_mono<T: Copy>(
     }
 }
 
-struct PlaybackShared {
-    flush: Arc<FlushRequest>,
-    played_frames: Arc<AtomicU64>,
-    counters: Arc<StreamCounters>,
+fn callback_latency(info: &cpal::OutputCallbackInfo) -> Duration {
+    let timestamp = info.timestamp();
+    timestamp.playback.duration_since(timestamp.callback)
 }
 
 impl Playback {
@@ -388,6 +571,10 @@ impl Playback {
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = Direction::Output;
         let device = find_device(direction, device_id)?;
+        let opened_id = device
+            .id()
+            .map(|id| id.to_string())
+            .unwrap_or_else(|_| device_id.unwrap_or_default().to_owned());
         let (config, sample_format) = stream_config(&device, direction)?;
         let channels = usize::from(config.channels.max(1));
         let format = StreamFormat {
@@ -397,33 +584,47 @@ impl Playback {
         let capacity = (format.sample_rate_hz as usize * ring_ms as usize / 1000).max(1024);
         let (producer, mut consumer) = rtrb::RingBuffer::new(capacity);
         let counters = Arc::new(StreamCounters::default());
-        let flush = Arc::new(FlushRequest::default());
-        let played_frames = Arc::new(AtomicU64::new(0));
-        let shared = PlaybackShared {
-            flush: flush.clone(),
-            played_frames: played_frames.clone(),
+        let shared = Arc::new(PlaybackShared {
+            flush_requested: AtomicU64::new(0),
+            flush_honoured: AtomicU64::new(0),
+            flush_requested_at_frames: AtomicU64::new(0),
+            flush_honoured_at_frames: AtomicU64::new(0),
+            played_frames: AtomicU64::new(0),
+            last_callback_ns: AtomicU64::new(0),
+            frames_before_last_callback: AtomicU64::new(0),
+            output_latency_us: AtomicU64::new(0),
             counters: counters.clone(),
-        };
-        let error_counters = counters.clone();
-        let on_error = move |_error: cpal::Error| {
-            error_counters.errors.fetch_add(1, Ordering::Relaxed);
-        };
+            opened: Instant::now(),
+        });
+        let callback_shared = shared.clone();
+        let error_counters = counters;
+        let on_error = move |error: cpal::Error| error_counters.error(&error);
         let stream = match sample_format {
             cpal::SampleFormat::F32 => device.build_output_stream::<f32, _, _>(
                 config,
-                move |data: &mut [f32], _| pull_mono(&mut consumer, data, channels, |s| s, &shared),
+                move |data: &mut [f32], info| {
+                    pull_mono(
+                        &mut consumer,
+                        data,
+                        channels,
+                        |s| s,
+                        &callback_shared,
+                        callback_latency(info),
+                    )
+                },
                 on_error,
                 Some(OPEN_TIMEOUT),
             ),
             cpal::SampleFormat::I16 => device.build_output_stream::<i16, _, _>(
                 config,
-                move |data: &mut [i16], _| {
+                move |data: &mut [i16], info| {
                     pull_mono(
                         &mut consumer,
                         data,
                         channels,
                         |s| (s * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16,
-                        &shared,
+                        &callback_shared,
+                        callback_latency(info),
                     )
                 },
                 on_error,
@@ -444,9 +645,8 @@ impl Playback {
             _stream: stream,
             ring: producer,
             format,
-            counters,
-            flush,
-            played_frames,
+            shared,
+            device_id: opened_id,
         })
     }
 
@@ -454,8 +654,13 @@ impl Playback {
         self.format
     }
 
+    /// The id of the device actually opened (the default's own id when none was chosen).
+    pub fn device_id(&self) -> &str {
+        &self.device_id
+    }
+
     pub fn counters(&self) -> &StreamCounters {
-        &self.counters
+        &self.shared.counters
     }
 
     /// Queues samples to play; returns how many fit (the rest is the caller's to retry).
@@ -471,16 +676,31 @@ impl Playback {
 
     /// Frames handed to the device so far: what was (or is about to be) heard.
     pub fn played_frames(&self) -> u64 {
-        self.played_frames.load(Ordering::Relaxed)
+        self.shared.played_frames.load(Ordering::Acquire)
+    }
+
+    /// Where the speaker stands, for latency measurements.
+    pub fn clock(&self) -> PlaybackClock {
+        self.flusher().clock()
     }
 
     /// Barge-in: everything queued is dropped at the device's next period.
     pub fn flush(&self) {
-        self.flush.requested.fetch_add(1, Ordering::AcqRel);
+        self.shared.request_flush();
+    }
+
+    /// A handle that can flush this stream from another thread.
+    pub fn flusher(&self) -> PlaybackFlusher {
+        PlaybackFlusher(self.shared.clone())
     }
 
     /// Whether the last flush has been carried out by the callback.
     pub fn flush_done(&self) -> bool {
-        self.flush.honoured.load(Ordering::Acquire) == self.flush.requested.load(Ordering::Acquire)
+        self.flusher().flush_done()
+    }
+
+    /// What the last flush cost (meaningful once [`Self::flush_done`]).
+    pub fn last_flush(&self) -> FlushReport {
+        self.flusher().last_flush()
     }
 }

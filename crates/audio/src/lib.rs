@@ -9,12 +9,16 @@
 //! - **DSP is tested with real signals.** Sines, noise and speech go through the real resampler
 //!   and the real libopus, and the tests measure what comes out.
 //!
+//! [`engine`] puts it together: the two worker threads that carry the call's audio between the
+//! devices and the transport, obeying the turn controller's audio commands.
+//!
 //! The modules here that touch no device ([`resample`], [`codec`], [`jitter`], [`meter`],
 //! [`preroll`]) are plain state machines: samples and packets in, samples and packets out,
 //! time as an argument.
 
 pub mod codec;
 pub mod device;
+pub mod engine;
 pub mod jitter;
 pub mod meter;
 pub mod preroll;

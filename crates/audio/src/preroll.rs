@@ -52,7 +52,14 @@ impl PreRoll {
 
     /// Hands the remembered samples, oldest first, to `sink` (in at most two slices) and
     /// empties the ring.
-    pub fn drain(&mut self, mut sink: impl FnMut(&[f32])) {
+    pub fn drain(&mut self, sink: impl FnMut(&[f32])) {
+        self.drain_latest(usize::MAX, sink);
+    }
+
+    /// Like [`Self::drain`], but hands over only the most recent `max_samples` (a press that
+    /// asks for less pre-roll than the ring keeps); the older rest is forgotten.
+    pub fn drain_latest(&mut self, max_samples: usize, mut sink: impl FnMut(&[f32])) {
+        self.filled = self.filled.min(max_samples);
         let capacity = self.samples.len();
         let start = (self.next + capacity - self.filled) % capacity.max(1);
         if self.filled > 0 {

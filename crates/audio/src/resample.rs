@@ -74,6 +74,14 @@ impl StreamResampler {
         })
     }
 
+    /// Forgets everything in flight (a flushed playback): the next input starts afresh.
+    pub fn reset(&mut self) {
+        self.pending.clear();
+        if let Some(fft) = self.fft.as_mut() {
+            fft.reset();
+        }
+    }
+
     /// How many output samples the resampler holds back, as its delay.
     pub fn output_delay_samples(&self) -> usize {
         self.fft.as_ref().map_or(0, Resampler::output_delay)

@@ -1,0 +1,1438 @@
+//! The running audio engine: two worker threads between the sound card and the call.
+//!
+//! Why two workers: the uplink (microphone → Opus frames) and the downlink (RTP → speaker)
+//! never wait on each other, and a slow consumer on one side cannot make the other click.
+//! Each worker owns its device stream and every buffer it needs, sized when it starts; the
+//! device callbacks only move samples through rings ([`crate::device`]).
+//!
+//! - **Uplink**: capture (down-mixed in the callback) → resample to 48 kHz → the warm mic's
+//!   pre-roll while nobody talks, or 20 ms frames → Opus → the [`FrameSink`] the app connects
+//!   to the transport. [`AudioCommand::OpenCapture`] first sends the pre-roll (the moment
+//!   before the press), [`AudioCommand::GateMic`] replaces the microphone by silence (half
+//!   duplex without an echo canceller), and the privacy option keeps the device closed
+//!   outside presses (no pre-roll then: that is its cost).
+//! - **Downlink**: [`Engine::receive_rtp`] → jitter buffer → Opus decode, FEC recovery or
+//!   concealment, paced at one frame per 20 ms → [`EngineEvent::AssistantAudio`]. Those chunks
+//!   are the live deltas: the app hands them to the turn controller, and the session's speech
+//!   deltas come back through the [`Player`], the only way to the speaker (DESIGN.md rule 2).
+//!   The player resamples to the device rate, counts what the device actually took per item
+//!   ([`EngineEvent::PlaybackProgress`]), and flushes within one device period.
+//! - **Devices**: a chosen device that disappears falls back to the default, a default that
+//!   moves is followed, a stalled or dead stream is reopened; each is an [`EngineEvent`]. Errors
+//!   are logged from the workers, rate-limited (never from a callback).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use walkie_session::turn::AudioCommand;
+use walkie_session::{AudioChunk, PlaybackSink};
+
+use crate::codec::{CodecError, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
+use crate::device::{
+    Capture, DeviceError, DeviceProbe, Direction, FlushReport, Playback, PlaybackClock,
+    PlaybackFlusher, StreamCounters,
+};
+use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, PushOutcome};
+use crate::meter::{Level, LevelMeter};
+use crate::preroll::PreRoll;
+use crate::resample::{ResampleSetupError, StreamResampler};
+use crate::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
+
+/// The warm mic's default memory, as the turn controller asks for it.
+pub const DEFAULT_PRE_ROLL_MS: u32 = 300;
+/// Silence put ahead of a reply when the speaker was idle: room for the 20 ms decode pace and
+/// the hop through the app to wobble without the device running dry.
+pub const DEFAULT_PLAYOUT_CUSHION_MS: u32 = 20;
+/// Level readings per second for the UI.
+pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 30;
+
+/// How long a worker sleeps at most between looks at its rings.
+const WORKER_TICK: Duration = Duration::from_millis(10);
+/// How often the streams' health is checked, and how often the device list is read.
+const HEALTH_EVERY: Duration = Duration::from_millis(100);
+const DEVICE_LIST_EVERY: Duration = Duration::from_millis(1000);
+/// A stream whose callbacks stop for this long is dead (a removed PulseAudio sink says nothing).
+const STALL_AFTER: Duration = Duration::from_millis(400);
+/// Between attempts to open a device when none could be opened.
+const RETRY_OPEN_EVERY: Duration = Duration::from_millis(1000);
+/// At most one log line per kind of trouble in this interval.
+const LOG_EVERY: Duration = Duration::from_secs(5);
+/// Ring sizes: capture holds what arrives between worker ticks many times over; playback holds
+/// a burst of deltas (a WebSocket reply arrives faster than real time).
+const CAPTURE_RING_MS: u32 = 500;
+const PLAYBACK_RING_MS: u32 = 1000;
+/// The player converts deltas in pieces of this many input samples (10 ms at 48 kHz).
+const PLAYER_PIECE_SAMPLES: usize = 480;
+/// The decode pace gives up on a late talkspurt after this, and restarts with the next packet.
+const TALKSPURT_END_AFTER: Duration = Duration::from_millis(60);
+/// Behind the pace by more than this, the pace restarts at now instead of catching up.
+const MAX_CATCH_UP: Duration = Duration::from_millis(100);
+/// An empty playback queue for this long is "drained" (not a gap between two deltas).
+const DRAINED_AFTER: Duration = Duration::from_millis(40);
+
+/// How the engine is set up. Device ids are the ones [`crate::device::list_devices`] gives,
+/// persisted by the app; `None` is the system default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineConfig {
+    pub input_device: Option<String>,
+    pub output_device: Option<String>,
+    /// How much warm-mic audio is kept for a press (the largest `pre_roll_ms` honoured).
+    pub pre_roll_ms: u32,
+    /// Keep the microphone closed outside presses: no pre-roll, the first word may be clipped.
+    pub privacy_mic: bool,
+    pub opus_bitrate_bps: i32,
+    pub jitter: JitterConfig,
+    /// The rate of the chunks given to the [`Player`]: 48 kHz for decoded RTP (what
+    /// [`EngineEvent::AssistantAudio`] carries); 24 kHz for a WebSocket provider's PCM.
+    pub playback_rate_hz: u32,
+    pub playout_cushion_ms: u32,
+    pub meter_readings_per_second: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            input_device: None,
+            output_device: None,
+            pre_roll_ms: DEFAULT_PRE_ROLL_MS,
+            privacy_mic: false,
+            opus_bitrate_bps: 32_000,
+            jitter: JitterConfig::default(),
+            playback_rate_hz: CALL_RATE_HZ,
+            playout_cushion_ms: DEFAULT_PLAYOUT_CUSHION_MS,
+            meter_readings_per_second: DEFAULT_METER_READINGS_PER_SECOND,
+        }
+    }
+}
+
+/// Where encoded microphone frames go: the app connects it to the transport
+/// (`PeerHandle::send_audio(Bytes::copy_from_slice(opus), samples)`).
+///
+/// Called on the uplink worker, in capture order; it should return quickly.
+pub trait FrameSink: Send + 'static {
+    /// One Opus packet of `samples` 48 kHz samples (960: 20 ms).
+    fn send_frame(&mut self, opus: &[u8], samples: u32);
+}
+
+impl<F: FnMut(&[u8], u32) + Send + 'static> FrameSink for F {
+    fn send_frame(&mut self, opus: &[u8], samples: u32) {
+        self(opus, samples)
+    }
+}
+
+/// What the engine tells the app.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EngineEvent {
+    /// 20 ms of decoded assistant audio (48 kHz mono), in order: for
+    /// `TurnController::assistant_audio`. It is played only when it comes back through the
+    /// [`Player`] as a session delta.
+    AssistantAudio(AudioChunk),
+    /// The device has taken `played_ms` of the item's audio so far: for
+    /// `TurnController::playback_progress`.
+    PlaybackProgress { item_id: Arc<str>, played_ms: u64 },
+    /// Everything queued was played and nothing more came: for
+    /// `TurnController::playback_drained`.
+    PlaybackDrained,
+    /// The chosen device could not be used; the default is used instead and audio goes on.
+    /// For an input, the app tells the controller (`device_changed`).
+    DeviceFellBack {
+        direction: Direction,
+        wanted: String,
+        using: String,
+        reason: String,
+    },
+    /// The stream was reopened on another device: the default moved, or the chosen device came
+    /// back after a fallback.
+    DeviceChanged { direction: Direction, using: String },
+    /// No device of this direction can be opened; the engine keeps trying.
+    DeviceUnavailable {
+        direction: Direction,
+        reason: String,
+    },
+    /// About 30 times a second per direction, for the UI.
+    Level { direction: Direction, level: Level },
+}
+
+/// Why the engine could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error(transparent)]
+    Resample(#[from] ResampleSetupError),
+    #[error("could not start the audio worker thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// A snapshot of the engine's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EngineStats {
+    /// Opus frames handed to the [`FrameSink`].
+    pub frames_sent: u64,
+    /// Whether the microphone stream is open (warm or in a press).
+    pub mic_open: bool,
+    /// Whether frames are being sent (between `OpenCapture` and `CloseCapture`).
+    pub capturing: bool,
+    pub input_rate_hz: u32,
+    pub output_rate_hz: u32,
+    pub jitter: JitterStats,
+    pub jitter_depth_ms: u32,
+    pub jitter_target_ms: u32,
+    /// Frames written to, and taken by, the current output stream.
+    pub written_frames: u64,
+    pub played_frames: u64,
+    /// The stream position of the first sample of the latest reply (after the cushion).
+    pub talkspurt_start_frame: u64,
+    pub capture_xrun_frames: u64,
+    pub playback_xrun_frames: u64,
+    /// The largest output callback: the device period actually granted, in frames.
+    pub output_period_frames: u64,
+    pub stream_reopens: u64,
+    pub flushes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    frames_sent: AtomicU64,
+    mic_open: AtomicBool,
+    capturing: AtomicBool,
+    input_rate_hz: AtomicU64,
+    output_rate_hz: AtomicU64,
+    written_frames: AtomicU64,
+    talkspurt_start_frame: AtomicU64,
+    capture_xrun_frames: AtomicU64,
+    stream_reopens: AtomicU64,
+    flushes: AtomicU64,
+    /// Bumped by every flush: deltas sent before it are stale.
+    flush_epoch: AtomicU64,
+    /// The current output stream's flush handle: the barge-in path flushes the device directly,
+    /// without waiting for the downlink worker.
+    flusher: Mutex<Option<PlaybackFlusher>>,
+}
+
+impl Shared {
+    fn flusher(&self) -> MutexGuard<'_, Option<PlaybackFlusher>> {
+        self.flusher
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+enum UpMsg {
+    Command(AudioCommand),
+    SetDevice(Option<String>),
+    SetPrivacy(bool),
+    Shutdown,
+}
+
+enum DownMsg {
+    Wake,
+    Chunk { epoch: u64, chunk: AudioChunk },
+    BeginItem(Arc<str>),
+    SetDevice(Option<String>),
+    Shutdown,
+}
+
+/// The running engine. Dropping it stops the workers and closes the devices.
+pub struct Engine {
+    up: Sender<UpMsg>,
+    down: Sender<DownMsg>,
+    jitter: Arc<Mutex<JitterBuffer>>,
+    shared: Arc<Shared>,
+    epoch: Instant,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+fn lock_jitter(jitter: &Mutex<JitterBuffer>) -> MutexGuard<'_, JitterBuffer> {
+    jitter
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Engine {
+    /// Starts both workers. The devices open on the workers; one that cannot be opened is an
+    /// [`EngineEvent::DeviceUnavailable`] and is retried, not an error here.
+    pub fn start(
+        config: EngineConfig,
+        sink: impl FrameSink,
+    ) -> Result<(Self, Receiver<EngineEvent>), EngineError> {
+        let (events, event_rx) = mpsc::channel();
+        let shared = Arc::new(Shared::default());
+        let jitter = Arc::new(Mutex::new(JitterBuffer::new(config.jitter)));
+        let (up, up_rx) = mpsc::channel();
+        let (down, down_rx) = mpsc::channel();
+
+        let uplink = Uplink::new(
+            &config,
+            up_rx,
+            events.clone(),
+            shared.clone(),
+            Box::new(sink),
+        )?;
+        let downlink = Downlink::new(&config, down_rx, events, shared.clone(), jitter.clone())?;
+        let up_worker = std::thread::Builder::new()
+            .name("walkie-audio-up".to_owned())
+            .spawn(move || uplink.run())
+            .map_err(EngineError::Thread)?;
+        let down_worker = std::thread::Builder::new()
+            .name("walkie-audio-down".to_owned())
+            .spawn(move || downlink.run())
+            .map_err(EngineError::Thread)?;
+        Ok((
+            Self {
+                up,
+                down,
+                jitter,
+                shared,
+                epoch: Instant::now(),
+                workers: vec![up_worker, down_worker],
+            },
+            event_rx,
+        ))
+    }
+
+    /// Carries out one of the turn controller's audio commands.
+    pub fn apply(&self, command: AudioCommand) {
+        match command {
+            AudioCommand::FlushPlayback => self.player().flush(),
+            other => {
+                let _ = self.up.send(UpMsg::Command(other));
+            }
+        }
+    }
+
+    /// One received RTP packet (`PeerEvent::Audio`): into the jitter buffer.
+    pub fn receive_rtp(
+        &self,
+        sequence_number: u16,
+        rtp_timestamp: u32,
+        payload: &[u8],
+        arrival: Instant,
+    ) -> PushOutcome {
+        let arrival_ms = arrival.saturating_duration_since(self.epoch).as_millis() as u64;
+        let outcome =
+            lock_jitter(&self.jitter).push(sequence_number, rtp_timestamp, payload, arrival_ms);
+        let _ = self.down.send(DownMsg::Wake);
+        outcome
+    }
+
+    /// The playback entry: session speech deltas go here.
+    pub fn player(&self) -> Player {
+        Player {
+            down: self.down.clone(),
+            shared: self.shared.clone(),
+            jitter: self.jitter.clone(),
+        }
+    }
+
+    /// Switches the microphone (`None`: the default). Persist the id; it is used again when it
+    /// reappears after a fallback.
+    pub fn set_input_device(&self, device_id: Option<String>) {
+        let _ = self.up.send(UpMsg::SetDevice(device_id));
+    }
+
+    pub fn set_output_device(&self, device_id: Option<String>) {
+        let _ = self.down.send(DownMsg::SetDevice(device_id));
+    }
+
+    /// The privacy option: the microphone opens only for presses.
+    pub fn set_privacy_mic(&self, privacy: bool) {
+        let _ = self.up.send(UpMsg::SetPrivacy(privacy));
+    }
+
+    /// Where the speaker stands (for latency measurements), if an output stream is open.
+    pub fn playback_clock(&self) -> Option<PlaybackClock> {
+        self.shared.flusher().as_ref().map(PlaybackFlusher::clock)
+    }
+
+    /// What the last flush cost, if an output stream is open and it has been carried out.
+    pub fn last_flush(&self) -> Option<FlushReport> {
+        let flusher = self.shared.flusher();
+        let flusher = flusher.as_ref()?;
+        flusher.flush_done().then(|| flusher.last_flush())
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        let shared = &self.shared;
+        let (played_frames, playback_xrun_frames, output_period_frames) = shared
+            .flusher()
+            .as_ref()
+            .map(|flusher| {
+                let counters: &StreamCounters = flusher.counters();
+                (
+                    flusher.clock().played_frames,
+                    counters.xrun_frames.load(Ordering::Relaxed),
+                    counters.max_callback_frames.load(Ordering::Relaxed),
+                )
+            })
+            .unwrap_or_default();
+        let jitter = lock_jitter(&self.jitter);
+        EngineStats {
+            frames_sent: shared.frames_sent.load(Ordering::Relaxed),
+            mic_open: shared.mic_open.load(Ordering::Relaxed),
+            capturing: shared.capturing.load(Ordering::Relaxed),
+            input_rate_hz: shared.input_rate_hz.load(Ordering::Relaxed) as u32,
+            output_rate_hz: shared.output_rate_hz.load(Ordering::Relaxed) as u32,
+            jitter: jitter.stats(),
+            jitter_depth_ms: jitter.depth_ms(),
+            jitter_target_ms: jitter.target_ms(),
+            written_frames: shared.written_frames.load(Ordering::Relaxed),
+            played_frames,
+            talkspurt_start_frame: shared.talkspurt_start_frame.load(Ordering::Relaxed),
+            capture_xrun_frames: shared.capture_xrun_frames.load(Ordering::Relaxed),
+            playback_xrun_frames,
+            output_period_frames,
+            stream_reopens: shared.stream_reopens.load(Ordering::Relaxed),
+            flushes: shared.flushes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.up.send(UpMsg::Shutdown);
+        let _ = self.down.send(DownMsg::Shutdown);
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// The playback entry, cheap to clone: the session's speech deltas, and the barge-in flush.
+#[derive(Clone, Debug)]
+pub struct Player {
+    down: Sender<DownMsg>,
+    shared: Arc<Shared>,
+    jitter: Arc<Mutex<JitterBuffer>>,
+}
+
+impl Player {
+    /// The deltas played from now on belong to this assistant item (for the progress counts).
+    pub fn begin_item(&self, item_id: &str) {
+        let _ = self.down.send(DownMsg::BeginItem(Arc::from(item_id)));
+    }
+
+    /// Barge-in: drops every queued sample (device ring, pending deltas, jitter buffer); the
+    /// device goes silent at its next period.
+    pub fn flush(&self) {
+        self.shared.flush_epoch.fetch_add(1, Ordering::AcqRel);
+        if let Some(flusher) = self.shared.flusher().as_ref() {
+            flusher.flush();
+        }
+        self.shared.flushes.fetch_add(1, Ordering::Relaxed);
+        lock_jitter(&self.jitter).flush();
+        let _ = self.down.send(DownMsg::Wake);
+    }
+}
+
+impl PlaybackSink for Player {
+    fn play(&mut self, chunk: &AudioChunk) {
+        let epoch = self.shared.flush_epoch.load(Ordering::Acquire);
+        let _ = self.down.send(DownMsg::Chunk {
+            epoch,
+            chunk: chunk.clone(),
+        });
+    }
+}
+
+/// One log line per [`LOG_EVERY`] for a kind of trouble, with a count of the ones held back.
+#[derive(Debug, Default)]
+struct RateLimitedLog {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl RateLimitedLog {
+    fn warn(&mut self, now: Instant, message: std::fmt::Arguments<'_>) {
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) < LOG_EVERY)
+        {
+            self.suppressed += 1;
+            return;
+        }
+        if self.suppressed > 0 {
+            log::warn!("{message} ({} similar held back)", self.suppressed);
+        } else {
+            log::warn!("{message}");
+        }
+        self.last = Some(now);
+        self.suppressed = 0;
+    }
+}
+
+/// A device stream the engine watches.
+trait WatchedStream {
+    fn device_id(&self) -> &str;
+    fn counters(&self) -> &StreamCounters;
+}
+
+impl WatchedStream for Capture {
+    fn device_id(&self) -> &str {
+        Capture::device_id(self)
+    }
+    fn counters(&self) -> &StreamCounters {
+        Capture::counters(self)
+    }
+}
+
+impl WatchedStream for Playback {
+    fn device_id(&self) -> &str {
+        Playback::device_id(self)
+    }
+    fn counters(&self) -> &StreamCounters {
+        Playback::counters(self)
+    }
+}
+
+/// One direction's device choice, fallback and health.
+struct DeviceSlot {
+    direction: Direction,
+    /// The user's choice (`None`: follow the default).
+    wanted: Option<String>,
+    probe: Option<DeviceProbe>,
+    fell_back: bool,
+    unavailable_reported: bool,
+    retry_at: Instant,
+    next_health: Instant,
+    next_list: Instant,
+    seen_callbacks: u64,
+    callbacks_moved_at: Instant,
+    seen_errors: u64,
+    seen_fatal: u64,
+    error_log: RateLimitedLog,
+    open_log: RateLimitedLog,
+}
+
+impl DeviceSlot {
+    fn new(direction: Direction, wanted: Option<String>) -> Self {
+        let now = Instant::now();
+        Self {
+            direction,
+            wanted,
+            probe: None,
+            fell_back: false,
+            unavailable_reported: false,
+            retry_at: now,
+            next_health: now,
+            next_list: now + DEVICE_LIST_EVERY,
+            seen_callbacks: 0,
+            callbacks_moved_at: now,
+            seen_errors: 0,
+            seen_fatal: 0,
+            error_log: RateLimitedLog::default(),
+            open_log: RateLimitedLog::default(),
+        }
+    }
+
+    /// Opens the wanted device, or the default when it cannot be used; reports what happened.
+    fn open<T: WatchedStream>(
+        &mut self,
+        previous_id: Option<&str>,
+        open: impl Fn(Option<&str>) -> Result<T, DeviceError>,
+        events: &Sender<EngineEvent>,
+    ) -> Option<T> {
+        let now = Instant::now();
+        let direction = self.direction;
+        let wanted_result = match self.wanted.as_deref() {
+            Some(wanted) => open(Some(wanted)),
+            None => open(None),
+        };
+        let (stream, fell_back_because) = match (wanted_result, self.wanted.as_deref()) {
+            (Ok(stream), _) => (stream, None),
+            (Err(error), Some(_)) => match open(None) {
+                Ok(stream) => (stream, Some(error.to_string())),
+                Err(default_error) => {
+                    self.report_unavailable(now, default_error, events);
+                    return None;
+                }
+            },
+            (Err(error), None) => {
+                self.report_unavailable(now, error, events);
+                return None;
+            }
+        };
+        self.unavailable_reported = false;
+        self.seen_callbacks = 0;
+        self.seen_errors = 0;
+        self.seen_fatal = 0;
+        self.callbacks_moved_at = now;
+        self.next_list = now + DEVICE_LIST_EVERY;
+        let using = stream.device_id().to_owned();
+        match (fell_back_because, &self.wanted) {
+            (Some(reason), Some(wanted)) => {
+                if !self.fell_back || previous_id != Some(using.as_str()) {
+                    log::warn!("the {direction} {wanted} is not usable ({reason}); using {using}");
+                    let _ = events.send(EngineEvent::DeviceFellBack {
+                        direction,
+                        wanted: wanted.clone(),
+                        using,
+                        reason,
+                    });
+                }
+                self.fell_back = true;
+            }
+            _ => {
+                self.fell_back = false;
+                if previous_id.is_some_and(|previous| previous != using) {
+                    log::info!("the {direction} is now {using}");
+                    let _ = events.send(EngineEvent::DeviceChanged { direction, using });
+                }
+            }
+        }
+        Some(stream)
+    }
+
+    fn report_unavailable(
+        &mut self,
+        now: Instant,
+        error: DeviceError,
+        events: &Sender<EngineEvent>,
+    ) {
+        self.retry_at = now + RETRY_OPEN_EVERY;
+        self.open_log.warn(
+            now,
+            format_args!("cannot open a {}: {error}; retrying", self.direction),
+        );
+        if !self.unavailable_reported {
+            self.unavailable_reported = true;
+            let _ = events.send(EngineEvent::DeviceUnavailable {
+                direction: self.direction,
+                reason: error.to_string(),
+            });
+        }
+    }
+
+    /// Whether the open stream must be reopened: dead, stalled, its device gone, a better
+    /// device available (the chosen one back, or a new default). Errors alone only log:
+    /// PulseAudio's start-up bursts must not tear a stream down.
+    fn needs_reopen(&mut self, stream: &impl WatchedStream, now: Instant) -> Option<&'static str> {
+        if now < self.next_health {
+            return None;
+        }
+        self.next_health = now + HEALTH_EVERY;
+        let counters = stream.counters();
+        let errors = counters.errors.load(Ordering::Relaxed);
+        if errors > self.seen_errors {
+            let new_errors = errors - self.seen_errors;
+            self.seen_errors = errors;
+            self.error_log.warn(
+                now,
+                format_args!("{new_errors} error(s) on the {} stream", self.direction),
+            );
+        }
+        let fatal = counters.fatal_errors.load(Ordering::Relaxed);
+        if fatal > self.seen_fatal {
+            self.seen_fatal = fatal;
+            return Some("the stream reported its device gone");
+        }
+        let callbacks = counters.callbacks.load(Ordering::Relaxed);
+        if callbacks != self.seen_callbacks {
+            self.seen_callbacks = callbacks;
+            self.callbacks_moved_at = now;
+        } else if now.duration_since(self.callbacks_moved_at) >= STALL_AFTER {
+            return Some("the stream stalled");
+        }
+        if now < self.next_list {
+            return None;
+        }
+        self.next_list = now + DEVICE_LIST_EVERY;
+        let direction = self.direction;
+        let probe = self.probe.get_or_insert_with(DeviceProbe::new);
+        let Ok(devices) = probe.list(direction) else {
+            return None;
+        };
+        let listed = |id: &str| devices.iter().any(|device| device.id == id);
+        if let Some(wanted) = &self.wanted {
+            if self.fell_back && listed(wanted) {
+                return Some("the chosen device is back");
+            }
+            if !self.fell_back && !listed(wanted) {
+                return Some("the chosen device is gone");
+            }
+        }
+        if (self.wanted.is_none() || self.fell_back)
+            && probe
+                .default_id(direction)
+                .is_some_and(|default| default != stream.device_id())
+        {
+            return Some("the default device changed");
+        }
+        None
+    }
+}
+
+/// Cuts the call-rate stream into 20 ms frames and encodes each into the sink.
+struct Framer {
+    frame: Vec<f32>,
+    packet: Box<[u8; MAX_PACKET_BYTES]>,
+    encoder: OpusEncoder,
+    sink: Box<dyn FrameSink>,
+    shared: Arc<Shared>,
+    log: RateLimitedLog,
+}
+
+impl Framer {
+    fn feed(&mut self, mut samples: &[f32]) {
+        while !samples.is_empty() {
+            let take = (FRAME_SAMPLES - self.frame.len()).min(samples.len());
+            self.frame.extend_from_slice(&samples[..take]);
+            samples = &samples[take..];
+            if self.frame.len() == FRAME_SAMPLES {
+                self.encode();
+            }
+        }
+    }
+
+    /// Sends a partial frame padded with silence: nothing said before a close is lost.
+    fn finish(&mut self) {
+        if !self.frame.is_empty() {
+            self.frame.resize(FRAME_SAMPLES, 0.0);
+            self.encode();
+        }
+    }
+
+    fn encode(&mut self) {
+        match self.encoder.encode(&self.frame, &mut self.packet) {
+            Ok(len) => {
+                self.sink
+                    .send_frame(&self.packet[..len], FRAME_SAMPLES as u32);
+                self.shared.frames_sent.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(error) => self.log.warn(
+                Instant::now(),
+                format_args!("dropped a microphone frame: {error}"),
+            ),
+        }
+        self.frame.clear();
+    }
+}
+
+struct Uplink {
+    rx: Receiver<UpMsg>,
+    events: Sender<EngineEvent>,
+    shared: Arc<Shared>,
+    slot: DeviceSlot,
+    capture: Option<Capture>,
+    privacy: bool,
+    capturing: bool,
+    gated: bool,
+    resampler: Option<(u32, StreamResampler)>,
+    meter: Option<(u32, LevelMeter)>,
+    meter_readings_per_second: u32,
+    device_buf: Vec<f32>,
+    call_buf: Vec<f32>,
+    preroll: PreRoll,
+    framer: Framer,
+}
+
+impl Uplink {
+    fn new(
+        config: &EngineConfig,
+        rx: Receiver<UpMsg>,
+        events: Sender<EngineEvent>,
+        shared: Arc<Shared>,
+        sink: Box<dyn FrameSink>,
+    ) -> Result<Self, EngineError> {
+        // Sized for the largest device rate in common use; a faster device grows them once.
+        let device_samples = 192_000 * CAPTURE_RING_MS as usize / 1000;
+        Ok(Self {
+            rx,
+            events,
+            slot: DeviceSlot::new(Direction::Input, config.input_device.clone()),
+            capture: None,
+            privacy: config.privacy_mic,
+            capturing: false,
+            gated: false,
+            resampler: None,
+            meter: None,
+            meter_readings_per_second: config.meter_readings_per_second,
+            device_buf: Vec::with_capacity(device_samples),
+            call_buf: Vec::with_capacity(device_samples * 2),
+            preroll: PreRoll::new(CALL_RATE_HZ, config.pre_roll_ms),
+            framer: Framer {
+                frame: Vec::with_capacity(FRAME_SAMPLES),
+                packet: Box::new([0; MAX_PACKET_BYTES]),
+                encoder: OpusEncoder::new(config.opus_bitrate_bps)?,
+                sink,
+                shared: shared.clone(),
+                log: RateLimitedLog::default(),
+            },
+            shared,
+        })
+    }
+
+    fn run(mut self) {
+        loop {
+            match self.rx.recv_timeout(WORKER_TICK) {
+                Ok(message) => {
+                    if !self.handle(message) {
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            while let Ok(message) = self.rx.try_recv() {
+                if !self.handle(message) {
+                    return;
+                }
+            }
+            self.pump();
+            self.look_after_device();
+        }
+    }
+
+    /// Carries out one message; `false` to stop.
+    fn handle(&mut self, message: UpMsg) -> bool {
+        match message {
+            UpMsg::Command(AudioCommand::OpenCapture { pre_roll_ms }) => {
+                self.open_capture(pre_roll_ms)
+            }
+            UpMsg::Command(AudioCommand::CloseCapture) => self.close_capture(),
+            UpMsg::Command(AudioCommand::GateMic { gated }) => {
+                self.pump();
+                self.gated = gated;
+            }
+            UpMsg::Command(AudioCommand::FlushPlayback) => {}
+            UpMsg::SetDevice(device) => {
+                self.slot.wanted = device;
+                self.slot.fell_back = false;
+                self.reopen();
+            }
+            UpMsg::SetPrivacy(privacy) => {
+                self.privacy = privacy;
+                if privacy && !self.capturing {
+                    self.close_device();
+                }
+            }
+            UpMsg::Shutdown => return false,
+        }
+        true
+    }
+
+    fn wants_device(&self) -> bool {
+        self.capturing || !self.privacy
+    }
+
+    fn open_capture(&mut self, pre_roll_ms: u64) {
+        if self.capturing {
+            return;
+        }
+        if self.capture.is_none() {
+            self.open_device();
+        } else {
+            // The latest audio first, so the pre-roll reaches up to the press.
+            self.pump();
+        }
+        self.capturing = true;
+        self.shared.capturing.store(true, Ordering::Relaxed);
+        let pre_roll_samples = (CALL_RATE_HZ as u64 * pre_roll_ms / 1000) as usize;
+        let framer = &mut self.framer;
+        self.preroll
+            .drain_latest(pre_roll_samples, |samples| framer.feed(samples));
+    }
+
+    fn close_capture(&mut self) {
+        if !self.capturing {
+            return;
+        }
+        self.pump();
+        self.framer.finish();
+        self.capturing = false;
+        self.shared.capturing.store(false, Ordering::Relaxed);
+        if self.privacy {
+            self.close_device();
+        }
+    }
+
+    fn close_device(&mut self) {
+        self.shared.mic_open.store(false, Ordering::Relaxed);
+        close_in_background(self.capture.take());
+        self.preroll.drain(|_| {});
+    }
+
+    fn open_device(&mut self) {
+        let previous = self.capture.take();
+        let previous_id = previous.as_ref().map(|c| c.device_id().to_owned());
+        close_in_background(previous);
+        let capture = self.slot.open(
+            previous_id.as_deref(),
+            |id| Capture::open(id, CAPTURE_RING_MS),
+            &self.events,
+        );
+        let Some(capture) = capture else {
+            self.shared.mic_open.store(false, Ordering::Relaxed);
+            return;
+        };
+        let rate = capture.format().sample_rate_hz;
+        if self
+            .resampler
+            .as_ref()
+            .is_none_or(|(from, _)| *from != rate)
+        {
+            match StreamResampler::new(rate, CALL_RATE_HZ) {
+                Ok(resampler) => self.resampler = Some((rate, resampler)),
+                Err(error) => {
+                    log::error!("cannot convert the microphone to 48 kHz: {error}");
+                    return;
+                }
+            }
+        }
+        if self.meter.as_ref().is_none_or(|(at, _)| *at != rate) {
+            self.meter = Some((rate, LevelMeter::new(rate, self.meter_readings_per_second)));
+        }
+        self.shared
+            .input_rate_hz
+            .store(u64::from(rate), Ordering::Relaxed);
+        self.shared.mic_open.store(true, Ordering::Relaxed);
+        self.capture = Some(capture);
+    }
+
+    fn reopen(&mut self) {
+        if self.wants_device() {
+            self.shared.stream_reopens.fetch_add(1, Ordering::Relaxed);
+            self.open_device();
+        }
+    }
+
+    fn look_after_device(&mut self) {
+        let now = Instant::now();
+        match &self.capture {
+            Some(capture) => {
+                if let Some(reason) = self.slot.needs_reopen(capture, now) {
+                    log::info!("reopening the microphone: {reason}");
+                    self.pump();
+                    self.reopen();
+                }
+            }
+            None if self.wants_device() && now >= self.slot.retry_at => self.open_device(),
+            None => {}
+        }
+    }
+
+    /// Moves what was captured on: meter, 48 kHz, then frames or the pre-roll.
+    fn pump(&mut self) {
+        let Some(capture) = self.capture.as_mut() else {
+            return;
+        };
+        self.device_buf.clear();
+        if capture.read_into(&mut self.device_buf) == 0 {
+            return;
+        }
+        self.shared.capture_xrun_frames.store(
+            capture.counters().xrun_frames.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        if let Some((_, meter)) = self.meter.as_mut() {
+            let events = &self.events;
+            meter.feed(&self.device_buf, |level| {
+                let _ = events.send(EngineEvent::Level {
+                    direction: Direction::Input,
+                    level,
+                });
+            });
+        }
+        let Some((_, resampler)) = self.resampler.as_mut() else {
+            return;
+        };
+        self.call_buf.clear();
+        resampler.process(&self.device_buf, &mut self.call_buf);
+        if self.gated {
+            self.call_buf.fill(0.0);
+        }
+        if self.capturing {
+            self.framer.feed(&self.call_buf);
+        } else {
+            self.preroll.push(&self.call_buf);
+        }
+    }
+}
+
+/// A delta waiting for room in the device ring.
+struct Queued {
+    item: Option<Arc<str>>,
+    chunk: AudioChunk,
+    offset: usize,
+}
+
+/// The item whose played samples are being counted.
+struct Progress {
+    item: Arc<str>,
+    played_ms: f64,
+    reported_ms: Option<u64>,
+}
+
+struct Downlink {
+    rx: Receiver<DownMsg>,
+    events: Sender<EngineEvent>,
+    shared: Arc<Shared>,
+    jitter: Arc<Mutex<JitterBuffer>>,
+    decoder: OpusDecoder,
+    decoded: Box<[f32; FRAME_SAMPLES]>,
+    decode_log: RateLimitedLog,
+    /// When the next 20 ms frame is due from the jitter buffer; `None` between talkspurts.
+    next_pop: Option<Instant>,
+    slot: DeviceSlot,
+    playback: Option<Playback>,
+    playback_rate_hz: u32,
+    resampler: Option<(u32, StreamResampler)>,
+    meter: Option<(u32, LevelMeter)>,
+    meter_readings_per_second: u32,
+    cushion_ms: u32,
+    zeros: Vec<f32>,
+    pending: VecDeque<Queued>,
+    current_item: Option<Arc<str>>,
+    piece: Vec<f32>,
+    out: Vec<f32>,
+    out_pos: usize,
+    out_item: Option<Arc<str>>,
+    seen_epoch: u64,
+    awaiting_flush: bool,
+    wrote_since_epoch_check: bool,
+    /// Stream positions (the device's played-frame count): the end of what was written, what
+    /// was counted as played, and which item each written stretch belongs to.
+    written: u64,
+    credited: u64,
+    segments: VecDeque<(Option<Arc<str>>, u64)>,
+    progress: Option<Progress>,
+    audible: bool,
+    empty_since: Option<Instant>,
+}
+
+impl Downlink {
+    fn new(
+        config: &EngineConfig,
+        rx: Receiver<DownMsg>,
+        events: Sender<EngineEvent>,
+        shared: Arc<Shared>,
+        jitter: Arc<Mutex<JitterBuffer>>,
+    ) -> Result<Self, EngineError> {
+        // Checked here so a bad rate is an error at start, not a silent speaker later.
+        StreamResampler::new(config.playback_rate_hz, CALL_RATE_HZ)?;
+        Ok(Self {
+            rx,
+            events,
+            shared,
+            jitter,
+            decoder: OpusDecoder::new()?,
+            decoded: Box::new([0.0; FRAME_SAMPLES]),
+            decode_log: RateLimitedLog::default(),
+            next_pop: None,
+            slot: DeviceSlot::new(Direction::Output, config.output_device.clone()),
+            playback: None,
+            playback_rate_hz: config.playback_rate_hz,
+            resampler: None,
+            meter: None,
+            meter_readings_per_second: config.meter_readings_per_second,
+            cushion_ms: config.playout_cushion_ms,
+            zeros: vec![0.0; 192 * config.playout_cushion_ms as usize],
+            pending: VecDeque::with_capacity(1024),
+            current_item: None,
+            piece: Vec::with_capacity(PLAYER_PIECE_SAMPLES),
+            out: Vec::new(),
+            out_pos: 0,
+            out_item: None,
+            seen_epoch: 0,
+            awaiting_flush: false,
+            wrote_since_epoch_check: false,
+            written: 0,
+            credited: 0,
+            segments: VecDeque::with_capacity(1024),
+            progress: None,
+            audible: false,
+            empty_since: None,
+        })
+    }
+
+    fn run(mut self) {
+        self.open_device();
+        loop {
+            let now = Instant::now();
+            let wait = self.next_pop.map_or(WORKER_TICK, |at| {
+                at.saturating_duration_since(now).min(WORKER_TICK)
+            });
+            match self.rx.recv_timeout(wait) {
+                Ok(message) => {
+                    if !self.handle(message) {
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            while let Ok(message) = self.rx.try_recv() {
+                if !self.handle(message) {
+                    return;
+                }
+            }
+            let now = Instant::now();
+            self.check_flush();
+            self.decode_due(now);
+            self.pump_playback();
+            self.account(now);
+            self.look_after_device(now);
+        }
+    }
+
+    fn handle(&mut self, message: DownMsg) -> bool {
+        match message {
+            DownMsg::Wake => {}
+            DownMsg::Chunk { epoch, chunk } => {
+                if epoch >= self.shared.flush_epoch.load(Ordering::Acquire) {
+                    self.pending.push_back(Queued {
+                        item: self.current_item.clone(),
+                        chunk,
+                        offset: 0,
+                    });
+                }
+            }
+            DownMsg::BeginItem(item) => self.current_item = Some(item),
+            DownMsg::SetDevice(device) => {
+                self.slot.wanted = device;
+                self.slot.fell_back = false;
+                self.shared.stream_reopens.fetch_add(1, Ordering::Relaxed);
+                self.open_device();
+            }
+            DownMsg::Shutdown => return false,
+        }
+        true
+    }
+
+    /// A flush from the app: drop what is queued here too, and wait for the device to confirm
+    /// before writing the next reply (written earlier, the device's flush would eat it).
+    fn check_flush(&mut self) {
+        let epoch = self.shared.flush_epoch.load(Ordering::Acquire);
+        if epoch == self.seen_epoch {
+            self.wrote_since_epoch_check = false;
+            return;
+        }
+        self.seen_epoch = epoch;
+        self.pending.clear();
+        self.out.clear();
+        self.out_pos = 0;
+        self.next_pop = None;
+        if let Some((_, resampler)) = self.resampler.as_mut() {
+            resampler.reset();
+        }
+        self.account(Instant::now());
+        self.report_progress();
+        if let Some(playback) = &self.playback {
+            if self.wrote_since_epoch_check {
+                // A write may have raced the app's flush into the ring: flush once more.
+                playback.flush();
+            }
+            self.awaiting_flush = true;
+        }
+        self.wrote_since_epoch_check = false;
+        self.audible = false;
+        self.empty_since = None;
+    }
+
+    /// Takes every frame that is due out of the jitter buffer: decoded, rebuilt from FEC or
+    /// concealed, and handed to the app as a delta.
+    fn decode_due(&mut self, now: Instant) {
+        loop {
+            if self.next_pop.is_some_and(|at| now < at) {
+                return;
+            }
+            let decoded = {
+                let mut jitter = lock_jitter(&self.jitter);
+                match jitter.pop() {
+                    Playout::Packet(packet) => Some(self.decoder.decode(packet, &mut self.decoded)),
+                    Playout::Recover(next) => Some(self.decoder.recover(next, &mut self.decoded)),
+                    Playout::Conceal => Some(self.decoder.conceal(&mut self.decoded)),
+                    Playout::Waiting => None,
+                }
+            };
+            let Some(decoded) = decoded else {
+                if self
+                    .next_pop
+                    .is_some_and(|at| now.saturating_duration_since(at) >= TALKSPURT_END_AFTER)
+                {
+                    self.next_pop = None;
+                }
+                return;
+            };
+            let pace = match self.next_pop {
+                Some(at) if now.saturating_duration_since(at) <= MAX_CATCH_UP => at,
+                _ => now,
+            };
+            self.next_pop = Some(pace + Duration::from_millis(u64::from(FRAME_MS)));
+            match decoded {
+                Ok(samples) => {
+                    let pcm: Vec<i16> = self.decoded[..samples.min(FRAME_SAMPLES)]
+                        .iter()
+                        .map(|&s| (s * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16)
+                        .collect();
+                    let _ = self
+                        .events
+                        .send(EngineEvent::AssistantAudio(AudioChunk::from_samples(pcm)));
+                }
+                Err(error) => self
+                    .decode_log
+                    .warn(now, format_args!("dropped a received frame: {error}")),
+            }
+        }
+    }
+
+    /// Moves queued deltas into the device ring, as far as it has room.
+    fn pump_playback(&mut self) {
+        if self.awaiting_flush && !self.finish_flush() {
+            return;
+        }
+        let Some(playback) = self.playback.as_mut() else {
+            return;
+        };
+        let Some((_, resampler)) = self.resampler.as_mut() else {
+            return;
+        };
+        loop {
+            if self.out_pos < self.out.len() {
+                let written = playback.write(&self.out[self.out_pos..]);
+                if written > 0 {
+                    let samples = &self.out[self.out_pos..self.out_pos + written];
+                    if let Some((_, meter)) = self.meter.as_mut() {
+                        let events = &self.events;
+                        meter.feed(samples, |level| {
+                            let _ = events.send(EngineEvent::Level {
+                                direction: Direction::Output,
+                                level,
+                            });
+                        });
+                    }
+                    self.out_pos += written;
+                    self.written += written as u64;
+                    push_segment(&mut self.segments, &self.out_item, self.written);
+                    self.audible = true;
+                    self.wrote_since_epoch_check = true;
+                }
+                if self.out_pos < self.out.len() {
+                    break;
+                }
+            }
+            self.out.clear();
+            self.out_pos = 0;
+            let Some(front) = self.pending.front_mut() else {
+                break;
+            };
+            if front.offset == 0 && playback.played_frames() >= self.written {
+                // The speaker ran idle: a cushion of silence ahead of the reply.
+                let rate = playback.format().sample_rate_hz as usize;
+                let cushion = (rate * self.cushion_ms as usize / 1000).min(self.zeros.len());
+                let written = playback.write(&self.zeros[..cushion]);
+                self.written += written as u64;
+                push_segment(&mut self.segments, &None, self.written);
+                self.shared
+                    .talkspurt_start_frame
+                    .store(self.written, Ordering::Relaxed);
+            }
+            let samples = front.chunk.samples();
+            let take = (samples.len() - front.offset).min(PLAYER_PIECE_SAMPLES);
+            self.piece.clear();
+            self.piece.extend(
+                samples[front.offset..front.offset + take]
+                    .iter()
+                    .map(|&s| f32::from(s) / 32_768.0),
+            );
+            front.offset += take;
+            self.out_item.clone_from(&front.item);
+            if front.offset >= samples.len() {
+                self.pending.pop_front();
+            }
+            resampler.process(&self.piece, &mut self.out);
+        }
+        self.shared
+            .written_frames
+            .store(self.written, Ordering::Relaxed);
+    }
+
+    /// Once the device has carried out a flush: counts what played until it took effect (that
+    /// was heard), and starts the next reply from an empty ring. `false` while still waiting.
+    fn finish_flush(&mut self) -> bool {
+        let Some(playback) = self.playback.as_ref() else {
+            return false;
+        };
+        if !playback.flush_done() {
+            return false;
+        }
+        let honoured_at = playback.last_flush().honoured_at_frames;
+        let rate_hz = f64::from(playback.format().sample_rate_hz);
+        let played = playback.played_frames();
+        self.awaiting_flush = false;
+        self.credit_upto(honoured_at, rate_hz);
+        self.report_progress();
+        self.written = played;
+        self.credited = played;
+        self.segments.clear();
+        self.shared.written_frames.store(played, Ordering::Relaxed);
+        true
+    }
+
+    /// Counts what the device took, per item, and notices when it ran dry.
+    fn account(&mut self, now: Instant) {
+        let Some(playback) = self.playback.as_ref() else {
+            return;
+        };
+        if self.awaiting_flush {
+            return;
+        }
+        let played = playback.played_frames();
+        let rate_hz = f64::from(playback.format().sample_rate_hz);
+        self.credit_upto(played, rate_hz);
+        self.report_progress();
+        let idle =
+            self.pending.is_empty() && self.out_pos >= self.out.len() && played >= self.written;
+        if self.audible && idle {
+            let since = *self.empty_since.get_or_insert(now);
+            if now.duration_since(since) >= DRAINED_AFTER {
+                self.audible = false;
+                self.empty_since = None;
+                let _ = self.events.send(EngineEvent::PlaybackDrained);
+            }
+        } else {
+            self.empty_since = None;
+        }
+    }
+
+    /// Credits each item with the frames of it the device took up to stream position `played`.
+    fn credit_upto(&mut self, played: u64, rate_hz: f64) {
+        while let Some((item, end)) = self.segments.front() {
+            let (item, end) = (item.clone(), *end);
+            let upto = played.min(end);
+            if upto > self.credited {
+                let frames = upto - self.credited;
+                self.credited = upto;
+                if let Some(item) = item {
+                    let ms = frames as f64 * 1000.0 / rate_hz;
+                    match self.progress.as_mut() {
+                        Some(progress) if progress.item == item => progress.played_ms += ms,
+                        _ => {
+                            self.report_progress();
+                            self.progress = Some(Progress {
+                                item,
+                                played_ms: ms,
+                                reported_ms: None,
+                            });
+                        }
+                    }
+                }
+            }
+            if played >= end {
+                self.segments.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn report_progress(&mut self) {
+        if let Some(progress) = self.progress.as_mut() {
+            let played_ms = progress.played_ms as u64;
+            if progress.reported_ms != Some(played_ms) {
+                progress.reported_ms = Some(played_ms);
+                let _ = self.events.send(EngineEvent::PlaybackProgress {
+                    item_id: progress.item.clone(),
+                    played_ms,
+                });
+            }
+        }
+    }
+
+    fn open_device(&mut self) {
+        self.account(Instant::now());
+        let previous = self.playback.take();
+        let previous_id = previous.as_ref().map(|p| p.device_id().to_owned());
+        *self.shared.flusher() = None;
+        close_in_background(previous);
+        let playback = self.slot.open(
+            previous_id.as_deref(),
+            |id| Playback::open(id, PLAYBACK_RING_MS),
+            &self.events,
+        );
+        let Some(playback) = playback else {
+            return;
+        };
+        let rate = playback.format().sample_rate_hz;
+        if self.resampler.as_ref().is_none_or(|(to, _)| *to != rate) {
+            match StreamResampler::new(self.playback_rate_hz, rate) {
+                Ok(resampler) => {
+                    let out_capacity = resampler.max_output_for(PLAYER_PIECE_SAMPLES);
+                    self.out = Vec::with_capacity(out_capacity);
+                    self.out_pos = 0;
+                    self.resampler = Some((rate, resampler));
+                }
+                Err(error) => {
+                    log::error!("cannot convert playback to the speaker's rate: {error}");
+                    return;
+                }
+            }
+        }
+        if self.meter.as_ref().is_none_or(|(at, _)| *at != rate) {
+            self.meter = Some((rate, LevelMeter::new(rate, self.meter_readings_per_second)));
+        }
+        if self.zeros.len() < rate as usize * self.cushion_ms as usize / 1000 {
+            self.zeros = vec![0.0; rate as usize * self.cushion_ms as usize / 1000];
+        }
+        self.shared
+            .output_rate_hz
+            .store(u64::from(rate), Ordering::Relaxed);
+        self.written = 0;
+        self.credited = 0;
+        self.segments.clear();
+        self.awaiting_flush = false;
+        *self.shared.flusher() = Some(playback.flusher());
+        self.playback = Some(playback);
+    }
+
+    fn look_after_device(&mut self, now: Instant) {
+        match &self.playback {
+            Some(playback) => {
+                if let Some(reason) = self.slot.needs_reopen(playback, now) {
+                    log::info!("reopening the speaker: {reason}");
+                    self.shared.stream_reopens.fetch_add(1, Ordering::Relaxed);
+                    self.open_device();
+                }
+            }
+            None if now >= self.slot.retry_at => self.open_device(),
+            None => {}
+        }
+    }
+}
+
+/// Closes a device stream on a thread of its own: closing a PulseAudio stream can block for
+/// a second (cpal joins its helper threads), and a worker must not stall that long.
+fn close_in_background<T: Send + 'static>(stream: Option<T>) {
+    if let Some(stream) = stream {
+        let closing = std::thread::Builder::new()
+            .name("walkie-audio-close".to_owned())
+            .spawn(move || drop(stream));
+        if let Err(error) = closing {
+            log::warn!("closing a stream in place, no thread for it: {error}");
+        }
+    }
+}
+
+/// Records that the stream up to `end` belongs to `item`, merging with the stretch before.
+fn push_segment(
+    segments: &mut VecDeque<(Option<Arc<str>>, u64)>,
+    item: &Option<Arc<str>>,
+    end: u64,
+) {
+    match segments.back_mut() {
+        Some((last, last_end)) if last == item => *last_end = end,
+        _ => segments.push_back((item.clone(), end)),
+    }
+}

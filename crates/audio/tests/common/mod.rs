@@ -1,0 +1,151 @@
+//! What the real-time tests share: the test PulseAudio server check, pacat/parec clients on
+//! its null sinks, and signals.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn require_test_server() {
+    let server = std::env::var("PULSE_SERVER").unwrap_or_default();
+    assert!(
+        server.starts_with("unix:") && std::path::Path::new(&server[5..]).exists(),
+        "these tests need the test PulseAudio server: run scripts/test.sh, or \
+         `export PULSE_SERVER=$(scripts/pulse.sh start target/pulse)` first (PULSE_SERVER={server:?})"
+    );
+}
+
+/// Never zero, so every sample that reaches a sink can be counted; not periodic within a
+/// second, so a repeat or a reordering shows.
+pub fn pattern(len: usize) -> Vec<i16> {
+    (0..len)
+        .map(|i| {
+            let noise = ((i as u32).wrapping_mul(2_654_435_761) >> 18) as i16 & 0x1FFF;
+            noise + 1
+        })
+        .collect()
+}
+
+/// A sine at `frequency_hz` and `amplitude` (of full scale), 48 kHz.
+pub fn tone(frequency_hz: f32, amplitude: f32, len: usize) -> Vec<i16> {
+    (0..len)
+        .map(|i| {
+            let phase = 2.0 * std::f32::consts::PI * frequency_hz * i as f32 / 48_000.0;
+            (phase.sin() * amplitude * 32_767.0).round() as i16
+        })
+        .collect()
+}
+
+pub fn to_bytes(samples: &[i16]) -> Vec<u8> {
+    samples.iter().flat_map(|s| s.to_le_bytes()).collect()
+}
+
+pub fn from_bytes(bytes: &[u8]) -> Vec<i16> {
+    bytes
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect()
+}
+
+/// The level of `frequency_hz` in `samples` (48 kHz), in dBFS of a full-scale sine (Goertzel).
+pub fn tone_level_dbfs(samples: &[f32], frequency_hz: f32) -> f32 {
+    if samples.is_empty() {
+        return -120.0;
+    }
+    let omega = 2.0 * std::f32::consts::PI * frequency_hz / 48_000.0;
+    let (mut s1, mut s2) = (0.0f64, 0.0f64);
+    let coefficient = 2.0 * f64::from(omega.cos());
+    for &x in samples {
+        let s0 = f64::from(x) + coefficient * s1 - s2;
+        s2 = s1;
+        s1 = s0;
+    }
+    let power = s1 * s1 + s2 * s2 - coefficient * s1 * s2;
+    let amplitude = 2.0 * power.sqrt() / samples.len() as f64;
+    (20.0 * amplitude.max(1e-6).log10()) as f32
+}
+
+pub fn rms_dbfs(samples: &[f32]) -> f32 {
+    if samples.is_empty() {
+        return -120.0;
+    }
+    let mean_square = samples
+        .iter()
+        .map(|&s| f64::from(s) * f64::from(s))
+        .sum::<f64>()
+        / samples.len() as f64;
+    (10.0 * mean_square.max(1e-12).log10()) as f32
+}
+
+/// A pacat/parec process, ended when dropped. A reader thread drains parec's output as it
+/// comes, so the pipe never fills and the server never drops what was recorded.
+pub struct PulseClient(pub Child, Option<std::thread::JoinHandle<Vec<u8>>>);
+
+impl PulseClient {
+    /// The stream buffers 200 ms: on a loaded 2-core machine a 10 ms buffer under- or overruns
+    /// when the client is not scheduled in time, which would insert or drop samples.
+    pub fn spawn(program: &str, device: &str) -> Self {
+        let mut child = Command::new(program)
+            .args([
+                "--device",
+                device,
+                "--format=s16le",
+                "--rate=48000",
+                "--channels=1",
+                "--raw",
+                "--latency-msec=200",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("could not start {program}: {error}"));
+        let mut stdout = child.stdout.take().expect("the client's stdout is piped");
+        let reader = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stdout.read_to_end(&mut bytes);
+            bytes
+        });
+        Self(child, Some(reader))
+    }
+
+    /// Plays `samples` into a sink (pacat), in the background: pacat reads its input as it
+    /// plays, so the feeding happens on a thread of its own.
+    pub fn play(device: &str, samples: &[i16]) -> Self {
+        use std::io::Write;
+        let mut player = Self::spawn("pacat", device);
+        let mut stdin = player.0.stdin.take().expect("pacat's stdin is piped");
+        let bytes = to_bytes(samples);
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+        player
+    }
+
+    /// Ends the client and returns everything it wrote.
+    pub fn end(mut self) -> Vec<u8> {
+        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+        self.1
+            .take()
+            .expect("the reader runs until the client ends")
+            .join()
+            .expect("the reader thread only reads")
+    }
+}
+
+impl Drop for PulseClient {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}

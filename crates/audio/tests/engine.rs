@@ -1,0 +1,583 @@
+//! The engine on real devices: the test PulseAudio server's null sinks ("mic" and "spk",
+//! started by scripts/test.sh through scripts/pulse.sh), real Opus, real time. A reply received
+//! as RTP must come out of the virtual speaker once, whole and in order; a barge-in must silence
+//! it within one device period; a press must carry the audio from just before it; the gated mic
+//! must send nothing it hears; a device that vanishes must not end the conversation.
+
+mod common;
+
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use common::{
+    PulseClient, from_bytes, pattern, require_test_server, rms_dbfs, tone, tone_level_dbfs,
+    wait_until,
+};
+use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
+use walkie_audio::device::{Direction, PERIOD_MS, list_devices};
+use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
+use walkie_audio::{FRAME_SAMPLES, engine::Player};
+use walkie_session::AudioChunk;
+use walkie_session::PlaybackSink;
+use walkie_session::turn::AudioCommand;
+
+/// The null sinks are shared by every test of this file: one test at a time.
+static SINKS: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    require_test_server();
+    SINKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+struct Running {
+    engine: Engine,
+    events: Receiver<EngineEvent>,
+    frames: Receiver<Vec<u8>>,
+}
+
+fn start(config: EngineConfig) -> Running {
+    let (frame_tx, frames) = mpsc::channel();
+    let (engine, events) = Engine::start(config, move |opus: &[u8], samples: u32| {
+        assert_eq!(samples as usize, FRAME_SAMPLES, "every frame is 20 ms");
+        let _ = frame_tx.send(opus.to_vec());
+    })
+    .expect("the engine starts");
+    Running {
+        engine,
+        events,
+        frames,
+    }
+}
+
+impl Running {
+    fn wait_for_devices(&self, mic: bool) {
+        wait_until("the speaker to open", Duration::from_secs(5), || {
+            self.engine.stats().output_rate_hz == 48_000
+        });
+        if mic {
+            wait_until("the microphone to open", Duration::from_secs(5), || {
+                self.engine.stats().mic_open
+            });
+        }
+    }
+
+    /// Takes events until `stop` says so; returns them all.
+    fn events_until(
+        &self,
+        what: &str,
+        limit: Duration,
+        mut stop: impl FnMut(&EngineEvent) -> bool,
+    ) -> Vec<EngineEvent> {
+        let deadline = Instant::now() + limit;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = self
+                .events
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
+            let done = stop(&event);
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    fn frames_so_far(&self) -> Vec<Vec<u8>> {
+        self.frames.try_iter().collect()
+    }
+}
+
+fn decode_all(frames: &[Vec<u8>]) -> Vec<Vec<f32>> {
+    let mut decoder = OpusDecoder::new().expect("libopus decoder");
+    frames
+        .iter()
+        .map(|packet| {
+            let mut frame = [0.0; FRAME_SAMPLES];
+            let n = decoder
+                .decode(packet, &mut frame)
+                .expect("our own frames decode");
+            frame[..n].to_vec()
+        })
+        .collect()
+}
+
+fn nonzero(samples: &[i16]) -> Vec<i16> {
+    samples.iter().copied().filter(|&s| s != 0).collect()
+}
+
+/// The frequencies of the test reply's 200 ms segments, in order.
+const SEGMENT_HZ: [f32; 6] = [300.0, 500.0, 700.0, 900.0, 1_100.0, 1_300.0];
+const SEGMENT_SAMPLES: usize = 9_600;
+
+#[test]
+fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
+    let _sinks = one_at_a_time();
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(false);
+    let mut player = running.engine.player();
+    player.begin_item("item_reply");
+
+    // 1.2 s of speech-like tones, 20 ms Opus packets as the server would send them.
+    let reply: Vec<f32> = SEGMENT_HZ
+        .iter()
+        .flat_map(|&hz| tone(hz, 0.3, SEGMENT_SAMPLES))
+        .map(|s| f32::from(s) / 32_768.0)
+        .collect();
+    let mut encoder = OpusEncoder::new(32_000).expect("libopus encoder");
+    let packets: Vec<Vec<u8>> = reply
+        .chunks_exact(FRAME_SAMPLES)
+        .map(|frame| {
+            let mut packet = [0u8; MAX_PACKET_BYTES];
+            let len = encoder.encode(frame, &mut packet).expect("encodes");
+            packet[..len].to_vec()
+        })
+        .collect();
+    // The network: packet 17 is lost, 30 and 31 arrive swapped, 40 arrives twice.
+    let mut arrivals: Vec<usize> = (0..packets.len()).filter(|&i| i != 17).collect();
+    let swap_at = arrivals
+        .iter()
+        .position(|&i| i == 30)
+        .expect("packet 30 is sent");
+    arrivals.swap(swap_at, swap_at + 1);
+    let duplicate_at = arrivals
+        .iter()
+        .position(|&i| i == 40)
+        .expect("packet 40 is sent");
+    arrivals.insert(duplicate_at + 1, 40);
+
+    let mut decoded: Vec<AudioChunk> = Vec::new();
+    let mut last_progress_ms = 0;
+    let mut handle = |event: EngineEvent, player: &mut Player| match event {
+        EngineEvent::AssistantAudio(chunk) => {
+            // The app's part: the chunk becomes a session delta, and the delta is played.
+            player.play(&chunk);
+            decoded.push(chunk);
+            false
+        }
+        EngineEvent::PlaybackProgress { item_id, played_ms } => {
+            assert_eq!(&*item_id, "item_reply");
+            last_progress_ms = played_ms;
+            false
+        }
+        EngineEvent::PlaybackDrained => true,
+        _ => false,
+    };
+    let started = Instant::now();
+    for (n, &index) in arrivals.iter().enumerate() {
+        let due = started + Duration::from_millis(20 * n as u64);
+        while Instant::now() < due {
+            if let Ok(event) = running.events.recv_timeout(Duration::from_millis(1)) {
+                handle(event, &mut player);
+            }
+        }
+        running.engine.receive_rtp(
+            1_000u16.wrapping_add(index as u16),
+            960 * index as u32,
+            &packets[index],
+            Instant::now(),
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let event = running
+            .events
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the reply drains from the speaker");
+        if handle(event, &mut player) {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let recorded = from_bytes(&recorder.end());
+
+    let decoded_samples: Vec<i16> = decoded.iter().flat_map(|c| c.samples().to_vec()).collect();
+    assert_eq!(
+        decoded_samples.len(),
+        packets.len() * FRAME_SAMPLES,
+        "one 20 ms frame per packet sent: the lost one concealed or rebuilt, the duplicate dropped"
+    );
+    let jitter = running.engine.stats().jitter;
+    assert!(
+        jitter.recovered + jitter.concealed <= 2,
+        "only the lost and the swapped packet needed repair: {jitter:?}"
+    );
+    assert_eq!(
+        nonzero(&recorded),
+        nonzero(&decoded_samples),
+        "the speaker played every decoded sample once, in order, and nothing else"
+    );
+    let decoded_f32: Vec<f32> = decoded_samples
+        .iter()
+        .map(|&s| f32::from(s) / 32_768.0)
+        .collect();
+    for (segment, &hz) in SEGMENT_HZ.iter().enumerate() {
+        let middle =
+            &decoded_f32[segment * SEGMENT_SAMPLES + 2_400..segment * SEGMENT_SAMPLES + 7_200];
+        let loudest = SEGMENT_HZ
+            .iter()
+            .copied()
+            .max_by(|a, b| tone_level_dbfs(middle, *a).total_cmp(&tone_level_dbfs(middle, *b)))
+            .expect("six candidates");
+        assert_eq!(loudest, hz, "segment {segment} is in its place");
+    }
+    assert!(
+        (1_199..=1_200).contains(&last_progress_ms),
+        "the item's played time counts the whole reply and no cushion: {last_progress_ms} ms"
+    );
+}
+
+#[test]
+fn a_barge_in_flush_silences_the_speaker_within_one_device_period_and_the_next_reply_plays() {
+    let _sinks = one_at_a_time();
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(false);
+    let mut player = running.engine.player();
+    player.begin_item("item_cut");
+    let long_reply = pattern(3 * 48_000);
+    for delta in long_reply.chunks(960) {
+        player.play(&AudioChunk::from_samples(delta.to_vec()));
+    }
+    let before = running.events_until("half a second of the reply", Duration::from_secs(10), |event| {
+        matches!(event, EngineEvent::PlaybackProgress { played_ms, .. } if *played_ms >= 500)
+    });
+
+    running.engine.apply(AudioCommand::FlushPlayback);
+    wait_until(
+        "the device to carry out the flush",
+        Duration::from_secs(2),
+        || running.engine.last_flush().is_some(),
+    );
+    let flush = running
+        .engine
+        .last_flush()
+        .expect("the flush was carried out");
+    let stats = running.engine.stats();
+    let reply_start = stats.talkspurt_start_frame;
+
+    player.begin_item("item_next");
+    let next_reply: Vec<i16> = pattern(9_600).iter().map(|&s| -s).collect();
+    player.play(&AudioChunk::from_samples(next_reply.clone()));
+    let after = running.events_until("the next reply to drain", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::PlaybackDrained)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let heard = nonzero(&from_bytes(&recorder.end()));
+
+    let period_frames = u64::from(48 * PERIOD_MS);
+    assert!(
+        flush.frames_after_request() <= period_frames,
+        "at most the {PERIOD_MS} ms period in progress plays after the flush: {flush:?}"
+    );
+    let heard_of_cut = (flush.honoured_at_frames - reply_start) as usize;
+    assert!(
+        heard_of_cut < long_reply.len() / 2,
+        "the flush came early in the reply"
+    );
+    assert_eq!(
+        heard.len(),
+        heard_of_cut + next_reply.len(),
+        "the cut reply up to the flush, then the whole next reply"
+    );
+    assert_eq!(
+        heard[..heard_of_cut],
+        long_reply[..heard_of_cut],
+        "a prefix, in order"
+    );
+    assert_eq!(
+        heard[heard_of_cut..],
+        next_reply[..],
+        "the next reply, whole"
+    );
+    let progress_of = |item: &str| {
+        before
+            .iter()
+            .chain(&after)
+            .filter_map(|event| match event {
+                EngineEvent::PlaybackProgress { item_id, played_ms } if &**item_id == item => {
+                    Some(*played_ms)
+                }
+                _ => None,
+            })
+            .max()
+    };
+    let told_ms = progress_of("item_cut").expect("the cut reply's progress was reported");
+    assert!(
+        told_ms.abs_diff(heard_of_cut as u64 / 48) <= 1,
+        "what was heard of the cut reply ({} ms) is what the controller is told ({told_ms} ms)",
+        heard_of_cut / 48
+    );
+    assert_eq!(progress_of("item_next"), Some(200));
+}
+
+/// Waits for the input meter to hear the tone, then for it to go quiet again.
+fn wait_for_tone_to_pass(running: &Running) {
+    running.events_until("the tone in the mic", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::Level { direction: Direction::Input, level } if level.rms_dbfs > -20.0)
+    });
+    running.events_until("the tone to end", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::Level { direction: Direction::Input, level } if level.rms_dbfs < -60.0)
+    });
+}
+
+#[test]
+fn a_press_with_a_warm_mic_sends_the_audio_from_just_before_it_first() {
+    let _sinks = one_at_a_time();
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(true);
+    let before_press: Vec<i16> = tone(1_000.0, 0.5, 9_600)
+        .into_iter()
+        .chain(std::iter::repeat_n(0, 96_000))
+        .collect();
+    let _mic = PulseClient::play("mic", &before_press);
+    wait_for_tone_to_pass(&running);
+    assert!(
+        running.frames_so_far().is_empty(),
+        "nothing is sent before the press"
+    );
+
+    running
+        .engine
+        .apply(AudioCommand::OpenCapture { pre_roll_ms: 300 });
+    wait_until("the pre-roll to be sent", Duration::from_secs(2), || {
+        running.engine.stats().frames_sent >= 15
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    running.engine.apply(AudioCommand::CloseCapture);
+    wait_until("the capture to close", Duration::from_secs(2), || {
+        !running.engine.stats().capturing
+    });
+    let frames = decode_all(&running.frames_so_far());
+
+    assert!(
+        frames.len() >= 15,
+        "at least the pre-roll: {} frames",
+        frames.len()
+    );
+    let levels: Vec<f32> = frames.iter().map(|f| tone_level_dbfs(f, 1_000.0)).collect();
+    let loudest = levels[..15].iter().copied().fold(f32::MIN, f32::max);
+    assert!(
+        loudest > -15.0,
+        "the tone played before the press is in the first 300 ms sent: {levels:?}"
+    );
+    let last = levels.last().copied().expect("frames were sent");
+    assert!(
+        last < -50.0,
+        "after the press the mic was quiet: {levels:?}"
+    );
+}
+
+#[test]
+fn with_the_privacy_option_the_mic_is_closed_outside_presses_and_nothing_before_one_is_sent() {
+    let _sinks = one_at_a_time();
+    let running = start(EngineConfig {
+        privacy_mic: true,
+        ..EngineConfig::default()
+    });
+    running.wait_for_devices(false);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !running.engine.stats().mic_open,
+        "the mic is closed before the press"
+    );
+    let before_press: Vec<i16> = tone(1_000.0, 0.5, 9_600)
+        .into_iter()
+        .chain(std::iter::repeat_n(0, 96_000))
+        .collect();
+    let _mic = PulseClient::play("mic", &before_press);
+    std::thread::sleep(Duration::from_millis(800));
+
+    running
+        .engine
+        .apply(AudioCommand::OpenCapture { pre_roll_ms: 300 });
+    wait_until("frames from the press", Duration::from_secs(5), || {
+        running.engine.stats().frames_sent >= 10
+    });
+    running.engine.apply(AudioCommand::CloseCapture);
+    wait_until("the mic to close again", Duration::from_secs(2), || {
+        !running.engine.stats().mic_open
+    });
+    let frames = decode_all(&running.frames_so_far());
+
+    let levels: Vec<f32> = frames.iter().map(|f| tone_level_dbfs(f, 1_000.0)).collect();
+    assert!(
+        levels.iter().all(|&level| level < -50.0),
+        "nothing from before the press leaves the machine: {levels:?}"
+    );
+}
+
+#[test]
+fn the_gated_mic_sends_only_silence_while_the_assistant_is_audible() {
+    let _sinks = one_at_a_time();
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(true);
+    running
+        .engine
+        .apply(AudioCommand::OpenCapture { pre_roll_ms: 0 });
+    running.engine.apply(AudioCommand::GateMic { gated: true });
+    let _mic = PulseClient::play("mic", &tone(1_000.0, 0.5, 3 * 48_000));
+    running.events_until("the tone in the mic", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::Level { direction: Direction::Input, level } if level.rms_dbfs > -20.0)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let gated = running.frames_so_far();
+
+    running.engine.apply(AudioCommand::GateMic { gated: false });
+    std::thread::sleep(Duration::from_millis(400));
+    running.engine.apply(AudioCommand::CloseCapture);
+    wait_until("the capture to close", Duration::from_secs(2), || {
+        !running.engine.stats().capturing
+    });
+    let ungated = running.frames_so_far();
+    let all: Vec<Vec<u8>> = gated.iter().chain(&ungated).cloned().collect();
+    let decoded = decode_all(&all);
+
+    assert!(
+        gated.len() >= 10,
+        "frames kept flowing while gated: {}",
+        gated.len()
+    );
+    for (n, frame) in decoded[..gated.len()].iter().enumerate() {
+        assert!(
+            rms_dbfs(frame) < -60.0,
+            "gated frame {n} carries sound: {} dBFS",
+            rms_dbfs(frame)
+        );
+    }
+    let loudest_after = decoded[gated.len()..]
+        .iter()
+        .map(|f| tone_level_dbfs(f, 1_000.0))
+        .fold(f32::MIN, f32::max);
+    assert!(
+        loudest_after > -15.0,
+        "ungated, the mic is heard again: {loudest_after} dBFS"
+    );
+}
+
+/// A third null sink on the test server, removed when dropped.
+struct SpareSink {
+    module: Option<String>,
+    _keep_alive: PulseClient,
+}
+
+impl SpareSink {
+    const NAME: &str = "walkie_spare";
+
+    fn load() -> Self {
+        let output = Command::new("pactl")
+            .args([
+                "load-module",
+                "module-null-sink",
+                &format!("sink_name={}", Self::NAME),
+                "rate=48000",
+                "channels=1",
+                "format=s16le",
+                "norewinds=1",
+            ])
+            .output()
+            .expect("pactl runs");
+        assert!(output.status.success(), "the spare sink loads: {output:?}");
+        let module = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let keep_alive = PulseClient::spawn("parec", &format!("{}.monitor", Self::NAME));
+        Self {
+            module: Some(module),
+            _keep_alive: keep_alive,
+        }
+    }
+
+    fn unload(&mut self) {
+        if let Some(module) = self.module.take() {
+            let status = Command::new("pactl")
+                .args(["unload-module", &module])
+                .status()
+                .expect("pactl runs");
+            assert!(status.success(), "the spare sink unloads");
+        }
+    }
+}
+
+impl Drop for SpareSink {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            let _ = Command::new("pactl")
+                .args(["unload-module", &module])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn when_the_chosen_devices_vanish_the_engine_falls_back_to_the_defaults_and_goes_on() {
+    let _sinks = one_at_a_time();
+    let mut spare = SpareSink::load();
+    let id_of = |direction, suffix: &str| {
+        list_devices(direction)
+            .expect("the devices are listed")
+            .into_iter()
+            .find(|device| device.id.ends_with(suffix))
+            .unwrap_or_else(|| panic!("the spare {direction} is listed"))
+            .id
+    };
+    let spare_speaker = id_of(Direction::Output, SpareSink::NAME);
+    let spare_mic = id_of(Direction::Input, &format!("{}.monitor", SpareSink::NAME));
+    let running = start(EngineConfig {
+        input_device: Some(spare_mic.clone()),
+        output_device: Some(spare_speaker.clone()),
+        ..EngineConfig::default()
+    });
+    running.wait_for_devices(true);
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+
+    spare.unload();
+    let mut fell_back = Vec::new();
+    running.events_until("both fallbacks", Duration::from_secs(10), |event| {
+        if let EngineEvent::DeviceFellBack {
+            direction,
+            wanted,
+            using,
+            ..
+        } = event
+        {
+            fell_back.push((*direction, wanted.clone(), using.clone()));
+        }
+        fell_back.len() == 2
+    });
+    fell_back.sort_by_key(|(direction, ..)| *direction == Direction::Output);
+    assert_eq!(fell_back[0].0, Direction::Input);
+    assert_eq!(fell_back[0].1, spare_mic);
+    assert!(fell_back[0].2.ends_with("mic.monitor"), "{fell_back:?}");
+    assert_eq!(fell_back[1].0, Direction::Output);
+    assert_eq!(fell_back[1].1, spare_speaker);
+    assert!(fell_back[1].2.ends_with("spk"), "{fell_back:?}");
+
+    let mut player = running.engine.player();
+    player.begin_item("item_after_loss");
+    let reply = pattern(24_000);
+    player.play(&AudioChunk::from_samples(reply.clone()));
+    running.events_until("the reply to drain", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::PlaybackDrained)
+    });
+    running
+        .engine
+        .apply(AudioCommand::OpenCapture { pre_roll_ms: 0 });
+    wait_until(
+        "the mic to send from the default",
+        Duration::from_secs(5),
+        || running.engine.stats().frames_sent >= 5,
+    );
+    running.engine.apply(AudioCommand::CloseCapture);
+    std::thread::sleep(Duration::from_millis(300));
+
+    assert_eq!(
+        nonzero(&from_bytes(&recorder.end())),
+        reply,
+        "the conversation goes on through the default speaker"
+    );
+}

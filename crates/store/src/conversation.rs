@@ -1,0 +1,517 @@
+//! A conversation as its journal tells it: the assembled AG-UI messages, the turns and their
+//! WAVs, and what is still open. Rendered to `transcript.md` and `transcript.json`.
+//!
+//! Why one model for the live recorder, the reader and the recovery: `transcript.md` must match
+//! the journal. The recorder feeds this model every record it journals, the library feeds it the
+//! records it reads back, and both render with the same code, so a transcript regenerated from
+//! the journal after a crash is byte-for-byte the one the live run would have written.
+//!
+//! The AG-UI stream is verified as it is assembled (consumer mode); a violation is reported as a
+//! problem but does not stop assembly, so one bad event never hides the rest of a conversation.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::{Value, json};
+use walkie_agui::{
+    Assembler, ChunkExpander, Event, Message, Mode, Role, Speaker as AguiSpeaker, TranscriptWriter,
+    TurnId, Verifier,
+};
+use walkie_session::{Part, PartIndex, SessionEvent, Speaker};
+
+use crate::civil_time::{CivilTime, format_duration_ms};
+use crate::journal::{AudioSource, ConversationStarted, Record, Recovered, WavClosed};
+
+/// Relative path of a turn WAV inside the conversation folder.
+pub fn turn_wav_file(turn: u32, speaker: Speaker) -> String {
+    let side = match speaker {
+        Speaker::User => "user",
+        Speaker::Assistant => "assistant",
+    };
+    format!("turns/{turn:04}-{side}.wav")
+}
+
+/// The AG-UI message id of a speaker's utterance in a turn (as [`TranscriptWriter`] names it).
+pub fn message_id(turn: u32, speaker: Speaker) -> String {
+    TranscriptWriter::message_id(TurnId(u64::from(turn)), agui_speaker(speaker))
+}
+
+pub(crate) fn agui_speaker(speaker: Speaker) -> AguiSpeaker {
+    match speaker {
+        Speaker::User => AguiSpeaker::User,
+        Speaker::Assistant => AguiSpeaker::Assistant,
+    }
+}
+
+/// A finished turn WAV.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WavInfo {
+    /// Path relative to the conversation folder.
+    pub file: String,
+    pub sample_count: u64,
+    pub sample_rate_hz: u32,
+    pub source: AudioSource,
+}
+
+impl WavInfo {
+    pub fn duration_ms(&self) -> u64 {
+        if self.sample_rate_hz == 0 {
+            return 0;
+        }
+        self.sample_count * 1000 / u64::from(self.sample_rate_hz)
+    }
+}
+
+/// One exchange: a user utterance and the reply to it (or a reply nobody asked for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnInfo {
+    /// 1-based; the `NNNN` of its WAV files.
+    pub turn: u32,
+    pub opened_by: Speaker,
+    pub started_unix_ms: i64,
+    /// `None` while the turn is open.
+    pub ended_unix_ms: Option<i64>,
+    /// A part of the turn was cut (a barge-in, or a crash).
+    pub interrupted: bool,
+    /// Where playback of the reply was cut, relative to its audio.
+    pub interrupted_at_ms: Option<u64>,
+    pub user_wav: Option<WavInfo>,
+    pub assistant_wav: Option<WavInfo>,
+}
+
+/// See the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct Conversation {
+    started: Option<ConversationStarted>,
+    expander: ChunkExpander,
+    verifier: Verifier,
+    assembler: Assembler,
+    agui_events: usize,
+    verify_failed: bool,
+    message_started_unix_ms: HashMap<String, i64>,
+    open_messages: BTreeSet<String>,
+    /// (thread id, run id) of the run that started and has not finished.
+    active_run: Option<(String, String)>,
+    open_parts: BTreeMap<PartIndex, Option<u32>>,
+    turns: BTreeMap<u32, TurnInfo>,
+    last_unix_ms: i64,
+    last_record_closed: bool,
+    recoveries: Vec<Recovered>,
+    problems: Vec<String>,
+}
+
+impl Conversation {
+    pub fn new() -> Conversation {
+        Conversation {
+            verifier: Verifier::new(Mode::Consumer),
+            ..Conversation::default()
+        }
+    }
+
+    /// The model of these records, in journal order.
+    pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> Conversation {
+        let mut conversation = Conversation::new();
+        for record in records {
+            conversation.apply(record);
+        }
+        conversation
+    }
+
+    /// Takes the next journal record.
+    pub fn apply(&mut self, record: &Record) {
+        self.last_record_closed = matches!(record, Record::Closed { .. });
+        match record {
+            Record::Started(started) => {
+                self.last_unix_ms = self.last_unix_ms.max(started.unix_ms);
+                self.started = Some(started.clone());
+            }
+            Record::Session {
+                unix_ms,
+                turn,
+                event,
+            } => {
+                self.saw_time(*unix_ms);
+                self.apply_session(*turn, &event.event);
+            }
+            Record::Agui { event } => self.apply_agui(event),
+            Record::TurnStarted {
+                turn,
+                unix_ms,
+                opened_by,
+            } => {
+                self.saw_time(*unix_ms);
+                self.turns.insert(
+                    *turn,
+                    TurnInfo {
+                        turn: *turn,
+                        opened_by: *opened_by,
+                        started_unix_ms: *unix_ms,
+                        ended_unix_ms: None,
+                        interrupted: false,
+                        interrupted_at_ms: None,
+                        user_wav: None,
+                        assistant_wav: None,
+                    },
+                );
+            }
+            Record::WavClosed(closed) => {
+                self.saw_time(closed.unix_ms);
+                self.apply_wav_closed(closed);
+            }
+            Record::TurnEnded {
+                turn,
+                unix_ms,
+                interrupted,
+            } => {
+                self.saw_time(*unix_ms);
+                if let Some(info) = self.turns.get_mut(turn) {
+                    info.ended_unix_ms = Some(*unix_ms);
+                    info.interrupted |= *interrupted;
+                } else {
+                    self.problems
+                        .push(format!("turn {turn} ended but never started"));
+                }
+            }
+            Record::Recovered(recovered) => {
+                for part in &recovered.parts_closed {
+                    if let Some(Some(turn)) = self.open_parts.remove(&PartIndex(*part))
+                        && let Some(info) = self.turns.get_mut(&turn)
+                    {
+                        info.interrupted = true;
+                    }
+                }
+                self.recoveries.push(recovered.clone());
+            }
+            Record::Closed { unix_ms } => self.saw_time(*unix_ms),
+        }
+    }
+
+    fn saw_time(&mut self, unix_ms: i64) {
+        self.last_unix_ms = self.last_unix_ms.max(unix_ms);
+    }
+
+    fn apply_session(&mut self, turn: Option<u32>, event: &SessionEvent) {
+        match event {
+            SessionEvent::PartStart(start) => {
+                self.open_parts.insert(start.index, turn);
+            }
+            SessionEvent::PartEnd(end) => {
+                self.open_parts.remove(&end.index);
+                if let Part::Speech(speech) = &end.part
+                    && speech.speaker == Speaker::Assistant
+                    && let Some(cut_ms) = speech.interrupted_at_ms
+                    && let Some(info) = turn.and_then(|turn| self.turns.get_mut(&turn))
+                {
+                    info.interrupted = true;
+                    info.interrupted_at_ms = Some(cut_ms);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_wav_closed(&mut self, closed: &WavClosed) {
+        let Some(info) = self.turns.get_mut(&closed.turn) else {
+            self.problems.push(format!(
+                "a WAV of turn {} was closed but the turn never started",
+                closed.turn
+            ));
+            return;
+        };
+        let wav = WavInfo {
+            file: turn_wav_file(closed.turn, closed.speaker),
+            sample_count: closed.sample_count,
+            sample_rate_hz: closed.sample_rate_hz,
+            source: closed.source,
+        };
+        match closed.speaker {
+            Speaker::User => info.user_wav = Some(wav),
+            Speaker::Assistant => info.assistant_wav = Some(wav),
+        }
+    }
+
+    fn apply_agui(&mut self, event: &Event) {
+        let event_index = self.agui_events;
+        self.agui_events += 1;
+        match event {
+            Event::TextMessageStart(start) => {
+                if let Some(at) = start.timestamp {
+                    self.saw_time(at);
+                    self.message_started_unix_ms
+                        .entry(start.message_id.clone())
+                        .or_insert(at);
+                }
+                self.open_messages.insert(start.message_id.clone());
+            }
+            Event::TextMessageContent(content) => {
+                if let Some(at) = content.timestamp {
+                    self.saw_time(at);
+                }
+            }
+            Event::TextMessageEnd(end) => {
+                if let Some(at) = end.timestamp {
+                    self.saw_time(at);
+                }
+                self.open_messages.remove(&end.message_id);
+            }
+            Event::RunStarted(run) => {
+                self.active_run = Some((run.thread_id.clone(), run.run_id.clone()));
+            }
+            Event::RunFinished(_) | Event::RunError(_) => self.active_run = None,
+            _ => {}
+        }
+        let Conversation {
+            expander,
+            verifier,
+            assembler,
+            verify_failed,
+            problems,
+            ..
+        } = self;
+        let expanded = expander.expand(event, event_index, &mut |op| {
+            if !*verify_failed && let Err(violation) = verifier.check(&op, event_index) {
+                *verify_failed = true;
+                problems.push(format!(
+                    "AG-UI event {event_index} breaks rule {}: {}",
+                    violation.rule.as_str(),
+                    violation.message
+                ));
+            }
+            assembler.apply(&op);
+            Ok(())
+        });
+        if let Err(violation) = expanded {
+            self.problems.push(format!(
+                "AG-UI event {event_index} could not be expanded: {}",
+                violation.message
+            ));
+        }
+    }
+
+    /// The start record, if the journal had one.
+    pub fn started(&self) -> Option<&ConversationStarted> {
+        self.started.as_ref()
+    }
+
+    pub fn id(&self) -> Option<&str> {
+        self.started.as_ref().map(|started| started.id.as_str())
+    }
+
+    /// The assembled AG-UI messages, in order of first appearance.
+    pub fn messages(&self) -> &[Message] {
+        self.assembler.messages()
+    }
+
+    /// The turns, in order.
+    pub fn turns(&self) -> impl Iterator<Item = &TurnInfo> {
+        self.turns.values()
+    }
+
+    pub fn turn(&self, turn: u32) -> Option<&TurnInfo> {
+        self.turns.get(&turn)
+    }
+
+    /// Ids of messages started and not ended.
+    pub fn open_messages(&self) -> impl Iterator<Item = &str> {
+        self.open_messages.iter().map(String::as_str)
+    }
+
+    /// The run that started and has not finished: (thread id, run id).
+    pub fn active_run(&self) -> Option<(&str, &str)> {
+        self.active_run
+            .as_ref()
+            .map(|(thread, run)| (thread.as_str(), run.as_str()))
+    }
+
+    /// Session parts started and not ended.
+    pub fn open_parts(&self) -> impl Iterator<Item = PartIndex> + '_ {
+        self.open_parts.keys().copied()
+    }
+
+    /// Turns started and not ended.
+    pub fn open_turns(&self) -> impl Iterator<Item = &TurnInfo> {
+        self.turns
+            .values()
+            .filter(|info| info.ended_unix_ms.is_none())
+    }
+
+    /// Wall time of the latest record of the conversation itself (not of a later recovery).
+    pub fn last_unix_ms(&self) -> i64 {
+        self.last_unix_ms
+    }
+
+    pub fn started_unix_ms(&self) -> i64 {
+        self.started.as_ref().map_or(0, |started| started.unix_ms)
+    }
+
+    pub fn duration_ms(&self) -> u64 {
+        u64::try_from(self.last_unix_ms - self.started_unix_ms()).unwrap_or(0)
+    }
+
+    /// Whether the last record is a close (clean, or written by a recovery).
+    pub fn is_closed(&self) -> bool {
+        self.last_record_closed
+    }
+
+    /// Recoveries the conversation went through.
+    pub fn recoveries(&self) -> &[Recovered] {
+        &self.recoveries
+    }
+
+    pub(crate) fn note_problem(&mut self, problem: String) {
+        self.problems.push(problem);
+    }
+
+    /// What was wrong in the records (never fatal).
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// The first words said, for a library listing.
+    pub fn first_words(&self, max_words: usize) -> String {
+        let Some(text) = self
+            .messages()
+            .iter()
+            .filter_map(Message::content)
+            .find(|text| !text.trim().is_empty())
+        else {
+            return String::new();
+        };
+        let mut words = text.split_whitespace();
+        let mut first: Vec<&str> = words.by_ref().take(max_words).collect();
+        if words.next().is_some() {
+            first.push("…");
+        }
+        first.join(" ")
+    }
+
+    fn utc_offset_minutes(&self) -> i32 {
+        self.started
+            .as_ref()
+            .map_or(0, |started| started.utc_offset_minutes)
+    }
+
+    fn turn_of_message(&self, id: &str) -> Option<(&TurnInfo, Speaker)> {
+        let (side, number) = id.rsplit_once('-')?;
+        let speaker = match side {
+            "user" => Speaker::User,
+            "assistant" => Speaker::Assistant,
+            _ => return None,
+        };
+        let info = self.turns.get(&number.parse().ok()?)?;
+        Some((info, speaker))
+    }
+
+    fn message_interrupted(&self, message: &Message) -> bool {
+        let by_metadata = message
+            .metadata()
+            .and_then(|metadata| metadata.get("interrupted"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let by_turn = matches!(
+            self.turn_of_message(message.id()),
+            Some((info, Speaker::Assistant)) if info.interrupted_at_ms.is_some()
+        );
+        by_metadata || by_turn
+    }
+
+    /// `transcript.md`: who spoke, when, what; each message at its first appearance (a user
+    /// message at the user's speech start). `audio_links` adds links to the turn WAVs (off for a
+    /// single-file export, where they would dangle).
+    pub fn render_markdown(&self, audio_links: bool) -> String {
+        let offset = self.utc_offset_minutes();
+        let start = CivilTime::from_unix_ms(self.started_unix_ms(), offset);
+        let mut out = String::with_capacity(256 + 128 * self.messages().len());
+        out.push_str(&format!(
+            "# Conversation of {} {}\n\n",
+            start.date(),
+            start.clock()
+        ));
+        out.push_str(&format!(
+            "Duration {} · {} turn{}\n",
+            format_duration_ms(self.duration_ms()),
+            self.turns.len(),
+            if self.turns.len() == 1 { "" } else { "s" }
+        ));
+        for message in self.messages() {
+            let who = match message.role() {
+                Some(Role::User) => "User".to_owned(),
+                Some(Role::Assistant) => "Assistant".to_owned(),
+                Some(other) => other.as_str().to_owned(),
+                None => message.role_name().to_owned(),
+            };
+            out.push_str(&format!("\n**{who}**"));
+            if let Some(&at) = self.message_started_unix_ms.get(message.id()) {
+                out.push_str(&format!(
+                    " · {}",
+                    CivilTime::from_unix_ms(at, offset).clock()
+                ));
+            }
+            if self.message_interrupted(message) {
+                out.push_str(" · interrupted");
+            }
+            if audio_links && let Some((info, speaker)) = self.turn_of_message(message.id()) {
+                let wav = match speaker {
+                    Speaker::User => &info.user_wav,
+                    Speaker::Assistant => &info.assistant_wav,
+                };
+                if let Some(wav) = wav {
+                    out.push_str(&format!(" · [audio]({})", wav.file));
+                }
+            }
+            out.push_str("\n\n");
+            match message.content() {
+                Some(text) if !text.trim().is_empty() => {
+                    out.push_str(text.trim_end());
+                    out.push('\n');
+                }
+                _ => out.push_str("_(no transcript)_\n"),
+            }
+        }
+        out
+    }
+
+    /// `transcript.json`: the assembled AG-UI messages plus turn metadata.
+    pub fn to_json(&self) -> Value {
+        let turns: Vec<Value> = self
+            .turns
+            .values()
+            .map(|info| {
+                let wav = |wav: &Option<WavInfo>| {
+                    wav.as_ref().map(|wav| {
+                        json!({
+                            "file": wav.file,
+                            "sampleCount": wav.sample_count,
+                            "sampleRateHz": wav.sample_rate_hz,
+                            "durationMs": wav.duration_ms(),
+                            "source": wav.source,
+                        })
+                    })
+                };
+                let messages: Vec<String> = [Speaker::User, Speaker::Assistant]
+                    .into_iter()
+                    .map(|speaker| message_id(info.turn, speaker))
+                    .filter(|id| self.assembler.message(id).is_some())
+                    .collect();
+                json!({
+                    "turn": info.turn,
+                    "openedBy": info.opened_by,
+                    "startedUnixMs": info.started_unix_ms,
+                    "endedUnixMs": info.ended_unix_ms,
+                    "interrupted": info.interrupted,
+                    "interruptedAtMs": info.interrupted_at_ms,
+                    "messages": messages,
+                    "userWav": wav(&info.user_wav),
+                    "assistantWav": wav(&info.assistant_wav),
+                })
+            })
+            .collect();
+        json!({
+            "id": self.id(),
+            "startedUnixMs": self.started_unix_ms(),
+            "utcOffsetMinutes": self.utc_offset_minutes(),
+            "durationMs": self.duration_ms(),
+            "messages": self.messages(),
+            "turns": turns,
+        })
+    }
+}

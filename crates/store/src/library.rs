@@ -1,0 +1,301 @@
+//! The library: every conversation under one root folder — list, open, delete, retention,
+//! export, recovery at start, and the recorder for a new conversation.
+//!
+//! Why a root passed in: the shell owns settings. It resolves the folder (the setting, else
+//! [`default_data_dir`]: `WALKIE_DATA_DIR`, else the platform data directory) and hands the
+//! store `…/conversations`; tests hand it a temporary folder. Nothing here reads a clock: "now"
+//! is an argument wherever age matters.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::conversation::Conversation;
+use crate::error::StoreError;
+use crate::files::{WRITING_MARKER_FILE, write_atomically};
+use crate::journal::{JOURNAL_FILE, read_journal};
+use crate::recorder::{Recorder, RecorderConfig};
+use crate::recovery::{RecoveryReport, needs_recovery, recover_conversation};
+
+/// The environment variable that overrides the data directory.
+pub const DATA_DIR_ENV: &str = "WALKIE_DATA_DIR";
+/// Words of a conversation shown in the library listing.
+pub const FIRST_WORDS: usize = 12;
+const MS_PER_DAY: i64 = 86_400_000;
+
+/// The app's data directory: `$WALKIE_DATA_DIR` when set and not empty, else the platform data
+/// directory (`$XDG_DATA_HOME/walkie` or `~/.local/share/walkie` on Linux).
+pub fn default_data_dir() -> Result<PathBuf, StoreError> {
+    data_dir_from(std::env::var_os(DATA_DIR_ENV), dirs::data_dir())
+}
+
+/// [`default_data_dir`] with its inputs given (for tests).
+pub fn data_dir_from(
+    env_override: Option<std::ffi::OsString>,
+    platform_data_dir: Option<PathBuf>,
+) -> Result<PathBuf, StoreError> {
+    match env_override {
+        Some(dir) if !dir.is_empty() => Ok(PathBuf::from(dir)),
+        _ => platform_data_dir
+            .map(|dir| dir.join("walkie"))
+            .ok_or(StoreError::NoDataDir),
+    }
+}
+
+/// The conversations folder inside a data directory.
+pub fn conversations_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("conversations")
+}
+
+/// One line of the library listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationSummary {
+    pub id: String,
+    pub dir: PathBuf,
+    pub started_unix_ms: i64,
+    pub duration_ms: u64,
+    pub turn_count: usize,
+    /// The first words said, `…` when there are more.
+    pub first_words: String,
+    /// Still being written, or left by an unclean stop and not yet recovered.
+    pub open: bool,
+}
+
+/// How many conversations to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Retention {
+    /// Delete conversations that started more than this many days ago.
+    pub keep_days: Option<u32>,
+    /// Keep at most this many conversations (the newest).
+    pub keep_count: Option<usize>,
+}
+
+/// The conversations under one root folder; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    /// The store at `root` (created when the first conversation starts).
+    pub fn new(root: impl Into<PathBuf>) -> Store {
+        Store { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Starts recording a new conversation.
+    pub fn start(&self, config: RecorderConfig, now_unix_ms: i64) -> Result<Recorder, StoreError> {
+        Recorder::start(&self.root, config, now_unix_ms)
+    }
+
+    /// Repairs every conversation left by an unclean stop (call once at start, before
+    /// [`Store::start`]). `current` is skipped. One folder's failure does not stop the others.
+    pub fn recover(
+        &self,
+        now_unix_ms: i64,
+        current: Option<&str>,
+    ) -> Result<Vec<Result<RecoveryReport, StoreError>>, StoreError> {
+        let mut reports = Vec::new();
+        for (id, dir) in self.folders()? {
+            if Some(id.as_str()) == current || !needs_recovery(&dir) {
+                continue;
+            }
+            reports.push(recover_conversation(&dir, now_unix_ms));
+        }
+        Ok(reports)
+    }
+
+    /// Every conversation, newest first. Folders that are not conversations are skipped.
+    pub fn list(&self) -> Result<Vec<ConversationSummary>, StoreError> {
+        let mut summaries = Vec::new();
+        for (id, dir) in self.folders()? {
+            let Ok(parsed) = read_journal(&dir.join(JOURNAL_FILE)) else {
+                continue;
+            };
+            if parsed.started().is_none() {
+                continue;
+            }
+            let conversation =
+                Conversation::from_records(parsed.records.iter().map(|(_, record)| record));
+            summaries.push(ConversationSummary {
+                id,
+                open: dir.join(WRITING_MARKER_FILE).exists() || !conversation.is_closed(),
+                started_unix_ms: conversation.started_unix_ms(),
+                duration_ms: conversation.duration_ms(),
+                turn_count: conversation.turns().count(),
+                first_words: conversation.first_words(FIRST_WORDS),
+                dir,
+            });
+        }
+        summaries.sort_by(|a, b| (b.started_unix_ms, &b.id).cmp(&(a.started_unix_ms, &a.id)));
+        Ok(summaries)
+    }
+
+    /// The folder of a conversation.
+    pub fn dir_of(&self, id: &str) -> Result<PathBuf, StoreError> {
+        validate_id(id)?;
+        let dir = self.root.join(id);
+        if !dir.join(JOURNAL_FILE).is_file() {
+            return Err(StoreError::UnknownConversation {
+                id: id.to_owned(),
+                data_dir: self.root.clone(),
+            });
+        }
+        Ok(dir)
+    }
+
+    /// Reads one conversation. Bad journal lines are skipped and listed in
+    /// [`Conversation::problems`]; use [`Store::open_strict`] to refuse them.
+    pub fn open(&self, id: &str) -> Result<Conversation, StoreError> {
+        let dir = self.dir_of(id)?;
+        let parsed = read_journal(&dir.join(JOURNAL_FILE))?;
+        if parsed.started().is_none() {
+            return Err(StoreError::NotAConversation {
+                path: dir,
+                reason: "its journal does not begin with a start record".into(),
+            });
+        }
+        let mut conversation =
+            Conversation::from_records(parsed.records.iter().map(|(_, record)| record));
+        for garbage in &parsed.garbage {
+            conversation.note_problem(format!(
+                "journal line {} skipped: {}",
+                garbage.line_number, garbage.reason
+            ));
+        }
+        Ok(conversation)
+    }
+
+    /// Reads one conversation, failing on the first journal line that is not a record.
+    pub fn open_strict(&self, id: &str) -> Result<Conversation, StoreError> {
+        let dir = self.dir_of(id)?;
+        let journal = dir.join(JOURNAL_FILE);
+        let parsed = read_journal(&journal)?;
+        if let Some(garbage) = parsed.garbage.first() {
+            return Err(StoreError::JournalGarbage {
+                path: journal,
+                line_number: garbage.line_number,
+                reason: garbage.reason.clone(),
+            });
+        }
+        self.open(id)
+    }
+
+    /// Deletes a conversation (never `current`).
+    pub fn delete(&self, id: &str, current: Option<&str>) -> Result<(), StoreError> {
+        if Some(id) == current {
+            return Err(StoreError::CurrentConversation { id: id.to_owned() });
+        }
+        let dir = self.dir_of(id)?;
+        fs::remove_dir_all(&dir).map_err(|error| StoreError::io("delete", &dir, error))
+    }
+
+    /// Applies a retention policy: deletes conversations older than `keep_days` and beyond the
+    /// newest `keep_count`, never `current`. Returns the ids deleted.
+    pub fn apply_retention(
+        &self,
+        retention: Retention,
+        now_unix_ms: i64,
+        current: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut deleted = Vec::new();
+        let mut kept = 0usize;
+        for summary in self.list()? {
+            if Some(summary.id.as_str()) == current {
+                kept += 1;
+                continue;
+            }
+            let too_old = retention.keep_days.is_some_and(|days| {
+                now_unix_ms - summary.started_unix_ms > i64::from(days) * MS_PER_DAY
+            });
+            let too_many = retention.keep_count.is_some_and(|count| kept >= count);
+            if too_old || too_many {
+                self.delete(&summary.id, current)?;
+                deleted.push(summary.id);
+            } else {
+                kept += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Copies a conversation's folder (journal, transcripts, WAVs) to `destination`, which must
+    /// not exist.
+    pub fn export_folder(&self, id: &str, destination: &Path) -> Result<(), StoreError> {
+        let dir = self.dir_of(id)?;
+        if destination.exists() {
+            return Err(StoreError::DestinationExists {
+                path: destination.to_path_buf(),
+            });
+        }
+        copy_tree(&dir, destination)
+    }
+
+    /// Writes a conversation as one Markdown file at `destination`, which must not exist.
+    pub fn export_markdown(&self, id: &str, destination: &Path) -> Result<(), StoreError> {
+        let conversation = self.open(id)?;
+        if destination.exists() {
+            return Err(StoreError::DestinationExists {
+                path: destination.to_path_buf(),
+            });
+        }
+        write_atomically(destination, conversation.render_markdown(false).as_bytes())
+    }
+
+    /// (id, folder) of every folder under the root, sorted by id.
+    fn folders(&self) -> Result<Vec<(String, PathBuf)>, StoreError> {
+        let entries = match fs::read_dir(&self.root) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(StoreError::io("list", &self.root, error)),
+        };
+        let mut folders = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|error| StoreError::io("list", &self.root, error))?;
+            let Ok(id) = entry.file_name().into_string() else {
+                continue;
+            };
+            if id.starts_with('.') || !entry.path().is_dir() {
+                continue;
+            }
+            folders.push((id, entry.path()));
+        }
+        folders.sort();
+        Ok(folders)
+    }
+}
+
+fn validate_id(id: &str) -> Result<(), StoreError> {
+    let valid = !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    if valid {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidId { id: id.to_owned() })
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), StoreError> {
+    fs::create_dir_all(to).map_err(|error| StoreError::io("create", to, error))?;
+    let entries = fs::read_dir(from).map_err(|error| StoreError::io("list", from, error))?;
+    for entry in entries {
+        let entry = entry.map_err(|error| StoreError::io("list", from, error))?;
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let source = entry.path();
+        let target = to.join(&name);
+        if source.is_dir() {
+            copy_tree(&source, &target)?;
+        } else {
+            fs::copy(&source, &target).map_err(|error| StoreError::io("copy", &source, error))?;
+        }
+    }
+    Ok(())
+}

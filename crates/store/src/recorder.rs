@@ -1,0 +1,789 @@
+//! The recorder: one conversation being written, fed by the shell's worker thread.
+//!
+//! Why it derives the AG-UI transcript itself: the journal must hold the transcript events that
+//! `transcript.json` is assembled from, and those are a pure function of the session events. The
+//! recorder maps session events to [`TranscriptWriter`] signals (turn numbers are its own) and
+//! returns the events it journaled, so the shell can forward the very same events to the webview
+//! instead of keeping a second mapping.
+//!
+//! Turns: a user speech part starts a turn (closing the previous one for new audio); an
+//! assistant part outside an open turn starts one too. A turn ends when the model completed it
+//! (`RealtimeTurnComplete` after a reply) or a later turn superseded it, and none of its parts is
+//! open any more. A `RealtimeTurnComplete` for a turn whose reply has not started (the cancelled
+//! reply of a barge-in) does not end the new turn.
+//!
+//! Audio: the user WAV gets what the shell passes to [`Recorder::user_audio`] (what was sent);
+//! samples arriving before a user speech part starts are held (bounded, the pre-roll) and go at
+//! the front of the next user WAV. The assistant WAV gets the played deltas, cut at
+//! `interrupted_at_ms` when a barge-in cut the part; the part's snapshot is written only when no
+//! delta of that part was played.
+//!
+//! Failures never stop the conversation: the model in memory goes on, records and samples wait
+//! in memory, and saving is retried every `retry_interval_ms` (or on [`Recorder::retry_saving`]).
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use walkie_agui::{Event, TranscriptInput, TranscriptWriter, TurnId};
+use walkie_session::{
+    Part, PartDelta, PartIndex, SessionEvent, Speaker, SpeechPart, StampedEvent, WavSnapshot,
+};
+
+use crate::civil_time::CivilTime;
+use crate::conversation::{Conversation, agui_speaker, turn_wav_file};
+use crate::error::StoreError;
+use crate::files::{TURNS_DIR, WRITING_MARKER_FILE, sync_dir, write_transcripts};
+use crate::journal::{
+    AudioSource, ConversationStarted, FORMAT_VERSION, JOURNAL_FILE, JournalFile, Record, WavClosed,
+};
+use crate::wav::TurnWav;
+
+/// How a conversation is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecorderConfig {
+    /// Rate of the samples passed to [`Recorder::user_audio`].
+    pub user_sample_rate_hz: u32,
+    /// Rate of the assistant's played deltas.
+    pub assistant_sample_rate_hz: u32,
+    /// The user's UTC offset, for readable times in `transcript.md` and the folder name.
+    pub utc_offset_minutes: i32,
+    /// User audio kept while no user turn is open (the pre-roll before a speech start).
+    pub max_pending_user_audio_ms: u64,
+    /// How often saving is retried after a failure.
+    pub retry_interval_ms: i64,
+}
+
+impl Default for RecorderConfig {
+    fn default() -> RecorderConfig {
+        RecorderConfig {
+            user_sample_rate_hz: 24_000,
+            assistant_sample_rate_hz: walkie_session::DEFAULT_OUTPUT_SAMPLE_RATE_HZ,
+            utc_offset_minutes: 0,
+            max_pending_user_audio_ms: 2_000,
+            retry_interval_ms: 1_000,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct LiveTurn {
+    has_user_part: bool,
+    has_assistant_part: bool,
+    /// Completed by the model or superseded by a later turn: it ends once no part is open.
+    finished: bool,
+    open_parts: u32,
+    interrupted: bool,
+    user_wav: Option<TurnWav>,
+    assistant_wav: Option<TurnWav>,
+    assistant_source: AudioSource,
+    /// Per open assistant speech part: its first sample in the WAV and the samples its deltas
+    /// added.
+    part_audio: HashMap<PartIndex, (u64, u64)>,
+}
+
+/// Whether the recorder's files are up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveState {
+    /// Everything handed over is on disk.
+    Saving,
+    /// Writing failed; the conversation goes on in memory and saving is retried.
+    Failing,
+}
+
+/// One conversation being written; see the module docs.
+#[derive(Debug)]
+pub struct Recorder {
+    dir: PathBuf,
+    id: String,
+    config: RecorderConfig,
+    journal: JournalFile,
+    model: Conversation,
+    writer: TranscriptWriter,
+    agui_out: Vec<Event>,
+    scratch: Vec<Event>,
+    turns: BTreeMap<u32, LiveTurn>,
+    current_turn: Option<u32>,
+    next_turn: u32,
+    part_turns: HashMap<PartIndex, u32>,
+    pending_user_audio: VecDeque<i16>,
+    /// WAVs of ended turns whose close failed; closed again on retry.
+    unclosed_wavs: Vec<TurnWav>,
+    save_error: Option<StoreError>,
+    last_retry_unix_ms: i64,
+    transcripts_stale: bool,
+    closed: bool,
+}
+
+impl Recorder {
+    /// Starts a conversation in a new folder under `root` (created if needed).
+    pub fn start(
+        root: &Path,
+        config: RecorderConfig,
+        now_unix_ms: i64,
+    ) -> Result<Recorder, StoreError> {
+        fs::create_dir_all(root).map_err(|error| StoreError::io("create", root, error))?;
+        let stamp = CivilTime::from_unix_ms(now_unix_ms, config.utc_offset_minutes).folder_stamp();
+        let (id, dir) = create_unique_dir(root, &stamp)?;
+        let turns = dir.join(TURNS_DIR);
+        fs::create_dir(&turns).map_err(|error| StoreError::io("create", &turns, error))?;
+        let marker = dir.join(WRITING_MARKER_FILE);
+        fs::write(&marker, b"").map_err(|error| StoreError::io("create", &marker, error))?;
+        let mut journal = JournalFile::create_new(&dir.join(JOURNAL_FILE))?;
+        let started = Record::Started(ConversationStarted {
+            format_version: FORMAT_VERSION,
+            id: id.clone(),
+            unix_ms: now_unix_ms,
+            utc_offset_minutes: config.utc_offset_minutes,
+            user_sample_rate_hz: config.user_sample_rate_hz,
+            assistant_sample_rate_hz: config.assistant_sample_rate_hz,
+        });
+        journal.append(&started)?;
+        sync_dir(&dir)?;
+        sync_dir(root)?;
+        let mut model = Conversation::new();
+        model.apply(&started);
+        write_transcripts(&dir, &model)?;
+        Ok(Recorder {
+            writer: TranscriptWriter::new(id.clone()),
+            dir,
+            id,
+            config,
+            journal,
+            model,
+            agui_out: Vec::new(),
+            scratch: Vec::new(),
+            turns: BTreeMap::new(),
+            current_turn: None,
+            next_turn: 1,
+            part_turns: HashMap::new(),
+            pending_user_audio: VecDeque::new(),
+            unclosed_wavs: Vec::new(),
+            save_error: None,
+            last_retry_unix_ms: now_unix_ms,
+            transcripts_stale: false,
+            closed: false,
+        })
+    }
+
+    /// The conversation's id (its folder name).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The conversation's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The conversation as recorded so far (in memory, whatever the disk did).
+    pub fn conversation(&self) -> &Conversation {
+        &self.model
+    }
+
+    /// Whether everything is saved.
+    pub fn save_state(&self) -> SaveState {
+        if self.save_error.is_some() {
+            SaveState::Failing
+        } else {
+            SaveState::Saving
+        }
+    }
+
+    /// The latest saving failure, while saving is failing.
+    pub fn save_problem(&self) -> Option<&StoreError> {
+        self.save_error.as_ref()
+    }
+
+    /// Records one session event observed at wall time `unix_ms`. Returns the AG-UI transcript
+    /// events it produced (for the webview). Never fails: see [`Recorder::save_problem`].
+    pub fn record(&mut self, event: &StampedEvent, unix_ms: i64) -> &[Event] {
+        self.agui_out.clear();
+        if self.closed {
+            return &self.agui_out;
+        }
+        self.retry_if_due(unix_ms);
+        match &event.event {
+            SessionEvent::PartStart(start) => {
+                self.part_started(event, start.index, &start.part, unix_ms)
+            }
+            SessionEvent::PartDelta(delta) => {
+                let turn = self.part_turns.get(&delta.index).copied();
+                self.journal_session(event, turn, unix_ms);
+                if let Some(turn) = turn {
+                    self.part_delta(turn, delta.index, &delta.delta, unix_ms);
+                }
+            }
+            SessionEvent::PartEnd(end) => {
+                let turn = self.part_turns.remove(&end.index);
+                if let (Some(turn), Part::Speech(speech)) = (turn, &end.part)
+                    && speech.speaker == Speaker::Assistant
+                {
+                    self.finish_assistant_audio(turn, end.index, speech);
+                }
+                self.journal_session(event, turn, unix_ms);
+                if let Some(turn) = turn {
+                    self.part_ended(turn, &end.part, unix_ms);
+                }
+            }
+            SessionEvent::TurnComplete => {
+                self.journal_session(event, self.current_turn, unix_ms);
+                if let Some(turn) = self.current_turn
+                    && let Some(live) = self.turns.get_mut(&turn)
+                    && live.has_assistant_part
+                {
+                    live.finished = true;
+                    self.end_turn_if_done(turn, unix_ms);
+                }
+            }
+            _ => self.journal_session(event, None, unix_ms),
+        }
+        &self.agui_out
+    }
+
+    /// Captured user audio, exactly what was sent (mono, `user_sample_rate_hz`).
+    pub fn user_audio(&mut self, samples: &[i16], unix_ms: i64) {
+        if self.closed {
+            return;
+        }
+        self.retry_if_due(unix_ms);
+        let target = self
+            .current_turn
+            .and_then(|turn| self.turns.get_mut(&turn))
+            .filter(|live| live.has_user_part && !live.finished)
+            .and_then(|live| live.user_wav.as_mut());
+        match target {
+            Some(wav) => {
+                if let Err(error) = wav.write(samples) {
+                    self.note_failure(error);
+                }
+            }
+            None => {
+                self.pending_user_audio.extend(samples.iter().copied());
+                let max_samples = (self.config.max_pending_user_audio_ms
+                    * u64::from(self.config.user_sample_rate_hz)
+                    / 1000) as usize;
+                let excess = self.pending_user_audio.len().saturating_sub(max_samples);
+                self.pending_user_audio.drain(..excess);
+            }
+        }
+    }
+
+    /// Retries saving now (the recorder also retries by itself every `retry_interval_ms`).
+    /// `Ok` means everything handed over is on disk.
+    pub fn retry_saving(&mut self, unix_ms: i64) -> Result<(), &StoreError> {
+        self.last_retry_unix_ms = unix_ms;
+        self.try_resume();
+        match &self.save_error {
+            None => Ok(()),
+            Some(error) => Err(error),
+        }
+    }
+
+    /// Closes the conversation: open parts are cut, open turns end, open messages close, the
+    /// journal gets its close record and the transcripts are written. Returns the AG-UI events
+    /// of the close. On a saving failure the error is returned and `close` can be called again.
+    pub fn close(&mut self, unix_ms: i64) -> Result<Vec<Event>, StoreError> {
+        let mut events = Vec::new();
+        if !self.closed {
+            self.agui_out.clear();
+            let open: Vec<u32> = self.turns.keys().copied().collect();
+            for turn in open {
+                if let Some(live) = self.turns.get_mut(&turn) {
+                    live.interrupted |= live.open_parts > 0;
+                    live.finished = true;
+                    live.open_parts = 0;
+                }
+                self.end_turn(turn, unix_ms);
+            }
+            self.part_turns.clear();
+            self.writer.finish(unix_ms, &mut self.scratch);
+            self.journal_transcript_events();
+            self.append(Record::Closed { unix_ms });
+            self.closed = true;
+            self.transcripts_stale = true;
+            events = std::mem::take(&mut self.agui_out);
+        }
+        self.try_resume();
+        if let Some(error) = self.save_error.take() {
+            self.save_error = Some(StoreError::Misuse("close is still owed after a failure"));
+            return Err(error);
+        }
+        let marker = self.dir.join(WRITING_MARKER_FILE);
+        match fs::remove_file(&marker) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(StoreError::io("remove", &marker, error)),
+        }
+        Ok(events)
+    }
+
+    fn part_started(&mut self, event: &StampedEvent, index: PartIndex, part: &Part, unix_ms: i64) {
+        let speaker = match part {
+            Part::Speech(speech) => speech.speaker,
+            Part::Text(_) | Part::ToolCall(_) => Speaker::Assistant,
+        };
+        let turn = match speaker {
+            Speaker::User => self.begin_turn(Speaker::User, unix_ms),
+            Speaker::Assistant => match self.current_turn {
+                Some(turn) if self.turns.get(&turn).is_some_and(|live| !live.finished) => turn,
+                _ => self.begin_turn(Speaker::Assistant, unix_ms),
+            },
+        };
+        self.part_turns.insert(index, turn);
+        self.journal_session(event, Some(turn), unix_ms);
+        let live = self
+            .turns
+            .get_mut(&turn)
+            .expect("the turn a part starts in is live: begin_turn inserted it or it was checked");
+        live.open_parts += 1;
+        match speaker {
+            Speaker::User => live.has_user_part = true,
+            Speaker::Assistant => live.has_assistant_part = true,
+        }
+        if speaker == Speaker::User && live.user_wav.is_none() {
+            let path = self.dir.join(turn_wav_file(turn, Speaker::User));
+            let (mut wav, created) = TurnWav::create(path, self.config.user_sample_rate_hz);
+            let pending: Vec<i16> = self.pending_user_audio.drain(..).collect();
+            let written = wav.write(&pending);
+            live.user_wav = Some(wav);
+            if let Err(error) = created.and(written) {
+                self.note_failure(error);
+            }
+        }
+        if let Part::Speech(speech) = part
+            && speech.speaker == Speaker::Assistant
+        {
+            let live = self
+                .turns
+                .get_mut(&turn)
+                .expect("the turn a part starts in is live");
+            let start = live.assistant_wav.as_ref().map_or(0, TurnWav::sample_count);
+            live.part_audio.insert(index, (start, 0));
+        }
+        if matches!(part, Part::Speech(_) | Part::Text(_)) {
+            self.transcript(
+                unix_ms,
+                TranscriptInput::SpeechStarted {
+                    turn: TurnId(u64::from(turn)),
+                    speaker: agui_speaker(speaker),
+                },
+            );
+        }
+    }
+
+    fn part_delta(&mut self, turn: u32, index: PartIndex, delta: &PartDelta, unix_ms: i64) {
+        let turn_id = TurnId(u64::from(turn));
+        match delta {
+            PartDelta::Speech(speech) => {
+                if let Some(chunk) = &speech.audio_chunk
+                    && speech.speaker == Speaker::Assistant
+                {
+                    self.assistant_audio(turn, index, chunk.samples());
+                }
+                let speaker = agui_speaker(speech.speaker);
+                match (&speech.transcript_delta, &speech.transcript) {
+                    (Some(appended), _) if !appended.is_empty() => self.transcript(
+                        unix_ms,
+                        TranscriptInput::TranscriptDelta {
+                            turn: turn_id,
+                            speaker,
+                            delta: appended,
+                        },
+                    ),
+                    // A revision: the whole transcript replaces what was streamed.
+                    (Some(_), Some(whole)) => self.transcript(
+                        unix_ms,
+                        TranscriptInput::TranscriptDone {
+                            turn: turn_id,
+                            speaker,
+                            transcript: whole,
+                        },
+                    ),
+                    _ => {}
+                }
+            }
+            PartDelta::Text(text) => self.transcript(
+                unix_ms,
+                TranscriptInput::TranscriptDelta {
+                    turn: turn_id,
+                    speaker: agui_speaker(Speaker::Assistant),
+                    delta: &text.content_delta,
+                },
+            ),
+        }
+    }
+
+    fn part_ended(&mut self, turn: u32, part: &Part, unix_ms: i64) {
+        let turn_id = TurnId(u64::from(turn));
+        match part {
+            Part::Speech(speech) => {
+                let speaker = agui_speaker(speech.speaker);
+                match &speech.transcript {
+                    Some(transcript) => self.transcript(
+                        unix_ms,
+                        TranscriptInput::TranscriptDone {
+                            turn: turn_id,
+                            speaker,
+                            transcript,
+                        },
+                    ),
+                    None => self.transcript(
+                        unix_ms,
+                        TranscriptInput::SpeechStopped {
+                            turn: turn_id,
+                            speaker,
+                        },
+                    ),
+                }
+            }
+            Part::Text(text) => self.transcript(
+                unix_ms,
+                TranscriptInput::TranscriptDone {
+                    turn: turn_id,
+                    speaker: agui_speaker(Speaker::Assistant),
+                    transcript: &text.content,
+                },
+            ),
+            Part::ToolCall(_) => {}
+        }
+        if let Some(live) = self.turns.get_mut(&turn) {
+            live.open_parts = live.open_parts.saturating_sub(1);
+            if let Part::Speech(speech) = part {
+                live.interrupted |= speech.interrupted_at_ms.is_some();
+            }
+        }
+        self.end_turn_if_done(turn, unix_ms);
+    }
+
+    fn assistant_audio(&mut self, turn: u32, index: PartIndex, samples: &[i16]) {
+        let rate = self.config.assistant_sample_rate_hz;
+        let dir = &self.dir;
+        let Some(live) = self.turns.get_mut(&turn) else {
+            return;
+        };
+        let mut failure = None;
+        let wav = live.assistant_wav.get_or_insert_with(|| {
+            let (wav, created) =
+                TurnWav::create(dir.join(turn_wav_file(turn, Speaker::Assistant)), rate);
+            failure = created.err();
+            wav
+        });
+        if let Err(error) = wav.write(samples) {
+            failure = Some(error);
+        }
+        live.assistant_source = AudioSource::PlayedDeltas;
+        if let Some((_, played)) = live.part_audio.get_mut(&index) {
+            *played += samples.len() as u64;
+        }
+        if let Some(error) = failure {
+            self.note_failure(error);
+        }
+    }
+
+    /// At an assistant speech part's end: cut the played audio where a barge-in cut it, or write
+    /// the snapshot when nothing of the part was played.
+    fn finish_assistant_audio(&mut self, turn: u32, index: PartIndex, speech: &SpeechPart) {
+        let rate = self.config.assistant_sample_rate_hz;
+        let dir = self.dir.clone();
+        let Some(live) = self.turns.get_mut(&turn) else {
+            return;
+        };
+        let (start, played) = live.part_audio.remove(&index).unwrap_or((0, 0));
+        let mut failure = None;
+        if played > 0 {
+            if let (Some(cut_ms), Some(wav)) = (speech.interrupted_at_ms, &mut live.assistant_wav) {
+                let keep = start + cut_ms * u64::from(wav.sample_rate_hz()) / 1000;
+                failure = wav.cut_to(keep).err();
+            }
+        } else if let Some(snapshot) = &speech.audio {
+            let samples = snapshot_samples(snapshot);
+            let limit = speech.interrupted_at_ms.map_or(samples.len(), |cut_ms| {
+                let cut = cut_ms * u64::from(snapshot.sample_rate_hz()) / 1000;
+                samples
+                    .len()
+                    .min(usize::try_from(cut).unwrap_or(usize::MAX))
+            });
+            let wav = live.assistant_wav.get_or_insert_with(|| {
+                let (wav, created) = TurnWav::create(
+                    dir.join(turn_wav_file(turn, Speaker::Assistant)),
+                    snapshot.sample_rate_hz(),
+                );
+                failure = created.err();
+                wav
+            });
+            if wav.sample_rate_hz() == snapshot.sample_rate_hz() {
+                if let Err(error) = wav.write(&samples[..limit]) {
+                    failure = Some(error);
+                }
+                if live.assistant_source != AudioSource::PlayedDeltas {
+                    live.assistant_source = AudioSource::Snapshot;
+                }
+            } else {
+                failure = Some(StoreError::Wav {
+                    path: wav.path().to_path_buf(),
+                    message: format!(
+                        "a {} Hz snapshot cannot join a {} Hz turn WAV; it was not saved",
+                        snapshot.sample_rate_hz(),
+                        rate
+                    ),
+                });
+            }
+        }
+        if let Some(error) = failure {
+            self.note_failure(error);
+        }
+    }
+
+    fn begin_turn(&mut self, opened_by: Speaker, unix_ms: i64) -> u32 {
+        if let Some(previous) = self.current_turn.take() {
+            if let Some(live) = self.turns.get_mut(&previous) {
+                live.finished = true;
+            }
+            self.end_turn_if_done(previous, unix_ms);
+        }
+        let turn = self.next_turn;
+        self.next_turn += 1;
+        self.turns.insert(
+            turn,
+            LiveTurn {
+                has_user_part: false,
+                has_assistant_part: false,
+                finished: false,
+                open_parts: 0,
+                interrupted: false,
+                user_wav: None,
+                assistant_wav: None,
+                assistant_source: AudioSource::Empty,
+                part_audio: HashMap::new(),
+            },
+        );
+        self.current_turn = Some(turn);
+        self.append(Record::TurnStarted {
+            turn,
+            unix_ms,
+            opened_by,
+        });
+        turn
+    }
+
+    fn end_turn_if_done(&mut self, turn: u32, unix_ms: i64) {
+        if self
+            .turns
+            .get(&turn)
+            .is_some_and(|live| live.finished && live.open_parts == 0)
+        {
+            self.end_turn(turn, unix_ms);
+        }
+    }
+
+    fn end_turn(&mut self, turn: u32, unix_ms: i64) {
+        let Some(live) = self.turns.remove(&turn) else {
+            return;
+        };
+        if self.current_turn == Some(turn) {
+            self.current_turn = None;
+        }
+        let wavs = [
+            (Speaker::User, live.user_wav, AudioSource::Captured),
+            (
+                Speaker::Assistant,
+                live.assistant_wav,
+                live.assistant_source,
+            ),
+        ];
+        for (speaker, wav, source) in wavs {
+            let Some(mut wav) = wav else { continue };
+            let sample_count = wav.sample_count();
+            let sample_rate_hz = wav.sample_rate_hz();
+            let source = if sample_count == 0 {
+                AudioSource::Empty
+            } else {
+                source
+            };
+            if let Err(error) = wav.close() {
+                self.note_failure(error);
+                self.unclosed_wavs.push(wav);
+            }
+            self.append(Record::WavClosed(WavClosed {
+                turn,
+                speaker,
+                sample_count,
+                sample_rate_hz,
+                source,
+                unix_ms,
+            }));
+        }
+        self.transcript(
+            unix_ms,
+            TranscriptInput::TurnComplete {
+                turn: TurnId(u64::from(turn)),
+            },
+        );
+        self.append(Record::TurnEnded {
+            turn,
+            unix_ms,
+            interrupted: live.interrupted,
+        });
+        self.transcripts_stale = true;
+        self.write_transcripts_if_stale();
+    }
+
+    fn transcript(&mut self, unix_ms: i64, input: TranscriptInput<'_>) {
+        self.writer.push(unix_ms, input, &mut self.scratch);
+        self.journal_transcript_events();
+    }
+
+    fn journal_transcript_events(&mut self) {
+        let events = std::mem::take(&mut self.scratch);
+        for event in &events {
+            self.append(Record::Agui {
+                event: event.clone(),
+            });
+        }
+        self.agui_out.extend(events.iter().cloned());
+        self.scratch = events;
+        self.scratch.clear();
+    }
+
+    fn journal_session(&mut self, event: &StampedEvent, turn: Option<u32>, unix_ms: i64) {
+        if let Some(event) = without_audio(event) {
+            self.append(Record::Session {
+                unix_ms,
+                turn,
+                event: event.into_owned(),
+            });
+        }
+    }
+
+    fn append(&mut self, record: Record) {
+        self.model.apply(&record);
+        if let Err(error) = self.journal.append(&record) {
+            self.note_failure(error);
+        }
+    }
+
+    fn note_failure(&mut self, error: StoreError) {
+        // A paused journal reports misuse for every queued record; keep the real cause.
+        if matches!(error, StoreError::Misuse(_)) && self.save_error.is_some() {
+            return;
+        }
+        self.save_error = Some(error);
+    }
+
+    fn retry_if_due(&mut self, unix_ms: i64) {
+        if self.save_error.is_some()
+            && unix_ms - self.last_retry_unix_ms >= self.config.retry_interval_ms
+        {
+            self.last_retry_unix_ms = unix_ms;
+            self.try_resume();
+        }
+    }
+
+    fn write_transcripts_if_stale(&mut self) {
+        if self.transcripts_stale {
+            match write_transcripts(&self.dir, &self.model) {
+                Ok(()) => self.transcripts_stale = false,
+                Err(error) => self.note_failure(error),
+            }
+        }
+    }
+
+    fn try_resume(&mut self) {
+        if self.save_error.is_none() && !self.transcripts_stale {
+            return;
+        }
+        let mut failure = self.journal.resume().err();
+        for live in self.turns.values_mut() {
+            for wav in [&mut live.user_wav, &mut live.assistant_wav]
+                .into_iter()
+                .flatten()
+            {
+                if let Err(error) = wav.resume() {
+                    failure = Some(error);
+                }
+            }
+        }
+        let mut still_unclosed = Vec::new();
+        for mut wav in std::mem::take(&mut self.unclosed_wavs) {
+            if let Err(error) = wav.close() {
+                failure = Some(error);
+                still_unclosed.push(wav);
+            }
+        }
+        self.unclosed_wavs = still_unclosed;
+        self.save_error = failure;
+        self.write_transcripts_if_stale();
+    }
+}
+
+/// The event as journaled: without audio samples; `None` for an audio-only delta.
+fn without_audio(event: &StampedEvent) -> Option<Cow<'_, StampedEvent>> {
+    match &event.event {
+        SessionEvent::PartDelta(delta) => match &delta.delta {
+            PartDelta::Speech(speech) if speech.audio_chunk.is_some() => {
+                if speech.transcript_delta.is_none() && speech.transcript.is_none() {
+                    return None;
+                }
+                let mut stripped = event.clone();
+                if let SessionEvent::PartDelta(delta) = &mut stripped.event
+                    && let PartDelta::Speech(speech) = &mut delta.delta
+                {
+                    speech.audio_chunk = None;
+                }
+                Some(Cow::Owned(stripped))
+            }
+            _ => Some(Cow::Borrowed(event)),
+        },
+        SessionEvent::PartEnd(end) => match &end.part {
+            Part::Speech(speech) if speech.audio.is_some() => {
+                let mut stripped = event.clone();
+                if let SessionEvent::PartEnd(end) = &mut stripped.event
+                    && let Part::Speech(speech) = &mut end.part
+                {
+                    speech.audio = None;
+                }
+                Some(Cow::Owned(stripped))
+            }
+            _ => Some(Cow::Borrowed(event)),
+        },
+        _ => Some(Cow::Borrowed(event)),
+    }
+}
+
+/// The samples of a snapshot (its only public form is a canonical WAV file).
+fn snapshot_samples(snapshot: &WavSnapshot) -> Vec<i16> {
+    let bytes = snapshot.to_wav_bytes();
+    bytes
+        .get(crate::wav::WAV_HEADER_BYTES as usize..)
+        .unwrap_or_default()
+        .chunks_exact(2)
+        .map(|pair| i16::from_le_bytes([pair[0], pair[1]]))
+        .collect()
+}
+
+/// Creates `root/stamp`, or `root/stamp-2`, `-3`, … if taken.
+fn create_unique_dir(root: &Path, stamp: &str) -> Result<(String, PathBuf), StoreError> {
+    for attempt in 1..=1000u32 {
+        let id = if attempt == 1 {
+            stamp.to_owned()
+        } else {
+            format!("{stamp}-{attempt}")
+        };
+        let dir = root.join(&id);
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok((id, dir)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(StoreError::io("create", &dir, error)),
+        }
+    }
+    Err(StoreError::io(
+        "create",
+        &root.join(stamp),
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "1000 conversations started in the same second",
+        ),
+    ))
+}

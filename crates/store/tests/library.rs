@@ -1,0 +1,176 @@
+//! The library lists, opens, deletes, prunes and exports conversations, and never touches the
+//! current one; the data directory honours `WALKIE_DATA_DIR`.
+
+mod support;
+
+use std::fs;
+use std::path::PathBuf;
+
+use support::scripted_conversation::{START_UNIX_MS, Step, config, script};
+use walkie_store::{Retention, Store, StoreError, data_dir_from};
+
+const DAY_MS: i64 = 86_400_000;
+
+/// Records the script as a conversation that started `start_unix_ms`; returns its id.
+fn record_at(store: &Store, start_unix_ms: i64, close: bool) -> String {
+    let mut recorder = store
+        .start(config(), start_unix_ms)
+        .expect("the recorder starts");
+    for step in script() {
+        let unix_ms = step.unix_ms - START_UNIX_MS + start_unix_ms;
+        match &step.step {
+            Step::Event(event) => {
+                recorder.record(event, unix_ms);
+            }
+            Step::UserAudio(samples) => recorder.user_audio(samples, unix_ms),
+        }
+    }
+    if close {
+        recorder
+            .close(start_unix_ms + 65_000)
+            .expect("the close saves");
+    }
+    recorder.id().to_owned()
+}
+
+#[test]
+fn the_listing_shows_date_duration_turns_and_first_words_newest_first() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let older = record_at(&store, START_UNIX_MS, true);
+    let newer = record_at(&store, START_UNIX_MS + DAY_MS, true);
+    let listed = store.list().expect("lists");
+    let ids: Vec<&str> = listed.iter().map(|summary| summary.id.as_str()).collect();
+    assert_eq!(ids, [newer.as_str(), older.as_str()]);
+    let summary = &listed[1];
+    assert_eq!(summary.id, "2023-11-14_22-13-20");
+    assert_eq!(summary.started_unix_ms, START_UNIX_MS);
+    assert_eq!(summary.duration_ms, 65_000);
+    assert_eq!(summary.turn_count, 5);
+    assert_eq!(summary.first_words, "Question number 1, please answer.");
+    assert!(!summary.open);
+}
+
+#[test]
+fn deleting_removes_the_folder_but_never_the_current_conversation() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let done = record_at(&store, START_UNIX_MS, true);
+    let current = record_at(&store, START_UNIX_MS + 1_000, false);
+    assert!(matches!(
+        store.delete(&current, Some(&current)),
+        Err(StoreError::CurrentConversation { .. })
+    ));
+    store.delete(&done, Some(&current)).expect("deletes");
+    assert!(!root.path().join(&done).exists());
+    assert!(matches!(
+        store.open(&done),
+        Err(StoreError::UnknownConversation { .. })
+    ));
+    assert!(matches!(
+        store.delete("../etc", None),
+        Err(StoreError::InvalidId { .. })
+    ));
+}
+
+#[test]
+fn retention_keeps_the_newest_and_the_recent_and_always_the_current() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let ids: Vec<String> = (0..4)
+        .map(|day| record_at(&store, START_UNIX_MS + day * DAY_MS, true))
+        .collect();
+    let now = START_UNIX_MS + 3 * DAY_MS + 1_000;
+
+    // Keep 2: the two newest stay, and the oldest is kept too because it is current.
+    let deleted = store
+        .apply_retention(
+            Retention {
+                keep_days: None,
+                keep_count: Some(2),
+            },
+            now,
+            Some(&ids[0]),
+        )
+        .expect("prunes");
+    assert_eq!(deleted, [ids[1].clone()]);
+
+    // Keep 1 day: the conversations from 3 days and from a day and a second ago go.
+    let deleted = store
+        .apply_retention(
+            Retention {
+                keep_days: Some(1),
+                keep_count: None,
+            },
+            now,
+            None,
+        )
+        .expect("prunes");
+    assert_eq!(deleted, [ids[2].clone(), ids[0].clone()]);
+    let left: Vec<String> = store
+        .list()
+        .expect("lists")
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(left, [ids[3].clone()]);
+}
+
+#[test]
+fn export_copies_the_folder_or_writes_one_markdown_file_and_never_overwrites() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let id = record_at(&store, START_UNIX_MS, true);
+    let out = tempfile::tempdir().expect("an export folder");
+
+    let copy = out.path().join("copy");
+    store.export_folder(&id, &copy).expect("exports a folder");
+    for file in [
+        "journal.jsonl",
+        "transcript.md",
+        "transcript.json",
+        "turns/0003-assistant.wav",
+    ] {
+        assert_eq!(
+            fs::read(copy.join(file)).expect("exported file"),
+            fs::read(root.path().join(&id).join(file)).expect("original file"),
+            "{file}"
+        );
+    }
+    assert!(matches!(
+        store.export_folder(&id, &copy),
+        Err(StoreError::DestinationExists { .. })
+    ));
+
+    let markdown = out.path().join("conversation.md");
+    store
+        .export_markdown(&id, &markdown)
+        .expect("exports markdown");
+    let text = fs::read_to_string(&markdown).expect("markdown");
+    assert!(text.contains("Answer number 5, here it is."));
+    assert!(
+        !text.contains("](turns/"),
+        "no links that would dangle outside the folder"
+    );
+    assert!(matches!(
+        store.export_markdown(&id, &markdown),
+        Err(StoreError::DestinationExists { .. })
+    ));
+}
+
+#[test]
+fn the_data_directory_is_the_override_when_set_else_the_platform_one() {
+    let platform = Some(PathBuf::from("/home/me/.local/share"));
+    assert_eq!(
+        data_dir_from(Some("/tmp/walkie-test".into()), platform.clone()).expect("override"),
+        PathBuf::from("/tmp/walkie-test")
+    );
+    assert_eq!(
+        data_dir_from(Some("".into()), platform.clone()).expect("empty override is unset"),
+        PathBuf::from("/home/me/.local/share/walkie")
+    );
+    assert!(matches!(
+        data_dir_from(None, None),
+        Err(StoreError::NoDataDir)
+    ));
+}

@@ -1,0 +1,1 @@
+pub mod scripted_conversation;
