@@ -31,8 +31,12 @@ case "$profile" in
 esac
 
 # Node.js runs the webview modules' unit tests (node:test); any distribution's node >= 18 will do.
+# npm runs the Tauri CLI that builds the .deb.
 if [ "$profile" = test ] && ! command -v node >/dev/null 2>&1; then
   wanted+=(nodejs)
+fi
+if [ "$profile" = test ] && ! command -v npm >/dev/null 2>&1; then
+  wanted+=(npm)
 fi
 
 missing=()

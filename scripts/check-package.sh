@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs a Walkie .deb on this machine (apt resolves its dependencies) and checks that the
+# installed binary opens its window under a virtual display.
+#
+#   scripts/check-package.sh path/to/walkie.deb
+set -euo pipefail
+package=$(cd "$(dirname "${1:?usage: $0 package.deb}")" && pwd)/$(basename "$1")
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --reinstall \
+  -o DPkg::Lock::Timeout=600 "$package" >/dev/null
+installed=$(dpkg -L walkie | grep -E '^/usr/bin/walkie$')
+desktop=$(dpkg -L walkie | grep -E '\.desktop$' | head -n 1)
+[ -n "$desktop" ] || { echo "check-package: the package has no .desktop entry" >&2; exit 1; }
+
+# Run it on a private display; the window's title is "Walkie".
+xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
+  "$1" &
+  app=$!
+  trap "kill $app 2>/dev/null; wait $app 2>/dev/null" EXIT
+  if xdotool search --sync --onlyvisible --name "^Walkie$" >/dev/null; then
+    echo "check-package: the installed $1 opened its window"
+  else
+    echo "check-package: the installed $1 did not open a window" >&2
+    exit 1
+  fi
+' check "$installed" &
+checker=$!
+# xdotool --sync waits forever; bound the whole check.
+( sleep 60 && kill "$checker" 2>/dev/null ) &
+watchdog=$!
+wait "$checker"
+status=$?
+kill "$watchdog" 2>/dev/null || true
+exit $status
