@@ -1,20 +1,21 @@
-//! The driver of one call: the peer's events into the [`ProviderSession`], its outputs onto
-//! the data channel and the audio track, the reply audio paced at one frame per 20 ms.
+//! The driver of one call: the peer's events into the [`ProviderSession`] with the call's
+//! clock, its outputs onto the data channel and the audio track, its timed work
+//! ([`ProviderSession::tick`]) at its deadlines, and the call's injected faults.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
-use tokio::time::MissedTickBehavior;
 use walkie_rtc::{Peer, PeerEvent};
 
+use crate::fault::{FaultPlan, Injection};
 use crate::session::{FRAME_SAMPLES, InputFrame, Output, ProviderSession};
 
-/// Frames whose RMS is below this (≈ −45 dBFS of 16-bit full scale) count as silence.
-const SPEECH_RMS_THRESHOLD: f64 = 184.0;
 /// Opus frames are at most 120 ms: 5760 samples at 48 kHz.
 const MAX_FRAME_SAMPLES: usize = 5760;
+/// With nothing timed, the loop still wakes this often (it costs nothing).
+const IDLE_WAKE: Duration = Duration::from_secs(3600);
 
-/// Decodes received Opus frames to measure them: length and whether they hold speech.
+/// Decodes received Opus frames to measure them: length and energy.
 struct Meter {
     decoder: Option<opus::Decoder>,
     pcm: Vec<i16>,
@@ -31,14 +32,15 @@ impl Meter {
         }
     }
 
-    fn measure(&mut self, opus: &[u8]) -> (u32, bool) {
+    /// (samples, RMS in 16-bit units).
+    fn measure(&mut self, opus: &[u8]) -> (u32, f64) {
         let samples = opus::packet::get_nb_samples(opus, 48_000)
             .ok()
             .and_then(|n| u32::try_from(n).ok())
             .filter(|n| *n > 0)
             .unwrap_or(FRAME_SAMPLES);
         let Some(decoder) = self.decoder.as_mut() else {
-            return (samples, false);
+            return (samples, 0.0);
         };
         match decoder.decode(opus, &mut self.pcm, false) {
             Ok(n) if n > 0 => {
@@ -46,70 +48,109 @@ impl Meter {
                     .iter()
                     .map(|s| f64::from(*s) * f64::from(*s))
                     .sum();
-                let rms = (energy / n as f64).sqrt();
-                (samples, rms >= SPEECH_RMS_THRESHOLD)
+                (samples, (energy / n as f64).sqrt())
             }
-            _ => (samples, false),
+            _ => (samples, 0.0),
         }
     }
 }
 
-/// Runs one call until the client hangs up, the connection ends, or `hangup` fires.
-pub(crate) async fn run(call_id: String, mut peer: Peer, mut hangup: oneshot::Receiver<()>) {
+/// How a call's sending ended early.
+enum Stop {
+    /// The peer is gone (closed by the client, or failed).
+    PeerGone,
+    /// A fault ended the call.
+    Fault,
+}
+
+/// Runs one call until the client hangs up, the connection ends, `hangup` fires, or a fault
+/// ends it.
+pub(crate) async fn run(
+    call_id: String,
+    mut peer: Peer,
+    mut hangup: oneshot::Receiver<()>,
+    mut faults: FaultPlan,
+) {
+    let started = Instant::now();
+    let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut session = ProviderSession::new(&call_id);
     let mut meter = Meter::new();
-    let mut ticker = tokio::time::interval(Duration::from_millis(20));
-    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
-        let outputs = tokio::select! {
+        let wake = session.next_deadline_ms().map_or_else(
+            || Instant::now() + IDLE_WAKE,
+            |ms| started + Duration::from_millis(ms),
+        );
+        let mut outputs = tokio::select! {
+            biased;
             _ = &mut hangup => break,
             event = peer.events.recv() => match event {
-                Some(PeerEvent::DataChannelOpen { .. }) => session.on_connect(),
-                Some(PeerEvent::Text { text, .. }) => {
-                    let was_playing = session.is_playing();
-                    let outputs = session.on_client_text(&text);
-                    if !was_playing && session.is_playing() {
-                        // Playback starts now: the first frame goes out with the events.
-                        ticker.reset_immediately();
-                    }
-                    outputs
-                }
+                Some(PeerEvent::DataChannelOpen { .. }) => session.on_connect(now_ms()),
+                Some(PeerEvent::Text { text, .. }) => session.on_client_text(&text, now_ms()),
                 Some(PeerEvent::Audio(audio)) => {
-                    let (samples, voiced) = meter.measure(&audio.payload);
-                    session.on_audio(InputFrame { opus: audio.payload, samples, voiced });
-                    Vec::new()
+                    let (samples, rms) = meter.measure(&audio.payload);
+                    session.on_audio(InputFrame { opus: audio.payload, samples, rms }, now_ms())
                 }
                 Some(PeerEvent::DataChannelClosed | PeerEvent::Failed { .. } | PeerEvent::Closed) | None => break,
                 Some(_) => Vec::new(),
             },
-            _ = ticker.tick(), if session.is_playing() => session.next_playback(),
+            () = tokio::time::sleep_until(wake.into()) => Vec::new(),
         };
-        if !send(&peer, outputs).await {
-            break;
+        let now = now_ms();
+        if session
+            .next_deadline_ms()
+            .is_some_and(|deadline| deadline <= now)
+        {
+            outputs.extend(session.tick(now));
+        }
+        match send(&peer, outputs, &mut faults).await {
+            Ok(()) => {}
+            Err(Stop::PeerGone) => break,
+            Err(Stop::Fault) => {
+                log::info!("call {call_id} ended by an injected fault");
+                return;
+            }
         }
     }
     peer.handle.close().await;
     log::info!("call {call_id} ended");
 }
 
-async fn send(peer: &Peer, outputs: Vec<Output>) -> bool {
+async fn send(peer: &Peer, outputs: Vec<Output>, faults: &mut FaultPlan) -> Result<(), Stop> {
     for output in outputs {
         match output {
             Output::Audio { opus, samples } => {
-                if peer.handle.send_audio(opus, samples).is_err() {
-                    return false;
-                }
+                peer.handle
+                    .send_audio(opus, samples)
+                    .map_err(|_| Stop::PeerGone)?;
             }
             event @ Output::Event { .. } => {
-                let text = event
-                    .to_json()
-                    .expect("an event output always has JSON text");
-                if let Err(error) = peer.handle.send_text(text).await {
-                    log::info!("call ended while sending: {error}");
-                    return false;
+                for injection in faults.before_event() {
+                    match injection {
+                        Injection::SendText(text) => send_text(peer, text).await?,
+                        Injection::Wait(delay) => tokio::time::sleep(delay).await,
+                        Injection::Drop => {
+                            peer.handle.abort().await;
+                            return Err(Stop::Fault);
+                        }
+                        Injection::Close => {
+                            peer.handle.close().await;
+                            return Err(Stop::Fault);
+                        }
+                    }
                 }
+                let Some(text) = event.to_json() else {
+                    continue;
+                };
+                send_text(peer, text).await?;
             }
         }
     }
-    true
+    Ok(())
+}
+
+async fn send_text(peer: &Peer, text: String) -> Result<(), Stop> {
+    peer.handle.send_text(text).await.map_err(|error| {
+        log::info!("call ended while sending: {error}");
+        Stop::PeerGone
+    })
 }

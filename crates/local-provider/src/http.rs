@@ -18,6 +18,7 @@ use walkie_rtc::{PeerConfig, peer};
 pub(crate) struct Shared {
     pub token: Option<String>,
     pub peer: PeerConfig,
+    pub faults: Vec<crate::fault::Fault>,
     pub calls: Mutex<HashMap<String, oneshot::Sender<()>>>,
     pub next_call: AtomicU64,
     pub calls_total: AtomicU64,
@@ -102,8 +103,9 @@ async fn create_call(
     shared.calls_total.fetch_add(1, Ordering::Relaxed);
     let task_shared = shared.clone();
     let task_id = call_id.clone();
+    let faults = crate::fault::FaultPlan::new(shared.faults.clone());
     tokio::spawn(async move {
-        crate::call::run(task_id.clone(), peer, hangup_rx).await;
+        crate::call::run(task_id.clone(), peer, hangup_rx, faults).await;
         task_shared.calls.lock().await.remove(&task_id);
     });
     (

@@ -7,11 +7,19 @@
 //! describes the user's audio instead of transcribing it ("[2.4 s of speech]"), and says in
 //! its reply transcript what it did.
 //!
+//! Push-to-talk (`turn_detection: null`) and hands-free (an energy-based server VAD with
+//! prefix padding and silence duration) are both served; replies stream out in real time so
+//! `response.cancel`, `output_audio_buffer.clear` and `conversation.item.truncate` cut a reply
+//! that is still going ([`session`]). As a test bench it injects [`fault`]s and runs
+//! [`scenario`] files (JSON: events, audio to send, timing).
+//!
 //! Embed it with [`LocalProvider::start`] (the app runs it in-process), or run the
 //! `walkie-local-provider` binary.
 
 mod call;
+pub mod fault;
 mod http;
+pub mod scenario;
 pub mod session;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -31,6 +39,8 @@ pub struct ProviderConfig {
     pub token: Option<String>,
     /// The answering peer's settings (its UDP sockets bind to 127.0.0.1).
     pub peer: PeerConfig,
+    /// Faults injected into every call (the test bench); empty for a well-behaved provider.
+    pub faults: Vec<fault::Fault>,
 }
 
 /// A running provider. Call [`LocalProvider::shutdown`] to end it and every call; dropping
@@ -58,6 +68,7 @@ impl LocalProvider {
         let shared = Arc::new(http::Shared {
             token: config.token,
             peer,
+            faults: config.faults,
             calls: Mutex::new(Default::default()),
             next_call: AtomicU64::new(0),
             calls_total: AtomicU64::new(0),
@@ -84,6 +95,11 @@ impl LocalProvider {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The bearer token requests must carry, if any.
+    pub fn token(&self) -> Option<&str> {
+        self.shared.token.as_deref()
     }
 
     /// The base URL a client puts before `/v1/realtime/calls`.

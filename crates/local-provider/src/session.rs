@@ -1,10 +1,23 @@
 //! The provider's side of one call, as a pure state machine: client events and received audio
-//! frames in, server events and audio frames out. No I/O, no clock: the driver (`call.rs`)
-//! feeds it and paces the audio it returns.
+//! frames in, server events and audio frames out. No I/O and no clock of its own: every input
+//! carries the caller's time (`now_ms`, milliseconds since the call started), and the driver
+//! (`call.rs`) calls [`ProviderSession::tick`] at [`ProviderSession::next_deadline_ms`]. Tests
+//! drive it in virtual time.
 //!
 //! What it does, honestly: it cannot understand speech, so it answers every turn by playing
 //! the user's own audio back, describes the user's audio instead of transcribing it
 //! ("[2.4 s of speech]"), and says in its reply transcript what it did.
+//!
+//! Replies stream out in real time, as a model's would: "generation" runs at
+//! [`GENERATION_SPEEDUP`]× real time (transcript deltas spread over it, `response.done` at its
+//! end), playback at real time, one 20 ms frame per frame time (`output_audio_buffer.stopped`
+//! when drained, after `response.done`). So `response.cancel` is meaningful while generating,
+//! and `output_audio_buffer.clear` while playing.
+//!
+//! Hands-free mode (`turn_detection: server_vad | semantic_vad`) runs an energy-based VAD over
+//! the received frames: speech starts after [`MIN_SPEECH_MS`] of frames above the threshold
+//! (`audio_start_ms` is moved back by `prefix_padding_ms`), and stops after
+//! `silence_duration_ms` of frames below it — or of no frames at all (a muted client).
 
 use std::collections::VecDeque;
 
@@ -13,15 +26,31 @@ use serde_json::Value;
 use walkie_openai::{
     AudioConfig, AudioFormat, AudioInput, AudioOutput, ClientEvent, ContentPart, DecodeError,
     ErrorDetail, Item, ItemStatus, Modality, Response, ResponseStatus, Role, ServerEvent,
-    SessionConfig, SessionKind, decode_client_event,
+    SessionConfig, SessionKind, StatusDetails, TurnDetection, decode_client_event,
 };
 
 /// Samples of one 20 ms frame at 48 kHz.
 pub const FRAME_SAMPLES: u32 = 960;
+/// Milliseconds of one frame.
+pub const FRAME_MS: u64 = 20;
 /// The model name the local provider reports.
 pub const LOCAL_MODEL: &str = "walkie-local-echo";
 /// The shortest commit the GA server accepts.
 const MIN_COMMIT_MS: u64 = 100;
+/// Frames whose RMS is below this (≈ −45 dBFS of 16-bit full scale) count as silence when the
+/// user's audio is described.
+pub const SPEECH_RMS_THRESHOLD: f64 = 184.0;
+/// How much faster than real time a reply is "generated": `response.done` comes when half of
+/// the reply has been played, `output_audio_buffer.stopped` when all of it has.
+pub const GENERATION_SPEEDUP: u64 = 2;
+/// Hands-free: voiced audio needed before speech counts as started (a click is not speech).
+pub const MIN_SPEECH_MS: u64 = 60;
+/// A user transcript not followed by a reply is sent this long after its commit.
+const TRANSCRIPT_DELAY_MS: u64 = 300;
+/// The input buffer keeps at most this much audio (the oldest goes first).
+const MAX_INPUT_MS: u64 = 15 * 60 * 1000;
+/// At most this many overdue frames are sent at once; further behind, playback re-times.
+const MAX_CATCH_UP_FRAMES: u64 = 5;
 
 /// One received audio frame as the session keeps it.
 #[derive(Clone, Debug)]
@@ -30,8 +59,19 @@ pub struct InputFrame {
     pub opus: Bytes,
     /// Length in 48 kHz samples.
     pub samples: u32,
-    /// Whether the frame's energy is above the speech threshold.
-    pub voiced: bool,
+    /// The decoded frame's RMS, in 16-bit units (0 for digital silence).
+    pub rms: f64,
+}
+
+impl InputFrame {
+    /// Whether the frame holds speech, for describing the user's audio.
+    pub fn voiced(&self) -> bool {
+        self.rms >= SPEECH_RMS_THRESHOLD
+    }
+
+    fn ms(&self) -> u64 {
+        u64::from(self.samples) * 1000 / 48_000
+    }
 }
 
 /// What the session asks its driver to do.
@@ -42,7 +82,7 @@ pub enum Output {
         event_id: String,
         event: Box<ServerEvent>,
     },
-    /// Send this Opus frame as RTP (the driver paces these, one per 20 ms).
+    /// Send this Opus frame as RTP now.
     Audio { opus: Bytes, samples: u32 },
 }
 
@@ -56,19 +96,151 @@ impl Output {
     }
 }
 
+/// The server VAD's settings, from `turn_detection`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VadSettings {
+    /// Frames at or above this RMS (16-bit units) are speech.
+    pub threshold_rms: f64,
+    pub prefix_padding_ms: u64,
+    pub silence_duration_ms: u64,
+    pub create_response: bool,
+    pub interrupt_response: bool,
+}
+
+impl VadSettings {
+    /// The energy threshold for a `threshold` of 0–1: −60 dBFS at 0, −40 dBFS at the default
+    /// 0.5, −20 dBFS at 1.
+    pub fn rms_for_threshold(threshold: f32) -> f64 {
+        let threshold = f64::from(threshold.clamp(0.0, 1.0));
+        let dbfs = -60.0 + 40.0 * threshold;
+        32_768.0 * 10f64.powf(dbfs / 20.0)
+    }
+
+    fn from_turn_detection(detection: &TurnDetection) -> Self {
+        match detection {
+            TurnDetection::ServerVad {
+                threshold,
+                prefix_padding_ms,
+                silence_duration_ms,
+                create_response,
+                interrupt_response,
+                ..
+            } => Self {
+                threshold_rms: Self::rms_for_threshold(threshold.unwrap_or(0.5)),
+                prefix_padding_ms: u64::from(prefix_padding_ms.unwrap_or(300)),
+                silence_duration_ms: u64::from(silence_duration_ms.unwrap_or(500)),
+                create_response: create_response.unwrap_or(true),
+                interrupt_response: interrupt_response.unwrap_or(true),
+            },
+            // No semantics here: eagerness only sets how long a pause ends the turn.
+            TurnDetection::SemanticVad {
+                eagerness,
+                create_response,
+                interrupt_response,
+            } => Self {
+                threshold_rms: Self::rms_for_threshold(0.5),
+                prefix_padding_ms: 300,
+                silence_duration_ms: match eagerness.as_deref() {
+                    Some("low") => 1500,
+                    Some("high") => 400,
+                    _ => 800,
+                },
+                create_response: create_response.unwrap_or(true),
+                interrupt_response: interrupt_response.unwrap_or(true),
+            },
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum VadState {
+    /// No speech; `voiced_ms` of voiced audio so far, from `onset_ms`.
+    Idle { voiced_ms: u64, onset_ms: u64 },
+    /// Speech in progress, for the user item `item_id`.
+    Speaking {
+        item_id: String,
+        last_voiced_end_ms: u64,
+    },
+}
+
+/// A response being generated.
+struct Generating {
+    response_id: String,
+    item_id: String,
+    started_ms: u64,
+    /// Frames of the whole reply.
+    frames: usize,
+    deltas: Vec<String>,
+    deltas_sent: usize,
+    /// When the last frame has been generated: `response.done`.
+    done_ms: u64,
+}
+
+impl Generating {
+    /// Frames generated by `now_ms` (the first at once).
+    fn generated_by(&self, now_ms: u64) -> usize {
+        let elapsed = now_ms.saturating_sub(self.started_ms);
+        let generated = 1 + elapsed * GENERATION_SPEEDUP / FRAME_MS;
+        usize::try_from(generated).map_or(self.frames, |n| n.min(self.frames))
+    }
+
+    fn delta_due_ms(&self, index: usize) -> u64 {
+        let span = self.done_ms - self.started_ms;
+        self.started_ms + span * index as u64 / self.deltas.len().max(1) as u64
+    }
+
+    fn transcript_so_far(&self) -> String {
+        self.deltas[..self.deltas_sent].concat()
+    }
+}
+
+/// A reply's audio being played out.
+struct Playback {
+    response_id: String,
+    item_id: String,
+    queue: VecDeque<InputFrame>,
+    /// When the next frame is due.
+    next_frame_ms: u64,
+    played_samples: u64,
+}
+
+/// Why a response is cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelReason {
+    /// `response.cancel` from the client.
+    ClientCancelled,
+    /// The server VAD heard the user start speaking.
+    TurnDetected,
+}
+
+impl CancelReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::ClientCancelled => "client_cancelled",
+            CancelReason::TurnDetected => "turn_detected",
+        }
+    }
+}
+
 pub struct ProviderSession {
     session: SessionConfig,
     next_id: u64,
     conversation_id: String,
-    input: Vec<InputFrame>,
+    input: VecDeque<InputFrame>,
+    /// Audio received since the call started, in 48 kHz samples (the VAD's timeline).
+    received_samples: u64,
+    /// The timeline position (ms) of the first frame in `input`.
+    input_start_ms: u64,
+    last_audio_at_ms: Option<u64>,
+    vad: Option<(VadSettings, VadState)>,
     last_item_id: Option<String>,
     /// The audio of the newest committed turn not yet answered.
     unanswered: Option<Vec<InputFrame>>,
-    /// User transcripts to send after the current reply (they arrive late, as from OpenAI).
-    pending_transcripts: Vec<(String, String)>,
-    /// Frames queued for playback, and the response they belong to.
-    playback: VecDeque<InputFrame>,
-    playing: Option<String>,
+    /// User transcripts to send after the current reply (they arrive late, as from OpenAI),
+    /// with the time of their commit.
+    pending_transcripts: Vec<(String, String, u64)>,
+    generating: Option<Generating>,
+    playback: Option<Playback>,
     /// Assistant items with audio, and their length in ms (for truncate).
     assistant_audio_ms: Vec<(String, u64)>,
 }
@@ -79,12 +251,16 @@ impl ProviderSession {
             session: default_session(call_id),
             next_id: 0,
             conversation_id: format!("conv_{call_id}"),
-            input: Vec::new(),
+            input: VecDeque::new(),
+            received_samples: 0,
+            input_start_ms: 0,
+            last_audio_at_ms: None,
+            vad: None,
             last_item_id: None,
             unanswered: None,
             pending_transcripts: Vec::new(),
-            playback: VecDeque::new(),
-            playing: None,
+            generating: None,
+            playback: None,
             assistant_audio_ms: Vec::new(),
         }
     }
@@ -103,49 +279,281 @@ impl ProviderSession {
     }
 
     /// The data channel opened: `session.created` comes first.
-    pub fn on_connect(&mut self) -> Vec<Output> {
+    pub fn on_connect(&mut self, _now_ms: u64) -> Vec<Output> {
         let mut out = Vec::new();
         let session = Box::new(self.session.clone());
         self.emit(&mut out, ServerEvent::SessionCreated { session });
         out
     }
 
-    /// One received audio frame. In push-to-talk mode it joins the input buffer.
-    pub fn on_audio(&mut self, frame: InputFrame) {
-        self.input.push(frame);
+    /// Whether a reply is being generated (`response.cancel` would cancel it).
+    pub fn is_generating(&self) -> bool {
+        self.generating.is_some()
     }
 
     /// Whether a reply is being played out.
     pub fn is_playing(&self) -> bool {
-        self.playing.is_some()
+        self.playback.is_some()
     }
 
-    /// Called every 20 ms while [`Self::is_playing`]: the next frame, or, when the queue is
-    /// empty, `output_audio_buffer.stopped`.
-    pub fn next_playback(&mut self) -> Vec<Output> {
+    /// Whether hands-free mode (server VAD) is on.
+    pub fn is_hands_free(&self) -> bool {
+        self.vad.is_some()
+    }
+
+    /// When [`Self::tick`] must be called next; `None` when nothing is timed.
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        let mut deadline: Option<u64> = None;
+        let mut consider = |ms: u64| deadline = Some(deadline.map_or(ms, |d| d.min(ms)));
+        if let Some(generating) = &self.generating {
+            if generating.deltas_sent < generating.deltas.len() {
+                consider(generating.delta_due_ms(generating.deltas_sent));
+            }
+            consider(generating.done_ms);
+        }
+        if let Some(playback) = &self.playback {
+            consider(playback.next_frame_ms);
+        }
+        if let Some((settings, VadState::Speaking { .. })) = &self.vad
+            && let Some(last) = self.last_audio_at_ms
+        {
+            consider(last + settings.silence_duration_ms);
+        }
+        if self.generating.is_none()
+            && let Some((_, _, committed)) = self.pending_transcripts.first()
+        {
+            consider(committed + TRANSCRIPT_DELAY_MS);
+        }
+        deadline
+    }
+
+    /// Advances the timed work to `now_ms`: transcript deltas and the end of generation,
+    /// playback frames and the end of playback, the VAD's silence without audio, late user
+    /// transcripts.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Output> {
         let mut out = Vec::new();
-        match self.playback.pop_front() {
-            Some(frame) => out.push(Output::Audio {
+        self.advance_generation(&mut out, now_ms);
+        self.advance_playback(&mut out, now_ms);
+        if let Some((settings, VadState::Speaking { .. })) = &self.vad
+            && self
+                .last_audio_at_ms
+                .is_some_and(|last| now_ms >= last + settings.silence_duration_ms)
+        {
+            // The client stopped sending audio mid-speech (a muted microphone): silence.
+            self.end_speech(&mut out, now_ms);
+        }
+        if self.generating.is_none()
+            && self
+                .pending_transcripts
+                .first()
+                .is_some_and(|(_, _, committed)| now_ms >= committed + TRANSCRIPT_DELAY_MS)
+        {
+            self.flush_transcripts(&mut out);
+        }
+        out
+    }
+
+    fn advance_generation(&mut self, out: &mut Vec<Output>, now_ms: u64) {
+        let Some(generating) = &self.generating else {
+            return;
+        };
+        let (response_id, item_id) = (generating.response_id.clone(), generating.item_id.clone());
+        let mut due = Vec::new();
+        let mut sent = generating.deltas_sent;
+        while sent < generating.deltas.len() && generating.delta_due_ms(sent) <= now_ms {
+            due.push(generating.deltas[sent].clone());
+            sent += 1;
+        }
+        let finished = now_ms >= generating.done_ms;
+        if let Some(generating) = &mut self.generating {
+            generating.deltas_sent = sent;
+        }
+        for delta in due {
+            self.emit(
+                out,
+                ServerEvent::OutputAudioTranscriptDelta {
+                    response_id: response_id.clone(),
+                    item_id: item_id.clone(),
+                    output_index: 0,
+                    content_index: 0,
+                    delta,
+                },
+            );
+        }
+        if finished {
+            self.finish_response(out, now_ms, None);
+        }
+    }
+
+    fn advance_playback(&mut self, out: &mut Vec<Output>, now_ms: u64) {
+        let Some(playback) = &mut self.playback else {
+            return;
+        };
+        let mut sent = 0;
+        while playback.next_frame_ms <= now_ms {
+            let Some(frame) = playback.queue.pop_front() else {
+                let response_id = playback.response_id.clone();
+                self.playback = None;
+                self.emit(out, ServerEvent::OutputAudioBufferStopped { response_id });
+                return;
+            };
+            playback.played_samples += u64::from(frame.samples);
+            playback.next_frame_ms += frame.ms().max(1);
+            out.push(Output::Audio {
                 opus: frame.opus,
                 samples: frame.samples,
-            }),
-            None => {
-                if let Some(response_id) = self.playing.take() {
-                    self.emit(
-                        &mut out,
-                        ServerEvent::OutputAudioBufferStopped { response_id },
-                    );
+            });
+            sent += 1;
+            if sent >= MAX_CATCH_UP_FRAMES && playback.next_frame_ms <= now_ms {
+                // Far behind (a stalled driver): go on from now rather than burst.
+                playback.next_frame_ms = now_ms + FRAME_MS;
+            }
+        }
+    }
+
+    /// One received audio frame. It joins the input buffer; in hands-free mode the VAD looks
+    /// at it and may start or end a turn.
+    pub fn on_audio(&mut self, frame: InputFrame, now_ms: u64) -> Vec<Output> {
+        let mut out = Vec::new();
+        let start_ms = self.received_samples * 1000 / 48_000;
+        self.received_samples += u64::from(frame.samples);
+        let end_ms = self.received_samples * 1000 / 48_000;
+        self.last_audio_at_ms = Some(now_ms);
+        if self.input.is_empty() {
+            self.input_start_ms = start_ms;
+        }
+        let voiced_for_vad = self
+            .vad
+            .as_ref()
+            .map(|(settings, _)| frame.rms >= settings.threshold_rms);
+        self.input.push_back(frame);
+        while end_ms.saturating_sub(self.input_start_ms) > MAX_INPUT_MS {
+            self.drop_oldest_input();
+        }
+        let Some(voiced) = voiced_for_vad else {
+            return out;
+        };
+        let Some((settings, state)) = &mut self.vad else {
+            return out;
+        };
+        match state {
+            VadState::Idle {
+                voiced_ms,
+                onset_ms,
+            } => {
+                if voiced {
+                    if *voiced_ms == 0 {
+                        *onset_ms = start_ms;
+                    }
+                    *voiced_ms += end_ms - start_ms;
+                    if *voiced_ms >= MIN_SPEECH_MS {
+                        let onset = *onset_ms;
+                        let padding = settings.prefix_padding_ms;
+                        self.start_speech(&mut out, onset, padding, now_ms);
+                    }
+                } else {
+                    *voiced_ms = 0;
+                    // Keep only the prefix padding before a possible onset.
+                    let keep_from = end_ms.saturating_sub(settings.prefix_padding_ms);
+                    while self
+                        .input
+                        .front()
+                        .is_some_and(|first| self.input_start_ms + first.ms() <= keep_from)
+                    {
+                        self.drop_oldest_input();
+                    }
+                }
+            }
+            VadState::Speaking {
+                last_voiced_end_ms, ..
+            } => {
+                if voiced {
+                    *last_voiced_end_ms = end_ms;
+                } else if end_ms.saturating_sub(*last_voiced_end_ms) >= settings.silence_duration_ms
+                {
+                    self.end_speech(&mut out, now_ms);
                 }
             }
         }
         out
     }
 
+    fn drop_oldest_input(&mut self) {
+        if let Some(first) = self.input.pop_front() {
+            self.input_start_ms += first.ms();
+        }
+    }
+
+    fn start_speech(&mut self, out: &mut Vec<Output>, onset_ms: u64, padding_ms: u64, now_ms: u64) {
+        let audio_start_ms = onset_ms.saturating_sub(padding_ms).max(self.input_start_ms);
+        while self
+            .input
+            .front()
+            .is_some_and(|first| self.input_start_ms + first.ms() <= audio_start_ms)
+        {
+            self.drop_oldest_input();
+        }
+        let item_id = self.id("item");
+        let interrupt = self
+            .vad
+            .as_ref()
+            .is_some_and(|(settings, _)| settings.interrupt_response);
+        if let Some((_, state)) = &mut self.vad {
+            *state = VadState::Speaking {
+                item_id: item_id.clone(),
+                last_voiced_end_ms: self.received_samples * 1000 / 48_000,
+            };
+        }
+        self.emit(
+            out,
+            ServerEvent::SpeechStarted {
+                audio_start_ms,
+                item_id,
+            },
+        );
+        if interrupt {
+            // Barge-in: the audible reply is cut, the one being generated cancelled.
+            self.clear_output(out);
+            if self.generating.is_some() {
+                self.finish_response(out, now_ms, Some(CancelReason::TurnDetected));
+            }
+        }
+    }
+
+    fn end_speech(&mut self, out: &mut Vec<Output>, now_ms: u64) {
+        let Some((settings, state)) = &mut self.vad else {
+            return;
+        };
+        let VadState::Speaking {
+            item_id,
+            last_voiced_end_ms,
+        } = state.clone()
+        else {
+            return;
+        };
+        let create_response = settings.create_response;
+        *state = VadState::Idle {
+            voiced_ms: 0,
+            onset_ms: 0,
+        };
+        self.emit(
+            out,
+            ServerEvent::SpeechStopped {
+                audio_end_ms: last_voiced_end_ms,
+                item_id: item_id.clone(),
+            },
+        );
+        self.commit_as(out, item_id, now_ms);
+        if create_response && self.generating.is_none() {
+            self.respond(out, now_ms);
+        }
+    }
+
     /// One text message from the client.
-    pub fn on_client_text(&mut self, text: &str) -> Vec<Output> {
+    pub fn on_client_text(&mut self, text: &str, now_ms: u64) -> Vec<Output> {
         let mut out = Vec::new();
         match decode_client_event(text) {
-            Ok((event_id, event)) => self.on_client_event(&mut out, event_id, event),
+            Ok((event_id, event)) => self.on_client_event(&mut out, event_id, event, now_ms),
             Err(error) => {
                 let event_id = raw_event_id(text);
                 let detail = match &error {
@@ -199,67 +607,59 @@ impl ProviderSession {
         out: &mut Vec<Output>,
         event_id: Option<String>,
         event: ClientEvent,
+        now_ms: u64,
     ) {
         match event {
             ClientEvent::SessionUpdate { session } => self.update_session(out, event_id, *session),
             ClientEvent::InputAudioBufferClear => {
                 self.input.clear();
+                if let Some((_, state)) = &mut self.vad {
+                    *state = VadState::Idle {
+                        voiced_ms: 0,
+                        onset_ms: 0,
+                    };
+                }
                 self.emit(out, ServerEvent::InputAudioBufferCleared);
             }
-            ClientEvent::InputAudioBufferCommit => self.commit(out, event_id),
-            ClientEvent::ResponseCreate { .. } => self.respond(out),
-            ClientEvent::ResponseCancel { .. } => {
-                // Replies are generated at once, so by the time a cancel arrives the response
-                // is done — as with OpenAI over WebRTC, where the audio still playing is cut
-                // with `output_audio_buffer.clear`.
-                self.error(
-                    out,
-                    event_id,
-                    "response_cancel_not_active",
-                    "Cancellation failed: no active response found".to_owned(),
-                );
-            }
-            ClientEvent::OutputAudioBufferClear => {
-                self.playback.clear();
-                if let Some(response_id) = self.playing.take() {
-                    self.emit(out, ServerEvent::OutputAudioBufferCleared { response_id });
+            ClientEvent::InputAudioBufferCommit => self.commit(out, event_id, now_ms),
+            ClientEvent::ResponseCreate { .. } => {
+                if let Some(active) = self.generating.as_ref().map(|g| g.response_id.clone()) {
+                    self.error(
+                        out,
+                        event_id,
+                        "conversation_already_has_active_response",
+                        format!("Conversation already has an active response in progress: {active}. Wait until the response is finished before creating a new one."),
+                    );
+                } else {
+                    self.respond(out, now_ms);
                 }
             }
+            ClientEvent::ResponseCancel { response_id } => {
+                let active = self.generating.as_ref().map(|g| g.response_id.clone());
+                match (active, response_id) {
+                    (Some(active), Some(wanted)) if active != wanted => self.error(
+                        out,
+                        event_id,
+                        "response_cancel_not_active",
+                        format!("Cancellation failed: response {wanted} is not active"),
+                    ),
+                    (Some(_), _) => {
+                        self.finish_response(out, now_ms, Some(CancelReason::ClientCancelled))
+                    }
+                    (None, _) => self.error(
+                        out,
+                        event_id,
+                        "response_cancel_not_active",
+                        "Cancellation failed: no active response found".to_owned(),
+                    ),
+                }
+            }
+            ClientEvent::OutputAudioBufferClear => self.clear_output(out),
             ClientEvent::ConversationItemTruncate {
                 item_id,
                 content_index,
                 audio_end_ms,
-            } => {
-                let known = self
-                    .assistant_audio_ms
-                    .iter()
-                    .find(|(id, _)| *id == item_id)
-                    .map(|(_, ms)| *ms);
-                match known {
-                    Some(length) if audio_end_ms <= length => self.emit(
-                        out,
-                        ServerEvent::ConversationItemTruncated {
-                            item_id,
-                            content_index,
-                            audio_end_ms,
-                        },
-                    ),
-                    Some(length) => self.error(
-                        out,
-                        event_id,
-                        "invalid_value",
-                        format!(
-                            "Audio content of {length}ms is already shorter than {audio_end_ms}ms"
-                        ),
-                    ),
-                    None => self.error(
-                        out,
-                        event_id,
-                        "item_truncate_invalid_item_id",
-                        format!("Item with item_id not found: {item_id}"),
-                    ),
-                }
-            }
+            } => self.truncate(out, event_id, item_id, content_index, audio_end_ms),
             ClientEvent::InputAudioBufferAppend { .. } => self.error(
                 out,
                 event_id,
@@ -279,29 +679,107 @@ impl ProviderSession {
         }
     }
 
-    fn update_session(
+    /// Cuts the audio still to be played: `output_audio_buffer.cleared`. The assistant item
+    /// keeps only the audio that was played (the server truncates it, as over WebRTC).
+    fn clear_output(&mut self, out: &mut Vec<Output>) {
+        let Some(playback) = self.playback.take() else {
+            return;
+        };
+        let played_ms = playback.played_samples * 1000 / 48_000;
+        if let Some((_, ms)) = self
+            .assistant_audio_ms
+            .iter_mut()
+            .find(|(id, _)| *id == playback.item_id)
+        {
+            *ms = (*ms).min(played_ms);
+        }
+        self.emit(
+            out,
+            ServerEvent::OutputAudioBufferCleared {
+                response_id: playback.response_id,
+            },
+        );
+    }
+
+    fn truncate(
         &mut self,
         out: &mut Vec<Output>,
         event_id: Option<String>,
+        item_id: String,
+        content_index: u32,
+        audio_end_ms: u64,
+    ) {
+        let known = self
+            .assistant_audio_ms
+            .iter()
+            .position(|(id, _)| *id == item_id);
+        match known {
+            Some(index) if audio_end_ms <= self.assistant_audio_ms[index].1 => {
+                self.assistant_audio_ms[index].1 = audio_end_ms;
+                self.emit(
+                    out,
+                    ServerEvent::ConversationItemTruncated {
+                        item_id,
+                        content_index,
+                        audio_end_ms,
+                    },
+                );
+            }
+            Some(index) => {
+                let length = self.assistant_audio_ms[index].1;
+                self.error(
+                    out,
+                    event_id,
+                    "invalid_value",
+                    format!("Audio content of {length}ms is already shorter than {audio_end_ms}ms"),
+                );
+            }
+            None => self.error(
+                out,
+                event_id,
+                "item_truncate_invalid_item_id",
+                format!("Item with item_id not found: {item_id}"),
+            ),
+        }
+    }
+
+    fn update_session(
+        &mut self,
+        out: &mut Vec<Output>,
+        _event_id: Option<String>,
         update: SessionConfig,
     ) {
-        let wants_vad = update
+        merge_session(&mut self.session, update);
+        let detection = self
+            .session
             .audio
             .as_ref()
             .and_then(|audio| audio.input.as_ref())
-            .and_then(|input| input.turn_detection.as_ref())
-            .is_some_and(Option::is_some);
-        if wants_vad {
-            self.error(
-                out,
-                event_id,
-                "unsupported_by_local_provider",
-                "The local provider supports push-to-talk only so far (audio.input.turn_detection: null)."
-                    .to_owned(),
-            );
-            return;
+            .and_then(|input| input.turn_detection.clone())
+            .flatten();
+        match detection {
+            Some(detection) => {
+                let settings = VadSettings::from_turn_detection(&detection);
+                let restated = restate_turn_detection(&detection, &settings);
+                if let Some(input) = self
+                    .session
+                    .audio
+                    .as_mut()
+                    .and_then(|audio| audio.input.as_mut())
+                {
+                    input.turn_detection = Some(Some(restated));
+                }
+                let state = match self.vad.take() {
+                    Some((_, state)) => state,
+                    None => VadState::Idle {
+                        voiced_ms: 0,
+                        onset_ms: 0,
+                    },
+                };
+                self.vad = Some((settings, state));
+            }
+            None => self.vad = None,
         }
-        merge_session(&mut self.session, update);
         let session = Box::new(self.session.clone());
         self.emit(out, ServerEvent::SessionUpdated { session });
     }
@@ -315,13 +793,14 @@ impl ProviderSession {
             .is_some_and(Option::is_some)
     }
 
-    fn commit(&mut self, out: &mut Vec<Output>, event_id: Option<String>) {
-        let samples: u64 = self
-            .input
-            .iter()
-            .map(|frame| u64::from(frame.samples))
-            .sum();
-        let ms = samples * 1000 / 48_000;
+    fn input_ms(&self) -> u64 {
+        self.input.iter().map(InputFrame::ms).sum()
+    }
+
+    /// A manual commit (`input_audio_buffer.commit`), also in hands-free mode: it ends the
+    /// speech in progress without `speech_stopped`, as OpenAI does.
+    fn commit(&mut self, out: &mut Vec<Output>, event_id: Option<String>, now_ms: u64) {
+        let ms = self.input_ms();
         if ms < MIN_COMMIT_MS {
             self.error(
                 out,
@@ -331,8 +810,28 @@ impl ProviderSession {
             );
             return;
         }
+        let reserved = match &mut self.vad {
+            Some((_, state)) => match std::mem::replace(
+                state,
+                VadState::Idle {
+                    voiced_ms: 0,
+                    onset_ms: 0,
+                },
+            ) {
+                VadState::Speaking { item_id, .. } => Some(item_id),
+                VadState::Idle { .. } => None,
+            },
+            None => None,
+        };
+        let item_id = match reserved {
+            Some(item_id) => item_id,
+            None => self.id("item"),
+        };
+        self.commit_as(out, item_id, now_ms);
+    }
+
+    fn commit_as(&mut self, out: &mut Vec<Output>, item_id: String, now_ms: u64) {
         self.flush_transcripts(out);
-        let item_id = self.id("item");
         let previous_item_id = self.last_item_id.replace(item_id.clone());
         let item = Item::Message {
             id: Some(item_id.clone()),
@@ -364,16 +863,16 @@ impl ProviderSession {
                 previous_item_id,
             },
         );
-        let frames = std::mem::take(&mut self.input);
+        let frames: Vec<InputFrame> = self.input.drain(..).collect();
         if self.transcription_enabled() {
             self.pending_transcripts
-                .push((item_id, describe_user_audio(&frames)));
+                .push((item_id, describe_user_audio(&frames), now_ms));
         }
         self.unanswered = Some(frames);
     }
 
     fn flush_transcripts(&mut self, out: &mut Vec<Output>) {
-        for (item_id, transcript) in std::mem::take(&mut self.pending_transcripts) {
+        for (item_id, transcript, _) in std::mem::take(&mut self.pending_transcripts) {
             self.emit(
                 out,
                 ServerEvent::InputTranscriptionCompleted {
@@ -385,7 +884,8 @@ impl ProviderSession {
         }
     }
 
-    fn respond(&mut self, out: &mut Vec<Output>) {
+    /// Starts a reply: its opening events now, then transcript deltas and audio over time.
+    fn respond(&mut self, out: &mut Vec<Output>, now_ms: u64) {
         let frames = self.unanswered.take().unwrap_or_default();
         let samples: u64 = frames.iter().map(|frame| u64::from(frame.samples)).sum();
         let audio_ms = samples * 1000 / 48_000;
@@ -402,20 +902,10 @@ impl ProviderSession {
         let response_id = self.id("resp");
         let item_id = self.id("item");
         let previous_item_id = self.last_item_id.replace(item_id.clone());
-        let mut response = Response {
-            id: response_id.clone(),
-            status: ResponseStatus::InProgress,
-            status_details: None,
-            output: vec![],
-            conversation_id: Some(self.conversation_id.clone()),
-            output_modalities: Some(vec![Modality::Audio]),
-            usage: None,
-            metadata: None,
-        };
         self.emit(
             out,
             ServerEvent::ResponseCreated {
-                response: response.clone(),
+                response: self.response(&response_id, ResponseStatus::InProgress, None, vec![]),
             },
         );
         let in_progress = Item::Message {
@@ -452,6 +942,8 @@ impl ProviderSession {
             },
         );
         if !frames.is_empty() {
+            // A new reply replaces what was still playing.
+            self.clear_output(out);
             self.emit(
                 out,
                 ServerEvent::OutputAudioBufferStarted {
@@ -459,18 +951,101 @@ impl ProviderSession {
                 },
             );
         }
-        for delta in transcript_deltas(&transcript) {
-            self.emit(
-                out,
-                ServerEvent::OutputAudioTranscriptDelta {
-                    response_id: response_id.clone(),
-                    item_id: item_id.clone(),
-                    output_index: 0,
-                    content_index: 0,
-                    delta,
-                },
-            );
+        let generation_ms = frames.len() as u64 * FRAME_MS / GENERATION_SPEEDUP;
+        self.generating = Some(Generating {
+            response_id: response_id.clone(),
+            item_id: item_id.clone(),
+            started_ms: now_ms,
+            frames: frames.len(),
+            deltas: transcript_deltas(&transcript),
+            deltas_sent: 0,
+            done_ms: now_ms + generation_ms,
+        });
+        self.assistant_audio_ms.push((item_id.clone(), audio_ms));
+        if !frames.is_empty() {
+            self.playback = Some(Playback {
+                response_id,
+                item_id,
+                queue: frames.into(),
+                next_frame_ms: now_ms,
+                played_samples: 0,
+            });
         }
+        // The first transcript delta and the first frame go out now.
+        out.extend(self.tick(now_ms));
+    }
+
+    fn response(
+        &self,
+        response_id: &str,
+        status: ResponseStatus,
+        status_details: Option<StatusDetails>,
+        output: Vec<Item>,
+    ) -> Response {
+        Response {
+            id: response_id.to_owned(),
+            status,
+            status_details,
+            output,
+            conversation_id: Some(self.conversation_id.clone()),
+            output_modalities: Some(vec![Modality::Audio]),
+            usage: None,
+            metadata: None,
+        }
+    }
+
+    /// Ends the response being generated: completed (`cancel: None`, everything generated) or
+    /// cancelled (the audio not generated yet is dropped, the transcript is what was sent).
+    fn finish_response(
+        &mut self,
+        out: &mut Vec<Output>,
+        now_ms: u64,
+        cancel: Option<CancelReason>,
+    ) {
+        let Some(generating) = self.generating.take() else {
+            return;
+        };
+        let Generating {
+            response_id,
+            item_id,
+            ..
+        } = &generating;
+        let (transcript, status, item_status, details) = match cancel {
+            None => (
+                generating.deltas.concat(),
+                ResponseStatus::Completed,
+                ItemStatus::Completed,
+                None,
+            ),
+            Some(reason) => {
+                let generated = generating.generated_by(now_ms);
+                if let Some(playback) = &mut self.playback
+                    && playback.response_id == *response_id
+                {
+                    // Frames not generated yet were never in the output buffer.
+                    let played = generating.frames - playback.queue.len();
+                    playback.queue.truncate(generated.saturating_sub(played));
+                }
+                let generated_ms = generated as u64 * FRAME_MS;
+                if let Some((_, ms)) = self
+                    .assistant_audio_ms
+                    .iter_mut()
+                    .find(|(id, _)| id == item_id)
+                {
+                    *ms = (*ms).min(generated_ms);
+                }
+                (
+                    generating.transcript_so_far(),
+                    ResponseStatus::Cancelled,
+                    ItemStatus::Incomplete,
+                    Some(StatusDetails {
+                        kind: "cancelled".to_owned(),
+                        reason: Some(reason.as_str().to_owned()),
+                        error: None,
+                    }),
+                )
+            }
+        };
         self.emit(
             out,
             ServerEvent::OutputAudioDone {
@@ -506,7 +1081,7 @@ impl ProviderSession {
         let done_item = Item::Message {
             id: Some(item_id.clone()),
             role: Role::Assistant,
-            status: Some(ItemStatus::Completed),
+            status: Some(item_status),
             content: vec![part],
         };
         self.emit(
@@ -517,26 +1092,32 @@ impl ProviderSession {
                 item: done_item.clone(),
             },
         );
-        response.status = ResponseStatus::Completed;
-        response.output = vec![done_item];
+        let response = self.response(response_id, status, details, vec![done_item]);
         self.emit(out, ServerEvent::ResponseDone { response });
         self.flush_transcripts(out);
+    }
+}
 
-        self.assistant_audio_ms.push((item_id, audio_ms));
-        if !frames.is_empty() {
-            // A new reply replaces what was still playing.
-            if let Some(previous) = self.playing.take() {
-                self.playback.clear();
-                self.emit(
-                    out,
-                    ServerEvent::OutputAudioBufferCleared {
-                        response_id: previous,
-                    },
-                );
-            }
-            self.playback.extend(frames);
-            self.playing = Some(response_id);
-        }
+/// The `turn_detection` the server restates: every setting it uses, defaults filled in.
+fn restate_turn_detection(detection: &TurnDetection, settings: &VadSettings) -> TurnDetection {
+    match detection {
+        TurnDetection::ServerVad {
+            threshold,
+            idle_timeout_ms,
+            ..
+        } => TurnDetection::ServerVad {
+            threshold: Some(threshold.unwrap_or(0.5)),
+            prefix_padding_ms: Some(settings.prefix_padding_ms as u32),
+            silence_duration_ms: Some(settings.silence_duration_ms as u32),
+            idle_timeout_ms: Some(idle_timeout_ms.flatten()),
+            create_response: Some(settings.create_response),
+            interrupt_response: Some(settings.interrupt_response),
+        },
+        TurnDetection::SemanticVad { eagerness, .. } => TurnDetection::SemanticVad {
+            eagerness: Some(eagerness.clone().unwrap_or_else(|| "auto".to_owned())),
+            create_response: Some(settings.create_response),
+            interrupt_response: Some(settings.interrupt_response),
+        },
     }
 }
 
@@ -551,8 +1132,8 @@ fn raw_event_id(text: &str) -> Option<String> {
 /// The honest user transcript: how long the speech lasted (first to last voiced frame), or
 /// that there was none.
 pub fn describe_user_audio(frames: &[InputFrame]) -> String {
-    let first = frames.iter().position(|frame| frame.voiced);
-    let last = frames.iter().rposition(|frame| frame.voiced);
+    let first = frames.iter().position(InputFrame::voiced);
+    let last = frames.iter().rposition(InputFrame::voiced);
     match (first, last) {
         (Some(first), Some(last)) => {
             let samples: u64 = frames[first..=last]
@@ -665,15 +1246,21 @@ fn merge_session(current: &mut SessionConfig, update: SessionConfig) {
 mod tests {
     use super::*;
 
+    const LOUD: f64 = 3000.0;
+
+    fn frame(i: usize, rms: f64) -> InputFrame {
+        InputFrame {
+            opus: Bytes::from(vec![(i % 251) as u8, (i / 251) as u8]),
+            samples: FRAME_SAMPLES,
+            rms,
+        }
+    }
+
     fn frames(voiced: &[bool]) -> Vec<InputFrame> {
         voiced
             .iter()
             .enumerate()
-            .map(|(i, voiced)| InputFrame {
-                opus: Bytes::from(vec![i as u8]),
-                samples: FRAME_SAMPLES,
-                voiced: *voiced,
-            })
+            .map(|(i, voiced)| frame(i, if *voiced { LOUD } else { 0.0 }))
             .collect()
     }
 
@@ -685,6 +1272,85 @@ mod tests {
                 Output::Audio { .. } => None,
             })
             .collect()
+    }
+
+    fn events(outputs: &[Output]) -> Vec<ServerEvent> {
+        outputs
+            .iter()
+            .filter_map(|output| match output {
+                Output::Event { event, .. } => Some(event.as_ref().clone()),
+                Output::Audio { .. } => None,
+            })
+            .collect()
+    }
+
+    fn audio(outputs: &[Output]) -> Vec<Bytes> {
+        outputs
+            .iter()
+            .filter_map(|output| match output {
+                Output::Audio { opus, .. } => Some(opus.clone()),
+                Output::Event { .. } => None,
+            })
+            .collect()
+    }
+
+    /// What happened at which virtual time.
+    struct Timeline {
+        at: Vec<(u64, Output)>,
+    }
+
+    impl Timeline {
+        fn new() -> Self {
+            Self { at: Vec::new() }
+        }
+        fn push(&mut self, now: u64, outputs: Vec<Output>) {
+            self.at
+                .extend(outputs.into_iter().map(|output| (now, output)));
+        }
+        fn time_of(&self, event_type: &str) -> Option<u64> {
+            self.at.iter().find_map(|(now, output)| match output {
+                Output::Event { event, .. } if event.event_type() == event_type => Some(*now),
+                _ => None,
+            })
+        }
+        fn outputs(&self) -> Vec<Output> {
+            self.at.iter().map(|(_, output)| output.clone()).collect()
+        }
+        fn audio_times(&self) -> Vec<u64> {
+            self.at
+                .iter()
+                .filter(|(_, output)| matches!(output, Output::Audio { .. }))
+                .map(|(now, _)| *now)
+                .collect()
+        }
+    }
+
+    /// Ticks the session at its deadlines until `until` (inclusive).
+    fn run_until(session: &mut ProviderSession, timeline: &mut Timeline, from: u64, until: u64) {
+        let mut now = from;
+        while let Some(deadline) = session.next_deadline_ms() {
+            if deadline > until {
+                break;
+            }
+            now = now.max(deadline);
+            let outputs = session.tick(now);
+            timeline.push(now, outputs);
+        }
+    }
+
+    fn ptt_session(transcription: bool) -> ProviderSession {
+        let mut session = ProviderSession::new("rtc_test");
+        assert_eq!(types(&session.on_connect(0)), ["session.created"]);
+        let update = if transcription {
+            r#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"},"turn_detection":null}}}}"#
+        } else {
+            r#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"turn_detection":null}}}}"#
+        };
+        assert_eq!(
+            types(&session.on_client_text(update, 0)),
+            ["session.updated"]
+        );
+        session
     }
 
     #[test]
@@ -700,34 +1366,42 @@ mod tests {
     }
 
     #[test]
-    fn a_push_to_talk_turn_follows_the_ga_sequence_and_echoes_the_audio() {
-        let mut session = ProviderSession::new("rtc_test");
-        assert_eq!(types(&session.on_connect()), ["session.created"]);
-        let update = r#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"},"turn_detection":null}}}}"#;
-        assert_eq!(types(&session.on_client_text(update)), ["session.updated"]);
+    fn a_push_to_talk_reply_streams_in_real_time_in_the_ga_order() {
+        let mut session = ptt_session(true);
         assert_eq!(
-            types(&session.on_client_text(r#"{"type":"input_audio_buffer.clear"}"#)),
+            types(&session.on_client_text(r#"{"type":"input_audio_buffer.clear"}"#, 0)),
             ["input_audio_buffer.cleared"]
         );
-        let sent = frames(&[true; 20]);
-        for frame in sent.clone() {
-            session.on_audio(frame);
+        let sent = frames(&[true; 50]); // 1 s
+        for (i, frame) in sent.iter().enumerate() {
+            assert!(session.on_audio(frame.clone(), i as u64 * 20).is_empty());
         }
-        let mut outputs = session.on_client_text(r#"{"type":"input_audio_buffer.commit"}"#);
-        outputs.extend(session.on_client_text(r#"{"type":"response.create"}"#));
-        let got = types(&outputs);
+        let mut timeline = Timeline::new();
+        timeline.push(
+            1000,
+            session.on_client_text(r#"{"type":"input_audio_buffer.commit"}"#, 1000),
+        );
+        timeline.push(
+            1000,
+            session.on_client_text(r#"{"type":"response.create"}"#, 1000),
+        );
+        assert!(session.is_generating() && session.is_playing());
+        run_until(&mut session, &mut timeline, 1000, 10_000);
+        assert!(!session.is_generating() && !session.is_playing());
+
+        let mut got = types(&timeline.outputs());
+        got.dedup();
         assert_eq!(
-            got[..4],
+            got,
             [
                 "input_audio_buffer.committed",
                 "conversation.item.added",
                 "conversation.item.done",
-                "response.created"
-            ]
-        );
-        assert_eq!(
-            got[got.len() - 7..],
-            [
+                "response.created",
+                "response.output_item.added",
+                "conversation.item.added",
+                "response.content_part.added",
+                "output_audio_buffer.started",
                 "response.output_audio_transcript.delta",
                 "response.output_audio.done",
                 "response.output_audio_transcript.done",
@@ -735,60 +1409,412 @@ mod tests {
                 "response.output_item.done",
                 "response.done",
                 "conversation.item.input_audio_transcription.completed",
+                "output_audio_buffer.stopped",
             ]
         );
-        assert!(session.is_playing());
-        let mut played = Vec::new();
-        loop {
-            let next = session.next_playback();
-            match next.as_slice() {
-                [Output::Audio { opus, .. }] => played.push(opus.clone()),
-                [Output::Event { event, .. }] => {
-                    assert_eq!(event.event_type(), "output_audio_buffer.stopped");
-                    break;
-                }
-                other => panic!("unexpected playback output {other:?}"),
-            }
-        }
+        // Real time: one frame per 20 ms from the commit on; generation at twice that speed.
+        let times = timeline.audio_times();
+        let expected: Vec<u64> = (0..50).map(|i| 1000 + i * 20).collect();
+        assert_eq!(times, expected);
+        assert_eq!(timeline.time_of("response.done"), Some(1500));
+        assert_eq!(timeline.time_of("output_audio_buffer.stopped"), Some(2000));
+        let deltas: Vec<u64> = timeline
+            .at
+            .iter()
+            .filter(|(_, o)| {
+                matches!(o, Output::Event { event, .. } if event.event_type() == "response.output_audio_transcript.delta")
+            })
+            .map(|(now, _)| *now)
+            .collect();
+        assert!(deltas.len() > 2 && deltas[0] == 1000 && *deltas.last().unwrap() < 1500);
+        let played = audio(&timeline.outputs());
         let expected: Vec<Bytes> = sent.into_iter().map(|frame| frame.opus).collect();
         assert_eq!(played, expected, "the reply is the user's own audio");
-        assert!(!session.is_playing());
     }
 
-    fn only_error(out: &[Output]) -> &ErrorDetail {
+    fn only_error(out: &[Output]) -> ErrorDetail {
         let [Output::Event { event, .. }] = out else {
             panic!("expected exactly one event, got {out:?}");
         };
         let ServerEvent::Error { error } = event.as_ref() else {
             panic!("expected an error event, got {event:?}");
         };
-        error
+        error.clone()
+    }
+
+    fn response_done(outputs: &[Output]) -> Response {
+        events(outputs)
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::ResponseDone { response } => Some(response),
+                _ => None,
+            })
+            .expect("a response.done")
+    }
+
+    /// A PTT session that has just started a reply to 2 s of audio at t = 2000.
+    fn replying() -> (ProviderSession, Timeline, String) {
+        let mut session = ptt_session(false);
+        for (i, frame) in frames(&[true; 100]).into_iter().enumerate() {
+            session.on_audio(frame, i as u64 * 20);
+        }
+        session.on_client_text(r#"{"type":"input_audio_buffer.commit"}"#, 2000);
+        let mut timeline = Timeline::new();
+        timeline.push(
+            2000,
+            session.on_client_text(r#"{"type":"response.create"}"#, 2000),
+        );
+        let item_id = events(&timeline.outputs())
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::ResponseOutputItemAdded { item, .. } => item.id().map(str::to_owned),
+                _ => None,
+            })
+            .expect("the reply's item");
+        (session, timeline, item_id)
+    }
+
+    #[test]
+    fn a_push_to_talk_barge_in_cancels_clears_and_truncates() {
+        let (mut session, mut timeline, item_id) = replying();
+        // 400 ms in: 20 frames played, 41 generated of 100.
+        run_until(&mut session, &mut timeline, 2000, 2399);
+        assert_eq!(timeline.audio_times().len(), 20);
+        let again = session.on_client_text(r#"{"type":"response.create","event_id":"c2"}"#, 2400);
+        assert_eq!(
+            only_error(&again).code.as_deref(),
+            Some("conversation_already_has_active_response")
+        );
+
+        let cancel = session.on_client_text(r#"{"type":"response.cancel"}"#, 2400);
+        assert_eq!(
+            types(&cancel),
+            [
+                "response.output_audio.done",
+                "response.output_audio_transcript.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.done"
+            ]
+        );
+        let done = response_done(&cancel);
+        assert_eq!(done.status, ResponseStatus::Cancelled);
+        let details = done.status_details.expect("a cancelled response says why");
+        assert_eq!(details.kind, "cancelled");
+        assert_eq!(details.reason.as_deref(), Some("client_cancelled"));
+        assert!(matches!(
+            &done.output[..],
+            [Item::Message {
+                status: Some(ItemStatus::Incomplete),
+                ..
+            }]
+        ));
+        assert!(!session.is_generating());
+        assert!(
+            session.is_playing(),
+            "what was generated is still in the buffer"
+        );
+        let twice = session.on_client_text(r#"{"type":"response.cancel","event_id":"c3"}"#, 2400);
+        let error = only_error(&twice);
+        assert_eq!(error.code.as_deref(), Some("response_cancel_not_active"));
+        assert_eq!(error.event_id.as_deref(), Some("c3"));
+
+        // Buffered audio keeps playing until the client clears it.
+        let mut after = Timeline::new();
+        run_until(&mut session, &mut after, 2400, 2459);
+        assert_eq!(after.audio_times().len(), 3);
+        let clear = session.on_client_text(r#"{"type":"output_audio_buffer.clear"}"#, 2460);
+        assert_eq!(types(&clear), ["output_audio_buffer.cleared"]);
+        assert!(!session.is_playing());
+        assert_eq!(session.next_deadline_ms(), None, "nothing more is sent");
+
+        // 23 frames (460 ms) were played: the item keeps that much audio.
+        let truncate = |ms: u64| {
+            format!(
+                r#"{{"type":"conversation.item.truncate","item_id":"{item_id}","content_index":0,"audio_end_ms":{ms}}}"#
+            )
+        };
+        let too_far = session.on_client_text(&truncate(600), 2470);
+        assert_eq!(
+            only_error(&too_far).message,
+            "Audio content of 460ms is already shorter than 600ms"
+        );
+        assert!(only_error(&too_far).is_recoverable());
+        let truncated = session.on_client_text(&truncate(450), 2470);
+        assert_eq!(
+            events(&truncated),
+            [ServerEvent::ConversationItemTruncated {
+                item_id: item_id.clone(),
+                content_index: 0,
+                audio_end_ms: 450
+            }]
+        );
+        let unknown = session.on_client_text(
+            r#"{"type":"conversation.item.truncate","item_id":"item_nope","content_index":0,"audio_end_ms":1}"#,
+            2470,
+        );
+        assert_eq!(
+            only_error(&unknown).code.as_deref(),
+            Some("item_truncate_invalid_item_id")
+        );
+    }
+
+    #[test]
+    fn a_cancel_after_generation_is_not_active_and_clear_still_cuts() {
+        let (mut session, mut timeline, _) = replying();
+        run_until(&mut session, &mut timeline, 2000, 3100);
+        assert!(!session.is_generating() && session.is_playing());
+        assert_eq!(
+            response_done(&timeline.outputs()).status,
+            ResponseStatus::Completed
+        );
+        let cancel = session.on_client_text(r#"{"type":"response.cancel"}"#, 3100);
+        assert_eq!(
+            only_error(&cancel).code.as_deref(),
+            Some("response_cancel_not_active")
+        );
+        let clear = session.on_client_text(r#"{"type":"output_audio_buffer.clear"}"#, 3100);
+        assert_eq!(types(&clear), ["output_audio_buffer.cleared"]);
+        assert!(timeline.time_of("output_audio_buffer.stopped").is_none());
+    }
+
+    fn hands_free(extra: &str) -> ProviderSession {
+        let mut session = ProviderSession::new("rtc_test");
+        session.on_connect(0);
+        let update = format!(
+            r#"{{"type":"session.update","session":{{"type":"realtime","audio":{{"input":{{"transcription":{{"model":"whisper-1"}},"turn_detection":{{"type":"server_vad"{extra}}}}}}}}}}}"#
+        );
+        let out = session.on_client_text(&update, 0);
+        let [ServerEvent::SessionUpdated { session: restated }] = &events(&out)[..] else {
+            panic!("hands-free mode is accepted: {out:?}");
+        };
+        let detection = restated
+            .audio
+            .as_ref()
+            .and_then(|audio| audio.input.as_ref())
+            .and_then(|input| input.turn_detection.clone())
+            .flatten();
+        let Some(TurnDetection::ServerVad {
+            prefix_padding_ms: Some(_),
+            silence_duration_ms: Some(_),
+            create_response: Some(_),
+            interrupt_response: Some(_),
+            ..
+        }) = detection
+        else {
+            panic!("the server restates its VAD settings: {detection:?}");
+        };
+        assert!(session.is_hands_free());
+        session
+    }
+
+    /// Feeds frames at real pace from `start_ms` (audio timeline = wall time here).
+    fn feed(
+        session: &mut ProviderSession,
+        timeline: &mut Timeline,
+        start_ms: u64,
+        voiced: &[bool],
+    ) -> u64 {
+        let mut now = start_ms;
+        for (i, voiced) in voiced.iter().enumerate() {
+            let outputs = session.on_audio(frame(i, if *voiced { LOUD } else { 5.0 }), now);
+            timeline.push(now, outputs);
+            now += 20;
+            run_until(session, timeline, now - 20, now - 1);
+        }
+        now
+    }
+
+    fn voiced_run(silence_before: usize, speech: usize, silence_after: usize) -> Vec<bool> {
+        let mut run = vec![false; silence_before];
+        run.extend(vec![true; speech]);
+        run.extend(vec![false; silence_after]);
+        run
+    }
+
+    #[test]
+    fn hands_free_turns_start_and_stop_on_energy_and_reply_by_themselves() {
+        let mut session = hands_free(r#","prefix_padding_ms":300,"silence_duration_ms":500"#);
+        let mut timeline = Timeline::new();
+        // 1 s of silence, 1 s of speech, 0.6 s of silence.
+        let end = feed(&mut session, &mut timeline, 0, &voiced_run(50, 50, 30));
+        let got = events(&timeline.outputs());
+        let started = got
+            .iter()
+            .find_map(|event| match event {
+                ServerEvent::SpeechStarted {
+                    audio_start_ms,
+                    item_id,
+                } => Some((*audio_start_ms, item_id.clone())),
+                _ => None,
+            })
+            .expect("speech_started");
+        assert_eq!(
+            started.0, 700,
+            "speech at 1000 ms, minus 300 ms of prefix padding"
+        );
+        assert_eq!(
+            timeline.time_of("input_audio_buffer.speech_started"),
+            Some(1040)
+        );
+        let stopped = got
+            .iter()
+            .find_map(|event| match event {
+                ServerEvent::SpeechStopped {
+                    audio_end_ms,
+                    item_id,
+                } => Some((*audio_end_ms, item_id.clone())),
+                _ => None,
+            })
+            .expect("speech_stopped");
+        assert_eq!(stopped, (2000, started.1.clone()));
+        assert_eq!(
+            timeline.time_of("input_audio_buffer.speech_stopped"),
+            Some(2480),
+            "500 ms of silence after the last voiced frame"
+        );
+        let mut kinds = types(&timeline.outputs());
+        kinds.dedup();
+        assert_eq!(
+            kinds[..6],
+            [
+                "input_audio_buffer.speech_started",
+                "input_audio_buffer.speech_stopped",
+                "input_audio_buffer.committed",
+                "conversation.item.added",
+                "conversation.item.done",
+                "response.created",
+            ],
+            "the reply is created by the server (create_response)"
+        );
+        let committed = got.iter().find_map(|event| match event {
+            ServerEvent::InputAudioBufferCommitted { item_id, .. } => Some(item_id.clone()),
+            _ => None,
+        });
+        assert_eq!(committed, Some(started.1));
+        // The reply echoes padding + speech + silence: 15 + 50 + 25 frames.
+        run_until(&mut session, &mut timeline, end, 10_000);
+        assert_eq!(timeline.audio_times().len(), 90);
+        let transcript = got
+            .iter()
+            .chain(events(&timeline.outputs()).iter())
+            .find_map(|event| match event {
+                ServerEvent::InputTranscriptionCompleted { transcript, .. } => {
+                    Some(transcript.clone())
+                }
+                _ => None,
+            });
+        assert_eq!(transcript.as_deref(), Some("[1.0 s of speech]"));
+    }
+
+    #[test]
+    fn hands_free_without_create_response_only_commits() {
+        let mut session = hands_free(r#","create_response":false,"silence_duration_ms":200"#);
+        let mut timeline = Timeline::new();
+        let end = feed(&mut session, &mut timeline, 0, &voiced_run(5, 20, 15));
+        run_until(&mut session, &mut timeline, end, end + 1000);
+        let kinds = types(&timeline.outputs());
+        assert!(kinds.contains(&"input_audio_buffer.committed".to_owned()));
+        assert!(!kinds.contains(&"response.created".to_owned()));
+        assert!(
+            kinds.contains(&"conversation.item.input_audio_transcription.completed".to_owned()),
+            "the transcript comes without a reply too"
+        );
+        // A click (one loud frame) is not speech.
+        let mut click = Timeline::new();
+        feed(&mut session, &mut click, end + 1000, &voiced_run(5, 1, 30));
+        assert!(click.outputs().is_empty(), "{:?}", types(&click.outputs()));
+    }
+
+    #[test]
+    fn hands_free_barge_in_cuts_the_reply_as_turn_detected() {
+        let mut session = hands_free(r#","silence_duration_ms":300"#);
+        let mut timeline = Timeline::new();
+        // A 2 s turn: the reply (2 s + padding + silence) starts at 2300.
+        let end = feed(&mut session, &mut timeline, 0, &voiced_run(0, 100, 15));
+        assert!(session.is_generating() && session.is_playing());
+        let reply_start = timeline.time_of("response.created").expect("a reply");
+        // The user speaks again 200 ms into the reply.
+        let mut barge = Timeline::new();
+        let end = feed(&mut session, &mut barge, end, &voiced_run(10, 20, 20));
+        let mut kinds = types(&barge.outputs());
+        kinds.dedup();
+        let from = kinds
+            .iter()
+            .position(|kind| kind == "input_audio_buffer.speech_started")
+            .expect("the second turn is heard");
+        assert_eq!(
+            kinds[from..from + 8],
+            [
+                "input_audio_buffer.speech_started",
+                "output_audio_buffer.cleared",
+                "response.output_audio.done",
+                "response.output_audio_transcript.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.done",
+                "conversation.item.input_audio_transcription.completed",
+            ],
+            "{kinds:?}"
+        );
+        let done = response_done(&barge.outputs());
+        assert_eq!(done.status, ResponseStatus::Cancelled);
+        assert_eq!(
+            done.status_details
+                .and_then(|details| details.reason)
+                .as_deref(),
+            Some("turn_detected")
+        );
+        let cut_at = barge
+            .time_of("output_audio_buffer.cleared")
+            .expect("cleared");
+        let played_after_cut = barge.audio_times().iter().filter(|t| **t > cut_at).count();
+        assert!(cut_at > reply_start);
+        // After the second turn's silence, a new reply starts and plays to the end.
+        run_until(&mut session, &mut barge, end, end + 10_000);
+        let created = events(&barge.outputs())
+            .iter()
+            .filter(|event| matches!(event, ServerEvent::ResponseCreated { .. }))
+            .count();
+        assert_eq!(created, 1, "the second turn is answered");
+        assert!(barge.time_of("output_audio_buffer.stopped").is_some());
+        assert!(played_after_cut > 0, "the new reply plays");
+    }
+
+    #[test]
+    fn hands_free_speech_ends_when_the_client_stops_sending() {
+        let mut session = hands_free(r#","silence_duration_ms":400"#);
+        let mut timeline = Timeline::new();
+        let end = feed(&mut session, &mut timeline, 0, &voiced_run(0, 30, 0));
+        assert!(
+            timeline
+                .time_of("input_audio_buffer.speech_started")
+                .is_some()
+        );
+        assert_eq!(session.next_deadline_ms(), Some(end - 20 + 400));
+        run_until(&mut session, &mut timeline, end, end + 500);
+        assert_eq!(
+            timeline.time_of("input_audio_buffer.speech_stopped"),
+            Some(end - 20 + 400)
+        );
     }
 
     #[test]
     fn errors_are_the_real_ones() {
         let mut session = ProviderSession::new("rtc_test");
         let beta = r#"{"type":"session.update","event_id":"e1","session":{"modalities":["audio"],"voice":"alloy"}}"#;
-        let out = session.on_client_text(beta);
+        let out = session.on_client_text(beta, 0);
         let error = only_error(&out);
         assert_eq!(error.code.as_deref(), Some("beta_api_shape_disabled"));
         assert_eq!(error.event_id.as_deref(), Some("e1"));
 
-        let out = session.on_client_text(r#"{"type":"input_audio_buffer.commit"}"#);
+        let out = session.on_client_text(r#"{"type":"input_audio_buffer.commit"}"#, 0);
         assert_eq!(
             only_error(&out).code.as_deref(),
             Some("input_audio_buffer_commit_empty")
         );
 
-        let out = session.on_client_text("{not json");
+        let out = session.on_client_text("{not json", 0);
         assert_eq!(only_error(&out).code.as_deref(), Some("invalid_event"));
-
-        let vad = r#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"turn_detection":{"type":"server_vad"}}}}}"#;
-        let out = session.on_client_text(vad);
-        assert_eq!(
-            only_error(&out).code.as_deref(),
-            Some("unsupported_by_local_provider"),
-            "hands-free mode is refused, not silently accepted"
-        );
     }
 }

@@ -25,6 +25,6 @@ pub use server::{
     ErrorDetail, RateLimit, Response, ResponseStatus, ServerEvent, StatusDetails, UnknownEvent,
 };
 pub use session::{
-    AudioConfig, AudioFormat, AudioInput, AudioOutput, MaxOutputTokens, Modality, NoiseReduction,
-    SessionConfig, SessionKind, Tool, Transcription, TurnDetection,
+    AudioConfig, AudioFormat, AudioInput, AudioOutput, InfiniteTokens, MaxOutputTokens, Modality,
+    NoiseReduction, SessionConfig, SessionKind, Tool, Transcription, TurnDetection,
 };

@@ -335,7 +335,9 @@ pub struct ErrorDetail {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The offending parameter. The GA error shape always carries it (`"param": null` when
+    /// none), so it is always written; reading accepts it absent as well as null.
+    #[serde(default)]
     pub param: Option<String>,
     /// The `event_id` of the client event that failed, when it carried one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

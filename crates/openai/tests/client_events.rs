@@ -229,3 +229,17 @@ fn a_type_outside_the_ga_client_union_is_refused_by_name() {
         })
     );
 }
+
+#[test]
+fn an_infinite_output_limit_can_be_built_outside_the_crate() {
+    let session = SessionConfig {
+        max_output_tokens: Some(walkie_openai::MaxOutputTokens::Infinite(
+            walkie_openai::InfiniteTokens::Inf,
+        )),
+        ..SessionConfig::default()
+    };
+    let event = ClientEvent::SessionUpdate {
+        session: Box::new(session),
+    };
+    assert_eq!(wire(&event, None)["session"]["max_output_tokens"], "inf");
+}

@@ -285,3 +285,33 @@ fn a_session_restated_by_the_server_keeps_the_fields_walkie_does_not_model() {
         }))
     ));
 }
+
+#[test]
+fn an_error_always_carries_param_and_reads_without_it() {
+    let event = ServerEvent::Error {
+        error: error_with(Some("invalid_value"), "Invalid value."),
+    };
+    let wire: serde_json::Value = serde_json::from_str(&event.to_json("event_e")).unwrap();
+    assert!(
+        wire["error"]
+            .as_object()
+            .is_some_and(|error| error.get("param") == Some(&serde_json::Value::Null)),
+        "the GA error shape carries \"param\": null: {wire}"
+    );
+    let mut with_param = error_with(Some("invalid_value"), "Invalid value.");
+    with_param.param = Some("type".to_owned());
+    let wire: serde_json::Value =
+        serde_json::from_str(&ServerEvent::Error { error: with_param }.to_json("event_f")).unwrap();
+    assert_eq!(wire["error"]["param"], "type");
+    // Reading stays lenient: an error without `param` decodes, as one with null does.
+    for text in [
+        r#"{"type":"error","event_id":"e1","error":{"type":"server_error","message":"boom"}}"#,
+        r#"{"type":"error","event_id":"e1","error":{"type":"server_error","message":"boom","param":null}}"#,
+    ] {
+        let ServerEvent::Error { error } = decode(text) else {
+            panic!("{text} is an error event");
+        };
+        assert_eq!(error.param, None, "{text}");
+        assert_eq!(error.message, "boom");
+    }
+}

@@ -137,6 +137,7 @@ enum Command {
     Text(String, oneshot::Sender<Result<(), RtcError>>),
     Audio { payload: Bytes, samples: u32 },
     Close(oneshot::Sender<()>),
+    Abort(oneshot::Sender<()>),
 }
 
 /// Sends commands to a peer's loop. Cheap to clone.
@@ -169,6 +170,17 @@ impl PeerHandle {
     pub async fn close(&self) {
         let (reply, done) = oneshot::channel();
         if self.commands.send(Command::Close(reply)).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    /// Ends the loop at once *without a goodbye*: no data-channel close, no DTLS
+    /// `close_notify`, nothing more on the wire, as if the machine had vanished. The remote
+    /// finds out only by losing ICE consent. For fault injection (the local provider's
+    /// "drop the connection"); use [`PeerHandle::close`] to end a call.
+    pub async fn abort(&self) {
+        let (reply, done) = oneshot::channel();
+        if self.commands.send(Command::Abort(reply)).is_ok() {
             let _ = done.await;
         }
     }
@@ -510,6 +522,7 @@ impl EventLoop {
         mut datagrams: mpsc::UnboundedReceiver<Datagram>,
     ) {
         let mut close_reply: Option<oneshot::Sender<()>> = None;
+        let mut silent = false;
         // `set_remote_description` armed the ICE timers; start with a drain.
         self.drain().await;
         while !self.ended {
@@ -532,6 +545,11 @@ impl EventLoop {
                     Some(Command::Audio { payload, samples }) => self.send_audio(payload, samples),
                     Some(Command::Close(reply)) => {
                         close_reply = Some(reply);
+                        break;
+                    }
+                    Some(Command::Abort(reply)) => {
+                        close_reply = Some(reply);
+                        silent = true;
                         break;
                     }
                     // Every handle is gone: nobody can use this connection any more.
@@ -565,7 +583,13 @@ impl EventLoop {
             }
             self.drain().await;
         }
-        self.shutdown().await;
+        if silent {
+            for reader in &self.readers {
+                reader.abort();
+            }
+        } else {
+            self.shutdown().await;
+        }
         if !self.ended {
             self.ended = true;
             self.emit(PeerEvent::Closed);

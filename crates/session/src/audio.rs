@@ -2,8 +2,9 @@
 //!
 //! Why two unrelated types: the design's rule 2 ("play the deltas, never the snapshot") is enforced
 //! by the type system rather than by convention. [`AudioChunk`] is the only thing a playback sink
-//! accepts; [`WavSnapshot`] has no conversion into it and exposes its content only as WAV bytes for
-//! saving. Playing a finished turn twice therefore does not type-check:
+//! accepts; [`WavSnapshot`] has no conversion into it and exposes its content only for saving (WAV
+//! bytes, or its samples read-only, which no sink takes). Playing a finished turn twice therefore
+//! does not type-check:
 //!
 //! ```compile_fail
 //! use walkie_session::{AudioChunk, PlaybackSink, WavSnapshot};
@@ -104,8 +105,9 @@ pub trait PlaybackSink {
 
 /// The whole of a finished speech part's audio, retained for history and the saved WAV file.
 ///
-/// It cannot be played: the only ways to its content are [`WavSnapshot::to_wav_bytes`] (what the
-/// store writes to `turns/NNNN-assistant.wav`) and its counts.
+/// It cannot be played: the only ways to its content are [`WavSnapshot::to_wav_bytes`] (a WAV
+/// file), [`WavSnapshot::samples`] (what the store appends to `turns/NNNN-assistant.wav`) and its
+/// counts; none of them is an [`AudioChunk`].
 #[derive(Clone, PartialEq, Eq)]
 pub struct WavSnapshot {
     sample_rate_hz: u32,
@@ -129,6 +131,12 @@ impl WavSnapshot {
     /// Number of retained samples.
     pub fn sample_count(&self) -> usize {
         self.samples.len()
+    }
+
+    /// The retained samples (mono PCM16 at [`WavSnapshot::sample_rate_hz`]), for saving. A slice
+    /// is not a chunk: no [`PlaybackSink`] takes it.
+    pub fn samples(&self) -> &[i16] {
+        &self.samples
     }
 
     /// Duration of the retained audio in milliseconds (rounded down).

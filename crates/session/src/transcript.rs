@@ -1,12 +1,33 @@
-//! From the session's events to the transcript as AG-UI text messages (DESIGN.md rule 3).
+//! From the session's events to the transcript as AG-UI text messages (DESIGN.md rule 3), and to
+//! the exchange structure the transcript and the saved turn files share.
 //!
-//! The session speaks in parts (speech of either speaker, text) and turn boundaries; the
-//! transcript speaks in AG-UI messages grouped into runs, one run per exchange. This bridge
-//! numbers the exchanges — a user speech part opens a new one, an assistant part belongs to the
-//! exchange in progress — and hands each part's life to [`walkie_agui::TranscriptWriter`], which
+//! The session speaks in parts (speech of either speaker, text, tool calls) and turn boundaries;
+//! the transcript speaks in AG-UI messages grouped into runs, one run per exchange. This bridge
+//! numbers the exchanges and hands each part's life to [`walkie_agui::TranscriptWriter`], which
 //! keeps the AG-UI rules: the user's message opens at their speech start, so it sits before the
 //! reply; it closes when they stop speaking; a transcript that arrives later (even after the
 //! reply) reopens it and appends. Pure: the caller passes each event's time.
+//!
+//! Why the bridge also reports what it decided ([`BridgeNote`]): the store names its turn WAVs
+//! (`turns/NNNN-user.wav`, `NNNN-assistant.wav`) and journals each part with its exchange, and
+//! those numbers must be the ones in the message ids ([`TranscriptWriter::message_id`]). One
+//! numbering, decided here, is the only way they cannot drift apart.
+//!
+//! The rules, chosen for what a person reading the transcript expects:
+//! * A user speech part opens a new exchange (their message at their speech start). An earlier
+//!   exchange takes no new part after that: a reply being cut by the user's barge-in stays in
+//!   its exchange, and the new question, with the reply to it, comes after.
+//! * An assistant part (speech or text) joins the latest user exchange while that exchange has no
+//!   reply yet. Otherwise — the assistant speaks again after a tool call, or unprompted — it opens
+//!   an exchange of its own: one assistant part is one message, so no later part's final
+//!   transcript can overwrite an earlier part's words.
+//! * A tool-call part has no message; it belongs to the latest exchange if that has not ended.
+//! * `TurnComplete` ends the exchange whose reply started last, once. With no reply in progress it
+//!   ends nothing: after a barge-in, the cancelled reply's `TurnComplete` (or that of a response
+//!   cancelled before it said anything) must not end the new question's exchange before its
+//!   reply.
+//! * A revised transcript (an empty delta carrying the whole text) replaces what was shown at
+//!   once, as the session's delta asks ("render this, replacing").
 
 use std::collections::HashMap;
 
@@ -14,17 +35,47 @@ use walkie_agui::{Event, Speaker as TranscriptSpeaker, TranscriptInput, Transcri
 
 use crate::event::{Part, PartDelta, PartIndex, SessionEvent, Speaker};
 
+/// What [`TranscriptBridge::on_event_noted`] decided about the exchanges for one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BridgeNote {
+    /// The event changes no exchange: no part of it, or a part the bridge does not know (its
+    /// start never came, or it already ended).
+    Nothing,
+    /// The event is the start, a delta or the end of part `index`, which belongs to exchange
+    /// `turn`. `opens_turn` is true on the start that opened the exchange: every earlier exchange
+    /// then takes no new part (those still open finish in their own exchange).
+    PartInTurn {
+        index: PartIndex,
+        turn: TurnId,
+        speaker: Speaker,
+        opens_turn: bool,
+    },
+    /// The model completed exchange `turn` (a `TurnComplete` after its reply started).
+    TurnEnded { turn: TurnId },
+}
+
+/// A part the bridge follows: its exchange and, for speech and text, its message's speaker.
+#[derive(Debug, Clone, Copy)]
+struct OpenPart {
+    turn: TurnId,
+    speaker: Speaker,
+    message: Option<TranscriptSpeaker>,
+}
+
 /// Turns session events into AG-UI events for the webview and the saved transcript.
 #[derive(Debug, Clone)]
 pub struct TranscriptBridge {
     writer: TranscriptWriter,
-    next_turn: u64,
+    /// The last exchange opened, by either speaker.
+    latest_turn: Option<TurnId>,
     /// The exchange the user's last utterance opened.
     user_turn: Option<TurnId>,
-    /// The exchange of the reply in progress (the last assistant part started).
+    /// The exchange of the reply in progress (the last assistant message part started).
     reply_turn: Option<TurnId>,
-    /// Parts with a message, mapped to the message's exchange and speaker.
-    parts: HashMap<PartIndex, (TurnId, TranscriptSpeaker)>,
+    /// Whether `TurnComplete` already ended `reply_turn`.
+    reply_ended: bool,
+    /// Parts started and not ended.
+    parts: HashMap<PartIndex, OpenPart>,
 }
 
 impl TranscriptBridge {
@@ -32,81 +83,98 @@ impl TranscriptBridge {
     pub fn new(thread_id: impl Into<String>) -> Self {
         Self {
             writer: TranscriptWriter::new(thread_id),
-            next_turn: 1,
+            latest_turn: None,
             user_turn: None,
             reply_turn: None,
+            reply_ended: false,
             parts: HashMap::new(),
         }
     }
 
     fn new_turn(&mut self) -> TurnId {
-        let turn = TurnId(self.next_turn);
-        self.next_turn += 1;
+        let turn = TurnId(self.latest_turn.map_or(1, |TurnId(n)| n.saturating_add(1)));
+        self.latest_turn = Some(turn);
         turn
     }
 
     /// Appends to `out` the AG-UI events that `event`, observed at `at_ms` (milliseconds since
     /// the Unix epoch), means for the transcript. Events without meaning for it add nothing.
+    /// The same as [`TranscriptBridge::on_event_noted`] for a caller that needs no note.
     pub fn on_event(&mut self, at_ms: i64, event: &SessionEvent, out: &mut Vec<Event>) {
+        self.on_event_noted(at_ms, event, out);
+    }
+
+    /// Appends to `out` the AG-UI events that `event`, observed at `at_ms`, means for the
+    /// transcript, and tells which exchange it belongs to (see the module docs for the rules).
+    pub fn on_event_noted(
+        &mut self,
+        at_ms: i64,
+        event: &SessionEvent,
+        out: &mut Vec<Event>,
+    ) -> BridgeNote {
         match event {
             SessionEvent::PartStart(start) => {
-                let speaker = match &start.part {
-                    Part::Speech(speech) if speech.speaker == Speaker::User => {
-                        let turn = self.new_turn();
-                        self.user_turn = Some(turn);
-                        self.open(start.index, turn, TranscriptSpeaker::User, at_ms, out);
-                        return;
-                    }
-                    Part::Speech(_) | Part::Text(_) => TranscriptSpeaker::Assistant,
-                    Part::ToolCall(_) => return,
-                };
-                // A reply belongs to the exchange the user opened, unless that exchange already
-                // has its reply (the assistant speaks again, unprompted): then it is a new one.
-                let turn = match (self.user_turn, self.reply_turn) {
-                    (Some(user), reply) if reply != Some(user) => user,
-                    _ => self.new_turn(),
-                };
-                self.reply_turn = Some(turn);
-                self.open(start.index, turn, speaker, at_ms, out);
+                self.part_started(at_ms, start.index, &start.part, out)
             }
             SessionEvent::PartDelta(delta) => {
-                let Some(&(turn, speaker)) = self.parts.get(&delta.index) else {
-                    return;
+                let Some(part) = self.parts.get(&delta.index).copied() else {
+                    return BridgeNote::Nothing;
                 };
-                let appended = match &delta.delta {
-                    PartDelta::Speech(speech) => speech.transcript_delta.as_deref(),
-                    PartDelta::Text(text) => Some(&*text.content_delta),
-                };
-                if let Some(appended) = appended.filter(|text| !text.is_empty()) {
-                    self.writer.push(
-                        at_ms,
-                        TranscriptInput::TranscriptDelta {
+                if let Some(speaker) = part.message {
+                    let turn = part.turn;
+                    let input = match &delta.delta {
+                        PartDelta::Speech(speech) => {
+                            match (&speech.transcript_delta, &speech.transcript) {
+                                (Some(appended), _) if !appended.is_empty() => {
+                                    Some(TranscriptInput::TranscriptDelta {
+                                        turn,
+                                        speaker,
+                                        delta: appended,
+                                    })
+                                }
+                                // A revision: the whole transcript replaces what was shown.
+                                (Some(_), Some(whole)) => Some(TranscriptInput::TranscriptDone {
+                                    turn,
+                                    speaker,
+                                    transcript: whole,
+                                }),
+                                _ => None,
+                            }
+                        }
+                        PartDelta::Text(text) => Some(TranscriptInput::TranscriptDelta {
                             turn,
                             speaker,
-                            delta: appended,
-                        },
-                        out,
-                    );
+                            delta: &text.content_delta,
+                        }),
+                    };
+                    if let Some(input) = input {
+                        self.writer.push(at_ms, input, out);
+                    }
                 }
+                Self::note(delta.index, part, false)
             }
             SessionEvent::PartEnd(end) => {
-                let Some((turn, speaker)) = self.parts.remove(&end.index) else {
-                    return;
+                let Some(part) = self.parts.remove(&end.index) else {
+                    return BridgeNote::Nothing;
                 };
-                let transcript = match &end.part {
-                    Part::Speech(speech) => speech.transcript.as_deref(),
-                    Part::Text(text) => Some(text.content.as_str()),
-                    Part::ToolCall(_) => None,
-                };
-                let input = match transcript {
-                    Some(transcript) => TranscriptInput::TranscriptDone {
-                        turn,
-                        speaker,
-                        transcript,
-                    },
-                    None => TranscriptInput::SpeechStopped { turn, speaker },
-                };
-                self.writer.push(at_ms, input, out);
+                if let Some(speaker) = part.message {
+                    let turn = part.turn;
+                    let transcript = match &end.part {
+                        Part::Speech(speech) => speech.transcript.as_deref(),
+                        Part::Text(text) => Some(text.content.as_str()),
+                        Part::ToolCall(_) => None,
+                    };
+                    let input = match transcript {
+                        Some(transcript) => TranscriptInput::TranscriptDone {
+                            turn,
+                            speaker,
+                            transcript,
+                        },
+                        None => TranscriptInput::SpeechStopped { turn, speaker },
+                    };
+                    self.writer.push(at_ms, input, out);
+                }
+                Self::note(end.index, part, false)
             }
             SessionEvent::InputSpeechEnd(_) => {
                 // The user stopped talking: their message closes until a transcript reopens it.
@@ -120,28 +188,83 @@ impl TranscriptBridge {
                         out,
                     );
                 }
+                BridgeNote::Nothing
             }
-            SessionEvent::TurnComplete => {
-                if let Some(turn) = self.reply_turn.or(self.user_turn) {
+            SessionEvent::TurnComplete => match self.reply_turn {
+                Some(turn) if !self.reply_ended => {
+                    self.reply_ended = true;
                     self.writer
                         .push(at_ms, TranscriptInput::TurnComplete { turn }, out);
+                    BridgeNote::TurnEnded { turn }
                 }
-            }
-            _ => {}
+                _ => BridgeNote::Nothing,
+            },
+            _ => BridgeNote::Nothing,
         }
     }
 
-    fn open(
+    fn part_started(
         &mut self,
-        index: PartIndex,
-        turn: TurnId,
-        speaker: TranscriptSpeaker,
         at_ms: i64,
+        index: PartIndex,
+        part: &Part,
         out: &mut Vec<Event>,
-    ) {
-        self.parts.insert(index, (turn, speaker));
-        self.writer
-            .push(at_ms, TranscriptInput::SpeechStarted { turn, speaker }, out);
+    ) -> BridgeNote {
+        let (turn, speaker, message, opens_turn) = match part {
+            Part::Speech(speech) if speech.speaker == Speaker::User => {
+                let turn = self.new_turn();
+                self.user_turn = Some(turn);
+                (turn, Speaker::User, Some(TranscriptSpeaker::User), true)
+            }
+            Part::Speech(_) | Part::Text(_) => {
+                // The reply to the latest user exchange, unless that exchange already has its
+                // reply (a reply in it or after it): then the assistant opens an exchange.
+                let (turn, opens_turn) = match self.user_turn {
+                    Some(user) if self.reply_turn.is_none_or(|reply| reply < user) => (user, false),
+                    _ => (self.new_turn(), true),
+                };
+                self.reply_turn = Some(turn);
+                self.reply_ended = false;
+                (
+                    turn,
+                    Speaker::Assistant,
+                    Some(TranscriptSpeaker::Assistant),
+                    opens_turn,
+                )
+            }
+            Part::ToolCall(_) => {
+                let ended = |turn| self.reply_ended && self.reply_turn == Some(turn);
+                match self.latest_turn {
+                    Some(turn) if !ended(turn) => (turn, Speaker::Assistant, None, false),
+                    _ => return BridgeNote::Nothing,
+                }
+            }
+        };
+        let open = OpenPart {
+            turn,
+            speaker,
+            message,
+        };
+        self.parts.insert(index, open);
+        if let Some(speaker) = message {
+            self.writer
+                .push(at_ms, TranscriptInput::SpeechStarted { turn, speaker }, out);
+        }
+        Self::note(index, open, opens_turn)
+    }
+
+    fn note(index: PartIndex, part: OpenPart, opens_turn: bool) -> BridgeNote {
+        BridgeNote::PartInTurn {
+            index,
+            turn: part.turn,
+            speaker: part.speaker,
+            opens_turn,
+        }
+    }
+
+    /// The exchange of a part that started and has not ended.
+    pub fn turn_of(&self, index: PartIndex) -> Option<TurnId> {
+        self.parts.get(&index).map(|part| part.turn)
     }
 
     /// Ends the conversation's transcript: closes what is open, finishes the last run.

@@ -5,8 +5,9 @@
 mod turn_support;
 
 use turn_support::*;
-use walkie_agui::{Consumer, Event, Mode};
-use walkie_session::transcript::TranscriptBridge;
+use walkie_agui::{Consumer, Event, Mode, TurnId};
+use walkie_session::transcript::{BridgeNote, TranscriptBridge};
+use walkie_session::{Part, PartIndex, SessionEvent, Speaker, ToolCallPart};
 
 /// Feeds every session event since the last call through the bridge.
 fn bridge_events(talk: &mut Conversation, bridge: &mut TranscriptBridge, out: &mut Vec<Event>) {
@@ -166,6 +167,285 @@ fn a_barge_in_keeps_the_cut_reply_and_puts_the_new_question_after_it() {
     );
 }
 
+/// Feeds hand-made session events through the bridge; returns the note of each, and keeps the
+/// AG-UI events in `out`.
+fn notes_of(
+    bridge: &mut TranscriptBridge,
+    events: &[SessionEvent],
+    out: &mut Vec<Event>,
+) -> Vec<BridgeNote> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(n, event)| bridge.on_event_noted(1_767_225_600_000 + n as i64, event, out))
+        .collect()
+}
+
+fn part(index: u32, turn: u64, speaker: Speaker, opens_turn: bool) -> BridgeNote {
+    BridgeNote::PartInTurn {
+        index: PartIndex(index),
+        turn: TurnId(turn),
+        speaker,
+        opens_turn,
+    }
+}
+
+fn turn_ended(turn: u64) -> BridgeNote {
+    BridgeNote::TurnEnded { turn: TurnId(turn) }
+}
+
+/// (message id, text) of the bridge's transcript so far.
+fn messages(bridge: &TranscriptBridge) -> Vec<(String, String)> {
+    bridge
+        .transcript()
+        .map(|(id, _, text)| (id.to_owned(), text.to_owned()))
+        .collect()
+}
+
+fn tool_call_starts(index: u32) -> SessionEvent {
+    part_starts(
+        index,
+        Part::tool_call(ToolCallPart {
+            tool_name: "get_time".into(),
+            args: "{}".into(),
+            tool_call_id: "call_1".into(),
+        }),
+    )
+}
+
+fn tool_call_ends(index: u32) -> SessionEvent {
+    SessionEvent::PartEnd(walkie_session::PartEndEvent {
+        index: PartIndex(index),
+        part: Part::tool_call(ToolCallPart {
+            tool_name: "get_time".into(),
+            args: "{}".into(),
+            tool_call_id: "call_1".into(),
+        }),
+    })
+}
+
+#[test]
+fn a_question_and_its_reply_share_one_exchange_that_the_models_turn_complete_ends() {
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut out = Vec::new();
+    let notes = notes_of(
+        &mut bridge,
+        &[
+            speech_starts(0, Speaker::User),
+            user_speech_ends(None),
+            speech_starts(1, Speaker::Assistant),
+            transcript(1, Speaker::Assistant, "Fine", "Fine"),
+            speech_ends(1, Speaker::Assistant, Some("Fine."), None),
+            speech_ends(0, Speaker::User, Some("How are you?"), None),
+            SessionEvent::TurnComplete,
+        ],
+        &mut out,
+    );
+    assert_eq!(
+        notes,
+        [
+            part(0, 1, Speaker::User, true),
+            BridgeNote::Nothing,
+            part(1, 1, Speaker::Assistant, false),
+            part(1, 1, Speaker::Assistant, false),
+            part(1, 1, Speaker::Assistant, false),
+            part(0, 1, Speaker::User, false),
+            turn_ended(1),
+        ]
+    );
+    assert_eq!(
+        bridge.turn_of(PartIndex(0)),
+        None,
+        "an ended part has no turn"
+    );
+    assert_eq!(
+        messages(&bridge),
+        [
+            ("user-1".to_owned(), "How are you?".to_owned()),
+            ("assistant-1".to_owned(), "Fine.".to_owned()),
+        ],
+        "the message ids carry the exchange numbers of the notes"
+    );
+}
+
+#[test]
+fn turn_of_names_the_exchange_of_each_open_part() {
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut out = Vec::new();
+    notes_of(
+        &mut bridge,
+        &[
+            speech_starts(0, Speaker::User),
+            speech_starts(1, Speaker::Assistant),
+            speech_starts(2, Speaker::User),
+        ],
+        &mut out,
+    );
+    assert_eq!(bridge.turn_of(PartIndex(0)), Some(TurnId(1)));
+    assert_eq!(bridge.turn_of(PartIndex(1)), Some(TurnId(1)));
+    assert_eq!(bridge.turn_of(PartIndex(2)), Some(TurnId(2)));
+    assert_eq!(bridge.turn_of(PartIndex(3)), None, "a part never started");
+}
+
+#[test]
+fn in_a_barge_in_the_cut_reply_stays_in_its_exchange_and_its_turn_complete_ends_that_one() {
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut out = Vec::new();
+    let notes = notes_of(
+        &mut bridge,
+        &[
+            speech_starts(0, Speaker::User),
+            speech_ends(0, Speaker::User, Some("Tell me a story."), None),
+            speech_starts(1, Speaker::Assistant),
+            transcript(1, Speaker::Assistant, "Once upon", "Once upon"),
+            // The user speaks while the story is told; then the story is cut and cancelled.
+            speech_starts(2, Speaker::User),
+            speech_ends(1, Speaker::Assistant, Some("Once upon a time"), Some(800)),
+            SessionEvent::TurnComplete,
+            speech_ends(2, Speaker::User, Some("A shorter one."), None),
+            speech_starts(3, Speaker::Assistant),
+            speech_ends(3, Speaker::Assistant, Some("The end."), None),
+            SessionEvent::TurnComplete,
+        ],
+        &mut out,
+    );
+    assert_eq!(
+        notes,
+        [
+            part(0, 1, Speaker::User, true),
+            part(0, 1, Speaker::User, false),
+            part(1, 1, Speaker::Assistant, false),
+            part(1, 1, Speaker::Assistant, false),
+            part(2, 2, Speaker::User, true),
+            part(1, 1, Speaker::Assistant, false),
+            turn_ended(1),
+            part(2, 2, Speaker::User, false),
+            part(3, 2, Speaker::Assistant, false),
+            part(3, 2, Speaker::Assistant, false),
+            turn_ended(2),
+        ]
+    );
+    assert_eq!(
+        messages(&bridge),
+        [
+            ("user-1".to_owned(), "Tell me a story.".to_owned()),
+            ("assistant-1".to_owned(), "Once upon a time".to_owned()),
+            ("user-2".to_owned(), "A shorter one.".to_owned()),
+            ("assistant-2".to_owned(), "The end.".to_owned()),
+        ]
+    );
+}
+
+#[test]
+fn a_turn_complete_with_no_reply_in_progress_leaves_the_new_question_open_for_its_reply() {
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut out = Vec::new();
+    let notes = notes_of(
+        &mut bridge,
+        &[
+            speech_starts(0, Speaker::User),
+            speech_starts(1, Speaker::Assistant),
+            speech_ends(1, Speaker::Assistant, Some("Hi."), None),
+            SessionEvent::TurnComplete,
+            // A barge-in on a response that had not said anything yet: it is cancelled.
+            speech_starts(2, Speaker::User),
+            SessionEvent::TurnComplete,
+            speech_starts(3, Speaker::Assistant),
+        ],
+        &mut out,
+    );
+    assert_eq!(notes[3], turn_ended(1));
+    assert_eq!(notes[5], BridgeNote::Nothing, "exchange 2 has no reply yet");
+    assert_eq!(notes[6], part(3, 2, Speaker::Assistant, false));
+}
+
+#[test]
+fn the_assistant_speaking_again_after_its_reply_opens_an_exchange_of_its_own_each_time() {
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut out = Vec::new();
+    let notes = notes_of(
+        &mut bridge,
+        &[
+            speech_starts(0, Speaker::User),
+            speech_ends(0, Speaker::User, Some("What time is it?"), None),
+            speech_starts(1, Speaker::Assistant),
+            speech_ends(1, Speaker::Assistant, Some("Let me look."), None),
+            tool_call_starts(2),
+            tool_call_ends(2),
+            speech_starts(3, Speaker::Assistant),
+            speech_ends(3, Speaker::Assistant, Some("It is noon."), None),
+            speech_starts(4, Speaker::Assistant),
+            speech_ends(4, Speaker::Assistant, Some("Anything else?"), None),
+            SessionEvent::TurnComplete,
+        ],
+        &mut out,
+    );
+    assert_eq!(
+        notes,
+        [
+            part(0, 1, Speaker::User, true),
+            part(0, 1, Speaker::User, false),
+            part(1, 1, Speaker::Assistant, false),
+            part(1, 1, Speaker::Assistant, false),
+            part(2, 1, Speaker::Assistant, false),
+            part(2, 1, Speaker::Assistant, false),
+            part(3, 2, Speaker::Assistant, true),
+            part(3, 2, Speaker::Assistant, false),
+            part(4, 3, Speaker::Assistant, true),
+            part(4, 3, Speaker::Assistant, false),
+            turn_ended(3),
+        ]
+    );
+    assert_eq!(
+        messages(&bridge),
+        [
+            ("user-1".to_owned(), "What time is it?".to_owned()),
+            ("assistant-1".to_owned(), "Let me look.".to_owned()),
+            ("assistant-2".to_owned(), "It is noon.".to_owned()),
+            ("assistant-3".to_owned(), "Anything else?".to_owned()),
+        ],
+        "no part's final transcript overwrites another part's words"
+    );
+}
+
+#[test]
+fn a_revised_transcript_replaces_what_was_shown_at_once() {
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut out = Vec::new();
+    notes_of(
+        &mut bridge,
+        &[
+            speech_starts(0, Speaker::User),
+            transcript(0, Speaker::User, "Wreck a nice", "Wreck a nice"),
+            transcript(0, Speaker::User, "", "Recognize"),
+        ],
+        &mut out,
+    );
+    assert_eq!(
+        messages(&bridge),
+        [("user-1".to_owned(), "Recognize".to_owned())]
+    );
+}
+
+#[test]
+fn events_about_unknown_parts_or_no_exchange_note_nothing_and_write_nothing() {
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut out = Vec::new();
+    let notes = notes_of(
+        &mut bridge,
+        &[
+            transcript(7, Speaker::User, "hello", "hello"),
+            speech_ends(7, Speaker::User, Some("hello"), None),
+            tool_call_starts(8),
+            user_speech_ends(None),
+            SessionEvent::TurnComplete,
+        ],
+        &mut out,
+    );
+    assert!(notes.iter().all(|note| *note == BridgeNote::Nothing));
+    assert!(out.is_empty(), "{out:?}");
+}
+
 mod random_conversations {
     use super::*;
     use proptest::prelude::*;
@@ -263,15 +543,35 @@ mod random_conversations {
         #![proptest_config(ProptestConfig::with_cases(300))]
 
         #[test]
-        fn whatever_the_server_and_the_user_do_the_transcript_obeys_ag_ui(
+        fn whatever_the_server_and_the_user_do_the_transcript_obeys_ag_ui_and_exchanges_are_in_order(
             steps in prop::collection::vec(step(), 0..40)
         ) {
             let mut talk = Conversation::ready_for_push_to_talk();
             let mut bridge = TranscriptBridge::new("conversation-1");
             let mut events = Vec::new();
+            let mut opened = 0u64;
+            let mut ended = std::collections::BTreeSet::new();
             for step in &steps {
                 play(&mut talk, step);
-                bridge_events(&mut talk, &mut bridge, &mut events);
+                for (at_ms, event) in talk.stamped_events() {
+                    let note = bridge.on_event_noted(at_ms as i64, &event, &mut events);
+                    match note {
+                        BridgeNote::PartInTurn { turn, opens_turn: true, .. } => {
+                            opened += 1;
+                            prop_assert_eq!(turn, TurnId(opened), "exchanges open in order");
+                        }
+                        BridgeNote::PartInTurn { index, turn, .. } => {
+                            prop_assert!(turn.0 >= 1 && turn.0 <= opened);
+                            if !matches!(event, SessionEvent::PartEnd(_)) {
+                                prop_assert_eq!(bridge.turn_of(index), Some(turn));
+                            }
+                        }
+                        BridgeNote::TurnEnded { turn } => {
+                            prop_assert!(ended.insert(turn), "exchange {:?} ended twice", turn);
+                        }
+                        BridgeNote::Nothing => {}
+                    }
+                }
             }
             bridge.finish(1_767_300_000_000, &mut events);
             let mut consumer = Consumer::new(Mode::Strict);

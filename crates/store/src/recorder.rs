@@ -2,15 +2,20 @@
 //!
 //! Why it derives the AG-UI transcript itself: the journal must hold the transcript events that
 //! `transcript.json` is assembled from, and those are a pure function of the session events. The
-//! recorder maps session events to [`TranscriptWriter`] signals (turn numbers are its own) and
-//! returns the events it journaled, so the shell can forward the very same events to the webview
-//! instead of keeping a second mapping.
+//! recorder feeds every session event to a [`TranscriptBridge`] — the same mapping the shell
+//! uses — and returns the events it journaled, so the shell can forward the very same events to
+//! the webview.
 //!
-//! Turns: a user speech part starts a turn (closing the previous one for new audio); an
-//! assistant part outside an open turn starts one too. A turn ends when the model completed it
-//! (`RealtimeTurnComplete` after a reply) or a later turn superseded it, and none of its parts is
-//! open any more. A `RealtimeTurnComplete` for a turn whose reply has not started (the cancelled
-//! reply of a barge-in) does not end the new turn.
+//! Turns are the bridge's exchanges, numbered by the bridge: the number in `turns/NNNN-*.wav` and
+//! in the journal is the one in the message ids (`user-N`, `assistant-N`), because there is only
+//! one numbering. The bridge decides (see [`walkie_session::transcript`] for its rules): a user
+//! speech part opens a turn; an assistant part joins the user's turn until that turn has a reply,
+//! and otherwise opens a turn of its own; a barge-in's cut reply stays in its turn and the new
+//! question opens the next. The recorder keeps the files: a turn ends when the model completed it
+//! ([`BridgeNote::TurnEnded`]) or a later turn superseded it (a part that opens a turn), and none
+//! of its parts is open any more; then its WAVs close. A `RealtimeTurnComplete` with no reply in
+//! progress (a response cancelled by a barge-in before it said anything) ends no turn, so the new
+//! question's turn stays open for its reply.
 //!
 //! Audio: the user WAV gets what the shell passes to [`Recorder::user_audio`] (what was sent);
 //! samples arriving before a user speech part starts are held (bounded, the pre-roll) and go at
@@ -26,13 +31,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use walkie_agui::{Event, TranscriptInput, TranscriptWriter, TurnId};
-use walkie_session::{
-    Part, PartDelta, PartIndex, SessionEvent, Speaker, SpeechPart, StampedEvent, WavSnapshot,
-};
+use walkie_agui::{Event, TurnId};
+use walkie_session::transcript::{BridgeNote, TranscriptBridge};
+use walkie_session::{Part, PartDelta, PartIndex, SessionEvent, Speaker, SpeechPart, StampedEvent};
 
 use crate::civil_time::CivilTime;
-use crate::conversation::{Conversation, agui_speaker, turn_wav_file};
+use crate::conversation::{Conversation, turn_wav_file};
 use crate::error::StoreError;
 use crate::files::{TURNS_DIR, WRITING_MARKER_FILE, sync_dir, write_transcripts};
 use crate::journal::{
@@ -100,13 +104,13 @@ pub struct Recorder {
     config: RecorderConfig,
     journal: JournalFile,
     model: Conversation,
-    writer: TranscriptWriter,
+    /// The transcript and the turn numbering (see the module docs).
+    bridge: TranscriptBridge,
     agui_out: Vec<Event>,
     scratch: Vec<Event>,
     turns: BTreeMap<u32, LiveTurn>,
+    /// The latest turn opened, while it is live.
     current_turn: Option<u32>,
-    next_turn: u32,
-    part_turns: HashMap<PartIndex, u32>,
     pending_user_audio: VecDeque<i16>,
     /// WAVs of ended turns whose close failed; closed again on retry.
     unclosed_wavs: Vec<TurnWav>,
@@ -146,7 +150,7 @@ impl Recorder {
         model.apply(&started);
         write_transcripts(&dir, &model)?;
         Ok(Recorder {
-            writer: TranscriptWriter::new(id.clone()),
+            bridge: TranscriptBridge::new(id.clone()),
             dir,
             id,
             config,
@@ -156,8 +160,6 @@ impl Recorder {
             scratch: Vec::new(),
             turns: BTreeMap::new(),
             current_turn: None,
-            next_turn: 1,
-            part_turns: HashMap::new(),
             pending_user_audio: VecDeque::new(),
             unclosed_wavs: Vec::new(),
             save_error: None,
@@ -204,38 +206,55 @@ impl Recorder {
             return &self.agui_out;
         }
         self.retry_if_due(unix_ms);
-        match &event.event {
-            SessionEvent::PartStart(start) => {
-                self.part_started(event, start.index, &start.part, unix_ms)
+        // The bridge's AG-UI events wait in `scratch` until the session event is journaled, so
+        // the journal keeps cause before effect.
+        let note = self
+            .bridge
+            .on_event_noted(unix_ms, &event.event, &mut self.scratch);
+        match (&event.event, note) {
+            (
+                SessionEvent::PartStart(start),
+                BridgeNote::PartInTurn {
+                    turn,
+                    speaker,
+                    opens_turn,
+                    ..
+                },
+            ) => {
+                let turn = turn_number(turn);
+                if opens_turn {
+                    self.begin_turn(turn, speaker, unix_ms);
+                }
+                self.journal_session(event, Some(turn), unix_ms);
+                self.part_started(turn, start.index, &start.part, speaker);
             }
-            SessionEvent::PartDelta(delta) => {
-                let turn = self.part_turns.get(&delta.index).copied();
-                self.journal_session(event, turn, unix_ms);
-                if let Some(turn) = turn {
-                    self.part_delta(turn, delta.index, &delta.delta, unix_ms);
+            (SessionEvent::PartDelta(delta), BridgeNote::PartInTurn { turn, .. }) => {
+                let turn = turn_number(turn);
+                self.journal_session(event, Some(turn), unix_ms);
+                if let PartDelta::Speech(speech) = &delta.delta
+                    && let Some(chunk) = &speech.audio_chunk
+                    && speech.speaker == Speaker::Assistant
+                {
+                    self.assistant_audio(turn, delta.index, chunk.samples());
                 }
             }
-            SessionEvent::PartEnd(end) => {
-                let turn = self.part_turns.remove(&end.index);
-                if let (Some(turn), Part::Speech(speech)) = (turn, &end.part)
+            (SessionEvent::PartEnd(end), BridgeNote::PartInTurn { turn, .. }) => {
+                let turn = turn_number(turn);
+                if let Part::Speech(speech) = &end.part
                     && speech.speaker == Speaker::Assistant
                 {
                     self.finish_assistant_audio(turn, end.index, speech);
                 }
-                self.journal_session(event, turn, unix_ms);
-                if let Some(turn) = turn {
-                    self.part_ended(turn, &end.part, unix_ms);
-                }
+                self.journal_session(event, Some(turn), unix_ms);
+                self.part_ended(turn, &end.part, unix_ms);
             }
-            SessionEvent::TurnComplete => {
-                self.journal_session(event, self.current_turn, unix_ms);
-                if let Some(turn) = self.current_turn
-                    && let Some(live) = self.turns.get_mut(&turn)
-                    && live.has_assistant_part
-                {
+            (SessionEvent::TurnComplete, BridgeNote::TurnEnded { turn }) => {
+                let turn = turn_number(turn);
+                self.journal_session(event, Some(turn), unix_ms);
+                if let Some(live) = self.turns.get_mut(&turn) {
                     live.finished = true;
-                    self.end_turn_if_done(turn, unix_ms);
                 }
+                self.end_turn_if_done(turn, unix_ms);
             }
             _ => self.journal_session(event, None, unix_ms),
         }
@@ -297,8 +316,7 @@ impl Recorder {
                 }
                 self.end_turn(turn, unix_ms);
             }
-            self.part_turns.clear();
-            self.writer.finish(unix_ms, &mut self.scratch);
+            self.bridge.finish(unix_ms, &mut self.scratch);
             self.journal_transcript_events();
             self.append(Record::Closed { unix_ms });
             self.closed = true;
@@ -319,24 +337,11 @@ impl Recorder {
         Ok(events)
     }
 
-    fn part_started(&mut self, event: &StampedEvent, index: PartIndex, part: &Part, unix_ms: i64) {
-        let speaker = match part {
-            Part::Speech(speech) => speech.speaker,
-            Part::Text(_) | Part::ToolCall(_) => Speaker::Assistant,
+    /// Bookkeeping of a part the bridge placed in `turn`: its count, and the WAV it will write.
+    fn part_started(&mut self, turn: u32, index: PartIndex, part: &Part, speaker: Speaker) {
+        let Some(live) = self.turns.get_mut(&turn) else {
+            return;
         };
-        let turn = match speaker {
-            Speaker::User => self.begin_turn(Speaker::User, unix_ms),
-            Speaker::Assistant => match self.current_turn {
-                Some(turn) if self.turns.get(&turn).is_some_and(|live| !live.finished) => turn,
-                _ => self.begin_turn(Speaker::Assistant, unix_ms),
-            },
-        };
-        self.part_turns.insert(index, turn);
-        self.journal_session(event, Some(turn), unix_ms);
-        let live = self
-            .turns
-            .get_mut(&turn)
-            .expect("the turn a part starts in is live: begin_turn inserted it or it was checked");
         live.open_parts += 1;
         match speaker {
             Speaker::User => live.has_user_part = true,
@@ -354,100 +359,14 @@ impl Recorder {
         }
         if let Part::Speech(speech) = part
             && speech.speaker == Speaker::Assistant
+            && let Some(live) = self.turns.get_mut(&turn)
         {
-            let live = self
-                .turns
-                .get_mut(&turn)
-                .expect("the turn a part starts in is live");
             let start = live.assistant_wav.as_ref().map_or(0, TurnWav::sample_count);
             live.part_audio.insert(index, (start, 0));
-        }
-        if matches!(part, Part::Speech(_) | Part::Text(_)) {
-            self.transcript(
-                unix_ms,
-                TranscriptInput::SpeechStarted {
-                    turn: TurnId(u64::from(turn)),
-                    speaker: agui_speaker(speaker),
-                },
-            );
-        }
-    }
-
-    fn part_delta(&mut self, turn: u32, index: PartIndex, delta: &PartDelta, unix_ms: i64) {
-        let turn_id = TurnId(u64::from(turn));
-        match delta {
-            PartDelta::Speech(speech) => {
-                if let Some(chunk) = &speech.audio_chunk
-                    && speech.speaker == Speaker::Assistant
-                {
-                    self.assistant_audio(turn, index, chunk.samples());
-                }
-                let speaker = agui_speaker(speech.speaker);
-                match (&speech.transcript_delta, &speech.transcript) {
-                    (Some(appended), _) if !appended.is_empty() => self.transcript(
-                        unix_ms,
-                        TranscriptInput::TranscriptDelta {
-                            turn: turn_id,
-                            speaker,
-                            delta: appended,
-                        },
-                    ),
-                    // A revision: the whole transcript replaces what was streamed.
-                    (Some(_), Some(whole)) => self.transcript(
-                        unix_ms,
-                        TranscriptInput::TranscriptDone {
-                            turn: turn_id,
-                            speaker,
-                            transcript: whole,
-                        },
-                    ),
-                    _ => {}
-                }
-            }
-            PartDelta::Text(text) => self.transcript(
-                unix_ms,
-                TranscriptInput::TranscriptDelta {
-                    turn: turn_id,
-                    speaker: agui_speaker(Speaker::Assistant),
-                    delta: &text.content_delta,
-                },
-            ),
         }
     }
 
     fn part_ended(&mut self, turn: u32, part: &Part, unix_ms: i64) {
-        let turn_id = TurnId(u64::from(turn));
-        match part {
-            Part::Speech(speech) => {
-                let speaker = agui_speaker(speech.speaker);
-                match &speech.transcript {
-                    Some(transcript) => self.transcript(
-                        unix_ms,
-                        TranscriptInput::TranscriptDone {
-                            turn: turn_id,
-                            speaker,
-                            transcript,
-                        },
-                    ),
-                    None => self.transcript(
-                        unix_ms,
-                        TranscriptInput::SpeechStopped {
-                            turn: turn_id,
-                            speaker,
-                        },
-                    ),
-                }
-            }
-            Part::Text(text) => self.transcript(
-                unix_ms,
-                TranscriptInput::TranscriptDone {
-                    turn: turn_id,
-                    speaker: agui_speaker(Speaker::Assistant),
-                    transcript: &text.content,
-                },
-            ),
-            Part::ToolCall(_) => {}
-        }
         if let Some(live) = self.turns.get_mut(&turn) {
             live.open_parts = live.open_parts.saturating_sub(1);
             if let Part::Speech(speech) = part {
@@ -498,7 +417,7 @@ impl Recorder {
                 failure = wav.cut_to(keep).err();
             }
         } else if let Some(snapshot) = &speech.audio {
-            let samples = snapshot_samples(snapshot);
+            let samples = snapshot.samples();
             let limit = speech.interrupted_at_ms.map_or(samples.len(), |cut_ms| {
                 let cut = cut_ms * u64::from(snapshot.sample_rate_hz()) / 1000;
                 samples
@@ -536,15 +455,19 @@ impl Recorder {
         }
     }
 
-    fn begin_turn(&mut self, opened_by: Speaker, unix_ms: i64) -> u32 {
-        if let Some(previous) = self.current_turn.take() {
+    /// A part opened `turn`: every earlier turn is superseded (it ends once its parts are done).
+    fn begin_turn(&mut self, turn: u32, opened_by: Speaker, unix_ms: i64) {
+        let earlier: Vec<u32> = self
+            .turns
+            .range(..turn)
+            .map(|(&number, _)| number)
+            .collect();
+        for previous in earlier {
             if let Some(live) = self.turns.get_mut(&previous) {
                 live.finished = true;
             }
             self.end_turn_if_done(previous, unix_ms);
         }
-        let turn = self.next_turn;
-        self.next_turn += 1;
         self.turns.insert(
             turn,
             LiveTurn {
@@ -565,7 +488,6 @@ impl Recorder {
             unix_ms,
             opened_by,
         });
-        turn
     }
 
     fn end_turn_if_done(&mut self, turn: u32, unix_ms: i64) {
@@ -615,12 +537,6 @@ impl Recorder {
                 unix_ms,
             }));
         }
-        self.transcript(
-            unix_ms,
-            TranscriptInput::TurnComplete {
-                turn: TurnId(u64::from(turn)),
-            },
-        );
         self.append(Record::TurnEnded {
             turn,
             unix_ms,
@@ -628,11 +544,6 @@ impl Recorder {
         });
         self.transcripts_stale = true;
         self.write_transcripts_if_stale();
-    }
-
-    fn transcript(&mut self, unix_ms: i64, input: TranscriptInput<'_>) {
-        self.writer.push(unix_ms, input, &mut self.scratch);
-        self.journal_transcript_events();
     }
 
     fn journal_transcript_events(&mut self) {
@@ -647,6 +558,7 @@ impl Recorder {
         self.scratch.clear();
     }
 
+    /// Journals the session event, then the AG-UI events the bridge derived from it.
     fn journal_session(&mut self, event: &StampedEvent, turn: Option<u32>, unix_ms: i64) {
         if let Some(event) = without_audio(event) {
             self.append(Record::Session {
@@ -655,6 +567,7 @@ impl Recorder {
                 event: event.into_owned(),
             });
         }
+        self.journal_transcript_events();
     }
 
     fn append(&mut self, record: Record) {
@@ -752,15 +665,11 @@ fn without_audio(event: &StampedEvent) -> Option<Cow<'_, StampedEvent>> {
     }
 }
 
-/// The samples of a snapshot (its only public form is a canonical WAV file).
-fn snapshot_samples(snapshot: &WavSnapshot) -> Vec<i16> {
-    let bytes = snapshot.to_wav_bytes();
-    bytes
-        .get(crate::wav::WAV_HEADER_BYTES as usize..)
-        .unwrap_or_default()
-        .chunks_exact(2)
-        .map(|pair| i16::from_le_bytes([pair[0], pair[1]]))
-        .collect()
+/// The store's number for a bridge exchange: the `NNNN` of its WAVs and the `N` of its message
+/// ids. The journal keeps turns as `u32`; four billion exchanges in one conversation cannot
+/// happen, and saturating keeps even that from panicking.
+fn turn_number(turn: TurnId) -> u32 {
+    u32::try_from(turn.0).unwrap_or(u32::MAX)
 }
 
 /// Creates `root/stamp`, or `root/stamp-2`, `-3`, … if taken.

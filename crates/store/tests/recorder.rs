@@ -409,3 +409,136 @@ fn a_full_disk_pauses_saving_until_space_is_free_and_a_read_only_folder_is_a_cle
     let journal = read_journal(&recorder.dir().join(JOURNAL_FILE)).expect("journal");
     assert!(journal.garbage.is_empty() && journal.closed_cleanly());
 }
+
+/// A conversation where the user really speaks over the reply: the new question starts while the
+/// first reply is still playing, then that reply is cut and its response completes.
+#[test]
+fn a_barge_in_saves_the_cut_reply_in_its_turn_and_the_new_question_in_the_next_with_the_same_numbers()
+ {
+    use std::sync::Arc;
+    use walkie_session::{
+        AudioChunk, Part, PartDelta, PartDeltaEvent, PartEndEvent, PartIndex, PartStartEvent,
+        SessionEvent, SpeechPart, StampedEvent,
+    };
+
+    let samples = |value: i16, count: usize| vec![value; count];
+    let start = |index: u32, speaker: Speaker| {
+        SessionEvent::PartStart(PartStartEvent {
+            index: PartIndex(index),
+            part: Part::speech(speaker),
+        })
+    };
+    let played = |index: u32, value: i16| {
+        SessionEvent::PartDelta(PartDeltaEvent {
+            index: PartIndex(index),
+            delta: PartDelta::assistant_audio(AudioChunk::from_samples(samples(value, 480))),
+        })
+    };
+    let end = |index: u32, speaker: Speaker, text: &str, cut_ms: Option<u64>| {
+        SessionEvent::PartEnd(PartEndEvent {
+            index: PartIndex(index),
+            part: Part::Speech(SpeechPart {
+                speaker,
+                transcript: Some(Arc::from(text)),
+                audio: None,
+                interrupted_at_ms: cut_ms,
+            }),
+        })
+    };
+    enum Do {
+        Event(SessionEvent),
+        Audio(Vec<i16>),
+    }
+    let mut steps = vec![
+        Do::Audio(samples(1, 480)),
+        Do::Event(start(0, Speaker::User)),
+        Do::Audio(samples(1, 480)),
+        Do::Event(end(0, Speaker::User, "Tell me a story.", None)),
+        Do::Event(start(1, Speaker::Assistant)),
+    ];
+    steps.extend((0..10).map(|_| Do::Event(played(1, 3))));
+    steps.extend([
+        Do::Event(start(2, Speaker::User)),
+        Do::Audio(samples(2, 960)),
+        Do::Event(end(1, Speaker::Assistant, "Once upon a time", Some(50))),
+        Do::Event(SessionEvent::TurnComplete),
+        Do::Audio(samples(2, 480)),
+        Do::Event(end(2, Speaker::User, "A shorter one.", None)),
+        Do::Event(start(3, Speaker::Assistant)),
+        Do::Event(played(3, 4)),
+        Do::Event(end(3, Speaker::Assistant, "The end.", None)),
+        Do::Event(SessionEvent::TurnComplete),
+    ]);
+
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let mut recorder = store
+        .start(config(), START_UNIX_MS)
+        .expect("the recorder starts");
+    let mut events = Vec::new();
+    for (seq, step) in steps.into_iter().enumerate() {
+        let unix_ms = START_UNIX_MS + 20 * (seq as i64 + 1);
+        match step {
+            Do::Event(event) => {
+                let stamped = StampedEvent {
+                    seq: seq as u64,
+                    at_ms: 20 * (seq as u64 + 1),
+                    event,
+                };
+                events.extend_from_slice(recorder.record(&stamped, unix_ms));
+            }
+            Do::Audio(samples) => recorder.user_audio(&samples, unix_ms),
+        }
+    }
+    events.extend(
+        recorder
+            .close(START_UNIX_MS + 10_000)
+            .expect("the close saves"),
+    );
+
+    let mut consumer = Consumer::new(Mode::Strict);
+    for event in &events {
+        consumer
+            .push(event)
+            .expect("the recorder's AG-UI events are a valid stream");
+    }
+    let conversation = store
+        .open_strict(recorder.id())
+        .expect("the journal reads back");
+    let texts: Vec<(&str, &str)> = conversation
+        .messages()
+        .iter()
+        .map(|message| (message.id(), message.content().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            ("user-1", "Tell me a story."),
+            ("assistant-1", "Once upon a time"),
+            ("user-2", "A shorter one."),
+            ("assistant-2", "The end."),
+        ]
+    );
+    let wav = |turn: u32, speaker: Speaker| {
+        read_wav_samples(&recorder.dir().join(turn_wav_file(turn, speaker)))
+            .expect("the turn WAV opens")
+            .1
+    };
+    assert_eq!(
+        wav(1, Speaker::User),
+        samples(1, 960),
+        "pre-roll and speech"
+    );
+    assert_eq!(
+        wav(1, Speaker::Assistant),
+        samples(3, 1_200),
+        "the story, cut at 50 ms, stays in turn 1"
+    );
+    assert_eq!(wav(2, Speaker::User), samples(2, 1_440), "the new question");
+    assert_eq!(wav(2, Speaker::Assistant), samples(4, 480), "its reply");
+    let turns: Vec<(u32, bool, bool)> = conversation
+        .turns()
+        .map(|turn| (turn.turn, turn.interrupted, turn.ended_unix_ms.is_some()))
+        .collect();
+    assert_eq!(turns, [(1, true, true), (2, false, true)]);
+}

@@ -1,0 +1,163 @@
+//! Fault injection: what the provider does wrong on purpose, so the client's handling of a
+//! broken provider can be tested. Faults are counted in server events sent on the data
+//! channel, from 1 (`session.created`) on, per call.
+//!
+//! The client's documented answer to each (see `tests/faults.rs`):
+//! - [`Fault::Malformed`]: a [`walkie_rtc::CallEvent::Undecodable`], and the call goes on;
+//! - [`Fault::Delay`]: the events arrive late, in order; nothing times out in the transport;
+//! - [`Fault::Error`]: a `ServerEvent::Error`, recoverable or not by its code; the transport
+//!   keeps the call, the session decides;
+//! - [`Fault::AbruptClose`]: `CallEvent::Ended` (data channel closed), then sends fail with a
+//!   typed error;
+//! - [`Fault::DropConnection`]: `CallEvent::Disconnected`, then `CallEvent::Ended` with
+//!   `ConnectionFailed` once ICE consent is lost (bounded by the client's ICE timeouts).
+
+use serde::{Deserialize, Serialize};
+use walkie_openai::{ErrorDetail, ServerEvent};
+
+/// One fault, before server event number `at_event` (1-based).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fault {
+    /// The connection vanishes: nothing more on the wire either way, no goodbye (no
+    /// data-channel close, no DTLS `close_notify`). The client finds out by ICE consent.
+    DropConnection { at_event: u64 },
+    /// The provider closes the data channel and the connection mid-call, without the client
+    /// having hung up.
+    AbruptClose { at_event: u64 },
+    /// A text that is not a valid event is sent first (by default, truncated JSON).
+    Malformed {
+        at_event: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// This event, and so everything after it, waits `ms` milliseconds.
+    Delay { at_event: u64, ms: u64 },
+    /// An `error` event is sent first.
+    Error {
+        at_event: u64,
+        #[serde(default = "server_error")]
+        error_type: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        message: String,
+    },
+}
+
+fn server_error() -> String {
+    "server_error".to_owned()
+}
+
+/// The default malformed text: an event cut short.
+pub const MALFORMED_TEXT: &str =
+    r#"{"type":"response.output_audio_transcript.delta","event_id":"event_bad","delta":"cut sh"#;
+
+impl Fault {
+    pub fn at_event(&self) -> u64 {
+        match self {
+            Fault::DropConnection { at_event }
+            | Fault::AbruptClose { at_event }
+            | Fault::Malformed { at_event, .. }
+            | Fault::Delay { at_event, .. }
+            | Fault::Error { at_event, .. } => *at_event,
+        }
+    }
+}
+
+/// What the driver does before sending one event.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Injection {
+    SendText(String),
+    Wait(std::time::Duration),
+    Drop,
+    Close,
+}
+
+/// The faults of one call, consumed as events are sent.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FaultPlan {
+    faults: Vec<Fault>,
+    sent: u64,
+}
+
+impl FaultPlan {
+    pub fn new(faults: Vec<Fault>) -> Self {
+        Self { faults, sent: 0 }
+    }
+
+    /// Called before each server event goes out: what to do first, in the listed order.
+    pub fn before_event(&mut self) -> Vec<Injection> {
+        self.sent += 1;
+        let number = self.sent;
+        self.faults
+            .iter()
+            .filter(|fault| fault.at_event() == number)
+            .map(|fault| match fault {
+                Fault::DropConnection { .. } => Injection::Drop,
+                Fault::AbruptClose { .. } => Injection::Close,
+                Fault::Malformed { text, .. } => {
+                    Injection::SendText(text.clone().unwrap_or_else(|| MALFORMED_TEXT.to_owned()))
+                }
+                Fault::Delay { ms, .. } => Injection::Wait(std::time::Duration::from_millis(*ms)),
+                Fault::Error {
+                    error_type,
+                    code,
+                    message,
+                    ..
+                } => Injection::SendText(
+                    ServerEvent::Error {
+                        error: ErrorDetail {
+                            kind: error_type.clone(),
+                            code: code.clone(),
+                            message: message.clone(),
+                            param: None,
+                            event_id: None,
+                        },
+                    }
+                    .to_json(&format!("event_fault{number:04}")),
+                ),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_read_from_json_and_fire_at_their_event() {
+        let faults: Vec<Fault> = serde_json::from_str(
+            r#"[{"kind":"malformed","at_event":2},
+                {"kind":"delay","at_event":3,"ms":250},
+                {"kind":"error","at_event":3,"code":"server_error","message":"boom"},
+                {"kind":"drop_connection","at_event":5}]"#,
+        )
+        .expect("valid faults");
+        let mut plan = FaultPlan::new(faults);
+        assert!(plan.before_event().is_empty());
+        assert_eq!(
+            plan.before_event(),
+            [Injection::SendText(MALFORMED_TEXT.to_owned())]
+        );
+        let third = plan.before_event();
+        assert_eq!(
+            third[0],
+            Injection::Wait(std::time::Duration::from_millis(250))
+        );
+        let Injection::SendText(error) = &third[1] else {
+            panic!("an error event: {third:?}");
+        };
+        let decoded = walkie_openai::decode_server_event(error).expect("a valid error event");
+        assert!(
+            matches!(decoded, ServerEvent::Error { error } if error.message == "boom" && error.kind == "server_error")
+        );
+        assert!(plan.before_event().is_empty());
+        assert_eq!(plan.before_event(), [Injection::Drop]);
+        assert!(
+            serde_json::from_str::<Fault>(r#"{"kind":"delay","at_event":1,"ms":5,"extra":1}"#)
+                .is_err(),
+            "a misspelt field is an error, not a silently ignored fault"
+        );
+    }
+}
