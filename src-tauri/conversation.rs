@@ -1,20 +1,30 @@
 //! The conversation driver: one task that owns the turn controller and connects it to the
-//! call, the webview and (soon) the audio engine.
+//! call, the audio engine and the webview.
 //!
 //! Why one task: the controller is a sans-IO state machine, so every input — a server event,
 //! a key press, a timer — must reach it in one order, and its outputs must leave in that order.
 //! The task is that order. It reads the clock (the controller never does) and translates each
-//! edge: call events in, client events out; key presses in; session events out to the
-//! transcript bridge and on to the webview as AG-UI events; controller state out as the status
-//! line.
+//! edge: call events in, client events out; received RTP into the audio engine, decoded audio
+//! back into the controller, and the session's speech deltas — only they — out to the player
+//! (DESIGN.md rule 2); the controller's audio commands to the engine; key presses in; session
+//! events out to the transcript bridge and on to the webview as AG-UI events; controller state
+//! out as the status line.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use tokio::sync::mpsc;
+use walkie_audio::device::Direction;
+use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, Player};
 use walkie_openai::{AudioConfig, AudioInput, Modality, SessionConfig, Transcription};
 use walkie_rtc::{Auth, Call, CallConfig, CallEvent, EndReason, Endpoint};
-use walkie_session::turn::{ToolRegistry, TurnConfig, TurnController, UiHint, WallClock};
-use walkie_session::{Delivery, EventIterator, transcript::TranscriptBridge};
+use walkie_session::turn::{
+    DeviceKind, ToolRegistry, TurnConfig, TurnController, UiHint, WallClock,
+};
+use walkie_session::{
+    Delivery, EventIterator, PartDelta, PlaybackSink, SessionEvent, Speaker,
+    transcript::TranscriptBridge,
+};
 
 use crate::status::{ConnectionState, StatusEvent};
 
@@ -224,11 +234,37 @@ async fn talk(
         .iterate()
         .expect("a new session has no iterator yet");
     let mut shown = Shown::new(TranscriptBridge::new(call.call_id().to_owned()), provider);
+    // The microphone's Opus frames go straight onto the call's audio track.
+    let sender = call.sender();
+    let sink = move |opus: &[u8], samples: u32| {
+        if let Err(error) = sender.send_audio(Bytes::copy_from_slice(opus), samples) {
+            log::debug!("a microphone frame was not sent: {error}");
+        }
+    };
+    let (engine, engine_events) = match Engine::start(EngineConfig::default(), sink) {
+        Ok(started) => started,
+        Err(error) => return Ended::Failed(format!("the audio engine could not start: {error}")),
+    };
+    let mut playback = Playback {
+        player: engine.player(),
+        item: None,
+    };
+    let mut engine_events = forward(engine_events);
     controller.wall_clock(clock.now_ms(), clock.wall_clock());
     controller.data_channel_open(clock.now_ms());
 
     loop {
-        if let Err(reason) = flush(&mut controller, &iterator, &mut call, &mut shown, ui).await {
+        if let Err(reason) = flush(
+            &mut controller,
+            &iterator,
+            &mut call,
+            &engine,
+            &mut playback,
+            &mut shown,
+            ui,
+        )
+        .await
+        {
             return Ended::Failed(reason);
         }
         let deadline = controller.next_deadline_ms().map(|deadline_ms| {
@@ -241,8 +277,15 @@ async fn talk(
                 match event {
                     Some(CallEvent::Server(event)) => controller.server_event(event, now_ms),
                     Some(CallEvent::Undecodable { text, .. }) => controller.server_text(&text, now_ms),
-                    // The audio engine consumes these once it is wired in.
-                    Some(CallEvent::Audio(_)) | Some(CallEvent::Binary(_)) => {}
+                    Some(CallEvent::Audio(audio)) => {
+                        engine.receive_rtp(
+                            audio.sequence_number,
+                            audio.timestamp,
+                            &audio.payload,
+                            audio.received_at,
+                        );
+                    }
+                    Some(CallEvent::Binary(_)) => {}
                     Some(CallEvent::Disconnected) => ui.status(StatusEvent::new(
                         ConnectionState::Reconnecting,
                         "The connection dropped; trying to get it back…",
@@ -270,8 +313,86 @@ async fn talk(
                     }
                 }
             }
+            Some(event) = engine_events.recv() => {
+                let now_ms = clock.now_ms();
+                match event {
+                    EngineEvent::AssistantAudio(chunk) => controller.assistant_audio(chunk, now_ms),
+                    EngineEvent::PlaybackProgress { item_id, played_ms } => {
+                        controller.playback_progress(&item_id, played_ms)
+                    }
+                    EngineEvent::PlaybackDrained => controller.playback_drained(now_ms),
+                    EngineEvent::DeviceFellBack { direction, using, reason, .. } => {
+                        if direction == Direction::Input {
+                            controller.device_changed(DeviceKind::Input, now_ms);
+                        }
+                        shown.hint = Some(format!(
+                            "The chosen {direction} is not available ({reason}); using {using}."
+                        ));
+                    }
+                    EngineEvent::DeviceChanged { direction, using } => {
+                        if direction == Direction::Input {
+                            controller.device_changed(DeviceKind::Input, now_ms);
+                        }
+                        shown.hint = Some(format!("Now using {using} as the {direction}."));
+                    }
+                    EngineEvent::DeviceUnavailable { direction, reason } => {
+                        shown.hint = Some(format!("No {direction} can be opened: {reason}."));
+                    }
+                    // The level meters are not on screen yet.
+                    EngineEvent::Level { .. } => {}
+                }
+            }
             _ = sleep_until(deadline) => controller.tick(clock.now_ms()),
         }
+    }
+}
+
+/// The engine reports on a std channel from its worker threads; this thread hands each report
+/// to the conversation task. It ends when the engine does.
+fn forward(events: std::sync::mpsc::Receiver<EngineEvent>) -> mpsc::UnboundedReceiver<EngineEvent> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let spawned = std::thread::Builder::new()
+        .name("walkie-engine-events".to_owned())
+        .spawn(move || {
+            while let Ok(event) = events.recv() {
+                if sender.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        log::error!("the audio engine's reports cannot reach the conversation: {error}");
+    }
+    receiver
+}
+
+/// The playback side of the session: speech deltas to the player, each counted against the
+/// assistant item it belongs to.
+struct Playback {
+    player: Player,
+    item: Option<String>,
+}
+
+impl Playback {
+    fn play(&mut self, controller: &TurnController, event: &SessionEvent) {
+        let SessionEvent::PartDelta(delta) = event else {
+            return;
+        };
+        let PartDelta::Speech(speech) = &delta.delta else {
+            return;
+        };
+        let Some(chunk) = &speech.audio_chunk else {
+            return;
+        };
+        if speech.speaker != Speaker::Assistant {
+            return;
+        }
+        let item = controller.current_audio_item();
+        if item.is_some() && item != self.item.as_deref() {
+            self.item = item.map(str::to_owned);
+            self.player.begin_item(item.unwrap_or_default());
+        }
+        self.player.play(chunk);
     }
 }
 
@@ -314,11 +435,14 @@ impl Shown {
     }
 }
 
-/// Sends what the controller has for the call, the webview and the log, in its order.
+/// Sends what the controller has for the call, the devices, the webview and the log, in its
+/// order.
 async fn flush(
     controller: &mut TurnController,
     iterator: &EventIterator,
     call: &mut Call,
+    engine: &Engine,
+    playback: &mut Playback,
     shown: &mut Shown,
     ui: &mut impl Ui,
 ) -> Result<(), String> {
@@ -328,7 +452,7 @@ async fn flush(
             .map_err(|error| format!("could not send to the provider: {error}"))?;
     }
     while let Some(command) = controller.poll_audio_command() {
-        log::debug!("audio command (no audio engine wired yet): {command:?}");
+        engine.apply(command);
     }
     while let Some(diagnostic) = controller.poll_diagnostic() {
         log::info!("session diagnostic: {diagnostic:?}");
@@ -337,6 +461,7 @@ async fn flush(
     while let Ok(Some(delivery)) = controller.session_mut().poll_event(iterator) {
         match delivery {
             Delivery::Event(stamped) => {
+                playback.play(controller, &stamped.event);
                 shown
                     .bridge
                     .on_event(stamped.at_ms as i64, &stamped.event, &mut transcript)

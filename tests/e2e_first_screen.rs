@@ -12,7 +12,7 @@ use std::time::Duration;
 use fantoccini::Locator;
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
-use support::{WebviewApp, rendered_text, wait_for_text};
+use support::{WebviewApp, rendered_text, wait_for, wait_for_text};
 
 const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
 
@@ -52,7 +52,7 @@ async fn e2e_the_window_opens_and_connects_to_the_local_provider() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn e2e_holding_space_listens_and_the_user_turn_appears_in_the_transcript() {
+async fn e2e_holding_space_sends_the_microphone_and_the_user_turn_appears_in_the_transcript() {
     let app = WebviewApp::launch("space_push_to_talk").await;
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
@@ -80,20 +80,15 @@ async fn e2e_holding_space_listens_and_the_user_turn_appears_in_the_transcript()
             ptt.attr("aria-pressed").await.unwrap().as_deref(),
             Some("false")
         );
-        // No audio engine is wired yet, so the provider received no audio and says so; the
-        // user's turn still opened in the transcript at the press.
-        wait_for_text(
+        // Nobody spoke into the (virtual) microphone: the local provider describes the silence
+        // it received, in the user's turn that opened at the press, and answers.
+        let said = wait_for(
             &client,
-            "#status",
-            "Nothing was heard: no audio reached the provider.",
+            "#transcript article.message[data-role='user'] .message-text",
+            |text| text.ends_with(" s of silence]"),
         )
         .await;
-        let user_turn = client
-            .find(Locator::Css(
-                "#transcript article.message[data-role='user']",
-            ))
-            .await
-            .expect("the user's turn is in the transcript");
+        assert!(said.starts_with('['), "{said:?}");
         assert_eq!(
             rendered_text(
                 &client,
@@ -103,7 +98,12 @@ async fn e2e_holding_space_listens_and_the_user_turn_appears_in_the_transcript()
             .as_deref(),
             Some("You")
         );
-        assert_eq!(user_turn.attr("data-streaming").await.unwrap(), None);
+        wait_for(
+            &client,
+            "#transcript article.message[data-role='assistant'] .message-text",
+            |text| text.contains("played your"),
+        )
+        .await;
     })
     .await;
 }

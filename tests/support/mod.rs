@@ -9,6 +9,8 @@
 //! test ends, pass or fail, so no window or WebKit child outlives its test. When the test body
 //! panics, a screenshot of the window is saved under `target/tmp/screenshots/` first.
 
+pub mod audio;
+
 use std::fs::File;
 use std::future::Future;
 use std::io::{BufRead, BufReader};

@@ -1228,8 +1228,10 @@ impl Downlink {
             let Some(front) = self.pending.front_mut() else {
                 break;
             };
-            if front.offset == 0 && playback.played_frames() >= self.written {
-                // The speaker ran idle: a cushion of silence ahead of the reply.
+            if front.offset == 0 && !self.audible && playback.played_frames() >= self.written {
+                // A reply starts on an idle speaker: a cushion of silence ahead of it absorbs
+                // the jitter of the path from the decoder through the app and back. Only at
+                // the start: a cushion after every late chunk would stretch the reply.
                 let rate = playback.format().sample_rate_hz as usize;
                 let cushion = (rate * self.cushion_ms as usize / 1000).min(self.zeros.len());
                 let written = playback.write(&self.zeros[..cushion]);

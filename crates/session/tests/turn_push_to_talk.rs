@@ -117,6 +117,11 @@ fn a_push_to_talk_turn_follows_the_reference_sequence() {
                 " doing well, thank you!",
                 "I'm doing well, thank you!"
             ),
+            // response.done came while the reply was audible: its part stays open for the
+            // audio still to come, and the turn completes when the audio stops.
+            transcript(0, Speaker::User, "How are you?", "How are you?"),
+            speech_ends(0, Speaker::User, Some("How are you?"), None),
+            SessionEvent::OutputSpeechEnd,
             speech_ends(
                 1,
                 Speaker::Assistant,
@@ -124,9 +129,6 @@ fn a_push_to_talk_turn_follows_the_reference_sequence() {
                 None
             ),
             SessionEvent::TurnComplete,
-            transcript(0, Speaker::User, "How are you?", "How are you?"),
-            speech_ends(0, Speaker::User, Some("How are you?"), None),
-            SessionEvent::OutputSpeechEnd,
         ]
     );
     assert_eq!(
@@ -868,4 +870,38 @@ fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
     controller.push_to_talk_down(20);
     assert_eq!(controller.poll_outgoing(), None);
     assert_eq!(controller.poll_hint(), Some(UiHint::NotReady));
+}
+
+#[test]
+fn reply_audio_arriving_after_response_done_stays_in_the_replys_speech_part() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_1"))
+        .server(&audio_part_added("resp_1", "item_A1"))
+        .server(&output_started("resp_1"))
+        .server(&assistant_says("resp_1", "item_A1", "Hello."))
+        .server(&response_done("resp_1", "completed"));
+    talk.events();
+    // Generation ran ahead of playback: more of the reply's audio comes after response.done.
+    talk.at(2_400);
+    talk.controller.assistant_audio(
+        walkie_session::AudioChunk::from_samples(vec![100; 960]),
+        2_400,
+    );
+    let late = talk.events();
+    assert!(
+        late.iter()
+            .all(|event| !matches!(event, SessionEvent::PartStart(_))),
+        "no new part for the reply's own audio: {late:?}"
+    );
+    talk.at(2_600).server(&output_stopped("resp_1"));
+    let end = talk.events();
+    assert_eq!(end.first(), Some(&SessionEvent::OutputSpeechEnd));
+    assert!(
+        matches!(end.get(1), Some(SessionEvent::PartEnd(_))),
+        "{end:?}"
+    );
+    assert_eq!(end.last(), Some(&SessionEvent::TurnComplete));
 }

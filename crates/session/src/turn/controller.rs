@@ -161,6 +161,9 @@ pub struct TurnController {
     pub(super) audible_response: Option<String>,
     /// The reply cut by the last barge-in: its late output start and audio are suppressed.
     pub(super) interrupted_response: Option<String>,
+    /// `response.done` came while the reply was still audible over WebRTC: its audio outlives
+    /// it, so the reply's parts close (and the turn completes) when the audio stops.
+    pub(super) response_done_pending: bool,
     pub(super) suppress_output_audio: bool,
     pub(super) current_audio_item: Option<String>,
     played: Option<(String, u64)>,
@@ -209,6 +212,7 @@ impl TurnController {
             last_commit: None,
             audible_response: None,
             interrupted_response: None,
+            response_done_pending: false,
             suppress_output_audio: false,
             current_audio_item: None,
             played: None,
@@ -248,6 +252,7 @@ impl TurnController {
         self.set_mic_gate(false);
         self.create_in_flight = None;
         self.create_queued = false;
+        self.finish_pending_response(now_ms);
     }
 
     /// The push-to-talk key went down (hold mode), or was pressed (toggle mode).
@@ -457,6 +462,12 @@ impl TurnController {
         self.audible_response.is_some()
     }
 
+    /// The assistant item whose audio the current reply is carrying, when there is one: what
+    /// the audio driver counts played time against (see [`Self::playback_progress`]).
+    pub fn current_audio_item(&self) -> Option<&str> {
+        self.current_audio_item.as_deref()
+    }
+
     /// The response in progress on the server, if any.
     pub fn active_response_id(&self) -> Option<&str> {
         self.active_response.as_deref()
@@ -647,6 +658,23 @@ impl TurnController {
             self.emit(SessionEvent::OutputSpeechEnd, now_ms);
         }
         self.set_mic_gate(false);
+        self.finish_pending_response(now_ms);
+    }
+
+    /// Carries out a `response.done` that waited for the reply's audio to stop.
+    pub(super) fn finish_pending_response(&mut self, now_ms: u64) {
+        if std::mem::take(&mut self.response_done_pending) {
+            self.finish_response(now_ms);
+        }
+    }
+
+    /// The reply is over: its open parts close, and the session completes the turn unless a
+    /// tool is still to run.
+    pub(super) fn finish_response(&mut self, now_ms: u64) {
+        self.assistant_part = None;
+        if let Err(error) = self.session.response_done(now_ms) {
+            self.refused(error);
+        }
     }
 
     fn set_mic_gate(&mut self, gated: bool) {

@@ -35,7 +35,7 @@ use crate::event::{
     RealtimeInputTranscriptionErrorEvent, RealtimeSessionErrorEvent, SessionEvent, Speaker,
     TextPartDelta, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
 };
-use crate::turn::config::TurnMode;
+use crate::turn::config::{Transport, TurnMode};
 use crate::turn::controller::{PairedCreate, TurnController};
 use crate::turn::output::{Diagnostic, UiHint};
 use crate::turn::tools::parse_arguments;
@@ -107,7 +107,11 @@ impl TurnController {
                 content_index,
                 error,
             } => self.on_transcription_failed(item_id, content_index, error, now_ms),
-            ServerEvent::ResponseCreated { response } => self.on_response_created(response),
+            ServerEvent::ResponseCreated { response } => {
+                // A new reply begins: the previous one's audio is over whatever it said.
+                self.finish_pending_response(now_ms);
+                self.on_response_created(response)
+            }
             ServerEvent::ResponseDone { response } => self.on_response_done(response, now_ms),
             ServerEvent::ResponseOutputItemAdded { item, .. } => {
                 if let Item::FunctionCall { call_id, name, .. } = item {
@@ -552,9 +556,13 @@ impl TurnController {
                 | ResponseStatus::Incomplete => {}
             }
         }
-        self.assistant_part = None;
-        if let Err(error) = self.session.response_done(now_ms) {
-            self.refused(error);
+        if self.config.transport == Transport::WebRtc && self.audible_response.is_some() {
+            // Over WebRTC generation runs ahead of playback: the reply's audio keeps arriving
+            // after its response.done. Its speech part stays open for that audio, and the
+            // turn completes when the audio stops (output_audio_buffer.stopped or .cleared).
+            self.response_done_pending = true;
+        } else {
+            self.finish_response(now_ms);
         }
         if self.interrupted_response.as_deref() == Some(id.as_str()) {
             self.interrupted_response = None;

@@ -1,0 +1,158 @@
+//! The test PulseAudio server's virtual devices, from the outside: what a test speaks into
+//! the virtual microphone ("mic" null sink, whose monitor is the default source) and what it
+//! hears from the virtual speaker ("spk", recorded from its monitor). scripts/test.sh starts
+//! the server (scripts/pulse.sh) and exports PULSE_SERVER; the app under test inherits it.
+
+// Each test binary uses a part of the support module.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+
+pub const RATE_HZ: usize = 48_000;
+
+/// Fails with instructions when the test audio server is not running.
+pub fn require_test_audio() {
+    let server = std::env::var("PULSE_SERVER").unwrap_or_default();
+    assert!(
+        server.starts_with("unix:") && std::path::Path::new(&server[5..]).exists(),
+        "this test needs the test PulseAudio server: run scripts/test.sh, or \
+         `export PULSE_SERVER=$(scripts/pulse.sh start target/pulse)` first (PULSE_SERVER={server:?})"
+    );
+}
+
+/// A pacat or parec process on one of the null sinks, ended when dropped.
+pub struct PulseStream {
+    child: Child,
+    reader: Option<JoinHandle<Vec<u8>>>,
+}
+
+fn spawn(program: &str, device: &str) -> Child {
+    Command::new(program)
+        .args([
+            "--device",
+            device,
+            "--format=s16le",
+            "--rate=48000",
+            "--channels=1",
+            "--raw",
+            // Generous buffering: on a loaded 2-core machine a short buffer under- or overruns.
+            "--latency-msec=200",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|error| panic!("could not start {program}: {error}"))
+}
+
+impl PulseStream {
+    /// Starts recording what the virtual speaker plays.
+    pub fn record_speaker() -> Self {
+        let mut child = spawn("parec", "spk.monitor");
+        let mut stdout = child.stdout.take().expect("parec's stdout is piped");
+        let reader = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stdout.read_to_end(&mut bytes);
+            bytes
+        });
+        Self {
+            child,
+            reader: Some(reader),
+        }
+    }
+
+    /// Plays `samples` into the virtual microphone and waits until pacat has drained them.
+    pub fn speak_into_microphone(samples: &[i16]) {
+        let mut child = spawn("pacat", "mic");
+        let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+        {
+            let mut stdin = child.stdin.take().expect("pacat's stdin is piped");
+            stdin
+                .write_all(&bytes)
+                .expect("feeding the virtual microphone");
+        }
+        let _ = child.wait();
+    }
+
+    /// Ends the recording and returns the samples heard.
+    pub fn end(mut self) -> Vec<i16> {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+        let bytes = self
+            .reader
+            .take()
+            .expect("the reader runs until the recorder ends")
+            .join()
+            .expect("the reader thread only reads");
+        bytes
+            .chunks_exact(2)
+            .map(|b| i16::from_le_bytes([b[0], b[1]]))
+            .collect()
+    }
+}
+
+impl Drop for PulseStream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Speech-like audio: a voiced source with a wandering pitch, two formants and syllables of
+/// 220 ms — loud enough for a voice-activity detector, varied enough to tell a repeat.
+pub fn speech_like(seconds: f64) -> Vec<i16> {
+    let count = (RATE_HZ as f64 * seconds) as usize;
+    let mut phase = 0.0f64;
+    (0..count)
+        .map(|i| {
+            let t = i as f64 / RATE_HZ as f64;
+            let f0 = 140.0 + 30.0 * (2.0 * std::f64::consts::PI * 1.3 * t).sin();
+            phase += 2.0 * std::f64::consts::PI * f0 / RATE_HZ as f64;
+            let source: f64 = (1..=18)
+                .map(|k| {
+                    let freq = f0 * k as f64;
+                    let formant = 1.0
+                        + 2.0 * (-((freq - 700.0) / 200.0).powi(2)).exp()
+                        + 1.5 * (-((freq - 1200.0) / 250.0).powi(2)).exp();
+                    formant * (k as f64 * phase).sin() / k as f64
+                })
+                .sum();
+            let syllable = (t % 0.22) / 0.22;
+            let envelope = if syllable < 0.82 {
+                (std::f64::consts::PI * syllable / 0.82).sin().powi(2)
+            } else {
+                0.05
+            };
+            (source * envelope * 5_000.0).clamp(-32_000.0, 32_000.0) as i16
+        })
+        .collect()
+}
+
+/// The duration, in 20 ms frames, from the first to the last frame louder than -30 dBFS: how
+/// long the sound lasts, whatever silence surrounds it. The threshold sits well above the
+/// quiet gaps between syllables (about -42 dBFS), which a codec may push either way.
+pub fn sounding_span_frames(samples: &[i16]) -> usize {
+    let loud: Vec<usize> = samples
+        .chunks_exact(RATE_HZ / 50)
+        .enumerate()
+        .filter(|(_, frame)| {
+            let energy: f64 = frame.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+            let rms = (energy / frame.len() as f64).sqrt();
+            rms > 32_768.0 * 10f64.powf(-30.0 / 20.0)
+        })
+        .map(|(index, _)| index)
+        .collect();
+    match (loud.first(), loud.last()) {
+        (Some(first), Some(last)) => last - first + 1,
+        _ => 0,
+    }
+}
+
+/// The signal's energy (sum of squares): played twice, it doubles.
+pub fn energy(samples: &[i16]) -> f64 {
+    samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum()
+}
