@@ -26,6 +26,7 @@ use walkie_session::{
     transcript::TranscriptBridge,
 };
 
+use crate::recording::Recording;
 use crate::status::{ConnectionState, StatusEvent};
 
 /// What the webview asks of the conversation.
@@ -233,7 +234,7 @@ async fn talk(
         .session_mut()
         .iterate()
         .expect("a new session has no iterator yet");
-    let mut shown = Shown::new(TranscriptBridge::new(call.call_id().to_owned()), provider);
+    let shown = Shown::new(TranscriptBridge::new(call.call_id().to_owned()), provider);
     // The microphone's Opus frames go straight onto the call's audio track.
     let sender = call.sender();
     let sink = move |opus: &[u8], samples: u32| {
@@ -245,12 +246,28 @@ async fn talk(
         Ok(started) => started,
         Err(error) => return Ended::Failed(format!("the audio engine could not start: {error}")),
     };
-    let mut playback = Playback {
+    let playback = Playback {
         player: engine.player(),
         item: None,
     };
     let mut engine_events = forward(engine_events);
-    controller.wall_clock(clock.now_ms(), clock.wall_clock());
+    let wall_clock = clock.wall_clock();
+    let mut hint = None;
+    let recording = match Recording::start(wall_clock.utc_offset_minutes, wall_clock.unix_ms) {
+        Ok(recording) => Some(recording),
+        Err(reason) => {
+            log::warn!("{reason}");
+            hint = Some(format!("Conversations are not being saved: {reason}."));
+            None
+        }
+    };
+    let mut outputs = Outputs {
+        playback,
+        recording,
+        shown,
+    };
+    outputs.shown.hint = hint;
+    controller.wall_clock(clock.now_ms(), wall_clock);
     controller.data_channel_open(clock.now_ms());
 
     loop {
@@ -259,8 +276,7 @@ async fn talk(
             &iterator,
             &mut call,
             &engine,
-            &mut playback,
-            &mut shown,
+            &mut outputs,
             ui,
         )
         .await
@@ -290,7 +306,7 @@ async fn talk(
                         ConnectionState::Reconnecting,
                         "The connection dropped; trying to get it back…",
                     )),
-                    Some(CallEvent::Reconnected) => shown.invalidate(),
+                    Some(CallEvent::Reconnected) => outputs.shown.invalidate(),
                     Some(CallEvent::Ended(reason)) => {
                         controller.data_channel_closed(now_ms);
                         return Ended::Failed(describe(&reason));
@@ -317,6 +333,11 @@ async fn talk(
                 let now_ms = clock.now_ms();
                 match event {
                     EngineEvent::AssistantAudio(chunk) => controller.assistant_audio(chunk, now_ms),
+                    EngineEvent::SentAudio(chunk) => {
+                        if let Some(recording) = outputs.recording.as_mut() {
+                            recording.user_audio(chunk, now_ms as i64);
+                        }
+                    }
                     EngineEvent::PlaybackProgress { item_id, played_ms } => {
                         controller.playback_progress(&item_id, played_ms)
                     }
@@ -325,7 +346,7 @@ async fn talk(
                         if direction == Direction::Input {
                             controller.device_changed(DeviceKind::Input, now_ms);
                         }
-                        shown.hint = Some(format!(
+                        outputs.shown.hint = Some(format!(
                             "The chosen {direction} is not available ({reason}); using {using}."
                         ));
                     }
@@ -333,10 +354,10 @@ async fn talk(
                         if direction == Direction::Input {
                             controller.device_changed(DeviceKind::Input, now_ms);
                         }
-                        shown.hint = Some(format!("Now using {using} as the {direction}."));
+                        outputs.shown.hint = Some(format!("Now using {using} as the {direction}."));
                     }
                     EngineEvent::DeviceUnavailable { direction, reason } => {
-                        shown.hint = Some(format!("No {direction} can be opened: {reason}."));
+                        outputs.shown.hint = Some(format!("No {direction} can be opened: {reason}."));
                     }
                     // The level meters are not on screen yet.
                     EngineEvent::Level { .. } => {}
@@ -411,6 +432,13 @@ fn describe(reason: &EndReason) -> String {
     }
 }
 
+/// Where the conversation's results go besides the call: the speaker, the disk, the screen.
+struct Outputs {
+    playback: Playback,
+    recording: Option<Recording>,
+    shown: Shown,
+}
+
 /// What the webview was last shown, so only changes are sent.
 struct Shown {
     bridge: TranscriptBridge,
@@ -442,10 +470,14 @@ async fn flush(
     iterator: &EventIterator,
     call: &mut Call,
     engine: &Engine,
-    playback: &mut Playback,
-    shown: &mut Shown,
+    outputs: &mut Outputs,
     ui: &mut impl Ui,
 ) -> Result<(), String> {
+    let Outputs {
+        playback,
+        recording,
+        shown,
+    } = outputs;
     while let Some(outgoing) = controller.poll_outgoing() {
         call.send(&outgoing.event, Some(&outgoing.event_id))
             .await
@@ -462,6 +494,9 @@ async fn flush(
         match delivery {
             Delivery::Event(stamped) => {
                 playback.play(controller, &stamped.event);
+                if let Some(recording) = recording.as_mut() {
+                    recording.event(&stamped, stamped.at_ms as i64);
+                }
                 shown
                     .bridge
                     .on_event(stamped.at_ms as i64, &stamped.event, &mut transcript)

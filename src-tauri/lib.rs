@@ -5,6 +5,7 @@
 //! come back to the webview as events: the status line and the transcript (AG-UI events).
 
 pub mod conversation;
+mod recording;
 mod status;
 
 use std::sync::Mutex;

@@ -12,12 +12,40 @@ use fantoccini::key::Key;
 use support::audio::{PulseStream, energy, require_test_audio, sounding_span_frames, speech_like};
 use support::{WebviewApp, rendered_text, wait_for, wait_for_text};
 
+/// Waits for the one conversation folder whose transcript.md satisfies `complete`.
+async fn saved_conversation(
+    conversations: &std::path::Path,
+    complete: impl Fn(&str) -> bool,
+) -> std::path::PathBuf {
+    let deadline = std::time::Instant::now() + support::UI_TIMEOUT;
+    let mut seen = String::new();
+    while std::time::Instant::now() < deadline {
+        if let Ok(entries) = std::fs::read_dir(conversations) {
+            for entry in entries.flatten() {
+                let transcript = std::fs::read_to_string(entry.path().join("transcript.md"));
+                if let Ok(text) = transcript {
+                    if complete(&text) {
+                        return entry.path();
+                    }
+                    seen = text;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "no saved transcript under {} is complete; last seen:\n{seen}",
+        conversations.display()
+    );
+}
+
 const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
     require_test_audio();
     let app = WebviewApp::launch("spoken_turn").await;
+    let conversations = app.data_dir().join("conversations");
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
         let speaker = PulseStream::record_speaker();
@@ -29,6 +57,7 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             .await
             .unwrap();
         wait_for_text(&client, "#status", "Listening… release to send.").await;
+        support::screenshot(&client, "listening").await;
         let spoken = words.clone();
         tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
             .await
@@ -41,6 +70,7 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
 
         // The reply is spoken, then the app is ready again.
         wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
+        support::screenshot(&client, "speaking").await;
         wait_for_text(&client, "#status", READY).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let heard = speaker.end();
@@ -79,6 +109,26 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             .await
             .unwrap();
         assert_eq!(order, serde_json::json!(["user", "assistant"]));
+
+        // The conversation is on disk: the transcript with both turns, and a valid WAV for each.
+        let folder = saved_conversation(&conversations, |transcript| {
+            transcript.contains(&user) && transcript.contains("played your")
+        })
+        .await;
+        let user_wav = hound::WavReader::open(folder.join("turns/0001-user.wav"))
+            .expect("the user's turn is saved as a WAV");
+        assert!(
+            user_wav.duration() >= 48_000,
+            "the user's WAV holds what was sent: {} samples",
+            user_wav.duration()
+        );
+        let reply_wav = hound::WavReader::open(folder.join("turns/0001-assistant.wav"))
+            .expect("the reply is saved as a WAV");
+        assert!(
+            reply_wav.duration() >= 48_000,
+            "the reply's WAV holds what was heard: {} samples",
+            reply_wav.duration()
+        );
     })
     .await;
 }

@@ -19,6 +19,7 @@ const READY: &str = "Ready (the local provider): hold Space or the button to tal
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_window_opens_and_connects_to_the_local_provider() {
     let app = WebviewApp::launch("first_screen").await;
+    let conversations = app.data_dir().join("conversations");
     app.run(|client| async move {
         assert_eq!(client.title().await.unwrap(), "Walkie");
         // Only Rust says "Ready", and only after session.updated came back over the data channel.
@@ -28,6 +29,7 @@ async fn e2e_the_window_opens_and_connects_to_the_local_provider() {
             status.attr("data-state").await.unwrap().as_deref(),
             Some("ready")
         );
+        support::screenshot(&client, "ready").await;
         assert_eq!(
             rendered_text(&client, "#ptt").await.as_deref(),
             Some("Hold to talk")
@@ -47,6 +49,13 @@ async fn e2e_the_window_opens_and_connects_to_the_local_provider() {
             settings.attr("aria-label").await.unwrap().as_deref(),
             Some("Settings")
         );
+        // The new conversation is being saved in the data folder the app was given.
+        let saved: Vec<_> = std::fs::read_dir(&conversations)
+            .expect("the app made its conversations folder under WALKIE_DATA_DIR")
+            .flatten()
+            .collect();
+        assert_eq!(saved.len(), 1, "one conversation folder: {saved:?}");
+        assert!(saved[0].path().join("journal.jsonl").exists());
     })
     .await;
 }

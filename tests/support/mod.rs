@@ -129,6 +129,8 @@ fn screenshot_dir() -> PathBuf {
 pub struct WebviewApp {
     pub client: Client,
     test_name: &'static str,
+    /// The app's data folder (`WALKIE_DATA_DIR`): empty at launch, this test's alone.
+    data_dir: PathBuf,
     // Field order is drop order: the driver (and the app, its child) go before the display.
     _driver: ProcessGroup,
     display: VirtualDisplay,
@@ -142,12 +144,19 @@ impl WebviewApp {
         let log_path = screenshot_dir().join(format!("{test_name}.driver.log"));
         std::fs::create_dir_all(screenshot_dir()).expect("creating target/tmp/screenshots");
         let log = File::create(&log_path).expect("creating the WebDriver log file");
+        // Conversations go to a folder of the test's own, never the user's data directory.
+        let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("e2e-data")
+            .join(test_name);
+        let _ = std::fs::remove_dir_all(&data_dir);
+        std::fs::create_dir_all(&data_dir).expect("creating the test's data folder");
         let driver = ProcessGroup::spawn(
             "WebKitWebDriver",
             Command::new("WebKitWebDriver")
                 .arg(format!("--port={port}"))
                 .env("DISPLAY", &display.display)
                 .env("TAURI_WEBVIEW_AUTOMATION", "true")
+                .env("WALKIE_DATA_DIR", &data_dir)
                 .stdout(log.try_clone().expect("cloning the log handle"))
                 .stderr(log),
         );
@@ -180,9 +189,15 @@ impl WebviewApp {
         Self {
             client,
             test_name,
+            data_dir,
             _driver: driver,
             display,
         }
+    }
+
+    /// The app's data folder (conversations are saved under `conversations/`).
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.data_dir
     }
 
     /// Runs the test body against the window. If the body panics, a screenshot is saved and
@@ -244,6 +259,17 @@ async fn wait_until_ready(client: &Client, log_path: &std::path::Path) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Saves what the window shows as `target/tmp/screenshots/<name>.png` (the README's pictures in
+/// docs/screenshots/ are copies of these).
+pub async fn screenshot(client: &Client, name: &str) {
+    let png = client
+        .screenshot()
+        .await
+        .expect("a screenshot of the window");
+    std::fs::create_dir_all(screenshot_dir()).expect("creating target/tmp/screenshots");
+    std::fs::write(screenshot_dir().join(format!("{name}.png")), png).expect("writing it");
 }
 
 /// What the element renders as text (`innerText`), with runs of whitespace folded to one space.

@@ -134,6 +134,9 @@ pub enum EngineEvent {
     /// The device has taken `played_ms` of the item's audio so far: for
     /// `TurnController::playback_progress`.
     PlaybackProgress { item_id: Arc<str>, played_ms: u64 },
+    /// 20 ms of microphone audio (48 kHz mono) exactly as it was encoded and sent: what the
+    /// saved user turn holds.
+    SentAudio(AudioChunk),
     /// Everything queued was played and nothing more came: for
     /// `TurnController::playback_drained`.
     PlaybackDrained,
@@ -680,6 +683,8 @@ struct Framer {
     packet: Box<[u8; MAX_PACKET_BYTES]>,
     encoder: OpusEncoder,
     sink: Box<dyn FrameSink>,
+    /// Reports each frame sent ([`EngineEvent::SentAudio`]), for the saved user turn.
+    events: Sender<EngineEvent>,
     shared: Arc<Shared>,
     log: RateLimitedLog,
 }
@@ -710,6 +715,14 @@ impl Framer {
                 self.sink
                     .send_frame(&self.packet[..len], FRAME_SAMPLES as u32);
                 self.shared.frames_sent.fetch_add(1, Ordering::Relaxed);
+                let pcm: Vec<i16> = self
+                    .frame
+                    .iter()
+                    .map(|&s| (s * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16)
+                    .collect();
+                let _ = self
+                    .events
+                    .send(EngineEvent::SentAudio(AudioChunk::from_samples(pcm)));
             }
             Err(error) => self.log.warn(
                 Instant::now(),
@@ -750,7 +763,7 @@ impl Uplink {
         let device_samples = 192_000 * CAPTURE_RING_MS as usize / 1000;
         Ok(Self {
             rx,
-            events,
+            events: events.clone(),
             slot: DeviceSlot::new(Direction::Input, config.input_device.clone()),
             capture: None,
             privacy: config.privacy_mic,
@@ -767,6 +780,7 @@ impl Uplink {
                 packet: Box::new([0; MAX_PACKET_BYTES]),
                 encoder: OpusEncoder::new(config.opus_bitrate_bps)?,
                 sink,
+                events,
                 shared: shared.clone(),
                 log: RateLimitedLog::default(),
             },

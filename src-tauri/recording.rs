@@ -1,0 +1,108 @@
+//! Saving the conversation as it happens: the journal, `transcript.md`/`transcript.json` and
+//! one WAV per turn (walkie-store).
+//!
+//! Why a thread of its own: the store writes and fsyncs files, and the conversation task — which
+//! keeps the call, the devices and the screen in step — must never wait on a disk. The task
+//! hands over the session's events and the microphone audio as they come; this thread feeds the
+//! recorder. A store that cannot save (read-only folder, full disk) never stops the
+//! conversation: the recorder keeps what it could not write in memory and retries.
+
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use walkie_session::{AudioChunk, StampedEvent};
+use walkie_store::{RecorderConfig, Store, conversations_dir, default_data_dir};
+
+enum Saved {
+    Event(Box<StampedEvent>),
+    UserAudio(AudioChunk),
+}
+
+/// The conversation being saved. Dropping it closes the conversation on disk.
+pub struct Recording {
+    sender: Option<mpsc::Sender<(Saved, i64)>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Recording {
+    /// Starts saving a new conversation under the data folder (`WALKIE_DATA_DIR`, else the
+    /// platform's data directory), after repairing what an unclean exit left behind.
+    pub fn start(utc_offset_minutes: i32, now_unix_ms: i64) -> Result<Self, String> {
+        let data_dir =
+            default_data_dir().map_err(|error| format!("no folder to save into: {error}"))?;
+        let store = Store::new(conversations_dir(&data_dir));
+        match store.recover(now_unix_ms, None) {
+            Ok(reports) => {
+                for report in reports {
+                    log::info!("repaired a conversation left open: {report:?}");
+                }
+            }
+            Err(error) => log::warn!("could not check earlier conversations: {error}"),
+        }
+        let mut recorder = store
+            .start(
+                RecorderConfig {
+                    // The engine's decoded and sent audio are both 48 kHz mono.
+                    user_sample_rate_hz: 48_000,
+                    assistant_sample_rate_hz: 48_000,
+                    utc_offset_minutes,
+                    ..RecorderConfig::default()
+                },
+                now_unix_ms,
+            )
+            .map_err(|error| format!("conversations are not being saved: {error}"))?;
+        log::info!("saving this conversation in {}", recorder.dir().display());
+        let (sender, receiver) = mpsc::channel::<(Saved, i64)>();
+        let thread = std::thread::Builder::new()
+            .name("walkie-recording".to_owned())
+            .spawn(move || {
+                let mut last_ms = now_unix_ms;
+                while let Ok((saved, unix_ms)) = receiver.recv() {
+                    last_ms = unix_ms;
+                    match saved {
+                        Saved::Event(event) => {
+                            recorder.record(&event, unix_ms);
+                        }
+                        Saved::UserAudio(chunk) => recorder.user_audio(chunk.samples(), unix_ms),
+                    }
+                }
+                if let Err(error) = recorder.close(last_ms) {
+                    log::warn!("the conversation could not be closed cleanly: {error}");
+                }
+            })
+            .map_err(|error| format!("could not start saving: {error}"))?;
+        Ok(Self {
+            sender: Some(sender),
+            thread: Some(thread),
+        })
+    }
+
+    fn send(&mut self, saved: Saved, unix_ms: i64) {
+        if let Some(sender) = &self.sender
+            && sender.send((saved, unix_ms)).is_err()
+        {
+            log::warn!("the recording thread stopped; this conversation is no longer saved");
+            self.sender = None;
+        }
+    }
+
+    /// One session event, in stream order.
+    pub fn event(&mut self, event: &StampedEvent, unix_ms: i64) {
+        self.send(Saved::Event(Box::new(event.clone())), unix_ms);
+    }
+
+    /// Microphone audio exactly as it was sent.
+    pub fn user_audio(&mut self, chunk: AudioChunk, unix_ms: i64) {
+        self.send(Saved::UserAudio(chunk), unix_ms);
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        // Closing the channel tells the thread to close the conversation; wait for the files.
+        self.sender = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
