@@ -16,6 +16,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use walkie_audio::device::Direction;
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, Player};
+use walkie_audio::meter::Level;
 use walkie_openai::{AudioConfig, AudioInput, Modality, SessionConfig, Transcription};
 use walkie_rtc::{Auth, Call, CallConfig, CallEvent, EndReason, Endpoint};
 use walkie_session::turn::{
@@ -42,6 +43,8 @@ pub enum Command {
 pub trait Ui: Send + 'static {
     fn status(&mut self, status: StatusEvent);
     fn transcript(&mut self, event: &walkie_agui::Event);
+    /// A level reading (about 30 a second per direction) for the meters.
+    fn level(&mut self, direction: Direction, level: Level);
 }
 
 /// Which provider to talk to.
@@ -359,8 +362,7 @@ async fn talk(
                     EngineEvent::DeviceUnavailable { direction, reason } => {
                         outputs.shown.hint = Some(format!("No {direction} can be opened: {reason}."));
                     }
-                    // The level meters are not on screen yet.
-                    EngineEvent::Level { .. } => {}
+                    EngineEvent::Level { direction, level } => ui.level(direction, level),
                 }
             }
             _ = sleep_until(deadline) => controller.tick(clock.now_ms()),

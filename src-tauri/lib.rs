@@ -15,9 +15,24 @@ use tokio::sync::mpsc;
 
 use conversation::{Command, Provider, Ui};
 pub use status::{ConnectionState, STATUS_EVENT, StatusEvent};
+use walkie_audio::device::Direction;
+use walkie_audio::meter::Level;
 
 /// The event name the webview listens on for AG-UI transcript events.
 pub const TRANSCRIPT_EVENT: &str = "walkie://transcript";
+
+/// The event name the webview listens on for microphone and speaker levels.
+pub const LEVEL_EVENT: &str = "walkie://level";
+
+/// One meter reading, as the webview reads it.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LevelReading {
+    /// `input` (the microphone) or `output` (the speaker).
+    direction: &'static str,
+    rms_dbfs: f32,
+    peak_dbfs: f32,
+}
 
 /// Why a command could not do what the webview asked.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +94,19 @@ impl Ui for WindowUi {
         if let Err(error) = self.app.emit(STATUS_EVENT, sequenced) {
             log::warn!("could not send the status to the window: {error}");
         }
+    }
+
+    fn level(&mut self, direction: Direction, level: Level) {
+        let reading = LevelReading {
+            direction: match direction {
+                Direction::Input => "input",
+                Direction::Output => "output",
+            },
+            rms_dbfs: level.rms_dbfs,
+            peak_dbfs: level.peak_dbfs,
+        };
+        // Thirty a second per direction: a lost one is replaced before anyone could see it.
+        let _ = self.app.emit(LEVEL_EVENT, reading);
     }
 
     fn transcript(&mut self, event: &walkie_agui::Event) {

@@ -12,6 +12,23 @@ use fantoccini::key::Key;
 use support::audio::{PulseStream, energy, require_test_audio, sounding_span_frames, speech_like};
 use support::{WebviewApp, rendered_text, wait_for, wait_for_text};
 
+/// The virtual microphone and speaker are shared: one conversation test at a time.
+static AUDIO_DEVICES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Holds Space down (`true`) or lets it go.
+async fn space(client: &fantoccini::Client, down: bool) {
+    let key: char = Key::Space.into();
+    let action = if down {
+        KeyAction::Down { value: key }
+    } else {
+        KeyAction::Up { value: key }
+    };
+    client
+        .perform_actions(KeyActions::new("keyboard".into()).then(action))
+        .await
+        .expect("WebDriver sends the key");
+}
+
 /// Waits for the one conversation folder whose transcript.md satisfies `complete`.
 async fn saved_conversation(
     conversations: &std::path::Path,
@@ -44,6 +61,7 @@ const READY: &str = "Ready (the local provider): hold Space or the button to tal
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
     require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
     let app = WebviewApp::launch("spoken_turn").await;
     let conversations = app.data_dir().join("conversations");
     app.run(|client| async move {
@@ -51,11 +69,7 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
         let speaker = PulseStream::record_speaker();
         let words = speech_like(1.6);
 
-        let space: char = Key::Space.into();
-        client
-            .perform_actions(KeyActions::new("keyboard".into()).then(KeyAction::Down { value: space }))
-            .await
-            .unwrap();
+        space(&client, true).await;
         wait_for_text(&client, "#status", "Listening… release to send.").await;
         support::screenshot(&client, "listening").await;
         let spoken = words.clone();
@@ -63,13 +77,24 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        client
-            .perform_actions(KeyActions::new("keyboard".into()).then(KeyAction::Up { value: space }))
-            .await
-            .unwrap();
+        space(&client, false).await;
 
         // The reply is spoken, then the app is ready again.
         wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
+        // The speaker's meter moves with the reply.
+        let mut loudest_dbfs = -60.0;
+        for _ in 0..100 {
+            let value = client
+                .execute("return document.getElementById('output-level').value;", vec![])
+                .await
+                .unwrap();
+            loudest_dbfs = value.as_f64().unwrap_or(-60.0).max(loudest_dbfs);
+            if loudest_dbfs > -40.0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(loudest_dbfs > -40.0, "the speaker meter stayed at {loudest_dbfs} dBFS");
         support::screenshot(&client, "speaking").await;
         wait_for_text(&client, "#status", READY).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -128,6 +153,59 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             reply_wav.duration() >= 48_000,
             "the reply's WAV holds what was heard: {} samples",
             reply_wav.duration()
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("barge_in").await;
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        let speaker = PulseStream::record_speaker();
+        let words = speech_like(3.0);
+        space(&client, true).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        let spoken = words.clone();
+        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        space(&client, false).await;
+
+        // The long echo plays for a while; then the user presses again.
+        wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        space(&client, true).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        support::screenshot(&client, "barge_in").await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        space(&client, false).await;
+        // The second, silent turn gets its (silent) echo; then all is quiet.
+        wait_for(&client, "#transcript", |text| text.contains("s of silence]")).await;
+        wait_for_text(&client, "#status", READY).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let heard = speaker.end();
+
+        let (said_frames, heard_frames) = (sounding_span_frames(&words), sounding_span_frames(&heard));
+        assert!(
+            heard_frames > 0 && heard_frames * 10 < said_frames * 6,
+            "the cut reply sounded for {heard_frames} frames of the {said_frames} said"
+        );
+        let order = client
+            .execute(
+                "return [...document.querySelectorAll('#transcript article')].map(a => a.dataset.role);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            order,
+            serde_json::json!(["user", "assistant", "user", "assistant"]),
+            "the cut reply stays in place and the new turn follows it"
         );
     })
     .await;

@@ -2,6 +2,7 @@
 import { createPushToTalk, isTalkKey } from "./push-to-talk.js";
 import { STATUS_EVENT, renderStatus } from "./status.js";
 import { createTranscript } from "./transcript.js";
+import { LEVEL_EVENT, renderLevel } from "./meters.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 
@@ -17,11 +18,16 @@ function reportFailure(error) {
 }
 
 const transcript = createTranscript(document.getElementById("transcript"));
+const meters = {
+  input: document.getElementById("input-level"),
+  output: document.getElementById("output-level"),
+};
 
 await listen(STATUS_EVENT, (event) => renderStatus(statusLine, event.payload));
 // Statuses emitted before this page listened (the app connects while the page loads).
 const latest = await invoke("status");
 if (latest) renderStatus(statusLine, latest);
+await listen(LEVEL_EVENT, (event) => renderLevel(meters, event.payload));
 await listen(TRANSCRIPT_EVENT, (event) => {
   try {
     transcript.apply(event.payload);

@@ -3,105 +3,17 @@
 //! virtual mic must arrive bit-exact; what the engine plays must reach the virtual speaker once,
 //! whole and in order; a flush must cut it off at the device's next period.
 
-use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+mod common;
 
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::{PulseClient, from_bytes, pattern, require_test_server, to_bytes, wait_until};
 use walkie_audio::device::{Capture, Direction, Playback, list_devices};
 
 /// The null sinks are shared by every test of this file: one test at a time.
 static SINKS: Mutex<()> = Mutex::new(());
-
-fn require_test_server() {
-    let server = std::env::var("PULSE_SERVER").unwrap_or_default();
-    assert!(
-        server.starts_with("unix:") && std::path::Path::new(&server[5..]).exists(),
-        "these tests need the test PulseAudio server: run scripts/test.sh, or \
-         `export PULSE_SERVER=$(scripts/pulse.sh start target/pulse)` first (PULSE_SERVER={server:?})"
-    );
-}
-
-/// Never zero, so every sample that reaches a sink can be counted; not periodic within a
-/// second, so a repeat or a reordering shows.
-fn pattern(len: usize) -> Vec<i16> {
-    (0..len)
-        .map(|i| {
-            let noise = ((i as u32).wrapping_mul(2_654_435_761) >> 18) as i16 & 0x1FFF;
-            noise + 1
-        })
-        .collect()
-}
-
-fn to_bytes(samples: &[i16]) -> Vec<u8> {
-    samples.iter().flat_map(|s| s.to_le_bytes()).collect()
-}
-
-fn from_bytes(bytes: &[u8]) -> Vec<i16> {
-    bytes
-        .chunks_exact(2)
-        .map(|b| i16::from_le_bytes([b[0], b[1]]))
-        .collect()
-}
-
-/// A pacat/parec process, ended when dropped. A reader thread drains parec's output as it
-/// comes, so the pipe never fills and the server never drops what was recorded.
-struct PulseClient(Child, Option<std::thread::JoinHandle<Vec<u8>>>);
-
-impl PulseClient {
-    /// The stream buffers 200 ms: on a loaded 2-core machine a 10 ms buffer under- or overruns
-    /// when the client is not scheduled in time, which would insert or drop samples.
-    fn spawn(program: &str, device: &str) -> Self {
-        let mut child = Command::new(program)
-            .args([
-                "--device",
-                device,
-                "--format=s16le",
-                "--rate=48000",
-                "--channels=1",
-                "--raw",
-                "--latency-msec=200",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|error| panic!("could not start {program}: {error}"));
-        let mut stdout = child.stdout.take().expect("the client's stdout is piped");
-        let reader = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = stdout.read_to_end(&mut bytes);
-            bytes
-        });
-        Self(child, Some(reader))
-    }
-
-    /// Ends the client and returns everything it wrote.
-    fn end(mut self) -> Vec<u8> {
-        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
-        let _ = self.0.wait();
-        self.1
-            .take()
-            .expect("the reader runs until the client ends")
-            .join()
-            .expect("the reader thread only reads")
-    }
-}
-
-impl Drop for PulseClient {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 #[test]
 fn the_virtual_devices_are_listed_with_the_defaults_marked() {

@@ -1,0 +1,18 @@
+// The microphone and speaker meters: each reading from Rust sets its <meter>. The scale runs
+// from -60 dBFS (silence, for the eye) to 0 dBFS (full scale).
+
+export const LEVEL_EVENT = "walkie://level";
+export const FLOOR_DBFS = -60;
+
+/**
+ * Shows one reading on the meter for its direction.
+ * @param {{ input: { value: number }, output: { value: number } }} meters
+ * @param {{ direction: string, rmsDbfs: number }} reading
+ * @returns {boolean} whether a meter was updated
+ */
+export function renderLevel(meters, reading) {
+  const meter = meters[reading.direction];
+  if (!meter || typeof reading.rmsDbfs !== "number" || Number.isNaN(reading.rmsDbfs)) return false;
+  meter.value = Math.min(0, Math.max(FLOOR_DBFS, reading.rmsDbfs));
+  return true;
+}
