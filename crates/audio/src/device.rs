@@ -294,10 +294,25 @@ fn push_mono<T: Copy>(
     }
 }
 
-impl Capture {
-    /// Opens the chosen microphone (`None`: the default) with a ring holding `ring_ms`.
-    pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
-        let direction = Direction::Input;
+/// What opening a stream in either direction starts with: the device, the format it runs at,
+/// and the size of the ring between its callback and the worker.
+struct Opening {
+    device: cpal::Device,
+    /// The id actually opened (the default resolved), for fallback reports.
+    opened_id: String,
+    config: cpal::StreamConfig,
+    sample_format: cpal::SampleFormat,
+    channels: usize,
+    format: StreamFormat,
+    ring_capacity: usize,
+}
+
+impl Opening {
+    fn prepare(
+        direction: Direction,
+        device_id: Option<&str>,
+        ring_ms: u32,
+    ) -> Result<Self, DeviceError> {
         let device = find_device(direction, device_id)?;
         let opened_id = device
             .id()
@@ -309,8 +324,33 @@ impl Capture {
             sample_rate_hz: config.sample_rate,
             channels: config.channels,
         };
-        let capacity = (format.sample_rate_hz as usize * ring_ms as usize / 1000).max(1024);
-        let (mut producer, consumer) = rtrb::RingBuffer::new(capacity);
+        let ring_capacity = (format.sample_rate_hz as usize * ring_ms as usize / 1000).max(1024);
+        Ok(Self {
+            device,
+            opened_id,
+            config,
+            sample_format,
+            channels,
+            format,
+            ring_capacity,
+        })
+    }
+}
+
+impl Capture {
+    /// Opens the chosen microphone (`None`: the default) with a ring holding `ring_ms`.
+    pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
+        let direction = Direction::Input;
+        let Opening {
+            device,
+            opened_id,
+            config,
+            sample_format,
+            channels,
+            format,
+            ring_capacity,
+        } = Opening::prepare(direction, device_id, ring_ms)?;
+        let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity);
         let counters = Arc::new(StreamCounters::default());
         let (data_counters, error_counters) = (counters.clone(), counters.clone());
         let on_error = move |error: cpal::Error| error_counters.error(&error);
@@ -570,19 +610,16 @@ impl Playback {
     /// Opens the chosen speaker (`None`: the default) with a ring holding `ring_ms`.
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = Direction::Output;
-        let device = find_device(direction, device_id)?;
-        let opened_id = device
-            .id()
-            .map(|id| id.to_string())
-            .unwrap_or_else(|_| device_id.unwrap_or_default().to_owned());
-        let (config, sample_format) = stream_config(&device, direction)?;
-        let channels = usize::from(config.channels.max(1));
-        let format = StreamFormat {
-            sample_rate_hz: config.sample_rate,
-            channels: config.channels,
-        };
-        let capacity = (format.sample_rate_hz as usize * ring_ms as usize / 1000).max(1024);
-        let (producer, mut consumer) = rtrb::RingBuffer::new(capacity);
+        let Opening {
+            device,
+            opened_id,
+            config,
+            sample_format,
+            channels,
+            format,
+            ring_capacity,
+        } = Opening::prepare(direction, device_id, ring_ms)?;
+        let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity);
         let counters = Arc::new(StreamCounters::default());
         let shared = Arc::new(PlaybackShared {
             flush_requested: AtomicU64::new(0),
