@@ -18,25 +18,23 @@ use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
 use walkie_session::PlaybackSink;
 use walkie_session::turn::AudioCommand;
 
-/// CPU time of every thread of this process (the engine's workers, cpal's PulseAudio threads,
-/// and the loop that plays the app's part), from /proc.
+/// CPU time of the whole process: every thread, including the ones that already ended (a
+/// reopened stream's threads, cpal's short-lived helpers). Summing /proc/self/task would miss
+/// those and under-count.
+#[allow(unsafe_code)] // one libc call, no safe equivalent in std
 fn process_cpu() -> Duration {
-    let mut total_ns = 0u64;
-    for task in std::fs::read_dir("/proc/self/task").expect("/proc is mounted") {
-        let path = task.expect("a task entry").path().join("schedstat");
-        if let Ok(text) = std::fs::read_to_string(path) {
-            total_ns += text
-                .split_whitespace()
-                .next()
-                .and_then(|ns| ns.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    Duration::from_nanos(total_ns)
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec; the clock id is a constant the kernel knows.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "CLOCK_PROCESS_CPUTIME_ID is readable");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
-/// CPU time per thread name, for the breakdown.
-fn cpu_by_thread() -> std::collections::BTreeMap<String, Duration> {
+/// CPU time and wakeups (voluntary context switches) per thread name, for the breakdown.
+fn cpu_by_thread() -> std::collections::BTreeMap<String, (Duration, u64)> {
     let mut by_name = std::collections::BTreeMap::new();
     for task in std::fs::read_dir("/proc/self/task").expect("/proc is mounted") {
         let path = task.expect("a task entry").path();
@@ -45,9 +43,21 @@ fn cpu_by_thread() -> std::collections::BTreeMap<String, Duration> {
             .ok()
             .and_then(|text| text.split_whitespace().next()?.parse::<u64>().ok())
             .unwrap_or(0);
-        *by_name
+        let wakeups = std::fs::read_to_string(path.join("status"))
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .unwrap_or(0);
+        let entry = by_name
             .entry(name.trim().to_owned())
-            .or_insert(Duration::ZERO) += Duration::from_nanos(ns);
+            .or_insert((Duration::ZERO, 0));
+        entry.0 += Duration::from_nanos(ns);
+        entry.1 += wakeups;
     }
     by_name
 }
@@ -114,26 +124,30 @@ fn duplex_cpu() {
     let mut seq = 0u16;
     let mut played_chunks = 0u64;
     while started.elapsed() < Duration::from_secs(seconds) {
-        // The app's part: uplink frames go to the "transport", here looped back as RTP.
+        // The app's part, woken by each engine event as the app's loop is: uplink frames go
+        // to the "transport", here looped back as RTP (each frame is followed by its
+        // SentAudio event), decoded audio goes back to the player.
+        let first = events.recv_timeout(Duration::from_millis(100)).ok();
         for opus in frames.try_iter() {
             engine.receive_rtp(seq, u32::from(seq) * 960, &opus, Instant::now());
             seq = seq.wrapping_add(1);
         }
-        while let Ok(event) = events.try_recv() {
+        for event in first.into_iter().chain(events.try_iter()) {
             if let EngineEvent::AssistantAudio(chunk) = event {
                 player.play(&chunk);
                 played_chunks += 1;
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
     let cpu = process_cpu() - cpu_before;
     let wall = started.elapsed();
-    for (name, total) in cpu_by_thread() {
-        let spent = total.saturating_sub(threads_before.get(&name).copied().unwrap_or_default());
+    // Threads that ended during the run are missing here (the total above has them).
+    for (name, (total, wakeups)) in cpu_by_thread() {
+        let (cpu_before, wakeups_before) = threads_before.get(&name).copied().unwrap_or_default();
         println!(
-            "  {name}: {:.2} % of one core",
-            100.0 * spent.as_secs_f64() / wall.as_secs_f64()
+            "  {name}: {:.2} % of one core, {:.0} wakeups/s",
+            100.0 * total.saturating_sub(cpu_before).as_secs_f64() / wall.as_secs_f64(),
+            wakeups.saturating_sub(wakeups_before) as f64 / wall.as_secs_f64()
         );
     }
     engine.apply(AudioCommand::CloseCapture);
@@ -146,6 +160,10 @@ fn duplex_cpu() {
         played_chunks,
         stats.jitter,
         stats.playback_xrun_frames
+    );
+    println!(
+        "  output period {} frames, stream reopens {}",
+        stats.output_period_frames, stats.stream_reopens
     );
     let _ = mic.kill();
     let _ = mic.wait();
@@ -193,6 +211,7 @@ fn arrival_to_device(talkspurts: usize) -> Vec<f64> {
     let len = encoder.encode(&tone, &mut packet).expect("encodes");
     let mut seq = 0u16;
     let mut latencies = Vec::new();
+    let mut device_ms = Vec::new();
     for _ in 0..talkspurts {
         let before = engine.stats().talkspurt_start_frame;
         let arrived = Instant::now();
@@ -222,6 +241,7 @@ fn arrival_to_device(talkspurts: usize) -> Vec<f64> {
                 );
                 let at_device = clock.last_callback_at + into_callback + clock.output_latency;
                 measured = Some((at_device - arrived).as_secs_f64() * 1000.0);
+                device_ms.push(clock.output_latency.as_secs_f64() * 1000.0);
             }
             std::thread::sleep(Duration::from_micros(500));
         }
@@ -236,6 +256,10 @@ fn arrival_to_device(talkspurts: usize) -> Vec<f64> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    summary(
+        "  of which the device's own latency, as the host estimates it",
+        device_ms,
+    );
     latencies
 }
 
@@ -244,17 +268,24 @@ fn main() {
         std::env::var("PULSE_SERVER").is_ok(),
         "start the test PulseAudio server first (see the module docs)"
     );
-    duplex_cpu();
-    summary(
-        "key-down -> first encoded frame, warm mic",
-        key_down_to_first_frame(false, 30),
-    );
-    summary(
-        "key-down -> first encoded frame, privacy mode (mic closed outside presses)",
-        key_down_to_first_frame(true, 15),
-    );
-    summary(
-        "RTP arrival -> first sample at the device (default jitter target)",
-        arrival_to_device(30),
-    );
+    // `engine_measure cpu latency`: only some parts; none named: all of them.
+    let parts: Vec<String> = std::env::args().skip(1).collect();
+    let wanted = |part: &str| parts.is_empty() || parts.iter().any(|p| p == part);
+    if wanted("cpu") {
+        duplex_cpu();
+    }
+    if wanted("latency") {
+        summary(
+            "key-down -> first encoded frame, warm mic",
+            key_down_to_first_frame(false, 30),
+        );
+        summary(
+            "key-down -> first encoded frame, privacy mode (mic closed outside presses)",
+            key_down_to_first_frame(true, 15),
+        );
+        summary(
+            "RTP arrival -> first sample at the device (default jitter target)",
+            arrival_to_device(30),
+        );
+    }
 }

@@ -1,8 +1,11 @@
 //! The sound card edge: cpal capture and playback streams whose callbacks only move samples
 //! through lock-free rings ([`rtrb`]) — no allocation, no lock, no logging in a callback.
 //!
-//! cpal's PulseAudio host is used wherever a PulseAudio (or PipeWire-Pulse) server answers,
-//! ALSA otherwise. Errors are grouped by what the caller must decide, as cpal groups them:
+//! cpal lists the devices and tells the default: its PulseAudio host wherever a PulseAudio (or
+//! PipeWire-Pulse) server answers, ALSA otherwise. The streams themselves run on alsa-lib
+//! ([`crate::pcm`]): a PulseAudio device through the ALSA `pulse` plugin, which costs a
+//! fraction of cpal's pure-Rust PulseAudio client (docs/benchmarks.md); cpal's own stream is
+//! the fallback when that plugin is missing. Errors are grouped by what the caller must decide, as cpal groups them:
 //! a device that is gone (fall back to the default), a host that is not running (tell the
 //! user), a format the device will not take (pick another).
 
@@ -15,10 +18,16 @@ use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 /// How long cpal may take to open a stream before the open counts as failed.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The device period asked for: 10 ms. Short enough that a flush is heard at once and the
-/// capture-to-send path adds little; hosts left to their default buffer up to seconds (a
-/// PulseAudio stream's default target is 2 s).
+/// The playback period asked for: 10 ms. Short enough that a flush is heard at once (it takes
+/// effect at the next period) and a reply starts soon; hosts left to their default buffer up
+/// to seconds (a PulseAudio stream's default target is 2 s).
 pub const PERIOD_MS: u32 = 10;
+
+/// The capture period asked for: 20 ms, one Opus frame. Nothing waits on a shorter one (the
+/// uplink encodes whole frames, and a press sends the warm mic's pre-roll at once), and each
+/// period is a wakeup of the sound server's client and of the stream thread: half as many
+/// cost measurably less CPU (docs/benchmarks.md).
+pub const CAPTURE_PERIOD_MS: u32 = 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
@@ -210,11 +219,16 @@ impl StreamCounters {
     }
 
     fn error(&self, error: &cpal::Error) {
-        self.errors.fetch_add(1, Ordering::Relaxed);
-        if matches!(
+        self.record_error(matches!(
             error.kind(),
             cpal::ErrorKind::DeviceNotAvailable | cpal::ErrorKind::StreamInvalidated
-        ) {
+        ));
+    }
+
+    /// One error; `fatal`: the stream is dead and must be reopened.
+    pub(crate) fn record_error(&self, fatal: bool) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if fatal {
             self.fatal_errors.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -254,7 +268,7 @@ fn stream_config(
 
 /// An open microphone. Samples arrive down-mixed to mono, as f32 at the device's rate.
 pub struct Capture {
-    _stream: cpal::Stream,
+    _stream: StreamHandle,
     ring: rtrb::Consumer<f32>,
     format: StreamFormat,
     counters: Arc<StreamCounters>,
@@ -294,63 +308,161 @@ fn push_mono<T: Copy>(
     }
 }
 
-/// What opening a stream in either direction starts with: the device, the format it runs at,
-/// and the size of the ring between its callback and the worker.
+/// How a stream is opened.
+enum Route {
+    /// An ALSA PCM, served by [`crate::pcm`]: every ALSA device, and PulseAudio devices
+    /// through the `pulse` plugin. `cpal` is the fallback if the PCM cannot be opened (the
+    /// plugin is not installed).
+    Pcm {
+        name: String,
+        rate_hz: u32,
+        cpal: Option<(cpal::Device, cpal::StreamConfig, cpal::SampleFormat)>,
+    },
+    /// cpal's own stream.
+    Cpal(cpal::Device, cpal::StreamConfig, cpal::SampleFormat),
+}
+
+/// `WALKIE_AUDIO_STREAMS=cpal` keeps every stream on cpal: the way back if the `pulse` plugin
+/// misbehaves on some system, and the baseline the CPU measurement compares against.
+fn cpal_streams_forced() -> bool {
+    std::env::var_os("WALKIE_AUDIO_STREAMS").is_some_and(|value| value == "cpal")
+}
+
+/// The ALSA PCM that reaches PulseAudio device `name` through the `pulse` plugin, if the name
+/// can be written as an argument.
+fn pulse_pcm_name(name: &str) -> Option<String> {
+    (!name.is_empty() && !name.contains(['"', '\\', '\n']))
+        .then(|| format!("pulse:DEVICE=\"{name}\""))
+}
+
+/// What opening a stream in either direction starts with: the route, and the id actually
+/// opened (the default resolved), for fallback reports.
 struct Opening {
-    device: cpal::Device,
-    /// The id actually opened (the default resolved), for fallback reports.
+    route: Route,
     opened_id: String,
-    config: cpal::StreamConfig,
-    sample_format: cpal::SampleFormat,
-    channels: usize,
-    format: StreamFormat,
-    ring_capacity: usize,
 }
 
 impl Opening {
-    fn prepare(
-        direction: Direction,
-        device_id: Option<&str>,
-        ring_ms: u32,
-    ) -> Result<Self, DeviceError> {
+    fn prepare(direction: Direction, device_id: Option<&str>) -> Result<Self, DeviceError> {
+        if let Some(pcm) = device_id.and_then(|id| id.strip_prefix("alsa:")) {
+            // An ALSA device by its PCM name: opened as it is, whether listed or not (a
+            // test's `file` plugin, a name from the user's asoundrc).
+            return Ok(Self {
+                route: Route::Pcm {
+                    name: pcm.to_owned(),
+                    rate_hz: crate::CALL_RATE_HZ,
+                    cpal: None,
+                },
+                opened_id: format!("alsa:{pcm}"),
+            });
+        }
         let device = find_device(direction, device_id)?;
-        let opened_id = device
-            .id()
+        let parsed_id = device.id().ok();
+        let opened_id = parsed_id
+            .as_ref()
             .map(|id| id.to_string())
-            .unwrap_or_else(|_| device_id.unwrap_or_default().to_owned());
+            .unwrap_or_else(|| device_id.unwrap_or_default().to_owned());
         let (config, sample_format) = stream_config(&device, direction)?;
-        let channels = usize::from(config.channels.max(1));
-        let format = StreamFormat {
-            sample_rate_hz: config.sample_rate,
-            channels: config.channels,
+        let pcm_name = parsed_id.as_ref().and_then(|id| match id.host() {
+            cpal::HostId::PulseAudio => pulse_pcm_name(id.id()),
+            cpal::HostId::Alsa => Some(id.id().to_owned()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        });
+        let route = match pcm_name.filter(|_| !cpal_streams_forced()) {
+            Some(name) => Route::Pcm {
+                name,
+                rate_hz: config.sample_rate,
+                cpal: Some((device, config, sample_format)),
+            },
+            None => Route::Cpal(device, config, sample_format),
         };
-        let ring_capacity = (format.sample_rate_hz as usize * ring_ms as usize / 1000).max(1024);
-        Ok(Self {
-            device,
-            opened_id,
-            config,
-            sample_format,
-            channels,
-            format,
-            ring_capacity,
-        })
+        Ok(Self { route, opened_id })
     }
+}
+
+fn ring_capacity(rate_hz: u32, ring_ms: u32) -> usize {
+    (rate_hz as usize * ring_ms as usize / 1000).max(1024)
+}
+
+fn from_alsa(direction: Direction, name: &str, error: alsa::Error) -> DeviceError {
+    let reason = format!("ALSA PCM {name}: {error}");
+    match error.errno() {
+        libc::ENOENT | libc::ENODEV | libc::ENXIO | libc::EBUSY => DeviceError::Unavailable {
+            direction,
+            id: Some(format!("alsa:{name}")),
+        },
+        libc::EINVAL => DeviceError::Unsupported { direction, reason },
+        _ => DeviceError::Open { direction, reason },
+    }
+}
+
+/// The PCM could not be opened but cpal can open the device: say so once per process, so a
+/// missing `pulse` plugin is visible without flooding the log.
+fn note_pcm_fallback(name: &str, error: &DeviceError) {
+    static NOTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !NOTED.swap(true, Ordering::Relaxed) {
+        log::warn!(
+            "could not open {name} through alsa-lib ({error}); using cpal's stream, which costs \
+             more CPU (is libasound2-plugins installed?)"
+        );
+    }
+}
+
+/// Frames in one `period_ms` at `rate_hz`.
+fn period_frames(rate_hz: u32, period_ms: u32) -> usize {
+    (rate_hz * period_ms / 1000).max(1) as usize
+}
+
+/// Capture buffers hold several periods: they add no latency when read at once, and give
+/// the reader slack on a loaded machine.
+const CAPTURE_PERIODS: usize = 4;
+/// Playback buffers hold two: what is queued at the device is what a flush cannot take back.
+const PLAYBACK_PERIODS: usize = 2;
+
+/// The running stream behind a [`Capture`] or [`Playback`]: kept only to be dropped.
+enum StreamHandle {
+    Cpal(#[allow(dead_code)] cpal::Stream),
+    Pcm(#[allow(dead_code)] crate::pcm::PcmStream),
 }
 
 impl Capture {
     /// Opens the chosen microphone (`None`: the default) with a ring holding `ring_ms`.
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = Direction::Input;
-        let Opening {
-            device,
-            opened_id,
-            config,
-            sample_format,
-            channels,
-            format,
-            ring_capacity,
-        } = Opening::prepare(direction, device_id, ring_ms)?;
-        let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity);
+        let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
+        let (device, config, sample_format) = match route {
+            Route::Pcm {
+                name,
+                rate_hz,
+                cpal,
+            } => match Self::open_pcm(&name, rate_hz, ring_ms) {
+                Ok((stream, ring, format, counters)) => {
+                    return Ok(Self {
+                        _stream: stream,
+                        ring,
+                        format,
+                        counters,
+                        device_id: opened_id,
+                    });
+                }
+                Err(error) => match cpal {
+                    Some(cpal) => {
+                        note_pcm_fallback(&name, &error);
+                        cpal
+                    }
+                    None => return Err(error),
+                },
+            },
+            Route::Cpal(device, config, sample_format) => (device, config, sample_format),
+        };
+        let channels = usize::from(config.channels.max(1));
+        let format = StreamFormat {
+            sample_rate_hz: config.sample_rate,
+            channels: config.channels,
+        };
+        let (mut producer, consumer) =
+            rtrb::RingBuffer::new(ring_capacity(format.sample_rate_hz, ring_ms));
         let counters = Arc::new(StreamCounters::default());
         let (data_counters, error_counters) = (counters.clone(), counters.clone());
         let on_error = move |error: cpal::Error| error_counters.error(&error);
@@ -366,13 +478,7 @@ impl Capture {
             cpal::SampleFormat::I16 => device.build_input_stream::<i16, _, _>(
                 config,
                 move |data: &[i16], _| {
-                    push_mono(
-                        &mut producer,
-                        data,
-                        channels,
-                        |s| f32::from(s) / 32_768.0,
-                        &data_counters,
-                    )
+                    push_mono(&mut producer, data, channels, i16_to_f32, &data_counters)
                 },
                 on_error,
                 Some(OPEN_TIMEOUT),
@@ -389,12 +495,67 @@ impl Capture {
             .play()
             .map_err(|error| DeviceError::from_cpal(direction, error))?;
         Ok(Self {
-            _stream: stream,
+            _stream: StreamHandle::Cpal(stream),
             ring: consumer,
             format,
             counters,
             device_id: opened_id,
         })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn open_pcm(
+        name: &str,
+        rate_hz: u32,
+        ring_ms: u32,
+    ) -> Result<
+        (
+            StreamHandle,
+            rtrb::Consumer<f32>,
+            StreamFormat,
+            Arc<StreamCounters>,
+        ),
+        DeviceError,
+    > {
+        let direction = Direction::Input;
+        let (pcm, setup) = crate::pcm::open(
+            name,
+            direction,
+            rate_hz,
+            1,
+            period_frames(rate_hz, CAPTURE_PERIOD_MS),
+            CAPTURE_PERIODS,
+        )
+        .map_err(|error| from_alsa(direction, name, error))?;
+        let channels = usize::from(setup.channels.max(1));
+        let format = StreamFormat {
+            sample_rate_hz: setup.rate_hz,
+            channels: setup.channels,
+        };
+        let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(setup.rate_hz, ring_ms));
+        let counters = Arc::new(StreamCounters::default());
+        let data_counters = counters.clone();
+        let spawned = match setup.kind {
+            crate::pcm::SampleKind::I16 => crate::pcm::spawn::<i16>(
+                pcm,
+                setup,
+                direction,
+                move |data, _| push_mono(&mut producer, data, channels, i16_to_f32, &data_counters),
+                counters.clone(),
+            ),
+            crate::pcm::SampleKind::F32 => crate::pcm::spawn::<f32>(
+                pcm,
+                setup,
+                direction,
+                move |data, _| push_mono(&mut producer, data, channels, |s| s, &data_counters),
+                counters.clone(),
+            ),
+        }
+        .map_err(|error| DeviceError::Open {
+            direction,
+            reason: format!("no thread for the stream: {error}"),
+        })?;
+        Ok((StreamHandle::Pcm(spawned), consumer, format, counters))
     }
 
     pub fn format(&self) -> StreamFormat {
@@ -444,6 +605,21 @@ struct PlaybackShared {
 }
 
 impl PlaybackShared {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            flush_requested: AtomicU64::new(0),
+            flush_honoured: AtomicU64::new(0),
+            flush_requested_at_frames: AtomicU64::new(0),
+            flush_honoured_at_frames: AtomicU64::new(0),
+            played_frames: AtomicU64::new(0),
+            last_callback_ns: AtomicU64::new(0),
+            frames_before_last_callback: AtomicU64::new(0),
+            output_latency_us: AtomicU64::new(0),
+            counters: Arc::new(StreamCounters::default()),
+            opened: Instant::now(),
+        })
+    }
+
     fn request_flush(&self) {
         self.flush_requested.fetch_add(1, Ordering::AcqRel);
         self.flush_requested_at_frames.store(
@@ -525,7 +701,7 @@ impl FlushReport {
 /// An open speaker. It plays exactly what is written to it, mono f32 at the device's rate,
 /// and nothing else; between writes it plays silence.
 pub struct Playback {
-    _stream: cpal::Stream,
+    _stream: StreamHandle,
     ring: rtrb::Producer<f32>,
     format: StreamFormat,
     shared: Arc<PlaybackShared>,
@@ -606,35 +782,54 @@ fn callback_latency(info: &cpal::OutputCallbackInfo) -> Duration {
     timestamp.playback.duration_since(timestamp.callback)
 }
 
+fn i16_to_f32(sample: i16) -> f32 {
+    f32::from(sample) / 32_768.0
+}
+
+fn f32_to_i16(sample: f32) -> i16 {
+    (sample * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16
+}
+
 impl Playback {
     /// Opens the chosen speaker (`None`: the default) with a ring holding `ring_ms`.
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = Direction::Output;
-        let Opening {
-            device,
-            opened_id,
-            config,
-            sample_format,
-            channels,
-            format,
-            ring_capacity,
-        } = Opening::prepare(direction, device_id, ring_ms)?;
-        let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity);
-        let counters = Arc::new(StreamCounters::default());
-        let shared = Arc::new(PlaybackShared {
-            flush_requested: AtomicU64::new(0),
-            flush_honoured: AtomicU64::new(0),
-            flush_requested_at_frames: AtomicU64::new(0),
-            flush_honoured_at_frames: AtomicU64::new(0),
-            played_frames: AtomicU64::new(0),
-            last_callback_ns: AtomicU64::new(0),
-            frames_before_last_callback: AtomicU64::new(0),
-            output_latency_us: AtomicU64::new(0),
-            counters: counters.clone(),
-            opened: Instant::now(),
-        });
+        let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
+        let (device, config, sample_format) = match route {
+            Route::Pcm {
+                name,
+                rate_hz,
+                cpal,
+            } => match Self::open_pcm(&name, rate_hz, ring_ms) {
+                Ok((stream, ring, format, shared)) => {
+                    return Ok(Self {
+                        _stream: stream,
+                        ring,
+                        format,
+                        shared,
+                        device_id: opened_id,
+                    });
+                }
+                Err(error) => match cpal {
+                    Some(cpal) => {
+                        note_pcm_fallback(&name, &error);
+                        cpal
+                    }
+                    None => return Err(error),
+                },
+            },
+            Route::Cpal(device, config, sample_format) => (device, config, sample_format),
+        };
+        let channels = usize::from(config.channels.max(1));
+        let format = StreamFormat {
+            sample_rate_hz: config.sample_rate,
+            channels: config.channels,
+        };
+        let (producer, mut consumer) =
+            rtrb::RingBuffer::new(ring_capacity(format.sample_rate_hz, ring_ms));
+        let shared = PlaybackShared::new();
         let callback_shared = shared.clone();
-        let error_counters = counters;
+        let error_counters = shared.counters.clone();
         let on_error = move |error: cpal::Error| error_counters.error(&error);
         let stream = match sample_format {
             cpal::SampleFormat::F32 => device.build_output_stream::<f32, _, _>(
@@ -659,7 +854,7 @@ impl Playback {
                         &mut consumer,
                         data,
                         channels,
-                        |s| (s * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16,
+                        f32_to_i16,
                         &callback_shared,
                         callback_latency(info),
                     )
@@ -679,12 +874,85 @@ impl Playback {
             .play()
             .map_err(|error| DeviceError::from_cpal(direction, error))?;
         Ok(Self {
-            _stream: stream,
+            _stream: StreamHandle::Cpal(stream),
             ring: producer,
             format,
             shared,
             device_id: opened_id,
         })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn open_pcm(
+        name: &str,
+        rate_hz: u32,
+        ring_ms: u32,
+    ) -> Result<
+        (
+            StreamHandle,
+            rtrb::Producer<f32>,
+            StreamFormat,
+            Arc<PlaybackShared>,
+        ),
+        DeviceError,
+    > {
+        let direction = Direction::Output;
+        let (pcm, setup) = crate::pcm::open(
+            name,
+            direction,
+            rate_hz,
+            1,
+            period_frames(rate_hz, PERIOD_MS),
+            PLAYBACK_PERIODS,
+        )
+        .map_err(|error| from_alsa(direction, name, error))?;
+        let channels = usize::from(setup.channels.max(1));
+        let format = StreamFormat {
+            sample_rate_hz: setup.rate_hz,
+            channels: setup.channels,
+        };
+        let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity(setup.rate_hz, ring_ms));
+        let shared = PlaybackShared::new();
+        let thread_shared = shared.clone();
+        let spawned = match setup.kind {
+            crate::pcm::SampleKind::I16 => crate::pcm::spawn::<i16>(
+                pcm,
+                setup,
+                direction,
+                move |data, latency| {
+                    pull_mono(
+                        &mut consumer,
+                        data,
+                        channels,
+                        f32_to_i16,
+                        &thread_shared,
+                        latency,
+                    )
+                },
+                shared.counters.clone(),
+            ),
+            crate::pcm::SampleKind::F32 => crate::pcm::spawn::<f32>(
+                pcm,
+                setup,
+                direction,
+                move |data, latency| {
+                    pull_mono(
+                        &mut consumer,
+                        data,
+                        channels,
+                        |s| s,
+                        &thread_shared,
+                        latency,
+                    )
+                },
+                shared.counters.clone(),
+            ),
+        }
+        .map_err(|error| DeviceError::Open {
+            direction,
+            reason: format!("no thread for the stream: {error}"),
+        })?;
+        Ok((StreamHandle::Pcm(spawned), producer, format, shared))
     }
 
     pub fn format(&self) -> StreamFormat {

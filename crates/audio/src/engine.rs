@@ -50,8 +50,11 @@ pub const DEFAULT_PLAYOUT_CUSHION_MS: u32 = 20;
 /// Level readings per second for the UI.
 pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 30;
 
-/// How long a worker sleeps at most between looks at its rings.
-const WORKER_TICK: Duration = Duration::from_millis(10);
+/// How long a worker sleeps at most between looks at its rings: one Opus frame. Messages wake
+/// a worker at once (a press, a delta to play, a packet that starts a talkspurt), so the tick
+/// only paces the steady work, which comes in 20 ms frames anyway; every wakeup costs CPU
+/// (docs/benchmarks.md).
+const WORKER_TICK: Duration = Duration::from_millis(20);
 /// How often the streams' health is checked, and how often the device list is read.
 const HEALTH_EVERY: Duration = Duration::from_millis(100);
 const DEVICE_LIST_EVERY: Duration = Duration::from_millis(1000);
@@ -212,6 +215,10 @@ struct Shared {
     flushes: AtomicU64,
     /// Bumped by every flush: deltas sent before it are stale.
     flush_epoch: AtomicU64,
+    /// Whether the downlink is pacing a talkspurt (it wakes every 20 ms by itself). Cleared
+    /// under the jitter buffer's lock, so a packet pushed under it either sees it clear and
+    /// wakes the downlink, or is found by the downlink's next look.
+    pacing: AtomicBool,
     /// The current output stream's flush handle: the barge-in path flushes the device directly,
     /// without waiting for the downlink worker.
     flusher: Mutex<Option<PlaybackFlusher>>,
@@ -325,9 +332,16 @@ impl Engine {
         arrival: Instant,
     ) -> PushOutcome {
         let arrival_ms = arrival.saturating_duration_since(self.epoch).as_millis() as u64;
-        let outcome =
-            lock_jitter(&self.jitter).push(sequence_number, rtp_timestamp, payload, arrival_ms);
-        let _ = self.down.send(DownMsg::Wake);
+        let (outcome, pacing) = {
+            let mut jitter = lock_jitter(&self.jitter);
+            let outcome = jitter.push(sequence_number, rtp_timestamp, payload, arrival_ms);
+            (outcome, self.shared.pacing.load(Ordering::Acquire))
+        };
+        // While a talkspurt plays, the downlink wakes on its 20 ms pace and finds the packet
+        // then; only a packet that may start one needs to wake it.
+        if !pacing {
+            let _ = self.down.send(DownMsg::Wake);
+        }
         outcome
     }
 
@@ -1137,7 +1151,11 @@ impl Downlink {
         self.pending.clear();
         self.out.clear();
         self.out_pos = 0;
-        self.next_pop = None;
+        {
+            let _jitter = lock_jitter(&self.jitter);
+            self.next_pop = None;
+            self.shared.pacing.store(false, Ordering::Release);
+        }
         if let Some((_, resampler)) = self.resampler.as_mut() {
             resampler.reset();
         }
@@ -1164,20 +1182,23 @@ impl Downlink {
             }
             let decoded = {
                 let mut jitter = lock_jitter(&self.jitter);
-                match jitter.pop() {
+                let decoded = match jitter.pop() {
                     Playout::Packet(packet) => Some(self.decoder.decode(packet, &mut self.decoded)),
                     Playout::Recover(next) => Some(self.decoder.recover(next, &mut self.decoded)),
                     Playout::Conceal => Some(self.decoder.conceal(&mut self.decoded)),
                     Playout::Waiting => None,
-                }
-            };
-            let Some(decoded) = decoded else {
-                if self
-                    .next_pop
-                    .is_some_and(|at| now.saturating_duration_since(at) >= TALKSPURT_END_AFTER)
+                };
+                if decoded.is_none()
+                    && self
+                        .next_pop
+                        .is_some_and(|at| now.saturating_duration_since(at) >= TALKSPURT_END_AFTER)
                 {
                     self.next_pop = None;
+                    self.shared.pacing.store(false, Ordering::Release);
                 }
+                decoded
+            };
+            let Some(decoded) = decoded else {
                 return;
             };
             let pace = match self.next_pop {
@@ -1185,6 +1206,7 @@ impl Downlink {
                 _ => now,
             };
             self.next_pop = Some(pace + Duration::from_millis(u64::from(FRAME_MS)));
+            self.shared.pacing.store(true, Ordering::Release);
             match decoded {
                 Ok(samples) => {
                     let pcm: Vec<i16> = self.decoded[..samples.min(FRAME_SAMPLES)]
@@ -1308,9 +1330,11 @@ impl Downlink {
         let played = playback.played_frames();
         let rate_hz = f64::from(playback.format().sample_rate_hz);
         self.credit_upto(played, rate_hz);
-        self.report_progress();
         let idle =
             self.pending.is_empty() && self.out_pos >= self.out.len() && played >= self.written;
+        // While audio plays, one report per frame's worth is enough for the controller and
+        // saves the app a wakeup per device period; the last count goes out at once.
+        self.report_progress_step(if idle { 0 } else { u64::from(FRAME_MS) });
         if self.audible && idle {
             let since = *self.empty_since.get_or_insert(now);
             if now.duration_since(since) >= DRAINED_AFTER {
@@ -1355,9 +1379,18 @@ impl Downlink {
     }
 
     fn report_progress(&mut self) {
+        self.report_progress_step(0);
+    }
+
+    /// Reports the current item's progress if it moved by at least `min_step_ms` (and at all).
+    fn report_progress_step(&mut self, min_step_ms: u64) {
         if let Some(progress) = self.progress.as_mut() {
             let played_ms = progress.played_ms as u64;
-            if progress.reported_ms != Some(played_ms) {
+            let due = match progress.reported_ms {
+                None => true,
+                Some(reported) => played_ms != reported && played_ms >= reported + min_step_ms,
+            };
+            if due {
                 progress.reported_ms = Some(played_ms);
                 let _ = self.events.send(EngineEvent::PlaybackProgress {
                     item_id: progress.item.clone(),

@@ -21,6 +21,7 @@ pub mod device;
 pub mod engine;
 pub mod jitter;
 pub mod meter;
+mod pcm;
 pub mod preroll;
 pub mod resample;
 
