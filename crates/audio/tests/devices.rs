@@ -1,4 +1,4 @@
-//! Real devices in real time: cpal streams on the test PulseAudio server's null sinks ("mic"
+//! Real devices in real time: streams on the test PulseAudio server's null sinks ("mic"
 //! and "spk", started by scripts/test.sh through scripts/pulse.sh). What a test plays into the
 //! virtual mic must arrive bit-exact; what the engine plays must reach the virtual speaker once,
 //! whole and in order; a flush must cut it off at the device's next period.
