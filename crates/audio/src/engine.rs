@@ -9,7 +9,8 @@
 //!   pre-roll while nobody talks, or 20 ms frames → Opus → the [`FrameSink`] the app connects
 //!   to the transport. [`AudioCommand::OpenCapture`] first sends the pre-roll (the moment
 //!   before the press), [`AudioCommand::GateMic`] replaces the microphone by silence (half
-//!   duplex without an echo canceller), and the privacy option keeps the device closed
+//!   duplex without an echo canceller) in what is sent and in the pre-roll alike, so a press
+//!   never sends what the mic heard while gated, and the privacy option keeps the device closed
 //!   outside presses (no pre-roll then: that is its cost).
 //! - **Downlink**: [`Engine::receive_rtp`] → jitter buffer → Opus decode, FEC recovery or
 //!   concealment, paced at one frame per 20 ms → [`EngineEvent::AssistantAudio`]. Those chunks

@@ -461,6 +461,59 @@ fn the_gated_mic_sends_only_silence_while_the_assistant_is_audible() {
     );
 }
 
+/// Push-to-talk without an echo canceller: the controller gates the warm mic while the
+/// assistant is audible, and a press opens the gate before opening capture. The press's
+/// pre-roll must then be the gated silence, not the assistant the mic heard before the press.
+#[test]
+fn a_press_after_a_gated_stretch_sends_its_pre_roll_as_silence_then_the_user() {
+    let _sinks = one_at_a_time();
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(true);
+    running.engine.apply(AudioCommand::GateMic { gated: true });
+    let _mic = PulseClient::play("mic", &tone(1_000.0, 0.5, 4 * 48_000));
+    running.events_until("the tone in the mic", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::Level { direction: Direction::Input, level } if level.rms_dbfs > -20.0)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        running.frames_so_far().is_empty(),
+        "nothing is sent before the press"
+    );
+
+    // The press, as the controller orders it: flush, open the gate, open capture.
+    running.engine.apply(AudioCommand::FlushPlayback);
+    running.engine.apply(AudioCommand::GateMic { gated: false });
+    running
+        .engine
+        .apply(AudioCommand::OpenCapture { pre_roll_ms: 300 });
+    wait_until("the pre-roll and the press", Duration::from_secs(3), || {
+        running.engine.stats().frames_sent >= 15 + 20
+    });
+    running.engine.apply(AudioCommand::CloseCapture);
+    wait_until("the capture to close", Duration::from_secs(2), || {
+        !running.engine.stats().capturing
+    });
+    let frames = decode_all(&running.frames_so_far());
+
+    // 300 ms of pre-roll is 15 frames; the last may already hold live audio (the pre-roll
+    // need not end on a frame boundary).
+    for (n, frame) in frames[..14].iter().enumerate() {
+        assert!(
+            rms_dbfs(frame) < -60.0,
+            "pre-roll frame {n} carries what the mic heard while gated: {} dBFS",
+            rms_dbfs(frame)
+        );
+    }
+    let loudest_after = frames[15..]
+        .iter()
+        .map(|f| tone_level_dbfs(f, 1_000.0))
+        .fold(f32::MIN, f32::max);
+    assert!(
+        loudest_after > -15.0,
+        "after the press the mic is sent: {loudest_after} dBFS"
+    );
+}
+
 /// A third null sink on the test server, removed when dropped.
 struct SpareSink {
     module: Option<String>,

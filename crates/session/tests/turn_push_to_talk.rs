@@ -6,8 +6,8 @@ mod turn_support;
 use serde_json::json;
 use walkie_openai::SessionConfig;
 use walkie_session::turn::{
-    AudioCommand, CURRENT_LOCAL_TIME_TOOL, Diagnostic, PressMode, ToolRegistry, TurnConfig,
-    TurnController, TurnMode, UiHint,
+    AudioCommand, CURRENT_LOCAL_TIME_TOOL, Diagnostic, PressMode, ToolRegistry, Transport,
+    TurnConfig, TurnController, TurnMode, UiHint,
 };
 use walkie_session::{SessionEvent, Speaker};
 
@@ -349,7 +349,15 @@ fn key_down_while_the_assistant_is_audible_barges_in() {
         .server(&assistant_says("resp_R1", "item_A1", "Once upon a time"));
     talk.controller.playback_progress("item_A1", 800);
     talk.sent();
-    talk.audio();
+    assert_eq!(
+        talk.audio(),
+        [
+            AudioCommand::OpenCapture { pre_roll_ms: 300 },
+            AudioCommand::CloseCapture,
+            AudioCommand::GateMic { gated: true }
+        ],
+        "no echo canceller: the mic is gated while the assistant is audible"
+    );
     talk.events();
 
     talk.at(3_100).key_down();
@@ -357,9 +365,10 @@ fn key_down_while_the_assistant_is_audible_barges_in() {
         talk.audio(),
         [
             AudioCommand::FlushPlayback,
+            AudioCommand::GateMic { gated: false },
             AudioCommand::OpenCapture { pre_roll_ms: 300 }
         ],
-        "local playback is flushed before anything else"
+        "local playback is flushed before anything else, then the gate opens for the press"
     );
     assert_eq!(
         talk.sent(),
@@ -409,6 +418,204 @@ fn key_down_while_the_assistant_is_audible_barges_in() {
         [commit("walkie_8"), create_response("walkie_9")],
         "the cancelled response is done, so the new one is asked for at once"
     );
+}
+
+/// The reply of the first utterance is audible from 2 300 ms over WebRTC.
+fn reply_audible(talk: &mut Conversation) {
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"))
+        .server(&output_started("resp_R1"));
+}
+
+#[test]
+fn without_an_echo_canceller_the_mic_is_gated_between_presses_while_the_assistant_is_audible() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.audio();
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"));
+    assert_eq!(talk.audio(), [], "not audible yet: nothing to gate");
+    talk.server(&output_started("resp_R1"));
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::GateMic { gated: true }],
+        "the warm mic keeps silence, so a later press cannot send the assistant as pre-roll"
+    );
+    talk.at(4_000)
+        .server(&response_done("resp_R1", "completed"))
+        .server(&output_stopped("resp_R1"));
+    assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: false }]);
+
+    talk.at(5_000).key_down();
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::OpenCapture { pre_roll_ms: 300 }],
+        "a press while the assistant is silent changes no gate"
+    );
+}
+
+#[test]
+fn a_reply_that_starts_while_the_key_is_held_is_cut_at_once_and_the_user_stays_heard() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"));
+    talk.sent();
+    talk.audio();
+    talk.events();
+
+    // The user talks again before the reply is audible; then it starts under the held key.
+    talk.at(2_500).key_down();
+    assert_eq!(talk.sent(), [clear_input("walkie_5")], "nothing to cut yet");
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
+    );
+    talk.at(2_800).server(&output_started("resp_R1"));
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::FlushPlayback],
+        "flushed at once, and never gated: the user holding the key is still sent"
+    );
+    assert_eq!(
+        talk.sent(),
+        [
+            cancel_response("walkie_6", "resp_R1"),
+            clear_output("walkie_7")
+        ]
+    );
+    assert!(!talk.controller.is_assistant_audible());
+    assert!(talk.controller.is_capturing());
+    let events = talk.events();
+    assert!(
+        events.ends_with(&[
+            SessionEvent::OutputSpeechStart,
+            SessionEvent::OutputSpeechEnd
+        ]),
+        "{events:?}"
+    );
+
+    talk.at(2_850)
+        .server(&output_started("resp_R1"))
+        .server(&response_done("resp_R1", "cancelled"));
+    assert_eq!(talk.audio(), [], "the cut reply's late start gates nothing");
+    talk.at(3_500).key_up().at(3_700).tick();
+    assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
+    assert_eq!(
+        talk.sent(),
+        [commit("walkie_8"), create_response("walkie_9")]
+    );
+}
+
+#[test]
+fn a_reply_that_starts_during_the_tail_gates_the_rest_of_it() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"));
+    talk.at(2_500).key_down().at(3_000).key_up();
+    talk.sent();
+    talk.audio();
+
+    talk.at(3_100).server(&output_started("resp_R1"));
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::GateMic { gated: true }],
+        "the key is up: the reply plays and the tail sends silence"
+    );
+    assert!(talk.controller.is_assistant_audible());
+    assert!(talk.sent().is_empty(), "nothing is cancelled");
+    talk.at(3_200).tick();
+    assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
+    talk.at(4_000)
+        .server(&response_done("resp_R1", "completed"))
+        .server(&output_stopped("resp_R1"));
+    assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: false }]);
+}
+
+#[test]
+fn with_an_echo_canceller_push_to_talk_never_gates_and_a_reply_under_the_key_plays() {
+    let mut config = TurnConfig::push_to_talk(SessionConfig::default());
+    config.echo_canceller = true;
+    let mut talk = Conversation::ready(config);
+    reply_audible(&mut talk);
+    talk.sent();
+    assert_eq!(
+        talk.audio(),
+        [
+            AudioCommand::OpenCapture { pre_roll_ms: 300 },
+            AudioCommand::CloseCapture
+        ],
+        "no gate when the reply becomes audible"
+    );
+
+    talk.at(3_100).key_down();
+    assert_eq!(
+        talk.audio(),
+        [
+            AudioCommand::FlushPlayback,
+            AudioCommand::OpenCapture { pre_roll_ms: 300 }
+        ],
+        "a key-down while audible is still a barge-in"
+    );
+    talk.at(3_150)
+        .server(&response_done("resp_R1", "cancelled"))
+        .server(&response_created("resp_R2"))
+        .server(&audio_part_added("resp_R2", "item_A2"))
+        .server(&output_started("resp_R2"));
+    assert_eq!(talk.audio(), [], "with echo cancelling, both may talk");
+    assert!(talk.controller.is_assistant_audible());
+}
+
+#[test]
+fn over_websocket_a_reply_whose_audio_arrives_under_the_held_key_is_dropped() {
+    let mut config = TurnConfig::push_to_talk(SessionConfig::default());
+    config.transport = Transport::WebSocket;
+    let mut talk = Conversation::ready(config);
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"));
+    talk.at(2_500).key_down();
+    talk.sent();
+    talk.audio();
+    talk.events();
+
+    talk.at(2_600)
+        .server(&assistant_audio_b64("resp_R1", "item_A1", &[1_000; 480]))
+        .server(&assistant_audio_b64("resp_R1", "item_A1", &[1_000; 480]));
+    assert_eq!(talk.audio(), [AudioCommand::FlushPlayback]);
+    assert_eq!(
+        talk.sent(),
+        [
+            cancel_response("walkie_6", "resp_R1"),
+            sent(
+                "walkie_7",
+                json!({"type": "conversation.item.truncate", "item_id": "item_A1",
+                    "content_index": 0, "audio_end_ms": 0})
+            ),
+        ],
+        "nothing of it was played"
+    );
+    assert_eq!(talk.controller.stats().dropped_audio_chunks, 2);
+    assert!(
+        !talk
+            .events()
+            .iter()
+            .any(|event| matches!(event, SessionEvent::PartDelta(_))),
+        "no assistant audio reaches the speaker"
+    );
+    assert!(talk.controller.is_capturing());
 }
 
 #[test]

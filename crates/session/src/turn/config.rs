@@ -87,8 +87,10 @@ pub struct TurnConfig {
     pub pre_roll_ms: u64,
     /// A press held longer is released by the controller (a lost key-up).
     pub max_press_ms: u64,
-    /// Whether an echo canceller runs on the capture. Without one, hands-free mode gates the mic
-    /// while the assistant is audible, so the model does not hear (and answer) itself.
+    /// Whether an echo canceller runs on the capture. Without one, the mic is gated while the
+    /// assistant is audible, in both modes, so the model does not hear (and answer) itself; in
+    /// push-to-talk a press opens the gate (it flushes playback first), and a reply starting
+    /// under a held key is cut (see the controller's rules).
     pub echo_canceller: bool,
     /// The provider's session cap, counted from the data channel opening.
     pub session_limit_ms: u64,

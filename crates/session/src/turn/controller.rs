@@ -19,6 +19,11 @@
 //!   a create never overlaps an active response, it waits for that response's `response.done`;
 //! - presses shorter than the minimum are ignored with a hint; a repeated key-down is ignored
 //!   and a lost key-up is recovered by the maximum press, so nothing can wedge the controller;
+//! - without an echo canceller, nothing the mic picks up while the assistant is audible reaches
+//!   the call (half duplex): the mic is gated (silence is sent, and kept as the warm mic's
+//!   pre-roll) while the assistant is audible; a push-to-talk press opens the gate, because the
+//!   press itself flushes playback; a reply that starts while the key is held is cut like a
+//!   key-down barge-in, since gating would mute the user mid-sentence;
 //! - hands-free, a server speech start while the assistant is audible is the same barge-in, and
 //!   the cut reply records how much was played (`interrupted_at_ms`), sent as
 //!   `conversation.item.truncate { audio_end_ms }` where the transport needs it;
@@ -646,8 +651,20 @@ impl TurnController {
         if !self.session.is_output_audible() {
             self.emit(SessionEvent::OutputSpeechStart, now_ms);
         }
-        if !self.config.echo_canceller && matches!(self.config.mode, TurnMode::HandsFree(_)) {
-            self.set_mic_gate(true);
+        if self.config.echo_canceller {
+            return;
+        }
+        match (&self.config.mode, self.press) {
+            // Half duplex in push-to-talk: a reply that starts while the user holds the key
+            // would either be sent back into the call or mute the user; the press wins, as a
+            // key-down while the assistant is audible does.
+            (TurnMode::PushToTalk(_), Press::Held { .. }) => {
+                self.barge_in(now_ms);
+            }
+            // Otherwise the mic is gated while the assistant is audible: in hands-free mode, in
+            // a push-to-talk tail, and between presses, so the warm mic's pre-roll that a press
+            // sends holds silence, not the assistant.
+            _ => self.set_mic_gate(true),
         }
     }
 
@@ -707,6 +724,11 @@ impl TurnController {
         if self.config.transport == Transport::WebSocket && self.audible_response.is_none() {
             let response_id = self.active_response.clone().unwrap_or_default();
             self.output_became_audible(response_id, now_ms);
+            if self.suppress_output_audio {
+                // It started under a held key and was cut at once (half duplex).
+                self.stats.dropped_audio_chunks += 1;
+                return;
+            }
         }
         let item_id = self.current_audio_item.clone();
         if let Some(index) = self.assistant_part_for(item_id.as_deref(), PartKind::Speech, now_ms) {
