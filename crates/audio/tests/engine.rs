@@ -6,14 +6,13 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use common::{
-    PulseClient, from_bytes, pattern, require_test_server, rms_dbfs, tone, tone_level_dbfs,
-    wait_until,
+    PulseClient, SpareSink, from_bytes, pattern, require_test_server, rms_dbfs, tone,
+    tone_level_dbfs, wait_until,
 };
 use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
 use walkie_audio::device::{Direction, PERIOD_MS, list_devices};
@@ -512,58 +511,6 @@ fn a_press_after_a_gated_stretch_sends_its_pre_roll_as_silence_then_the_user() {
         loudest_after > -15.0,
         "after the press the mic is sent: {loudest_after} dBFS"
     );
-}
-
-/// A third null sink on the test server, removed when dropped.
-struct SpareSink {
-    module: Option<String>,
-    _keep_alive: PulseClient,
-}
-
-impl SpareSink {
-    const NAME: &str = "walkie_spare";
-
-    fn load() -> Self {
-        let output = Command::new("pactl")
-            .args([
-                "load-module",
-                "module-null-sink",
-                &format!("sink_name={}", Self::NAME),
-                "rate=48000",
-                "channels=1",
-                "format=s16le",
-                "norewinds=1",
-            ])
-            .output()
-            .expect("pactl runs");
-        assert!(output.status.success(), "the spare sink loads: {output:?}");
-        let module = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        let keep_alive = PulseClient::spawn("parec", &format!("{}.monitor", Self::NAME));
-        Self {
-            module: Some(module),
-            _keep_alive: keep_alive,
-        }
-    }
-
-    fn unload(&mut self) {
-        if let Some(module) = self.module.take() {
-            let status = Command::new("pactl")
-                .args(["unload-module", &module])
-                .status()
-                .expect("pactl runs");
-            assert!(status.success(), "the spare sink unloads");
-        }
-    }
-}
-
-impl Drop for SpareSink {
-    fn drop(&mut self) {
-        if let Some(module) = self.module.take() {
-            let _ = Command::new("pactl")
-                .args(["unload-module", &module])
-                .status();
-        }
-    }
 }
 
 #[test]

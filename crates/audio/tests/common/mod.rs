@@ -149,3 +149,72 @@ pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// An extra null sink on the test server (its monitor is an extra source), removed when
+/// dropped.
+pub struct SpareSink {
+    pub name: String,
+    module: Option<String>,
+    _keep_alive: PulseClient,
+}
+
+impl SpareSink {
+    pub const NAME: &str = "walkie_spare";
+
+    pub fn load() -> Self {
+        Self::load_named(Self::NAME)
+    }
+
+    pub fn load_named(name: &str) -> Self {
+        let output = Command::new("pactl")
+            .args([
+                "load-module",
+                "module-null-sink",
+                &format!("sink_name={name}"),
+                "rate=48000",
+                "channels=1",
+                "format=s16le",
+                "norewinds=1",
+            ])
+            .output()
+            .expect("pactl runs");
+        assert!(output.status.success(), "the spare sink loads: {output:?}");
+        let module = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        // Like scripts/pulse.sh: a reader keeps the idle sink rendering in small blocks.
+        let keep_alive = PulseClient::spawn("parec", &format!("{name}.monitor"));
+        Self {
+            name: name.to_owned(),
+            module: Some(module),
+            _keep_alive: keep_alive,
+        }
+    }
+
+    pub fn unload(&mut self) {
+        if let Some(module) = self.module.take() {
+            let status = Command::new("pactl")
+                .args(["unload-module", &module])
+                .status()
+                .expect("pactl runs");
+            assert!(status.success(), "the spare sink unloads");
+        }
+    }
+}
+
+impl Drop for SpareSink {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            let _ = Command::new("pactl")
+                .args(["unload-module", &module])
+                .status();
+        }
+    }
+}
+
+/// Runs `pactl` with `args` and checks that it succeeded.
+pub fn pactl(args: &[&str]) {
+    let status = Command::new("pactl")
+        .args(args)
+        .status()
+        .expect("pactl runs");
+    assert!(status.success(), "pactl {args:?} succeeds");
+}
