@@ -16,7 +16,7 @@ build_pkgs=(
   libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev
   libsoup-3.0-dev libjavascriptcoregtk-4.1-dev libxdo-dev libssl-dev pkg-config
   build-essential file curl ca-certificates
-  libasound2-dev libopus-dev
+  libasound2-dev libopus-dev libpulse-dev
 )
 test_pkgs=(
   xvfb xauth webkit2gtk-driver imagemagick x11-apps fonts-dejavu-core xdotool

@@ -1,13 +1,14 @@
-//! The sound card edge: cpal capture and playback streams whose callbacks only move samples
-//! through lock-free rings ([`rtrb`]) — no allocation, no lock, no logging in a callback.
+//! The sound card edge: capture and playback streams whose callbacks (or stream threads) only
+//! move samples through lock-free rings ([`rtrb`]) — no allocation, no lock, no logging there.
 //!
 //! cpal lists the devices and tells the default: its PulseAudio host wherever a PulseAudio (or
-//! PipeWire-Pulse) server answers, ALSA otherwise. The streams themselves run on alsa-lib
-//! ([`crate::pcm`]): a PulseAudio device through the ALSA `pulse` plugin, which costs a
-//! fraction of cpal's pure-Rust PulseAudio client (docs/benchmarks.md); cpal's own stream is
-//! the fallback when that plugin is missing. Errors are grouped by what the caller must decide, as cpal groups them:
-//! a device that is gone (fall back to the default), a host that is not running (tell the
-//! user), a format the device will not take (pick another).
+//! PipeWire-Pulse) server answers, ALSA otherwise. The streams themselves run on the cheapest
+//! code measured (docs/benchmarks.md, "Audio engine"): a PulseAudio device on libpulse directly
+//! (`src/pulse.rs`), an ALSA device (`alsa:<pcm>`) on alsa-lib (`src/pcm.rs`); cpal's own
+//! stream is the fallback when those cannot open the device, and `WALKIE_AUDIO_STREAMS`
+//! (`alsa`, `cpal`) picks another path for PulseAudio devices. Errors are grouped by what the
+//! caller must decide, as cpal groups them: a device that is gone (fall back to the default), a
+//! host that is not running (tell the user), a format the device will not take (pick another).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -310,6 +311,13 @@ fn push_mono<T: Copy>(
 
 /// How a stream is opened.
 enum Route {
+    /// A PulseAudio device by name, served by [`crate::pulse`]. `cpal` is the fallback if
+    /// libpulse cannot open it.
+    Pulse {
+        name: String,
+        rate_hz: u32,
+        cpal: (cpal::Device, cpal::StreamConfig, cpal::SampleFormat),
+    },
     /// An ALSA PCM, served by [`crate::pcm`]: every ALSA device, and PulseAudio devices
     /// through the `pulse` plugin. `cpal` is the fallback if the PCM cannot be opened (the
     /// plugin is not installed).
@@ -322,10 +330,27 @@ enum Route {
     Cpal(cpal::Device, cpal::StreamConfig, cpal::SampleFormat),
 }
 
-/// `WALKIE_AUDIO_STREAMS=cpal` keeps every stream on cpal: the way back if the `pulse` plugin
-/// misbehaves on some system, and the baseline the CPU measurement compares against.
-fn cpal_streams_forced() -> bool {
-    std::env::var_os("WALKIE_AUDIO_STREAMS").is_some_and(|value| value == "cpal")
+/// Which code carries a PulseAudio device's streams. `WALKIE_AUDIO_STREAMS` picks another
+/// than the default: the way back if one misbehaves on some system, and the baselines the CPU
+/// measurement compares against (docs/benchmarks.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreamsChoice {
+    /// libpulse directly (`src/pulse.rs`): the default.
+    Native,
+    /// `alsa`: alsa-lib through the ALSA `pulse` plugin (`src/pcm.rs`).
+    AlsaPlugin,
+    /// `cpal`: cpal's own streams, for every device.
+    Cpal,
+}
+
+impl StreamsChoice {
+    fn from_env() -> Self {
+        match std::env::var("WALKIE_AUDIO_STREAMS").as_deref() {
+            Ok("alsa") => Self::AlsaPlugin,
+            Ok("cpal") => Self::Cpal,
+            _ => Self::Native,
+        }
+    }
 }
 
 /// The ALSA PCM that reaches PulseAudio device `name` through the `pulse` plugin, if the name
@@ -363,19 +388,30 @@ impl Opening {
             .map(|id| id.to_string())
             .unwrap_or_else(|| device_id.unwrap_or_default().to_owned());
         let (config, sample_format) = stream_config(&device, direction)?;
-        let pcm_name = parsed_id.as_ref().and_then(|id| match id.host() {
-            cpal::HostId::PulseAudio => pulse_pcm_name(id.id()),
-            cpal::HostId::Alsa => Some(id.id().to_owned()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        });
-        let route = match pcm_name.filter(|_| !cpal_streams_forced()) {
-            Some(name) => Route::Pcm {
-                name,
+        let streams = StreamsChoice::from_env();
+        let route = match parsed_id.as_ref().map(|id| (id.host(), id.id())) {
+            _ if streams == StreamsChoice::Cpal => Route::Cpal(device, config, sample_format),
+            Some((cpal::HostId::PulseAudio, name)) if streams == StreamsChoice::Native => {
+                Route::Pulse {
+                    name: name.to_owned(),
+                    rate_hz: config.sample_rate,
+                    cpal: (device, config, sample_format),
+                }
+            }
+            Some((cpal::HostId::PulseAudio, name)) => match pulse_pcm_name(name) {
+                Some(name) => Route::Pcm {
+                    name,
+                    rate_hz: config.sample_rate,
+                    cpal: Some((device, config, sample_format)),
+                },
+                None => Route::Cpal(device, config, sample_format),
+            },
+            Some((cpal::HostId::Alsa, name)) => Route::Pcm {
+                name: name.to_owned(),
                 rate_hz: config.sample_rate,
                 cpal: Some((device, config, sample_format)),
             },
-            None => Route::Cpal(device, config, sample_format),
+            _ => Route::Cpal(device, config, sample_format),
         };
         Ok(Self { route, opened_id })
     }
@@ -397,14 +433,13 @@ fn from_alsa(direction: Direction, name: &str, error: alsa::Error) -> DeviceErro
     }
 }
 
-/// The PCM could not be opened but cpal can open the device: say so once per process, so a
-/// missing `pulse` plugin is visible without flooding the log.
+/// The faster stream path could not open the device but cpal can: say so once per process,
+/// so a missing library or plugin is visible without flooding the log.
 fn note_pcm_fallback(name: &str, error: &DeviceError) {
     static NOTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !NOTED.swap(true, Ordering::Relaxed) {
         log::warn!(
-            "could not open {name} through alsa-lib ({error}); using cpal's stream, which costs \
-             more CPU (is libasound2-plugins installed?)"
+            "could not open {name} directly ({error}); using cpal's stream, which costs more CPU"
         );
     }
 }
@@ -423,6 +458,7 @@ const PLAYBACK_PERIODS: usize = 2;
 /// The running stream behind a [`Capture`] or [`Playback`]: kept only to be dropped.
 enum StreamHandle {
     Cpal(#[allow(dead_code)] cpal::Stream),
+    Pulse(#[allow(dead_code)] crate::pulse::PulseStream),
     Pcm(#[allow(dead_code)] crate::pcm::PcmStream),
 }
 
@@ -432,6 +468,25 @@ impl Capture {
         let direction = Direction::Input;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
         let (device, config, sample_format) = match route {
+            Route::Pulse {
+                name,
+                rate_hz,
+                cpal,
+            } => match Self::open_pulse(&name, rate_hz, ring_ms) {
+                Ok((stream, ring, format, counters)) => {
+                    return Ok(Self {
+                        _stream: stream,
+                        ring,
+                        format,
+                        counters,
+                        device_id: opened_id,
+                    });
+                }
+                Err(error) => {
+                    note_pcm_fallback(&name, &error);
+                    cpal
+                }
+            },
             Route::Pcm {
                 name,
                 rate_hz,
@@ -501,6 +556,40 @@ impl Capture {
             counters,
             device_id: opened_id,
         })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn open_pulse(
+        name: &str,
+        rate_hz: u32,
+        ring_ms: u32,
+    ) -> Result<
+        (
+            StreamHandle,
+            rtrb::Consumer<f32>,
+            StreamFormat,
+            Arc<StreamCounters>,
+        ),
+        DeviceError,
+    > {
+        let direction = Direction::Input;
+        let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, ring_ms));
+        let counters = Arc::new(StreamCounters::default());
+        let data_counters = counters.clone();
+        let (stream, setup) = crate::pulse::open(
+            name,
+            direction,
+            rate_hz,
+            CAPTURE_PERIOD_MS,
+            move |data, _| push_mono(&mut producer, data, 1, i16_to_f32, &data_counters),
+            counters.clone(),
+        )
+        .map_err(|reason| DeviceError::Open { direction, reason })?;
+        let format = StreamFormat {
+            sample_rate_hz: setup.rate_hz,
+            channels: 1,
+        };
+        Ok((StreamHandle::Pulse(stream), consumer, format, counters))
     }
 
     #[allow(clippy::type_complexity)]
@@ -796,6 +885,25 @@ impl Playback {
         let direction = Direction::Output;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
         let (device, config, sample_format) = match route {
+            Route::Pulse {
+                name,
+                rate_hz,
+                cpal,
+            } => match Self::open_pulse(&name, rate_hz, ring_ms) {
+                Ok((stream, ring, format, shared)) => {
+                    return Ok(Self {
+                        _stream: stream,
+                        ring,
+                        format,
+                        shared,
+                        device_id: opened_id,
+                    });
+                }
+                Err(error) => {
+                    note_pcm_fallback(&name, &error);
+                    cpal
+                }
+            },
             Route::Pcm {
                 name,
                 rate_hz,
@@ -880,6 +988,42 @@ impl Playback {
             shared,
             device_id: opened_id,
         })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn open_pulse(
+        name: &str,
+        rate_hz: u32,
+        ring_ms: u32,
+    ) -> Result<
+        (
+            StreamHandle,
+            rtrb::Producer<f32>,
+            StreamFormat,
+            Arc<PlaybackShared>,
+        ),
+        DeviceError,
+    > {
+        let direction = Direction::Output;
+        let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, ring_ms));
+        let shared = PlaybackShared::new();
+        let thread_shared = shared.clone();
+        let (stream, setup) = crate::pulse::open(
+            name,
+            direction,
+            rate_hz,
+            PERIOD_MS,
+            move |data, latency| {
+                pull_mono(&mut consumer, data, 1, f32_to_i16, &thread_shared, latency)
+            },
+            shared.counters.clone(),
+        )
+        .map_err(|reason| DeviceError::Open { direction, reason })?;
+        let format = StreamFormat {
+            sample_rate_hz: setup.rate_hz,
+            channels: 1,
+        };
+        Ok((StreamHandle::Pulse(stream), producer, format, shared))
     }
 
     #[allow(clippy::type_complexity)]

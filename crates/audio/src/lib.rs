@@ -23,6 +23,7 @@ pub mod jitter;
 pub mod meter;
 mod pcm;
 pub mod preroll;
+mod pulse;
 pub mod resample;
 
 /// Opus and the call run at 48 kHz.

@@ -1,15 +1,12 @@
 //! Streams opened straight on an ALSA PCM with alsa-lib: one thread per stream that waits on
 //! the PCM and moves one period between the device and a lock-free ring.
 //!
-//! Why not cpal's streams: measured on the test PulseAudio server (docs/benchmarks.md, "Audio
-//! engine"), a 10 ms duplex call through cpal 0.18's pure-Rust PulseAudio client cost 8 % of a
-//! core, nearly all of it in the client, not in Walkie: its socket thread zero-fills a 1 MiB
-//! read buffer at least twice per wakeup, and a latency thread asks the server for timing after
-//! every period. The same streams through alsa-lib's `pulse` plugin (libpulse, which
-//! interpolates timing locally) cost a fraction of that. So a PulseAudio device is opened as the
-//! ALSA PCM `pulse:DEVICE=<name>`, and any ALSA device (`alsa:<pcm>` ids: hardware, `default`,
-//! a test's `file` plugin) as its PCM name; cpal still lists the devices and tells the default,
-//! and its own streams remain the fallback when the `pulse` plugin is not installed.
+//! This carries every ALSA device (`alsa:<pcm>` ids: hardware, `default` where no sound server
+//! runs, a test's `file` plugin), opened by its PCM name whether cpal lists it or not. It can
+//! also carry a PulseAudio device through the ALSA `pulse` plugin (`pulse:DEVICE="<name>"`,
+//! `WALKIE_AUDIO_STREAMS=alsa`): that was the first fix for cpal's costly PulseAudio client and
+//! remains a measured alternative, but libpulse directly ([`crate::pulse`]) wakes less and
+//! queues 20 ms less at the device (docs/benchmarks.md, "Audio engine").
 //!
 //! The thread's rules are the callback's rules ([`crate::device`]): once the stream runs, it
 //! only converts samples between its period buffer and the ring, bumps atomics and calls

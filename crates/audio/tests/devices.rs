@@ -184,3 +184,35 @@ fn a_flush_cuts_playback_at_the_next_period_and_nothing_queued_is_heard_after() 
         "the ring is empty after the flush"
     );
 }
+
+/// The names of this process's threads.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc is mounted")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn pulseaudio_devices_run_on_libpulse_directly_not_on_a_fallback() {
+    require_test_server();
+    let _sinks = SINKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // The cheap path is the point (docs/benchmarks.md): a silent fallback to cpal's streams
+    // would still play, at two and a half times the CPU.
+    let capture = Capture::open(None, 500).expect("the default microphone opens");
+    let playback = Playback::open(None, 500).expect("the default speaker opens");
+    let names = thread_names();
+    assert!(
+        names.iter().any(|name| name == "walkie-pulse-in"),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|name| name.starts_with("walkie-pulse-ou")),
+        "{names:?}"
+    );
+    assert!(capture.device_id().starts_with("pulseaudio:"));
+    assert!(playback.device_id().starts_with("pulseaudio:"));
+}

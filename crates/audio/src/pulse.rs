@@ -1,0 +1,297 @@
+//! Streams on a PulseAudio (or PipeWire-Pulse) device through libpulse directly: one thread
+//! per stream runs its own libpulse main loop and moves each period between the server and a
+//! lock-free ring right where the server's request (or data) is handled.
+//!
+//! Why not through another layer: every wakeup costs CPU (tens of µs on the project machines),
+//! and the layers add wakeups (docs/benchmarks.md, "Audio engine"). cpal 0.18's pure-Rust
+//! client zero-fills 1 MiB per socket read and polls timing after every period; alsa-lib's
+//! `pulse` plugin runs a libpulse thread that asks for timing after every write, plus a thread
+//! of its own that the plugin wakes through a pipe. Here a period is one wakeup: the server's
+//! request arrives, the period is written in the same main-loop iteration; capture data is
+//! read as it arrives. Timing is asked for once a second, only for the latency estimate.
+//!
+//! The thread's rules are the callback's rules ([`crate::device`]): once the stream runs it
+//! only converts samples between a period buffer (allocated before the loop) and the ring,
+//! bumps atomics and calls libpulse; it never logs. A stream the server kills (its device
+//! removed) counts a fatal error and ends the thread; a suspended device simply stops asking,
+//! which the engine sees as a stall. All libpulse objects live and die on the thread.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use libpulse_binding as pa;
+use pa::context::{Context, FlagSet as ContextFlags, State as ContextState};
+use pa::def::BufferAttr;
+use pa::mainloop::standard::Mainloop;
+use pa::sample::{Format, Spec};
+use pa::stream::{FlagSet as StreamFlags, Latency, PeekResult, SeekMode, State, Stream};
+use pa::time::MicroSeconds;
+
+use crate::device::{Direction, StreamCounters};
+
+/// How long opening may take before it counts as failed.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest the thread sleeps in the main loop before it looks at its stop flag.
+const POLL_AT_MOST: MicroSeconds = MicroSeconds(100_000);
+/// How often the latency estimate is refreshed (one round trip to the server).
+const TIMING_EVERY: Duration = Duration::from_secs(1);
+/// Samples in the capture conversion buffer: larger reads are converted in pieces.
+const CAPTURE_PIECE_SAMPLES: usize = 4_800;
+
+/// What the stream was set up with (mono i16, at the device's rate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PulseSetup {
+    pub rate_hz: u32,
+    pub period_frames: usize,
+}
+
+/// A running stream thread; dropping it stops the thread and closes the stream.
+pub(crate) struct PulseStream {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for PulseStream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Opens the stream on device `device` (a PulseAudio sink or source name) and starts its
+/// thread. `work` gets every period: for playback, the buffer to fill and how long until its
+/// first sample is heard; for capture, the samples that arrived.
+pub(crate) fn open(
+    device: &str,
+    direction: Direction,
+    rate_hz: u32,
+    period_ms: u32,
+    work: impl FnMut(&mut [i16], Duration) + Send + 'static,
+    counters: Arc<StreamCounters>,
+) -> Result<(PulseStream, PulseSetup), String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let thread_stop = stop.clone();
+    let device = device.to_owned();
+    let name = match direction {
+        Direction::Input => "walkie-pulse-in",
+        Direction::Output => "walkie-pulse-out",
+    };
+    let thread = std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            let opened = Opened::connect(&device, direction, rate_hz, period_ms);
+            let mut opened = match opened {
+                Ok(opened) => {
+                    let _ = ready_tx.send(Ok(opened.setup));
+                    opened
+                }
+                Err(error) => {
+                    let _ = ready_tx.send(Err(error));
+                    return;
+                }
+            };
+            opened.run(direction, &thread_stop, work, &counters);
+        })
+        .map_err(|error| format!("no thread for the stream: {error}"))?;
+    let stream = PulseStream {
+        stop,
+        thread: Some(thread),
+    };
+    match ready_rx.recv_timeout(OPEN_TIMEOUT) {
+        Ok(Ok(setup)) => Ok((stream, setup)),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err("the sound server did not answer in time".to_owned()),
+    }
+}
+
+/// The libpulse objects of one stream; they never leave the stream's thread. Fields drop in
+/// declaration order: the stream and the context must go before the main loop they use.
+struct Opened {
+    stream: Stream,
+    context: Context,
+    mainloop: Mainloop,
+    setup: PulseSetup,
+}
+
+impl Opened {
+    fn connect(
+        device: &str,
+        direction: Direction,
+        rate_hz: u32,
+        period_ms: u32,
+    ) -> Result<Self, String> {
+        let deadline = Instant::now() + OPEN_TIMEOUT;
+        let mut mainloop = Mainloop::new().ok_or("no libpulse main loop")?;
+        let mut context = Context::new(&mainloop, "Walkie").ok_or("no libpulse context")?;
+        context
+            .connect(None, ContextFlags::NOAUTOSPAWN, None)
+            .map_err(|error| format!("cannot reach the sound server: {error}"))?;
+        loop {
+            iterate(&mut mainloop)?;
+            match context.get_state() {
+                ContextState::Ready => break,
+                ContextState::Failed | ContextState::Terminated => {
+                    return Err("the sound server refused the connection".to_owned());
+                }
+                _ if Instant::now() > deadline => return Err("connecting timed out".to_owned()),
+                _ => {}
+            }
+        }
+        let spec = Spec {
+            format: Format::S16NE,
+            channels: 1,
+            rate: rate_hz,
+        };
+        if !spec.is_valid() {
+            return Err(format!("unusable sample spec {spec:?}"));
+        }
+        let period_frames = (rate_hz * period_ms / 1000).max(1) as usize;
+        let period_bytes = u32::try_from(period_frames * 2).unwrap_or(u32::MAX);
+        let label = match direction {
+            Direction::Input => "Walkie microphone",
+            Direction::Output => "Walkie speaker",
+        };
+        let mut stream =
+            Stream::new(&mut context, label, &spec, None).ok_or("no libpulse stream")?;
+        // Two periods queued for playback: the server asks for one period at a time, and a
+        // flush takes effect at the next request. ADJUST_LATENCY makes that the whole
+        // latency (the device's own buffer included).
+        let attr = BufferAttr {
+            maxlength: u32::MAX,
+            tlength: period_bytes.saturating_mul(2),
+            prebuf: u32::MAX,
+            minreq: period_bytes,
+            fragsize: period_bytes,
+        };
+        // DONT_MOVE: a stream whose device goes away dies (and the engine reopens and reports
+        // it) instead of being moved behind the engine's back.
+        let flags =
+            StreamFlags::ADJUST_LATENCY | StreamFlags::INTERPOLATE_TIMING | StreamFlags::DONT_MOVE;
+        match direction {
+            Direction::Output => {
+                stream.connect_playback(Some(device), Some(&attr), flags, None, None)
+            }
+            Direction::Input => stream.connect_record(Some(device), Some(&attr), flags),
+        }
+        .map_err(|error| format!("cannot open {device}: {error}"))?;
+        loop {
+            iterate(&mut mainloop)?;
+            match stream.get_state() {
+                State::Ready => break,
+                State::Failed | State::Terminated => {
+                    return Err(format!("the sound server refused the stream on {device}"));
+                }
+                _ if Instant::now() > deadline => return Err("opening timed out".to_owned()),
+                _ => {}
+            }
+        }
+        Ok(Self {
+            stream,
+            context,
+            mainloop,
+            setup: PulseSetup {
+                rate_hz,
+                period_frames,
+            },
+        })
+    }
+
+    fn run(
+        &mut self,
+        direction: Direction,
+        stop: &AtomicBool,
+        mut work: impl FnMut(&mut [i16], Duration),
+        counters: &StreamCounters,
+    ) {
+        let period = self.setup.period_frames;
+        let mut samples = vec![0i16; period.max(CAPTURE_PIECE_SAMPLES)];
+        let mut bytes = vec![0u8; period * 2];
+        let mut next_timing = Instant::now();
+        while !stop.load(Ordering::Acquire) {
+            if self.mainloop.prepare(Some(POLL_AT_MOST)).is_err()
+                || self.mainloop.poll().is_err()
+                || self.mainloop.dispatch().is_err()
+            {
+                counters.record_error(true);
+                return;
+            }
+            if matches!(self.stream.get_state(), State::Failed | State::Terminated) {
+                counters.record_error(true);
+                return;
+            }
+            match direction {
+                Direction::Output => {
+                    if Instant::now() >= next_timing {
+                        next_timing = Instant::now() + TIMING_EVERY;
+                        drop(self.stream.update_timing_info(None));
+                    }
+                    while self
+                        .stream
+                        .writable_size()
+                        .is_some_and(|room| room >= bytes.len())
+                    {
+                        let latency = match self.stream.get_latency() {
+                            Ok(Latency::Positive(MicroSeconds(us))) => Duration::from_micros(us),
+                            _ => Duration::ZERO,
+                        };
+                        let period_samples = &mut samples[..period];
+                        work(period_samples, latency);
+                        for (pair, sample) in bytes.chunks_exact_mut(2).zip(period_samples.iter()) {
+                            pair.copy_from_slice(&sample.to_ne_bytes());
+                        }
+                        if self
+                            .stream
+                            .write_copy(&bytes, 0, SeekMode::Relative)
+                            .is_err()
+                        {
+                            counters.record_error(false);
+                            break;
+                        }
+                    }
+                }
+                Direction::Input => loop {
+                    match self.stream.peek() {
+                        Ok(PeekResult::Data(data)) => {
+                            for piece in data.chunks(samples.len() * 2) {
+                                let count = piece.len() / 2;
+                                for (sample, pair) in samples.iter_mut().zip(piece.chunks_exact(2))
+                                {
+                                    *sample = i16::from_ne_bytes([pair[0], pair[1]]);
+                                }
+                                work(&mut samples[..count], Duration::ZERO);
+                            }
+                        }
+                        Ok(PeekResult::Hole(_)) => {}
+                        Ok(PeekResult::Empty) => break,
+                        Err(_) => {
+                            counters.record_error(false);
+                            break;
+                        }
+                    }
+                    if self.stream.discard().is_err() {
+                        counters.record_error(false);
+                        break;
+                    }
+                },
+            }
+        }
+        let _ = self.stream.disconnect();
+        self.context.disconnect();
+    }
+}
+
+/// One main-loop iteration while opening, waiting at most [`POLL_AT_MOST`] for the server.
+fn iterate(mainloop: &mut Mainloop) -> Result<(), String> {
+    mainloop
+        .prepare(Some(POLL_AT_MOST))
+        .and_then(|()| mainloop.poll())
+        .and_then(|_| mainloop.dispatch())
+        .map(|_| ())
+        .map_err(|error| format!("the libpulse main loop failed: {error}"))
+}
