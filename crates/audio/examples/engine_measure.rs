@@ -123,6 +123,7 @@ fn duplex_cpu() {
     let threads_before = cpu_by_thread();
     let mut seq = 0u16;
     let mut played_chunks = 0u64;
+    let mut event_counts = std::collections::BTreeMap::new();
     while started.elapsed() < Duration::from_secs(seconds) {
         // The app's part, woken by each engine event as the app's loop is: uplink frames go
         // to the "transport", here looped back as RTP (each frame is followed by its
@@ -133,6 +134,15 @@ fn duplex_cpu() {
             seq = seq.wrapping_add(1);
         }
         for event in first.into_iter().chain(events.try_iter()) {
+            let kind = match &event {
+                EngineEvent::AssistantAudio(_) => "AssistantAudio",
+                EngineEvent::SentAudio(_) => "SentAudio",
+                EngineEvent::PlaybackProgress { .. } => "PlaybackProgress",
+                EngineEvent::PlaybackDrained => "PlaybackDrained",
+                EngineEvent::Level { .. } => "Level",
+                _ => "device",
+            };
+            *event_counts.entry(kind).or_insert(0u64) += 1;
             if let EngineEvent::AssistantAudio(chunk) = event {
                 player.play(&chunk);
                 played_chunks += 1;
@@ -161,6 +171,11 @@ fn duplex_cpu() {
         stats.jitter,
         stats.playback_xrun_frames
     );
+    let per_second: Vec<String> = event_counts
+        .iter()
+        .map(|(kind, count)| format!("{kind} {:.0}", *count as f64 / wall.as_secs_f64()))
+        .collect();
+    println!("  engine events per second: {}", per_second.join(", "));
     println!(
         "  output period {} frames, stream reopens {}",
         stats.output_period_frames, stats.stream_reopens
@@ -267,6 +282,13 @@ fn main() {
     assert!(
         std::env::var("PULSE_SERVER").is_ok(),
         "start the test PulseAudio server first (see the module docs)"
+    );
+    // The machine's load matters: on 2 shared cores every wakeup costs more when builds run.
+    println!(
+        "load average: {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
     );
     // `engine_measure cpu latency`: only some parts; none named: all of them.
     let parts: Vec<String> = std::env::args().skip(1).collect();
