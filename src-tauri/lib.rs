@@ -5,7 +5,10 @@
 //! come back to the webview as events: the status line and the transcript (AG-UI events).
 
 pub mod conversation;
+pub mod plan;
 mod recording;
+pub mod secrets;
+pub mod settings;
 mod status;
 
 use std::sync::Mutex;
@@ -13,7 +16,10 @@ use std::sync::Mutex;
 use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::mpsc;
 
-use conversation::{Command, Provider, Ui};
+use conversation::{Command, Ui};
+use plan::Plan;
+use secrets::{KeyAccount, KeySummary};
+use settings::{Settings, SettingsFile};
 pub use status::{ConnectionState, STATUS_EVENT, StatusEvent};
 use walkie_audio::device::Direction;
 use walkie_audio::meter::Level;
@@ -34,17 +40,37 @@ struct LevelReading {
     peak_dbfs: f32,
 }
 
-/// Why a command could not do what the webview asked.
+/// Why a command could not do what the webview asked. Serialised as `{ message, field }`, so
+/// the settings dialog can point at the field at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     /// The conversation task is gone (the app is closing).
     #[error("the conversation has stopped; restart Walkie")]
     ConversationStopped,
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
+    #[error(transparent)]
+    Secret(#[from] secrets::SecretError),
+    #[error("the global shortcut {shortcut} could not be registered: {reason}")]
+    Shortcut { shortcut: String, reason: String },
+    #[error("a background task failed: {0}")]
+    Background(String),
 }
 
 impl serde::Serialize for CommandError {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_string())
+        use serde::ser::SerializeStruct;
+        let field = match self {
+            CommandError::Settings(settings::SettingsError::Invalid(invalid)) => {
+                Some(invalid.field)
+            }
+            CommandError::Shortcut { .. } => Some("globalShortcut"),
+            _ => None,
+        };
+        let mut error = serializer.serialize_struct("CommandError", 2)?;
+        error.serialize_field("message", &self.to_string())?;
+        error.serialize_field("field", &field)?;
+        error.end()
     }
 }
 
@@ -141,21 +167,350 @@ fn push_to_talk(
     conversation.send(Command::PushToTalk { pressed })
 }
 
+/// The settings in force and where they live.
+struct SettingsState {
+    file: SettingsFile,
+    current: Mutex<Settings>,
+    /// Something the user should read once about their settings (a damaged file set aside).
+    notice: Mutex<Option<String>>,
+}
+
+impl SettingsState {
+    fn current(&self) -> Settings {
+        self.current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// What the settings dialog shows: the settings, what it may know of the keys, and its lists.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SettingsView {
+    settings: Settings,
+    keys: Vec<KeySummary>,
+    voices: &'static [&'static str],
+    config_file: String,
+    /// The data folder in use (the setting, or the default when it is empty).
+    data_folder_in_use: Option<String>,
+    notice: Option<String>,
+}
+
+const ACCOUNTS: [KeyAccount; 3] = [KeyAccount::OpenAi, KeyAccount::Azure, KeyAccount::Custom];
+
+/// Runs keyring (D-Bus) work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CommandError> {
+    tauri::async_runtime::spawn_blocking(work)
+        .await
+        .map_err(|error| CommandError::Background(error.to_string()))
+}
+
+async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandError> {
+    let settings = state.current();
+    let keys = blocking(|| ACCOUNTS.map(secrets::summary).to_vec()).await?;
+    Ok(SettingsView {
+        data_folder_in_use: plan::data_dir(&settings)
+            .ok()
+            .map(|dir| dir.display().to_string()),
+        settings,
+        keys,
+        voices: settings::VOICES,
+        config_file: state.file.path().display().to_string(),
+        notice: state
+            .notice
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take(),
+    })
+}
+
+/// The settings dialog opened.
+#[tauri::command]
+async fn get_settings(
+    state: tauri::State<'_, SettingsState>,
+) -> Result<SettingsView, CommandError> {
+    settings_view(&state).await
+}
+
+/// The user saved the settings dialog: validate, persist, and apply.
+#[tauri::command]
+async fn save_settings(
+    app: AppHandle,
+    state: tauri::State<'_, SettingsState>,
+    conversation: tauri::State<'_, Conversation>,
+    settings: Settings,
+) -> Result<SettingsView, CommandError> {
+    let before = state.current();
+    if before.global_shortcut != settings.global_shortcut {
+        shortcut::register(&app, &before.global_shortcut, &settings.global_shortcut)?;
+    }
+    if let Err(error) = state.file.save(&settings) {
+        // Put the shortcut back as it was: nothing of a refused save takes effect.
+        let _ = shortcut::register(&app, &settings.global_shortcut, &before.global_shortcut);
+        return Err(error.into());
+    }
+    *state
+        .current
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings.clone();
+    log::info!("settings saved to {}", state.file.path().display());
+    if before.needs_reconnect(&settings) {
+        let plan = blocking(move || Plan::resolve(&settings)).await?;
+        conversation.send(Command::Apply(Box::new(plan)))?;
+    }
+    settings_view(&state).await
+}
+
+/// Reconnects with the key now in use if the provider in use takes keys from `account`.
+async fn apply_key_change(
+    state: &SettingsState,
+    conversation: &Conversation,
+    account: KeyAccount,
+) -> Result<(), CommandError> {
+    let settings = state.current();
+    let affected = match settings.provider {
+        settings::ProviderKind::Automatic | settings::ProviderKind::OpenAi => {
+            account == KeyAccount::OpenAi
+        }
+        settings::ProviderKind::Azure => account == KeyAccount::Azure,
+        settings::ProviderKind::Custom => account == KeyAccount::Custom,
+        settings::ProviderKind::Local => false,
+    };
+    if affected {
+        let plan = blocking(move || Plan::resolve(&settings)).await?;
+        conversation.send(Command::Apply(Box::new(plan)))?;
+    }
+    Ok(())
+}
+
+/// Saves a key the user typed in the OS keyring. Only a summary comes back.
+#[tauri::command]
+async fn set_api_key(
+    state: tauri::State<'_, SettingsState>,
+    conversation: tauri::State<'_, Conversation>,
+    account: KeyAccount,
+    key: String,
+) -> Result<KeySummary, CommandError> {
+    let summary = blocking(move || secrets::store_key(account, &key)).await??;
+    log::info!("an API key for {account:?} was saved in the keyring");
+    apply_key_change(&state, &conversation, account).await?;
+    Ok(summary)
+}
+
+/// Removes a key from the OS keyring.
+#[tauri::command]
+async fn forget_api_key(
+    state: tauri::State<'_, SettingsState>,
+    conversation: tauri::State<'_, Conversation>,
+    account: KeyAccount,
+) -> Result<KeySummary, CommandError> {
+    let summary = blocking(move || secrets::forget_key(account)).await??;
+    log::info!("the API key for {account:?} was removed from the keyring");
+    apply_key_change(&state, &conversation, account).await?;
+    Ok(summary)
+}
+
+/// A microphone or speaker as the pickers list it.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeviceChoice {
+    id: String,
+    name: String,
+    is_default: bool,
+}
+
+/// The devices the pickers offer.
+#[derive(Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeviceList {
+    inputs: Vec<DeviceChoice>,
+    outputs: Vec<DeviceChoice>,
+    /// Why a list is empty when the sound system could not be asked.
+    problem: Option<String>,
+}
+
+/// The microphones and speakers there are now.
+#[tauri::command]
+async fn list_devices() -> Result<DeviceList, CommandError> {
+    blocking(|| {
+        let mut list = DeviceList::default();
+        for (direction, into) in [
+            (Direction::Input, &mut list.inputs),
+            (Direction::Output, &mut list.outputs),
+        ] {
+            match walkie_audio::device::list_devices(direction) {
+                Ok(devices) => into.extend(devices.into_iter().map(|device| DeviceChoice {
+                    id: device.id,
+                    name: device.name,
+                    is_default: device.is_default,
+                })),
+                Err(error) => list.problem = Some(error.to_string()),
+            }
+        }
+        list
+    })
+    .await
+}
+
+/// The settings at start: the file's, or the defaults with a notice when it was unreadable.
+fn load_settings() -> (SettingsFile, Settings, Option<String>) {
+    let now_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_millis() as i64)
+        .unwrap_or_default();
+    let file = match SettingsFile::locate() {
+        Ok(file) => file,
+        Err(error) => {
+            // No home: settings live for this run only.
+            let file = SettingsFile::in_dir(std::env::temp_dir().join("walkie"));
+            return (
+                file,
+                Settings::default(),
+                Some(format!("{error}; settings will not be kept")),
+            );
+        }
+    };
+    match file.load(now_unix_ms) {
+        Ok(loaded) => {
+            let notice = loaded.set_aside.map(|(aside, problem)| {
+                format!(
+                    "Your settings file could not be read ({problem}), so the defaults are in \
+                     use. The old file was kept as {}.",
+                    aside.display()
+                )
+            });
+            (file, loaded.settings, notice)
+        }
+        Err(error) => {
+            let notice = format!("{error}; the defaults are in use for now");
+            (file, Settings::default(), Some(notice))
+        }
+    }
+}
+
+/// The log: a rotating file in the platform log dir (`WALKIE_LOG_DIR` overrides it), plus
+/// stderr. Nothing logged ever includes a key ([`secrets`] makes sure of it).
+fn log_plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
+    use tauri_plugin_log::{RotationStrategy, Target, TargetKind};
+    let file = match std::env::var_os("WALKIE_LOG_DIR") {
+        Some(dir) if !dir.is_empty() => TargetKind::Folder {
+            path: dir.into(),
+            file_name: Some("walkie".to_owned()),
+        },
+        _ => TargetKind::LogDir {
+            file_name: Some("walkie".to_owned()),
+        },
+    };
+    tauri_plugin_log::Builder::new()
+        .clear_targets()
+        .targets([Target::new(file), Target::new(TargetKind::Stderr)])
+        // Walkie's own reports at info; libraries (WebRTC, PulseAudio) only when they warn.
+        .level(log::LevelFilter::Warn)
+        .level_for("walkie", log::LevelFilter::Info)
+        .level_for("walkie_app", log::LevelFilter::Info)
+        .level_for("walkie_audio", log::LevelFilter::Info)
+        .level_for("walkie_local", log::LevelFilter::Info)
+        .level_for("walkie_rtc", log::LevelFilter::Info)
+        .level_for("walkie_store", log::LevelFilter::Info)
+        .max_file_size(1_000_000)
+        .rotation_strategy(RotationStrategy::KeepSome(5))
+        .build()
+}
+
 /// Builds and runs the app until its last window closes.
 pub fn run() {
+    let (file, settings, notice) = load_settings();
+    let initial_shortcut = settings.global_shortcut.clone();
+    let state = SettingsState {
+        file,
+        current: Mutex::new(settings),
+        notice: Mutex::new(notice),
+    };
     tauri::Builder::default()
-        .setup(|app| {
+        .plugin(log_plugin())
+        .plugin(shortcut::plugin())
+        .manage(state)
+        .setup(move |app| {
             let (commands, receiver) = mpsc::unbounded_channel();
             app.manage(Conversation(commands));
             app.manage(LatestStatus::default());
+            if let Err(error) = shortcut::register(app.handle(), "", &initial_shortcut) {
+                log::warn!("{error}");
+            }
             let ui = WindowUi {
                 app: app.handle().clone(),
                 next_seq: 0,
             };
-            tauri::async_runtime::spawn(conversation::run(Provider::from_env(), ui, receiver));
+            let settings = app.state::<SettingsState>().current();
+            tauri::async_runtime::spawn(async move {
+                let plan = tauri::async_runtime::spawn_blocking(move || Plan::resolve(&settings))
+                    .await
+                    .expect("resolving the settings does not panic");
+                conversation::run(plan, ui, receiver).await;
+            });
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![status, connect, push_to_talk])
+        .invoke_handler(tauri::generate_handler![
+            status,
+            connect,
+            push_to_talk,
+            get_settings,
+            list_devices,
+            save_settings,
+            set_api_key,
+            forget_api_key
+        ])
         .run(tauri::generate_context!())
         .expect("the Tauri runtime failed to start or stopped with an error");
+}
+
+/// The global push-to-talk shortcut: works while another window has focus.
+mod shortcut {
+    use tauri::{AppHandle, Manager};
+    use tauri_plugin_global_shortcut::{GlobalShortcutExt, Shortcut, ShortcutState};
+
+    use crate::conversation::Command;
+    use crate::{CommandError, Conversation};
+
+    /// The plugin, with one handler: the shortcut going down and up is the push-to-talk
+    /// control going down and up (toggle mode ignores the up in the turn controller).
+    pub fn plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
+        tauri_plugin_global_shortcut::Builder::new()
+            .with_handler(|app, _shortcut, event| {
+                let pressed = event.state() == ShortcutState::Pressed;
+                if let Some(conversation) = app.try_state::<Conversation>() {
+                    let _ = conversation.send(Command::PushToTalk { pressed });
+                }
+            })
+            .build()
+    }
+
+    /// Replaces the registered shortcut `old` with `new` (either may be empty for none).
+    pub fn register(app: &AppHandle, old: &str, new: &str) -> Result<(), CommandError> {
+        let shortcuts = app.global_shortcut();
+        let failed = |shortcut: &str, reason: String| CommandError::Shortcut {
+            shortcut: shortcut.to_owned(),
+            reason,
+        };
+        if !old.trim().is_empty()
+            && let Ok(old) = old.trim().parse::<Shortcut>()
+        {
+            let _ = shortcuts.unregister(old);
+        }
+        if new.trim().is_empty() {
+            return Ok(());
+        }
+        let parsed = new
+            .trim()
+            .parse::<Shortcut>()
+            .map_err(|error| failed(new, error.to_string()))?;
+        shortcuts
+            .register(parsed)
+            .map_err(|error| failed(new, error.to_string()))?;
+        log::info!("global push-to-talk shortcut: {new}");
+        Ok(())
+    }
 }

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use walkie_session::{AudioChunk, StampedEvent};
-use walkie_store::{RecorderConfig, Store, conversations_dir, default_data_dir};
+use walkie_store::{RecorderConfig, Store, conversations_dir};
 
 enum Saved {
     Event(Box<StampedEvent>),
@@ -25,12 +25,14 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Starts saving a new conversation under the data folder (`WALKIE_DATA_DIR`, else the
-    /// platform's data directory), after repairing what an unclean exit left behind.
-    pub fn start(utc_offset_minutes: i32, now_unix_ms: i64) -> Result<Self, String> {
-        let data_dir =
-            default_data_dir().map_err(|error| format!("no folder to save into: {error}"))?;
-        let store = Store::new(conversations_dir(&data_dir));
+    /// Starts saving a new conversation under the data folder, after repairing what an
+    /// unclean exit left behind.
+    pub fn start(
+        data_dir: &std::path::Path,
+        utc_offset_minutes: i32,
+        now_unix_ms: i64,
+    ) -> Result<Self, String> {
+        let store = Store::new(conversations_dir(data_dir));
         match store.recover(now_unix_ms, None) {
             Ok(reports) => {
                 for report in reports {

@@ -3,6 +3,7 @@ import { createPushToTalk, isTalkKey } from "./push-to-talk.js";
 import { STATUS_EVENT, renderStatus } from "./status.js";
 import { createTranscript } from "./transcript.js";
 import { LEVEL_EVENT, renderLevel } from "./meters.js";
+import { createSettingsDialog } from "./settings.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 
@@ -11,7 +12,7 @@ const { listen } = window.__TAURI__.event;
 
 const statusLine = document.getElementById("status");
 const pttButton = document.getElementById("ptt");
-const settings = document.getElementById("settings");
+const settingsDialog = createSettingsDialog(document.getElementById("settings"), invoke);
 
 function reportFailure(error) {
   renderStatus(statusLine, { state: "error", detail: `Something went wrong: ${error}` });
@@ -64,7 +65,7 @@ window.addEventListener("blur", () => talk.releaseAll());
 document.getElementById("connect").addEventListener("click", () => {
   invoke("connect").catch(reportFailure);
 });
-document.getElementById("open-settings").addEventListener("click", () => settings.showModal());
+document.getElementById("open-settings").addEventListener("click", () => settingsDialog.open());
 
 // Every listener is in place: tests (and anything else driving the page) may start now.
 document.documentElement.dataset.ready = "true";
