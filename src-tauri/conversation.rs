@@ -27,6 +27,7 @@ use walkie_session::{
     transcript::TranscriptBridge,
 };
 
+use crate::history::CurrentConversation;
 use crate::recording::Recording;
 use crate::status::{ConnectionState, StatusEvent};
 
@@ -141,11 +142,13 @@ impl Clock {
 }
 
 /// Runs conversations until the command channel closes: connect, talk, and on a dropped call
-/// say so and wait for the user to ask for a new one.
+/// say so and wait for the user to ask for a new one. The conversation being recorded is marked
+/// in `current`, so the history never deletes it.
 pub async fn run(
     provider: Provider,
     mut ui: impl Ui,
     mut commands: mpsc::UnboundedReceiver<Command>,
+    current: CurrentConversation,
 ) {
     // The local provider lives as long as the app: reconnecting reuses it.
     let mut local = None;
@@ -156,7 +159,7 @@ pub async fn run(
         ));
         let outcome = match endpoint(&provider, &mut local).await {
             Ok(endpoint) => match Call::connect(CallConfig::new(endpoint)).await {
-                Ok(call) => talk(call, &provider, &mut ui, &mut commands).await,
+                Ok(call) => talk(call, &provider, &mut ui, &mut commands, &current).await,
                 Err(error) => Ended::Failed(format!(
                     "could not connect to {}: {error}",
                     provider.label()
@@ -227,6 +230,7 @@ async fn talk(
     provider: &Provider,
     ui: &mut impl Ui,
     commands: &mut mpsc::UnboundedReceiver<Command>,
+    current: &CurrentConversation,
 ) -> Ended {
     let clock = Clock::start();
     let mut controller = TurnController::new(
@@ -256,14 +260,15 @@ async fn talk(
     let mut engine_events = forward(engine_events);
     let wall_clock = clock.wall_clock();
     let mut hint = None;
-    let recording = match Recording::start(wall_clock.utc_offset_minutes, wall_clock.unix_ms) {
-        Ok(recording) => Some(recording),
-        Err(reason) => {
-            log::warn!("{reason}");
-            hint = Some(format!("Conversations are not being saved: {reason}."));
-            None
-        }
-    };
+    let recording =
+        match Recording::start(current, wall_clock.utc_offset_minutes, wall_clock.unix_ms) {
+            Ok(recording) => Some(recording),
+            Err(reason) => {
+                log::warn!("{reason}");
+                hint = Some(format!("Conversations are not being saved: {reason}."));
+                None
+            }
+        };
     let mut outputs = Outputs {
         playback,
         recording,

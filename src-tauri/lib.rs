@@ -3,8 +3,10 @@
 //! The shell owns no conversation logic. Webview calls (commands) become inputs of the
 //! conversation driver ([`conversation`]), which owns the turn controller; the driver's outputs
 //! come back to the webview as events: the status line and the transcript (AG-UI events).
+//! The history panel's commands are in [`history`].
 
 pub mod conversation;
+pub mod history;
 mod recording;
 mod status;
 
@@ -14,6 +16,7 @@ use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::mpsc;
 
 use conversation::{Command, Provider, Ui};
+use history::{CurrentConversation, History};
 pub use status::{ConnectionState, STATUS_EVENT, StatusEvent};
 use walkie_audio::device::Direction;
 use walkie_audio::meter::Level;
@@ -144,18 +147,49 @@ fn push_to_talk(
 /// Builds and runs the app until its last window closes.
 pub fn run() {
     tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_opener::init())
         .setup(|app| {
             let (commands, receiver) = mpsc::unbounded_channel();
             app.manage(Conversation(commands));
             app.manage(LatestStatus::default());
+            let current = CurrentConversation::default();
+            let history = match walkie_store::default_data_dir() {
+                Ok(data_dir) => History::new(&data_dir, current.clone()),
+                Err(error) => History::unavailable(error.to_string(), current.clone()),
+            };
+            if let Err(reason) = history.allow_playback(app.handle()) {
+                log::warn!("past turns cannot be played: {reason}");
+            }
+            let retention = history.retention();
+            app.manage(history);
+            if let Err(error) = history::apply_retention(app.handle(), retention) {
+                log::warn!("the retention setting could not be applied: {error}");
+            }
             let ui = WindowUi {
                 app: app.handle().clone(),
                 next_seq: 0,
             };
-            tauri::async_runtime::spawn(conversation::run(Provider::from_env(), ui, receiver));
+            tauri::async_runtime::spawn(conversation::run(
+                Provider::from_env(),
+                ui,
+                receiver,
+                current,
+            ));
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![status, connect, push_to_talk])
+        .invoke_handler(tauri::generate_handler![
+            status,
+            connect,
+            push_to_talk,
+            history::history_list,
+            history::history_open,
+            history::history_delete,
+            history::history_export_markdown,
+            history::history_open_folder,
+            history::history_retention,
+            history::history_set_retention,
+        ])
         .run(tauri::generate_context!())
         .expect("the Tauri runtime failed to start or stopped with an error");
 }
