@@ -3,10 +3,11 @@ import { createPushToTalk, isTalkKey } from "./push-to-talk.js";
 import { STATUS_EVENT, renderStatus } from "./status.js";
 import { createTranscript } from "./transcript.js";
 import { LEVEL_EVENT, renderLevel } from "./meters.js";
+import { createHistoryPanel } from "./history.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 
-const { invoke } = window.__TAURI__.core;
+const { invoke, convertFileSrc } = window.__TAURI__.core;
 const { listen } = window.__TAURI__.event;
 
 const statusLine = document.getElementById("status");
@@ -65,6 +66,20 @@ document.getElementById("connect").addEventListener("click", () => {
   invoke("connect").catch(reportFailure);
 });
 document.getElementById("open-settings").addEventListener("click", () => settings.showModal());
+const history = createHistoryPanel({
+  document,
+  invoke,
+  // A saved WAV, read through the asset protocol (scoped to the conversations folder) into a
+  // blob: URL that <audio> can play; see ui/history.js for why not the asset: URL itself.
+  loadAudio: async (path) => {
+    const response = await fetch(convertFileSrc(path));
+    if (!response.ok) throw new Error(`the recording could not be read (HTTP ${response.status})`);
+    return URL.createObjectURL(await response.blob());
+  },
+  releaseAudio: (url) => URL.revokeObjectURL(url),
+  createTranscript,
+});
+document.getElementById("open-history").addEventListener("click", () => history.open());
 
 // Every listener is in place: tests (and anything else driving the page) may start now.
 document.documentElement.dataset.ready = "true";
