@@ -224,6 +224,45 @@ async fn audio_outcome(client: &Client, css: &str) -> Result<f64, Value> {
     }
 }
 
+/// Types `path` into the native (GTK) save dialog titled `title` and confirms it, the way a
+/// user would: the dialog is a window of its own, out of WebDriver's reach.
+async fn save_in_native_dialog(display: &str, title: &str, path: &Path) {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    let window = loop {
+        let found = std::process::Command::new("xdotool")
+            .args(["search", "--name", title])
+            .env("DISPLAY", display)
+            .output()
+            .expect("xdotool (scripts/deps.sh test installs it)");
+        let ids = String::from_utf8_lossy(&found.stdout);
+        if let Some(id) = ids.lines().next() {
+            break id.trim().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no window titled {title:?} opened"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Let GTK map the dialog and focus its name field before typing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = std::process::Command::new("xdotool")
+        .args(["windowfocus", "--sync", &window])
+        .args(["key", "--clearmodifiers", "ctrl+a"])
+        .args(["type", "--delay", "5", &path.to_string_lossy()])
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool could not type into the dialog");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let status = std::process::Command::new("xdotool")
+        .args(["key", "--window", &window, "Return"])
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool could not confirm the dialog");
+}
+
 fn assert_close_ms(shown_ms: f64, expected_ms: f64, what: &str) {
     let tolerance_ms = expected_ms * 0.05;
     assert!(
@@ -246,6 +285,8 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
     )
     .expect("copying a WAV outside the conversations folder");
 
+    let display = app.display().to_owned();
+    let export_to = data_dir.join("exported.md");
     app.run(move |client| async move {
         // Connected: the app's own conversation is being recorded, the newest of all.
         wait_for_text(&client, "#status", READY).await;
@@ -439,6 +480,20 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
             Some("Play what you said in turn 1")
         );
         support::screenshot(&client, "history-conversation").await;
+
+        // Export it as Markdown: the native save dialog asks where, and the file is written.
+        click(&client, "#history-export").await;
+        save_in_native_dialog(&display, "Export the conversation as Markdown", &export_to).await;
+        wait_for_text(
+            &client,
+            "#history-notice",
+            &format!("Exported to {}", export_to.display()),
+        )
+        .await;
+        let markdown = std::fs::read_to_string(&export_to).expect("the exported Markdown");
+        assert!(markdown.starts_with("# Conversation of 2024-03-11"), "{markdown}");
+        assert!(markdown.contains(SEEDS[1].question), "{markdown}");
+        assert!(markdown.contains(SEEDS[1].answer), "{markdown}");
 
         // Delete it, through the confirmation.
         click(&client, "#history-delete").await;

@@ -195,6 +195,12 @@ impl WebviewApp {
         }
     }
 
+    /// The X display the window is on (`:N`), for tools that drive native dialogs (xdotool).
+    #[allow(dead_code)] // each test binary uses a part of the support module
+    pub fn display(&self) -> &str {
+        &self.display.display
+    }
+
     /// The app's data folder (conversations are saved under `conversations/`).
     pub fn data_dir(&self) -> &std::path::Path {
         &self.data_dir
