@@ -2,7 +2,8 @@
 //! with walkie-store's recorder, exactly as the app saves them) are listed newest first, one
 //! opens to its transcript with a working `<audio>` per saved turn WAV, read through the asset
 //! protocol from the conversations folder and from nowhere else, and a deletion removes it from
-//! the list and from disk. The one being recorded cannot be deleted.
+//! the list and from disk. The one being recorded cannot be deleted; a retention of a week
+//! deletes the older ones at once.
 
 mod support;
 
@@ -526,6 +527,25 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
             "the current conversation's Delete is disabled"
         );
         assert!(conversations.join(&current).exists());
+
+        // Keeping a week deletes the seeded conversations (from 2024) at once, never the
+        // current one.
+        click(&client, "#history-back").await;
+        wait_for_list(&client, &remaining).await;
+        let retention = client.find(Locator::Id("history-retention")).await.unwrap();
+        assert_eq!(retention.prop("value").await.unwrap().as_deref(), Some("forever"));
+        retention.select_by_value("7").await.unwrap();
+        wait_for_text(&client, "#history-notice", "2 older conversations deleted.").await;
+        wait_for_list(&client, std::slice::from_ref(&current)).await;
+        assert!(!conversations.join(&seeded[0]).exists());
+        assert!(!conversations.join(&seeded[2]).exists());
+        assert!(conversations.join(&current).exists());
+        // The setting holds while the app runs: the panel shows it when it opens again.
+        click(&client, "#history-close").await;
+        click(&client, "#open-history").await;
+        wait_for_list(&client, std::slice::from_ref(&current)).await;
+        let retention = client.find(Locator::Id("history-retention")).await.unwrap();
+        assert_eq!(retention.prop("value").await.unwrap().as_deref(), Some("7"));
     })
     .await;
 }
