@@ -22,10 +22,11 @@ use walkie_session::turn::{
     DeviceKind, ToolRegistry, TurnConfig, TurnController, UiHint, WallClock,
 };
 use walkie_session::{
-    Delivery, EventIterator, PartDelta, PlaybackSink, SessionEvent, Speaker,
-    transcript::TranscriptBridge,
+    Delivery, EventIterator, Part, PartDelta, PlaybackSink, SessionEvent, Speaker,
+    transcript::{BridgeNote, TranscriptBridge},
 };
 
+use crate::history::CurrentConversation;
 use crate::plan::{Plan, Provider};
 use crate::recording::Recording;
 use crate::status::{ConnectionState, StatusEvent};
@@ -47,6 +48,8 @@ pub trait Ui: Send + 'static {
     fn transcript(&mut self, event: &walkie_agui::Event);
     /// A level reading (about 30 a second per direction) for the meters.
     fn level(&mut self, direction: Direction, level: Level);
+    /// The transcript message `message_id` is a reply the user cut off (after its END).
+    fn interrupted(&mut self, message_id: &str);
 }
 
 /// The conversation's clock: Unix milliseconds that never go backwards.
@@ -82,8 +85,14 @@ impl Clock {
 
 /// Runs conversations until the command channel closes: connect as the plan says, talk, and on
 /// a dropped call say so and wait for the user to ask for a new one. New settings arrive as a
-/// new plan and replace the call.
-pub async fn run(plan: Plan, mut ui: impl Ui, mut commands: mpsc::UnboundedReceiver<Command>) {
+/// new plan and replace the call. The conversation being recorded is marked in `current`, so
+/// the history never deletes it.
+pub async fn run(
+    plan: Plan,
+    mut ui: impl Ui,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    current: CurrentConversation,
+) {
     let mut plan = plan;
     // The local provider lives as long as the app: reconnecting reuses it.
     let mut local = None;
@@ -96,7 +105,7 @@ pub async fn run(plan: Plan, mut ui: impl Ui, mut commands: mpsc::UnboundedRecei
                 ));
                 match endpoint(provider, &mut local).await {
                     Ok(endpoint) => match Call::connect(CallConfig::new(endpoint)).await {
-                        Ok(call) => talk(call, &plan, &mut ui, &mut commands).await,
+                        Ok(call) => talk(call, &plan, &mut ui, &mut commands, &current).await,
                         Err(error) => Ended::Failed(format!(
                             "could not connect to {}: {error}",
                             provider.label()
@@ -168,6 +177,7 @@ async fn talk(
     plan: &Plan,
     ui: &mut impl Ui,
     commands: &mut mpsc::UnboundedReceiver<Command>,
+    current: &CurrentConversation,
 ) -> Ended {
     let clock = Clock::start();
     let mut controller = TurnController::new(
@@ -207,7 +217,12 @@ async fn talk(
     let wall_clock = clock.wall_clock();
     let mut hint = None;
     let recording = match plan.data_dir.clone().and_then(|data_dir| {
-        Recording::start(&data_dir, wall_clock.utc_offset_minutes, wall_clock.unix_ms)
+        Recording::start(
+            current,
+            &data_dir,
+            wall_clock.utc_offset_minutes,
+            wall_clock.unix_ms,
+        )
     }) {
         Ok(recording) => Some(recording),
         Err(reason) => {
@@ -476,6 +491,7 @@ async fn flush(
         log::info!("session diagnostic: {diagnostic:?}");
     }
     let mut transcript = Vec::new();
+    let mut interrupted = Vec::new();
     while let Ok(Some(delivery)) = controller.session_mut().poll_event(iterator) {
         match delivery {
             Delivery::Event(stamped) => {
@@ -483,9 +499,14 @@ async fn flush(
                 if let Some(recording) = recording.as_mut() {
                     recording.event(&stamped, stamped.at_ms as i64);
                 }
-                shown
-                    .bridge
-                    .on_event(stamped.at_ms as i64, &stamped.event, &mut transcript)
+                let note = shown.bridge.on_event_noted(
+                    stamped.at_ms as i64,
+                    &stamped.event,
+                    &mut transcript,
+                );
+                if let Some(message_id) = interrupted_reply(&stamped.event, &note) {
+                    interrupted.push(message_id);
+                }
             }
             Delivery::Failure(stamped) => {
                 return Err(format!("the session failed: {:?}", stamped.failure));
@@ -494,6 +515,9 @@ async fn flush(
     }
     for event in &transcript {
         ui.transcript(event);
+    }
+    for message_id in &interrupted {
+        ui.interrupted(message_id);
     }
     let state = state_of(controller);
     while let Some(hint) = controller.poll_hint() {
@@ -516,6 +540,22 @@ async fn flush(
         shown.status = Some(status);
     }
     Ok(())
+}
+
+/// The transcript message of an assistant reply whose audio ended cut off (a barge-in), if
+/// `event` ends one.
+fn interrupted_reply(event: &SessionEvent, note: &BridgeNote) -> Option<String> {
+    let SessionEvent::PartEnd(end) = event else {
+        return None;
+    };
+    let Part::Speech(speech) = &end.part else {
+        return None;
+    };
+    let BridgeNote::PartInTurn { turn, .. } = note else {
+        return None;
+    };
+    (speech.speaker == Speaker::Assistant && speech.interrupted_at_ms.is_some())
+        .then(|| walkie_agui::TranscriptWriter::message_id(*turn, walkie_agui::Speaker::Assistant))
 }
 
 fn state_of(controller: &TurnController) -> ConnectionState {

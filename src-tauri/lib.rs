@@ -3,8 +3,11 @@
 //! The shell owns no conversation logic. Webview calls (commands) become inputs of the
 //! conversation driver ([`conversation`]), which owns the turn controller; the driver's outputs
 //! come back to the webview as events: the status line and the transcript (AG-UI events).
+//! The history panel's commands are in [`history`].
 
 pub mod conversation;
+pub mod desktop;
+pub mod history;
 pub mod plan;
 mod recording;
 pub mod secrets;
@@ -17,6 +20,7 @@ use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::mpsc;
 
 use conversation::{Command, Ui};
+use history::{CurrentConversation, History, RetentionPolicy};
 use plan::Plan;
 use secrets::{KeyAccount, KeySummary};
 use settings::{Settings, SettingsFile};
@@ -26,6 +30,9 @@ use walkie_audio::meter::Level;
 
 /// The event name the webview listens on for AG-UI transcript events.
 pub const TRANSCRIPT_EVENT: &str = "walkie://transcript";
+
+/// The event name the webview listens on for replies cut off by the user (the message id).
+pub const INTERRUPTED_EVENT: &str = "walkie://interrupted";
 
 /// The event name the webview listens on for microphone and speaker levels.
 pub const LEVEL_EVENT: &str = "walkie://level";
@@ -53,6 +60,8 @@ pub enum CommandError {
     Secret(#[from] secrets::SecretError),
     #[error("the global shortcut {shortcut} could not be registered: {reason}")]
     Shortcut { shortcut: String, reason: String },
+    #[error("could not copy: {0}")]
+    Clipboard(String),
     #[error("a background task failed: {0}")]
     Background(String),
 }
@@ -106,6 +115,9 @@ struct WindowUi {
 
 impl Ui for WindowUi {
     fn status(&mut self, status: StatusEvent) {
+        if let Some(tray) = self.app.try_state::<desktop::Tray>() {
+            tray.follow(status.state);
+        }
         self.next_seq += 1;
         let sequenced = SequencedStatus {
             seq: self.next_seq,
@@ -133,6 +145,12 @@ impl Ui for WindowUi {
         };
         // Thirty a second per direction: a lost one is replaced before anyone could see it.
         let _ = self.app.emit(LEVEL_EVENT, reading);
+    }
+
+    fn interrupted(&mut self, message_id: &str) {
+        if let Err(error) = self.app.emit(INTERRUPTED_EVENT, message_id) {
+            log::warn!("could not mark a reply as interrupted in the window: {error}");
+        }
     }
 
     fn transcript(&mut self, event: &walkie_agui::Event) {
@@ -167,10 +185,21 @@ fn push_to_talk(
     conversation.send(Command::PushToTalk { pressed })
 }
 
+/// Puts text (a message or the whole transcript) on the system clipboard.
+#[tauri::command]
+fn copy_text(app: AppHandle, text: String) -> Result<(), CommandError> {
+    use tauri_plugin_clipboard_manager::ClipboardExt;
+    app.clipboard()
+        .write_text(text)
+        .map_err(|error| CommandError::Clipboard(error.to_string()))
+}
+
 /// The settings in force and where they live.
 struct SettingsState {
     file: SettingsFile,
     current: Mutex<Settings>,
+    /// The data folder chosen at start, used until the next start.
+    data_dir: Result<std::path::PathBuf, String>,
     /// Something the user should read once about their settings (a damaged file set aside).
     notice: Mutex<Option<String>>,
 }
@@ -192,7 +221,7 @@ struct SettingsView {
     keys: Vec<KeySummary>,
     voices: &'static [&'static str],
     config_file: String,
-    /// The data folder in use (the setting, or the default when it is empty).
+    /// The data folder in use (chosen at start: the setting, or the default when it is empty).
     data_folder_in_use: Option<String>,
     notice: Option<String>,
 }
@@ -212,7 +241,9 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
     let settings = state.current();
     let keys = blocking(|| ACCOUNTS.map(secrets::summary).to_vec()).await?;
     Ok(SettingsView {
-        data_folder_in_use: plan::data_dir(&settings)
+        data_folder_in_use: state
+            .data_dir
+            .as_ref()
             .ok()
             .map(|dir| dir.display().to_string()),
         settings,
@@ -258,7 +289,8 @@ async fn save_settings(
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings.clone();
     log::info!("settings saved to {}", state.file.path().display());
     if before.needs_reconnect(&settings) {
-        let plan = blocking(move || Plan::resolve(&settings)).await?;
+        let data_dir = state.data_dir.clone();
+        let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
         conversation.send(Command::Apply(Box::new(plan)))?;
     }
     settings_view(&state).await
@@ -280,7 +312,8 @@ async fn apply_key_change(
         settings::ProviderKind::Local => false,
     };
     if affected {
-        let plan = blocking(move || Plan::resolve(&settings)).await?;
+        let data_dir = state.data_dir.clone();
+        let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
         conversation.send(Command::Apply(Box::new(plan)))?;
     }
     Ok(())
@@ -420,19 +453,65 @@ fn log_plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
         .build()
 }
 
+/// The retention the settings hold, as the history applies it.
+fn retention_policy(retention_days: Option<u32>) -> RetentionPolicy {
+    match retention_days {
+        Some(days) => RetentionPolicy::KeepDays { days },
+        None => RetentionPolicy::Forever,
+    }
+}
+
+/// Saves a retention chosen in the history panel with the other settings.
+pub(crate) fn persist_retention(
+    app: &AppHandle,
+    policy: RetentionPolicy,
+) -> Result<(), settings::SettingsError> {
+    let state = app.state::<SettingsState>();
+    let mut settings = state.current();
+    settings.retention_days = match policy {
+        RetentionPolicy::Forever => None,
+        RetentionPolicy::KeepDays { days } => Some(days),
+    };
+    state.file.save(&settings)?;
+    *state
+        .current
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
+    Ok(())
+}
+
 /// Builds and runs the app until its last window closes.
 pub fn run() {
     let (file, settings, notice) = load_settings();
     let initial_shortcut = settings.global_shortcut.clone();
+    let config_dir = file
+        .path()
+        .parent()
+        .expect("the settings file is in a folder")
+        .to_path_buf();
     let state = SettingsState {
         file,
+        data_dir: plan::data_dir(&settings),
         current: Mutex::new(settings),
         notice: Mutex::new(notice),
     };
     tauri::Builder::default()
+        .plugin(desktop::single_instance())
         .plugin(log_plugin())
         .plugin(shortcut::plugin())
+        .plugin(desktop::window_state(&config_dir))
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_clipboard_manager::init())
         .manage(state)
+        .on_window_event(|window, event| {
+            if matches!(
+                event,
+                tauri::WindowEvent::Resized(_) | tauri::WindowEvent::Moved(_)
+            ) {
+                desktop::save_window_state_soon(window.app_handle());
+            }
+        })
         .setup(move |app| {
             let (commands, receiver) = mpsc::unbounded_channel();
             app.manage(Conversation(commands));
@@ -440,16 +519,39 @@ pub fn run() {
             if let Err(error) = shortcut::register(app.handle(), "", &initial_shortcut) {
                 log::warn!("{error}");
             }
+            match desktop::Tray::create(app.handle()) {
+                Ok(tray) => {
+                    app.manage(tray);
+                }
+                Err(error) => log::warn!("no tray icon: {error}"),
+            }
+            desktop::exit_on_terminate(app.handle().clone());
+            let settings = app.state::<SettingsState>().current();
+            let data_dir = app.state::<SettingsState>().data_dir.clone();
+            let current = CurrentConversation::default();
+            let history = match &data_dir {
+                Ok(data_dir) => History::new(data_dir, current.clone()),
+                Err(reason) => History::unavailable(reason.clone(), current.clone()),
+            };
+            if let Err(reason) = history.allow_playback(app.handle()) {
+                log::warn!("past turns cannot be played: {reason}");
+            }
+            app.manage(history);
+            let retention = retention_policy(settings.retention_days);
+            if let Err(error) = history::apply_retention(app.handle(), retention) {
+                log::warn!("the retention setting could not be applied: {error}");
+            }
             let ui = WindowUi {
                 app: app.handle().clone(),
                 next_seq: 0,
             };
-            let settings = app.state::<SettingsState>().current();
             tauri::async_runtime::spawn(async move {
-                let plan = tauri::async_runtime::spawn_blocking(move || Plan::resolve(&settings))
-                    .await
-                    .expect("resolving the settings does not panic");
-                conversation::run(plan, ui, receiver).await;
+                let plan = tauri::async_runtime::spawn_blocking(move || {
+                    Plan::resolve(&settings, data_dir)
+                })
+                .await
+                .expect("resolving the settings does not panic");
+                conversation::run(plan, ui, receiver, current).await;
             });
             Ok(())
         })
@@ -457,11 +559,19 @@ pub fn run() {
             status,
             connect,
             push_to_talk,
+            copy_text,
             get_settings,
             list_devices,
             save_settings,
             set_api_key,
-            forget_api_key
+            forget_api_key,
+            history::history_list,
+            history::history_open,
+            history::history_delete,
+            history::history_export_markdown,
+            history::history_open_folder,
+            history::history_retention,
+            history::history_set_retention,
         ])
         .run(tauri::generate_context!())
         .expect("the Tauri runtime failed to start or stopped with an error");

@@ -99,8 +99,9 @@ pub struct Plan {
 
 impl Plan {
     /// Resolves the settings against the keyring and the environment. Blocks on the keyring:
-    /// call it off the async threads.
-    pub fn resolve(settings: &Settings) -> Plan {
+    /// call it off the async threads. `data_dir` is the folder chosen when the app started
+    /// (the history panel reads the same one; a new choice takes effect at the next start).
+    pub fn resolve(settings: &Settings, data_dir: Result<PathBuf, String>) -> Plan {
         Plan {
             provider: provider(settings),
             session: session(settings),
@@ -128,7 +129,7 @@ impl Plan {
                 privacy_mic: !settings.warm_mic,
                 ..EngineConfig::default()
             },
-            data_dir: data_dir(settings),
+            data_dir,
         }
     }
 }
@@ -239,14 +240,18 @@ mod tests {
 
     #[test]
     fn the_local_provider_needs_no_key() {
-        let plan = Plan::resolve(&Settings {
-            provider: ProviderKind::Local,
-            warm_mic: false,
-            hands_free: true,
-            ..Settings::default()
-        });
+        let plan = Plan::resolve(
+            &Settings {
+                provider: ProviderKind::Local,
+                warm_mic: false,
+                hands_free: true,
+                ..Settings::default()
+            },
+            Ok(PathBuf::from("/tmp/walkie-data")),
+        );
         assert_eq!(plan.provider, Ok(Provider::Local));
         assert!(plan.engine.privacy_mic);
         assert!(matches!(plan.mode, TurnMode::HandsFree(_)));
+        assert_eq!(plan.data_dir, Ok(PathBuf::from("/tmp/walkie-data")));
     }
 }

@@ -233,7 +233,8 @@ impl Settings {
     }
 
     /// Whether a change from `self` to `other` needs a new connection to take effect (the
-    /// provider, the session or the audio devices changed).
+    /// provider, the session or the audio devices changed). The data folder takes effect at the
+    /// next start, so the history and the recorder never look at two different folders.
     pub fn needs_reconnect(&self, other: &Settings) -> bool {
         let connection = |s: &Settings| {
             (
@@ -251,7 +252,6 @@ impl Settings {
                 s.hands_free,
                 (s.push_to_talk_tail_ms, s.pre_roll_ms, s.warm_mic),
                 (s.input_device.clone(), s.output_device.clone()),
-                s.data_folder.clone(),
             )
         };
         connection(self) != connection(other)

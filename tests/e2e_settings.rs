@@ -143,7 +143,6 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
         set_field(&client, "pushToTalkTailMs", "450".into()).await;
         set_field(&client, "pressMode", "toggle".into()).await;
         set_field(&client, "warmMic", false.into()).await;
-        set_field(&client, "retentionDays", "30".into()).await;
         // The key is typed, as a person would.
         let key_field = client
             .find(Locator::Css("#settings [name=apiKey]"))
@@ -205,6 +204,12 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
         .await;
         let page = client.source().await.unwrap();
         assert!(!page.contains(&typed_key), "the page holds the key");
+        // How long to keep conversations is chosen in the history panel, and kept with the rest.
+        click(&client, "#open-history").await;
+        let retention = client.find(Locator::Id("history-retention")).await.unwrap();
+        retention.select_by_value("30").await.unwrap();
+        wait_for(&client, "#history-notice", |text| !text.is_empty()).await;
+        click(&client, "#history-close").await;
     })
     .await;
 
@@ -235,7 +240,6 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
         assert_eq!(field_value(&client, "pushToTalkTailMs").await, "450");
         assert_eq!(field_value(&client, "pressMode").await, "toggle");
         assert_eq!(field_value(&client, "warmMic").await, false);
-        assert_eq!(field_value(&client, "retentionDays").await, "30");
         assert_eq!(
             rendered_text(&client, "#settings [data-role=key-state]")
                 .await
@@ -245,11 +249,19 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
             )
         );
         assert!(!client.source().await.unwrap().contains(&leaked));
+        click(&client, "#settings button[value=close]").await;
+        click(&client, "#open-history").await;
+        let retention = client.find(Locator::Id("history-retention")).await.unwrap();
+        assert_eq!(
+            retention.prop("value").await.unwrap().as_deref(),
+            Some("30")
+        );
     })
     .await;
 
     let settings = std::fs::read_to_string(dirs.config.join("settings.json")).unwrap();
     assert!(settings.contains("\"voice\": \"cedar\""), "{settings}");
+    assert!(settings.contains("\"retentionDays\": 30"), "{settings}");
     let (_, log_files) = files_containing(&dirs.log, "");
     assert!(log_files >= 1, "the app wrote its log under WALKIE_LOG_DIR");
     let (mentions, _) = files_containing(&dirs.log, "settings saved to");

@@ -174,6 +174,11 @@ pub struct SecretService {
 }
 
 impl SecretService {
+    /// The private session bus's address (`DBUS_SESSION_BUS_ADDRESS`).
+    pub fn bus_address(&self) -> &str {
+        &self.bus_address
+    }
+
     pub fn start(dirs: &AppDirs) -> Self {
         let home = dirs.root.join("secret-service");
         let runtime = home.join("run");
@@ -341,6 +346,12 @@ impl WebviewApp {
             _driver: driver,
             display,
         }
+    }
+
+    /// The X display the window is on (`:N`), for tools that drive native dialogs (xdotool).
+    #[allow(dead_code)] // each test binary uses a part of the support module
+    pub fn display(&self) -> &str {
+        &self.display.display
     }
 
     /// The app's data folder (conversations are saved under `conversations/`).
