@@ -5,6 +5,7 @@
 #   scripts/deps.sh headless  the above plus Xvfb, to start the app where there is no display
 #   scripts/deps.sh test    the above plus what the tests drive: Xvfb, WebKitWebDriver,
 #                           PulseAudio, Node.js (for the webview's unit tests)
+#                           D-Bus and GNOME Keyring (a private Secret Service per test)
 #
 # Idempotent: a second run checks dpkg and returns in well under a second.
 # The list is the union measured in shared/reference/build-environment.md §1.
@@ -21,6 +22,7 @@ build_pkgs=(
 test_pkgs=(
   xvfb xauth webkit2gtk-driver imagemagick x11-apps fonts-dejavu-core xdotool
   pulseaudio pulseaudio-utils libasound2-plugins
+  dbus gnome-keyring
 )
 
 case "$profile" in

@@ -1,3 +1,32 @@
+//! Tauri's build step, with the app's own commands declared: declaring them makes Tauri deny
+//! every command that the window's capability (tauri.conf.json) does not allow by name, so the
+//! webview can call exactly the commands listed there and nothing else.
+
+/// Every command in `tauri::generate_handler!` (src-tauri/lib.rs). A command missing here is
+/// refused at run time; each needs its `allow-<name>` in the capability too.
+const APP_COMMANDS: &[&str] = &[
+    "status",
+    "connect",
+    "push_to_talk",
+    "copy_text",
+    "get_settings",
+    "list_devices",
+    "save_settings",
+    "set_api_key",
+    "forget_api_key",
+    "history_list",
+    "history_open",
+    "history_delete",
+    "history_export_markdown",
+    "history_open_folder",
+    "history_retention",
+    "history_set_retention",
+];
+
 fn main() {
-    tauri_build::build()
+    tauri_build::try_build(
+        tauri_build::Attributes::new()
+            .app_manifest(tauri_build::AppManifest::new().commands(APP_COMMANDS)),
+    )
+    .expect("the Tauri build step failed");
 }

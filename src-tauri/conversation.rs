@@ -15,28 +15,31 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use walkie_audio::device::Direction;
-use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, Player};
+use walkie_audio::engine::{Engine, EngineEvent, Player};
 use walkie_audio::meter::Level;
-use walkie_openai::{AudioConfig, AudioInput, Modality, SessionConfig, Transcription};
-use walkie_rtc::{Auth, Call, CallConfig, CallEvent, EndReason, Endpoint};
+use walkie_rtc::{Call, CallConfig, CallEvent, EndReason, Endpoint};
 use walkie_session::turn::{
     DeviceKind, ToolRegistry, TurnConfig, TurnController, UiHint, WallClock,
 };
 use walkie_session::{
-    Delivery, EventIterator, PartDelta, PlaybackSink, SessionEvent, Speaker,
-    transcript::TranscriptBridge,
+    Delivery, EventIterator, Part, PartDelta, PlaybackSink, SessionEvent, Speaker,
+    transcript::{BridgeNote, TranscriptBridge},
 };
 
+use crate::history::CurrentConversation;
+use crate::plan::{Plan, Provider};
 use crate::recording::Recording;
 use crate::status::{ConnectionState, StatusEvent};
 
 /// What the webview asks of the conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Command {
     /// The push-to-talk control went down (`true`) or up.
     PushToTalk { pressed: bool },
     /// Hang up if connected, then connect again.
     Reconnect,
+    /// Hang up if connected, then connect as the new plan says (the settings changed).
+    Apply(Box<Plan>),
 }
 
 /// Where the conversation's outputs go. The app's implementation emits Tauri events.
@@ -45,68 +48,8 @@ pub trait Ui: Send + 'static {
     fn transcript(&mut self, event: &walkie_agui::Event);
     /// A level reading (about 30 a second per direction) for the meters.
     fn level(&mut self, direction: Direction, level: Level);
-}
-
-/// Which provider to talk to.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Provider {
-    /// The provider built into the app, served on 127.0.0.1: the offline default.
-    Local,
-    /// OpenAI Realtime with a standard or ephemeral key.
-    OpenAi { api_key: String },
-}
-
-impl std::fmt::Debug for Provider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print a key.
-        match self {
-            Provider::Local => f.write_str("Local"),
-            Provider::OpenAi { .. } => f.write_str("OpenAi { api_key: <hidden> }"),
-        }
-    }
-}
-
-impl Provider {
-    /// OpenAI when `OPENAI_API_KEY` holds a key, the local provider otherwise.
-    pub fn from_env() -> Self {
-        match std::env::var("OPENAI_API_KEY") {
-            Ok(key) if !key.trim().is_empty() => Provider::OpenAi {
-                api_key: key.trim().to_owned(),
-            },
-            _ => Provider::Local,
-        }
-    }
-
-    fn label(&self) -> &'static str {
-        match self {
-            Provider::Local => "the local provider",
-            Provider::OpenAi { .. } => "OpenAI",
-        }
-    }
-}
-
-/// The session Walkie asks for: spoken replies, both sides transcribed.
-fn session_config() -> SessionConfig {
-    SessionConfig {
-        model: Some("gpt-realtime".to_owned()),
-        instructions: Some(
-            "You are Walkie, a concise and friendly voice assistant on the user's desktop."
-                .to_owned(),
-        ),
-        output_modalities: Some(vec![Modality::Audio]),
-        audio: Some(AudioConfig {
-            input: Some(AudioInput {
-                transcription: Some(Some(Transcription {
-                    model: "gpt-4o-mini-transcribe".to_owned(),
-                    language: None,
-                    prompt: None,
-                })),
-                ..AudioInput::default()
-            }),
-            output: None,
-        }),
-        ..SessionConfig::default()
-    }
+    /// The transcript message `message_id` is a reply the user cut off (after its END).
+    fn interrupted(&mut self, message_id: &str);
 }
 
 /// The conversation's clock: Unix milliseconds that never go backwards.
@@ -140,33 +83,46 @@ impl Clock {
     }
 }
 
-/// Runs conversations until the command channel closes: connect, talk, and on a dropped call
-/// say so and wait for the user to ask for a new one.
+/// Runs conversations until the command channel closes: connect as the plan says, talk, and on
+/// a dropped call say so and wait for the user to ask for a new one. New settings arrive as a
+/// new plan and replace the call. The conversation being recorded is marked in `current`, so
+/// the history never deletes it.
 pub async fn run(
-    provider: Provider,
+    plan: Plan,
     mut ui: impl Ui,
     mut commands: mpsc::UnboundedReceiver<Command>,
+    current: CurrentConversation,
 ) {
+    let mut plan = plan;
     // The local provider lives as long as the app: reconnecting reuses it.
     let mut local = None;
     loop {
-        ui.status(StatusEvent::new(
-            ConnectionState::Connecting,
-            format!("Connecting to {}…", provider.label()),
-        ));
-        let outcome = match endpoint(&provider, &mut local).await {
-            Ok(endpoint) => match Call::connect(CallConfig::new(endpoint)).await {
-                Ok(call) => talk(call, &provider, &mut ui, &mut commands).await,
-                Err(error) => Ended::Failed(format!(
-                    "could not connect to {}: {error}",
-                    provider.label()
-                )),
-            },
-            Err(reason) => Ended::Failed(reason),
+        let outcome = match &plan.provider {
+            Ok(provider) => {
+                ui.status(StatusEvent::new(
+                    ConnectionState::Connecting,
+                    format!("Connecting to {}…", provider.label()),
+                ));
+                match endpoint(provider, &mut local).await {
+                    Ok(endpoint) => match Call::connect(CallConfig::new(endpoint)).await {
+                        Ok(call) => talk(call, &plan, &mut ui, &mut commands, &current).await,
+                        Err(error) => Ended::Failed(format!(
+                            "could not connect to {}: {error}",
+                            provider.label()
+                        )),
+                    },
+                    Err(reason) => Ended::Failed(reason),
+                }
+            }
+            Err(reason) => Ended::Failed(reason.clone()),
         };
         match outcome {
             Ended::AppClosing => return,
             Ended::Reconnect => continue,
+            Ended::Apply(new_plan) => {
+                plan = *new_plan;
+                continue;
+            }
             Ended::Failed(reason) => {
                 log::warn!("conversation ended: {reason}");
                 ui.status(StatusEvent::new(
@@ -180,6 +136,10 @@ pub async fn run(
             match commands.recv().await {
                 None => return,
                 Some(Command::Reconnect) => break,
+                Some(Command::Apply(new_plan)) => {
+                    plan = *new_plan;
+                    break;
+                }
                 Some(Command::PushToTalk { pressed: true }) => ui.status(StatusEvent::new(
                     ConnectionState::NotConnected,
                     "Not connected: press Connect before talking.",
@@ -194,45 +154,45 @@ async fn endpoint(
     provider: &Provider,
     local: &mut Option<walkie_local::LocalProvider>,
 ) -> Result<Endpoint, String> {
-    match provider {
-        Provider::OpenAi { api_key } => {
-            Endpoint::openai(api_key.clone()).map_err(|error| error.to_string())
-        }
-        Provider::Local => {
-            if local.is_none() {
-                let started =
-                    walkie_local::LocalProvider::start(walkie_local::ProviderConfig::default())
-                        .await
-                        .map_err(|error| format!("the local provider could not start: {error}"))?;
-                *local = Some(started);
-            }
-            let base_url = local
-                .as_ref()
-                .expect("the local provider was started just above")
-                .base_url();
-            Endpoint::custom(&base_url, Auth::None).map_err(|error| error.to_string())
-        }
+    if *provider == Provider::Local && local.is_none() {
+        let started = walkie_local::LocalProvider::start(walkie_local::ProviderConfig::default())
+            .await
+            .map_err(|error| format!("the local provider could not start: {error}"))?;
+        *local = Some(started);
     }
+    let local_base_url = local.as_ref().map(|local| local.base_url());
+    provider.endpoint(local_base_url.as_deref())
 }
 
 enum Ended {
     AppClosing,
     Reconnect,
+    Apply(Box<Plan>),
     Failed(String),
 }
 
 /// One connected call, until it ends.
 async fn talk(
     mut call: Call,
-    provider: &Provider,
+    plan: &Plan,
     ui: &mut impl Ui,
     commands: &mut mpsc::UnboundedReceiver<Command>,
+    current: &CurrentConversation,
 ) -> Ended {
     let clock = Clock::start();
     let mut controller = TurnController::new(
-        TurnConfig::push_to_talk(session_config()),
+        TurnConfig {
+            mode: plan.mode.clone(),
+            tail_ms: plan.tail_ms,
+            pre_roll_ms: plan.pre_roll_ms,
+            ..TurnConfig::push_to_talk(plan.session.clone())
+        },
         ToolRegistry::with_builtins(),
     );
+    let provider = plan
+        .provider
+        .as_ref()
+        .expect("a call is placed only with a usable provider");
     let iterator = controller
         .session_mut()
         .iterate()
@@ -245,8 +205,8 @@ async fn talk(
             log::debug!("a microphone frame was not sent: {error}");
         }
     };
-    let (engine, engine_events) = match Engine::start(EngineConfig::default(), sink) {
-        Ok(started) => started,
+    let (engine, engine_events) = match Engine::start(plan.engine.clone(), sink) {
+        Ok((engine, events)) => (ClosedElsewhere(Some(engine)), events),
         Err(error) => return Ended::Failed(format!("the audio engine could not start: {error}")),
     };
     let playback = Playback {
@@ -256,7 +216,14 @@ async fn talk(
     let mut engine_events = forward(engine_events);
     let wall_clock = clock.wall_clock();
     let mut hint = None;
-    let recording = match Recording::start(wall_clock.utc_offset_minutes, wall_clock.unix_ms) {
+    let recording = match plan.data_dir.clone().and_then(|data_dir| {
+        Recording::start(
+            current,
+            &data_dir,
+            wall_clock.utc_offset_minutes,
+            wall_clock.unix_ms,
+        )
+    }) {
         Ok(recording) => Some(recording),
         Err(reason) => {
             log::warn!("{reason}");
@@ -326,6 +293,10 @@ async fn talk(
                         let _ = call.hangup().await;
                         return Ended::Reconnect;
                     }
+                    Some(Command::Apply(plan)) => {
+                        let _ = call.hangup().await;
+                        return Ended::Apply(plan);
+                    }
                     None => {
                         let _ = call.hangup().await;
                         return Ended::AppClosing;
@@ -366,6 +337,34 @@ async fn talk(
                 }
             }
             _ = sleep_until(deadline) => controller.tick(clock.now_ms()),
+        }
+    }
+}
+
+/// The audio engine, stopped on a thread of its own when the call ends: closing a device
+/// stream can take a second (PulseAudio drains it), and the task must be free for the next
+/// call at once.
+struct ClosedElsewhere(Option<Engine>);
+
+impl std::ops::Deref for ClosedElsewhere {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        self.0
+            .as_ref()
+            .expect("the engine is taken only when the call ends")
+    }
+}
+
+impl Drop for ClosedElsewhere {
+    fn drop(&mut self) {
+        if let Some(engine) = self.0.take() {
+            let closing = std::thread::Builder::new()
+                .name("walkie-engine-closing".to_owned())
+                .spawn(move || drop(engine));
+            if let Err(error) = closing {
+                log::warn!("closing the audio engine on this task: {error}");
+            }
         }
     }
 }
@@ -447,7 +446,7 @@ struct Shown {
     status: Option<StatusEvent>,
     /// The last hint, shown until something new happens.
     hint: Option<String>,
-    provider_label: &'static str,
+    provider_label: String,
 }
 
 impl Shown {
@@ -492,6 +491,7 @@ async fn flush(
         log::info!("session diagnostic: {diagnostic:?}");
     }
     let mut transcript = Vec::new();
+    let mut interrupted = Vec::new();
     while let Ok(Some(delivery)) = controller.session_mut().poll_event(iterator) {
         match delivery {
             Delivery::Event(stamped) => {
@@ -499,9 +499,14 @@ async fn flush(
                 if let Some(recording) = recording.as_mut() {
                     recording.event(&stamped, stamped.at_ms as i64);
                 }
-                shown
-                    .bridge
-                    .on_event(stamped.at_ms as i64, &stamped.event, &mut transcript)
+                let note = shown.bridge.on_event_noted(
+                    stamped.at_ms as i64,
+                    &stamped.event,
+                    &mut transcript,
+                );
+                if let Some(message_id) = interrupted_reply(&stamped.event, &note) {
+                    interrupted.push(message_id);
+                }
             }
             Delivery::Failure(stamped) => {
                 return Err(format!("the session failed: {:?}", stamped.failure));
@@ -510,6 +515,9 @@ async fn flush(
     }
     for event in &transcript {
         ui.transcript(event);
+    }
+    for message_id in &interrupted {
+        ui.interrupted(message_id);
     }
     let state = state_of(controller);
     while let Some(hint) = controller.poll_hint() {
@@ -523,7 +531,7 @@ async fn flush(
         (Some(sentence), ConnectionState::Ready | ConnectionState::Thinking) => sentence.clone(),
         _ => {
             shown.hint = None;
-            default_sentence(state, shown.provider_label)
+            default_sentence(state, &shown.provider_label)
         }
     };
     let status = StatusEvent::new(state, detail);
@@ -532,6 +540,22 @@ async fn flush(
         shown.status = Some(status);
     }
     Ok(())
+}
+
+/// The transcript message of an assistant reply whose audio ended cut off (a barge-in), if
+/// `event` ends one.
+fn interrupted_reply(event: &SessionEvent, note: &BridgeNote) -> Option<String> {
+    let SessionEvent::PartEnd(end) = event else {
+        return None;
+    };
+    let Part::Speech(speech) = &end.part else {
+        return None;
+    };
+    let BridgeNote::PartInTurn { turn, .. } = note else {
+        return None;
+    };
+    (speech.speaker == Speaker::Assistant && speech.interrupted_at_ms.is_some())
+        .then(|| walkie_agui::TranscriptWriter::message_id(*turn, walkie_agui::Speaker::Assistant))
 }
 
 fn state_of(controller: &TurnController) -> ConnectionState {

@@ -3,9 +3,15 @@
 //! The shell owns no conversation logic. Webview calls (commands) become inputs of the
 //! conversation driver ([`conversation`]), which owns the turn controller; the driver's outputs
 //! come back to the webview as events: the status line and the transcript (AG-UI events).
+//! The history panel's commands are in [`history`].
 
 pub mod conversation;
+pub mod desktop;
+pub mod history;
+pub mod plan;
 mod recording;
+pub mod secrets;
+pub mod settings;
 mod status;
 
 use std::sync::Mutex;
@@ -13,13 +19,20 @@ use std::sync::Mutex;
 use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::mpsc;
 
-use conversation::{Command, Provider, Ui};
+use conversation::{Command, Ui};
+use history::{CurrentConversation, History, RetentionPolicy};
+use plan::Plan;
+use secrets::{KeyAccount, KeySummary};
+use settings::{Settings, SettingsFile};
 pub use status::{ConnectionState, STATUS_EVENT, StatusEvent};
 use walkie_audio::device::Direction;
 use walkie_audio::meter::Level;
 
 /// The event name the webview listens on for AG-UI transcript events.
 pub const TRANSCRIPT_EVENT: &str = "walkie://transcript";
+
+/// The event name the webview listens on for replies cut off by the user (the message id).
+pub const INTERRUPTED_EVENT: &str = "walkie://interrupted";
 
 /// The event name the webview listens on for microphone and speaker levels.
 pub const LEVEL_EVENT: &str = "walkie://level";
@@ -34,17 +47,39 @@ struct LevelReading {
     peak_dbfs: f32,
 }
 
-/// Why a command could not do what the webview asked.
+/// Why a command could not do what the webview asked. Serialised as `{ message, field }`, so
+/// the settings dialog can point at the field at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     /// The conversation task is gone (the app is closing).
     #[error("the conversation has stopped; restart Walkie")]
     ConversationStopped,
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
+    #[error(transparent)]
+    Secret(#[from] secrets::SecretError),
+    #[error("the global shortcut {shortcut} could not be registered: {reason}")]
+    Shortcut { shortcut: String, reason: String },
+    #[error("could not copy: {0}")]
+    Clipboard(String),
+    #[error("a background task failed: {0}")]
+    Background(String),
 }
 
 impl serde::Serialize for CommandError {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_string())
+        use serde::ser::SerializeStruct;
+        let field = match self {
+            CommandError::Settings(settings::SettingsError::Invalid(invalid)) => {
+                Some(invalid.field)
+            }
+            CommandError::Shortcut { .. } => Some("globalShortcut"),
+            _ => None,
+        };
+        let mut error = serializer.serialize_struct("CommandError", 2)?;
+        error.serialize_field("message", &self.to_string())?;
+        error.serialize_field("field", &field)?;
+        error.end()
     }
 }
 
@@ -80,6 +115,9 @@ struct WindowUi {
 
 impl Ui for WindowUi {
     fn status(&mut self, status: StatusEvent) {
+        if let Some(tray) = self.app.try_state::<desktop::Tray>() {
+            tray.follow(status.state);
+        }
         self.next_seq += 1;
         let sequenced = SequencedStatus {
             seq: self.next_seq,
@@ -107,6 +145,12 @@ impl Ui for WindowUi {
         };
         // Thirty a second per direction: a lost one is replaced before anyone could see it.
         let _ = self.app.emit(LEVEL_EVENT, reading);
+    }
+
+    fn interrupted(&mut self, message_id: &str) {
+        if let Err(error) = self.app.emit(INTERRUPTED_EVENT, message_id) {
+            log::warn!("could not mark a reply as interrupted in the window: {error}");
+        }
     }
 
     fn transcript(&mut self, event: &walkie_agui::Event) {
@@ -141,21 +185,442 @@ fn push_to_talk(
     conversation.send(Command::PushToTalk { pressed })
 }
 
+/// Puts text (a message or the whole transcript) on the system clipboard.
+#[tauri::command]
+fn copy_text(app: AppHandle, text: String) -> Result<(), CommandError> {
+    use tauri_plugin_clipboard_manager::ClipboardExt;
+    app.clipboard()
+        .write_text(text)
+        .map_err(|error| CommandError::Clipboard(error.to_string()))
+}
+
+/// The settings in force and where they live.
+struct SettingsState {
+    file: SettingsFile,
+    current: Mutex<Settings>,
+    /// The data folder chosen at start, used until the next start.
+    data_dir: Result<std::path::PathBuf, String>,
+    /// Something the user should read once about their settings (a damaged file set aside).
+    notice: Mutex<Option<String>>,
+}
+
+impl SettingsState {
+    fn current(&self) -> Settings {
+        self.current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// What the settings dialog shows: the settings, what it may know of the keys, and its lists.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SettingsView {
+    settings: Settings,
+    keys: Vec<KeySummary>,
+    voices: &'static [&'static str],
+    config_file: String,
+    /// The data folder in use (chosen at start: the setting, or the default when it is empty).
+    data_folder_in_use: Option<String>,
+    notice: Option<String>,
+}
+
+const ACCOUNTS: [KeyAccount; 3] = [KeyAccount::OpenAi, KeyAccount::Azure, KeyAccount::Custom];
+
+/// Runs keyring (D-Bus) work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CommandError> {
+    tauri::async_runtime::spawn_blocking(work)
+        .await
+        .map_err(|error| CommandError::Background(error.to_string()))
+}
+
+async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandError> {
+    let settings = state.current();
+    let keys = blocking(|| ACCOUNTS.map(secrets::summary).to_vec()).await?;
+    Ok(SettingsView {
+        data_folder_in_use: state
+            .data_dir
+            .as_ref()
+            .ok()
+            .map(|dir| dir.display().to_string()),
+        settings,
+        keys,
+        voices: settings::VOICES,
+        config_file: state.file.path().display().to_string(),
+        notice: state
+            .notice
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take(),
+    })
+}
+
+/// The settings dialog opened.
+#[tauri::command]
+async fn get_settings(
+    state: tauri::State<'_, SettingsState>,
+) -> Result<SettingsView, CommandError> {
+    settings_view(&state).await
+}
+
+/// The user saved the settings dialog: validate, persist, and apply.
+#[tauri::command]
+async fn save_settings(
+    app: AppHandle,
+    state: tauri::State<'_, SettingsState>,
+    conversation: tauri::State<'_, Conversation>,
+    settings: Settings,
+) -> Result<SettingsView, CommandError> {
+    let before = state.current();
+    if before.global_shortcut != settings.global_shortcut {
+        shortcut::register(&app, &before.global_shortcut, &settings.global_shortcut)?;
+    }
+    if let Err(error) = state.file.save(&settings) {
+        // Put the shortcut back as it was: nothing of a refused save takes effect.
+        let _ = shortcut::register(&app, &settings.global_shortcut, &before.global_shortcut);
+        return Err(error.into());
+    }
+    *state
+        .current
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings.clone();
+    log::info!("settings saved to {}", state.file.path().display());
+    if before.needs_reconnect(&settings) {
+        let data_dir = state.data_dir.clone();
+        let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
+        conversation.send(Command::Apply(Box::new(plan)))?;
+    }
+    settings_view(&state).await
+}
+
+/// Reconnects with the key now in use if the provider in use takes keys from `account`.
+async fn apply_key_change(
+    state: &SettingsState,
+    conversation: &Conversation,
+    account: KeyAccount,
+) -> Result<(), CommandError> {
+    let settings = state.current();
+    let affected = match settings.provider {
+        settings::ProviderKind::Automatic | settings::ProviderKind::OpenAi => {
+            account == KeyAccount::OpenAi
+        }
+        settings::ProviderKind::Azure => account == KeyAccount::Azure,
+        settings::ProviderKind::Custom => account == KeyAccount::Custom,
+        settings::ProviderKind::Local => false,
+    };
+    if affected {
+        let data_dir = state.data_dir.clone();
+        let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
+        conversation.send(Command::Apply(Box::new(plan)))?;
+    }
+    Ok(())
+}
+
+/// Saves a key the user typed in the OS keyring. Only a summary comes back.
+#[tauri::command]
+async fn set_api_key(
+    state: tauri::State<'_, SettingsState>,
+    conversation: tauri::State<'_, Conversation>,
+    account: KeyAccount,
+    key: String,
+) -> Result<KeySummary, CommandError> {
+    let summary = blocking(move || secrets::store_key(account, &key)).await??;
+    log::info!("an API key for {account:?} was saved in the keyring");
+    apply_key_change(&state, &conversation, account).await?;
+    Ok(summary)
+}
+
+/// Removes a key from the OS keyring.
+#[tauri::command]
+async fn forget_api_key(
+    state: tauri::State<'_, SettingsState>,
+    conversation: tauri::State<'_, Conversation>,
+    account: KeyAccount,
+) -> Result<KeySummary, CommandError> {
+    let summary = blocking(move || secrets::forget_key(account)).await??;
+    log::info!("the API key for {account:?} was removed from the keyring");
+    apply_key_change(&state, &conversation, account).await?;
+    Ok(summary)
+}
+
+/// A microphone or speaker as the pickers list it.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeviceChoice {
+    id: String,
+    name: String,
+    is_default: bool,
+}
+
+/// The devices the pickers offer.
+#[derive(Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeviceList {
+    inputs: Vec<DeviceChoice>,
+    outputs: Vec<DeviceChoice>,
+    /// Why a list is empty when the sound system could not be asked.
+    problem: Option<String>,
+}
+
+/// The microphones and speakers there are now.
+#[tauri::command]
+async fn list_devices() -> Result<DeviceList, CommandError> {
+    blocking(|| {
+        let mut list = DeviceList::default();
+        for (direction, into) in [
+            (Direction::Input, &mut list.inputs),
+            (Direction::Output, &mut list.outputs),
+        ] {
+            match walkie_audio::device::list_devices(direction) {
+                Ok(devices) => into.extend(devices.into_iter().map(|device| DeviceChoice {
+                    id: device.id,
+                    name: device.name,
+                    is_default: device.is_default,
+                })),
+                Err(error) => list.problem = Some(error.to_string()),
+            }
+        }
+        list
+    })
+    .await
+}
+
+/// The settings at start: the file's, or the defaults with a notice when it was unreadable.
+fn load_settings() -> (SettingsFile, Settings, Option<String>) {
+    let now_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_millis() as i64)
+        .unwrap_or_default();
+    let file = match SettingsFile::locate() {
+        Ok(file) => file,
+        Err(error) => {
+            // No home: settings live for this run only.
+            let file = SettingsFile::in_dir(std::env::temp_dir().join("walkie"));
+            return (
+                file,
+                Settings::default(),
+                Some(format!("{error}; settings will not be kept")),
+            );
+        }
+    };
+    match file.load(now_unix_ms) {
+        Ok(loaded) => {
+            let notice = loaded.set_aside.map(|(aside, problem)| {
+                format!(
+                    "Your settings file could not be read ({problem}), so the defaults are in \
+                     use. The old file was kept as {}.",
+                    aside.display()
+                )
+            });
+            (file, loaded.settings, notice)
+        }
+        Err(error) => {
+            let notice = format!("{error}; the defaults are in use for now");
+            (file, Settings::default(), Some(notice))
+        }
+    }
+}
+
+/// The log: a rotating file in the platform log dir (`WALKIE_LOG_DIR` overrides it), plus
+/// stderr. Nothing logged ever includes a key ([`secrets`] makes sure of it).
+fn log_plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
+    use tauri_plugin_log::{RotationStrategy, Target, TargetKind};
+    let file = match std::env::var_os("WALKIE_LOG_DIR") {
+        Some(dir) if !dir.is_empty() => TargetKind::Folder {
+            path: dir.into(),
+            file_name: Some("walkie".to_owned()),
+        },
+        _ => TargetKind::LogDir {
+            file_name: Some("walkie".to_owned()),
+        },
+    };
+    tauri_plugin_log::Builder::new()
+        .clear_targets()
+        .targets([Target::new(file), Target::new(TargetKind::Stderr)])
+        // Walkie's own reports at info; libraries (WebRTC, PulseAudio) only when they warn.
+        .level(log::LevelFilter::Warn)
+        .level_for("walkie", log::LevelFilter::Info)
+        .level_for("walkie_app", log::LevelFilter::Info)
+        .level_for("walkie_audio", log::LevelFilter::Info)
+        .level_for("walkie_local", log::LevelFilter::Info)
+        .level_for("walkie_rtc", log::LevelFilter::Info)
+        .level_for("walkie_store", log::LevelFilter::Info)
+        .max_file_size(1_000_000)
+        .rotation_strategy(RotationStrategy::KeepSome(5))
+        .build()
+}
+
+/// The retention the settings hold, as the history applies it.
+fn retention_policy(retention_days: Option<u32>) -> RetentionPolicy {
+    match retention_days {
+        Some(days) => RetentionPolicy::KeepDays { days },
+        None => RetentionPolicy::Forever,
+    }
+}
+
+/// Saves a retention chosen in the history panel with the other settings.
+pub(crate) fn persist_retention(
+    app: &AppHandle,
+    policy: RetentionPolicy,
+) -> Result<(), settings::SettingsError> {
+    let state = app.state::<SettingsState>();
+    let mut settings = state.current();
+    settings.retention_days = match policy {
+        RetentionPolicy::Forever => None,
+        RetentionPolicy::KeepDays { days } => Some(days),
+    };
+    state.file.save(&settings)?;
+    *state
+        .current
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
+    Ok(())
+}
+
 /// Builds and runs the app until its last window closes.
 pub fn run() {
+    let (file, settings, notice) = load_settings();
+    let initial_shortcut = settings.global_shortcut.clone();
+    let config_dir = file
+        .path()
+        .parent()
+        .expect("the settings file is in a folder")
+        .to_path_buf();
+    let state = SettingsState {
+        file,
+        data_dir: plan::data_dir(&settings),
+        current: Mutex::new(settings),
+        notice: Mutex::new(notice),
+    };
     tauri::Builder::default()
-        .setup(|app| {
+        .plugin(desktop::single_instance())
+        .plugin(log_plugin())
+        .plugin(shortcut::plugin())
+        .plugin(desktop::window_state(&config_dir))
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_clipboard_manager::init())
+        .manage(state)
+        .on_window_event(|window, event| {
+            if matches!(
+                event,
+                tauri::WindowEvent::Resized(_) | tauri::WindowEvent::Moved(_)
+            ) {
+                desktop::save_window_state_soon(window.app_handle());
+            }
+        })
+        .setup(move |app| {
             let (commands, receiver) = mpsc::unbounded_channel();
             app.manage(Conversation(commands));
             app.manage(LatestStatus::default());
+            if let Err(error) = shortcut::register(app.handle(), "", &initial_shortcut) {
+                log::warn!("{error}");
+            }
+            match desktop::Tray::create(app.handle()) {
+                Ok(tray) => {
+                    app.manage(tray);
+                }
+                Err(error) => log::warn!("no tray icon: {error}"),
+            }
+            desktop::exit_on_terminate(app.handle().clone());
+            let settings = app.state::<SettingsState>().current();
+            let data_dir = app.state::<SettingsState>().data_dir.clone();
+            let current = CurrentConversation::default();
+            let history = match &data_dir {
+                Ok(data_dir) => History::new(data_dir, current.clone()),
+                Err(reason) => History::unavailable(reason.clone(), current.clone()),
+            };
+            if let Err(reason) = history.allow_playback(app.handle()) {
+                log::warn!("past turns cannot be played: {reason}");
+            }
+            app.manage(history);
+            let retention = retention_policy(settings.retention_days);
+            if let Err(error) = history::apply_retention(app.handle(), retention) {
+                log::warn!("the retention setting could not be applied: {error}");
+            }
             let ui = WindowUi {
                 app: app.handle().clone(),
                 next_seq: 0,
             };
-            tauri::async_runtime::spawn(conversation::run(Provider::from_env(), ui, receiver));
+            tauri::async_runtime::spawn(async move {
+                let plan = tauri::async_runtime::spawn_blocking(move || {
+                    Plan::resolve(&settings, data_dir)
+                })
+                .await
+                .expect("resolving the settings does not panic");
+                conversation::run(plan, ui, receiver, current).await;
+            });
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![status, connect, push_to_talk])
+        .invoke_handler(tauri::generate_handler![
+            status,
+            connect,
+            push_to_talk,
+            copy_text,
+            get_settings,
+            list_devices,
+            save_settings,
+            set_api_key,
+            forget_api_key,
+            history::history_list,
+            history::history_open,
+            history::history_delete,
+            history::history_export_markdown,
+            history::history_open_folder,
+            history::history_retention,
+            history::history_set_retention,
+        ])
         .run(tauri::generate_context!())
         .expect("the Tauri runtime failed to start or stopped with an error");
+}
+
+/// The global push-to-talk shortcut: works while another window has focus.
+mod shortcut {
+    use tauri::{AppHandle, Manager};
+    use tauri_plugin_global_shortcut::{GlobalShortcutExt, Shortcut, ShortcutState};
+
+    use crate::conversation::Command;
+    use crate::{CommandError, Conversation};
+
+    /// The plugin, with one handler: the shortcut going down and up is the push-to-talk
+    /// control going down and up (toggle mode ignores the up in the turn controller).
+    pub fn plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
+        tauri_plugin_global_shortcut::Builder::new()
+            .with_handler(|app, _shortcut, event| {
+                let pressed = event.state() == ShortcutState::Pressed;
+                if let Some(conversation) = app.try_state::<Conversation>() {
+                    let _ = conversation.send(Command::PushToTalk { pressed });
+                }
+            })
+            .build()
+    }
+
+    /// Replaces the registered shortcut `old` with `new` (either may be empty for none).
+    pub fn register(app: &AppHandle, old: &str, new: &str) -> Result<(), CommandError> {
+        let shortcuts = app.global_shortcut();
+        let failed = |shortcut: &str, reason: String| CommandError::Shortcut {
+            shortcut: shortcut.to_owned(),
+            reason,
+        };
+        if !old.trim().is_empty()
+            && let Ok(old) = old.trim().parse::<Shortcut>()
+        {
+            let _ = shortcuts.unregister(old);
+        }
+        if new.trim().is_empty() {
+            return Ok(());
+        }
+        let parsed = new
+            .trim()
+            .parse::<Shortcut>()
+            .map_err(|error| failed(new, error.to_string()))?;
+        shortcuts
+            .register(parsed)
+            .map_err(|error| failed(new, error.to_string()))?;
+        log::info!("global push-to-talk shortcut: {new}");
+        Ok(())
+    }
 }

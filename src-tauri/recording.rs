@@ -6,12 +6,17 @@
 //! hands over the session's events and the microphone audio as they come; this thread feeds the
 //! recorder. A store that cannot save (read-only folder, full disk) never stops the
 //! conversation: the recorder keeps what it could not write in memory and retries.
+//!
+//! While it writes, the conversation is marked current ([`CurrentConversation`]) so the history
+//! panel cannot delete it from under the recorder.
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use walkie_session::{AudioChunk, StampedEvent};
-use walkie_store::{RecorderConfig, Store, conversations_dir, default_data_dir};
+use walkie_store::{RecorderConfig, Store, conversations_dir};
+
+use crate::history::CurrentConversation;
 
 enum Saved {
     Event(Box<StampedEvent>),
@@ -22,15 +27,20 @@ enum Saved {
 pub struct Recording {
     sender: Option<mpsc::Sender<(Saved, i64)>>,
     thread: Option<JoinHandle<()>>,
+    current: CurrentConversation,
+    id: String,
 }
 
 impl Recording {
-    /// Starts saving a new conversation under the data folder (`WALKIE_DATA_DIR`, else the
-    /// platform's data directory), after repairing what an unclean exit left behind.
-    pub fn start(utc_offset_minutes: i32, now_unix_ms: i64) -> Result<Self, String> {
-        let data_dir =
-            default_data_dir().map_err(|error| format!("no folder to save into: {error}"))?;
-        let store = Store::new(conversations_dir(&data_dir));
+    /// Starts saving a new conversation under the data folder, after repairing what an
+    /// unclean exit left behind. It is `current` until this recording is dropped.
+    pub fn start(
+        current: &CurrentConversation,
+        data_dir: &std::path::Path,
+        utc_offset_minutes: i32,
+        now_unix_ms: i64,
+    ) -> Result<Self, String> {
+        let store = Store::new(conversations_dir(data_dir));
         match store.recover(now_unix_ms, None) {
             Ok(reports) => {
                 for report in reports {
@@ -39,6 +49,8 @@ impl Recording {
             }
             Err(error) => log::warn!("could not check earlier conversations: {error}"),
         }
+        // Held until the new conversation is marked current: a deletion cannot slip in between.
+        let mut current_slot = current.lock();
         let mut recorder = store
             .start(
                 RecorderConfig {
@@ -52,6 +64,9 @@ impl Recording {
             )
             .map_err(|error| format!("conversations are not being saved: {error}"))?;
         log::info!("saving this conversation in {}", recorder.dir().display());
+        let id = recorder.id().to_owned();
+        *current_slot = Some(id.clone());
+        drop(current_slot);
         let (sender, receiver) = mpsc::channel::<(Saved, i64)>();
         let thread = std::thread::Builder::new()
             .name("walkie-recording".to_owned())
@@ -70,10 +85,15 @@ impl Recording {
                     log::warn!("the conversation could not be closed cleanly: {error}");
                 }
             })
-            .map_err(|error| format!("could not start saving: {error}"))?;
+            .map_err(|error| {
+                current.lock().take();
+                format!("could not start saving: {error}")
+            })?;
         Ok(Self {
             sender: Some(sender),
             thread: Some(thread),
+            current: current.clone(),
+            id,
         })
     }
 
@@ -103,6 +123,11 @@ impl Drop for Recording {
         self.sender = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+        // Closed on disk: it may be deleted from now on.
+        let mut current = self.current.lock();
+        if current.as_deref() == Some(self.id.as_str()) {
+            *current = None;
         }
     }
 }

@@ -207,6 +207,19 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
             serde_json::json!(["user", "assistant", "user", "assistant"]),
             "the cut reply stays in place and the new turn follows it"
         );
+        let states = client
+            .execute(
+                "return [...document.querySelectorAll('#transcript article[data-role=assistant]')]\
+                   .map(a => a.dataset.state ?? null);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            states,
+            serde_json::json!(["interrupted", null]),
+            "the cut reply, and only it, is marked interrupted"
+        );
     })
     .await;
 }

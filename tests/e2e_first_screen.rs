@@ -107,14 +107,68 @@ async fn e2e_holding_space_sends_the_microphone_and_the_user_turn_appears_in_the
             .as_deref(),
             Some("You")
         );
-        wait_for(
+        let reply = wait_for(
             &client,
             "#transcript article.message[data-role='assistant'] .message-text",
             |text| text.contains("played your"),
         )
         .await;
+
+        // Copy the whole transcript, then paste it where the user could: a text field.
+        client
+            .find(Locator::Id("copy-transcript"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_for_text(&client, "#status", "Copied the transcript.").await;
+        client
+            .find(Locator::Id("open-settings"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let field = client
+            .find(Locator::Css("#settings [name=instructions]"))
+            .await
+            .unwrap();
+        field.clear().await.unwrap();
+        field.click().await.unwrap();
+        let paste = KeyActions::new("paste".to_owned())
+            .then(KeyAction::Down {
+                value: Key::Control.into(),
+            })
+            .then(KeyAction::Down { value: 'v' })
+            .then(KeyAction::Up { value: 'v' })
+            .then(KeyAction::Up {
+                value: Key::Control.into(),
+            });
+        client.perform_actions(paste).await.unwrap();
+        let pasted = wait_for_value(&client, "#settings [name=instructions]").await;
+        assert_eq!(pasted, format!("You: {said}\n\nWalkie: {reply}"));
     })
     .await;
+}
+
+/// Waits until a form field holds something; returns it.
+async fn wait_for_value(client: &fantoccini::Client, css: &str) -> String {
+    let deadline = std::time::Instant::now() + support::UI_TIMEOUT;
+    loop {
+        let value = client
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+        if !value.is_empty() || std::time::Instant::now() > deadline {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

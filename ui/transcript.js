@@ -11,6 +11,7 @@
 //            [data-streaming] [data-state="interrupted"]>
 //     <span class="message-speaker">You</span>
 //     <p class="message-text">…one text node…</p>
+//     <button class="message-copy" data-action="copy-message">Copy</button>
 //   </article>
 // The container's `.empty` placeholder is removed when the first message appears.
 
@@ -80,8 +81,16 @@ export function createTranscript(container, options = {}) {
     paragraph.className = "message-text";
     const text = doc.createTextNode(content);
     paragraph.appendChild(text);
+    // Copies this message (the page handles the click for every message at once).
+    const copy = doc.createElement("button");
+    copy.type = "button";
+    copy.className = "message-copy";
+    copy.dataset.action = "copy-message";
+    copy.textContent = "Copy";
+    copy.title = "Copy this message";
     element.appendChild(speaker);
     element.appendChild(paragraph);
+    element.appendChild(copy);
     const view = { element, text, speaker, role };
     setSpeaker(view, role, name);
     removePlaceholder();
@@ -210,8 +219,32 @@ export function createTranscript(container, options = {}) {
     keepNewestInView(wasAtBottom);
   }
 
+  /**
+   * Marks a message as cut off (a reply the user talked over). Not part of AG-UI, which has no
+   * word for it: Rust sends it on its own channel after the message's END.
+   */
+  function markInterrupted(id) {
+    const view = messages.get(id);
+    if (!view) return false;
+    view.element.dataset.state = "interrupted";
+    return true;
+  }
+
+  /** The whole transcript as plain text, one paragraph per message, speaker first. */
+  function plainText() {
+    return [...messages.values()]
+      .filter((view) => view.text.data.trim() !== "")
+      .map((view) => {
+        const cut = view.element.dataset.state === "interrupted" ? " (interrupted)" : "";
+        return `${view.speaker.textContent}${cut}: ${view.text.data.trim()}`;
+      })
+      .join("\n\n");
+  }
+
   return {
     apply,
+    markInterrupted,
+    plainText,
     /** The ids on screen, in display order. */
     messageIds: () => [...messages.keys()],
     /** The text currently shown for a message, or undefined. */

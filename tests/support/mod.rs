@@ -9,6 +9,9 @@
 //! test ends, pass or fail, so no window or WebKit child outlives its test. When the test body
 //! panics, a screenshot of the window is saved under `target/tmp/screenshots/` first.
 
+// Each test binary uses a part of the harness.
+#![allow(dead_code)]
+
 pub mod audio;
 
 use std::fs::File;
@@ -125,38 +128,188 @@ fn screenshot_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
 }
 
+/// The folders one test's app may write to, all under `target/tmp/e2e-data/<test>/`: the
+/// user's data, config and log folders are never touched by a test.
+#[derive(Clone, Debug)]
+pub struct AppDirs {
+    /// Everything of the test's (the secret service's home is here too).
+    pub root: PathBuf,
+    /// `WALKIE_DATA_DIR`: conversations are saved under `conversations/`.
+    pub data: PathBuf,
+    /// `WALKIE_CONFIG_DIR`: `settings.json`.
+    pub config: PathBuf,
+    /// `WALKIE_LOG_DIR`: the rotating log file.
+    pub log: PathBuf,
+}
+
+impl AppDirs {
+    /// The test's folders, emptied.
+    pub fn fresh(test_name: &str) -> Self {
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("e2e-data")
+            .join(test_name);
+        let _ = std::fs::remove_dir_all(&root);
+        let dirs = Self {
+            data: root.join("data"),
+            config: root.join("config"),
+            log: root.join("log"),
+            root,
+        };
+        for dir in [&dirs.data, &dirs.config, &dirs.log] {
+            std::fs::create_dir_all(dir).expect("creating the test's folders");
+        }
+        dirs
+    }
+}
+
+/// A private secret store for one test: its own D-Bus session bus with GNOME Keyring answering
+/// as the Secret Service, its keyring files in the test's folder and unlocked with a test
+/// password. The app finds it through `DBUS_SESSION_BUS_ADDRESS`, so a test never reads or
+/// writes the keyring of the person running the tests.
+pub struct SecretService {
+    bus_address: String,
+    // Field order is drop order: the keyring daemon before its bus.
+    _keyring: ProcessGroup,
+    _bus: ProcessGroup,
+}
+
+impl SecretService {
+    /// The private session bus's address (`DBUS_SESSION_BUS_ADDRESS`).
+    pub fn bus_address(&self) -> &str {
+        &self.bus_address
+    }
+
+    pub fn start(dirs: &AppDirs) -> Self {
+        let home = dirs.root.join("secret-service");
+        let runtime = home.join("run");
+        std::fs::create_dir_all(&runtime).expect("creating the secret service's folder");
+        std::fs::set_permissions(
+            &runtime,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .expect("making its runtime folder private");
+        let socket = home.join("bus");
+        let bus_address = format!("unix:path={}", socket.display());
+        let bus = ProcessGroup::spawn(
+            "dbus-daemon",
+            Command::new("dbus-daemon")
+                .args(["--session", "--nofork"])
+                .args(["--nopidfile", "--syslog-only"])
+                .arg(format!("--address={bus_address}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        let deadline = Instant::now() + START_TIMEOUT;
+        while !socket.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "dbus-daemon did not open {socket:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut keyring_command = Command::new("gnome-keyring-daemon");
+        keyring_command
+            .args(["--foreground", "--unlock", "--components=secrets"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus_address)
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", &home)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut keyring = ProcessGroup::spawn("gnome-keyring-daemon", &mut keyring_command);
+        {
+            use std::io::Write;
+            let mut stdin = keyring
+                .child
+                .stdin
+                .take()
+                .expect("the keyring's stdin is piped");
+            stdin
+                .write_all(b"walkie-test-keyring")
+                .expect("unlocking the test keyring");
+        }
+        // Ready when the Secret Service name is owned on the bus.
+        loop {
+            let owned = Command::new("dbus-send")
+                .args(["--session", "--print-reply", "--dest=org.freedesktop.DBus"])
+                .args(["/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner"])
+                .arg("string:org.freedesktop.secrets")
+                .env("DBUS_SESSION_BUS_ADDRESS", &bus_address)
+                .output()
+                .expect("dbus-send (package dbus) is installed");
+            if String::from_utf8_lossy(&owned.stdout).contains("boolean true") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "GNOME Keyring did not take the Secret Service name (is gnome-keyring installed?)"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            bus_address,
+            _keyring: keyring,
+            _bus: bus,
+        }
+    }
+}
+
+/// How to start the app for a test.
+#[derive(Default)]
+pub struct Launch<'a> {
+    /// Reuse these folders as they are (a restart); `None`: fresh ones for the test.
+    pub dirs: Option<AppDirs>,
+    /// The secret store the app sees; `None`: there is none (a bus address nobody listens on).
+    pub secrets: Option<&'a SecretService>,
+    /// Extra environment for the app (e.g. `OPENAI_API_KEY`).
+    pub env: Vec<(&'static str, String)>,
+}
+
 /// The Walkie app in a real window, under WebDriver control.
 pub struct WebviewApp {
     pub client: Client,
     test_name: &'static str,
-    /// The app's data folder (`WALKIE_DATA_DIR`): empty at launch, this test's alone.
-    data_dir: PathBuf,
+    dirs: AppDirs,
     // Field order is drop order: the driver (and the app, its child) go before the display.
     _driver: ProcessGroup,
     display: VirtualDisplay,
 }
 
 impl WebviewApp {
-    /// Starts the app binary built for this test run in a fresh window.
+    /// Starts the app binary built for this test run in a fresh window, with empty folders and
+    /// no secret store.
     pub async fn launch(test_name: &'static str) -> Self {
+        Self::launch_with(test_name, Launch::default()).await
+    }
+
+    /// Starts the app as `launch` says.
+    pub async fn launch_with(test_name: &'static str, launch: Launch<'_>) -> Self {
         let display = VirtualDisplay::start();
         let port = free_port();
         let log_path = screenshot_dir().join(format!("{test_name}.driver.log"));
         std::fs::create_dir_all(screenshot_dir()).expect("creating target/tmp/screenshots");
         let log = File::create(&log_path).expect("creating the WebDriver log file");
-        // Conversations go to a folder of the test's own, never the user's data directory.
-        let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("e2e-data")
-            .join(test_name);
-        let _ = std::fs::remove_dir_all(&data_dir);
-        std::fs::create_dir_all(&data_dir).expect("creating the test's data folder");
+        // Data, settings and logs go to folders of the test's own; keys to its own keyring.
+        let dirs = launch.dirs.unwrap_or_else(|| AppDirs::fresh(test_name));
+        let bus_address = match launch.secrets {
+            Some(secrets) => secrets.bus_address.clone(),
+            None => format!("unix:path={}", dirs.root.join("no-bus").display()),
+        };
         let driver = ProcessGroup::spawn(
             "WebKitWebDriver",
             Command::new("WebKitWebDriver")
                 .arg(format!("--port={port}"))
                 .env("DISPLAY", &display.display)
                 .env("TAURI_WEBVIEW_AUTOMATION", "true")
-                .env("WALKIE_DATA_DIR", &data_dir)
+                .env("WALKIE_DATA_DIR", &dirs.data)
+                .env("WALKIE_CONFIG_DIR", &dirs.config)
+                .env("WALKIE_LOG_DIR", &dirs.log)
+                .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
+                // A key in the tester's environment must not make the app call OpenAI.
+                .env_remove("OPENAI_API_KEY")
+                .env_remove("AZURE_OPENAI_API_KEY")
+                .envs(launch.env.iter().map(|(name, value)| (name, value)))
                 .stdout(log.try_clone().expect("cloning the log handle"))
                 .stderr(log),
         );
@@ -189,15 +342,26 @@ impl WebviewApp {
         Self {
             client,
             test_name,
-            data_dir,
+            dirs,
             _driver: driver,
             display,
         }
     }
 
+    /// The X display the window is on (`:N`), for tools that drive native dialogs (xdotool).
+    #[allow(dead_code)] // each test binary uses a part of the support module
+    pub fn display(&self) -> &str {
+        &self.display.display
+    }
+
     /// The app's data folder (conversations are saved under `conversations/`).
     pub fn data_dir(&self) -> &std::path::Path {
-        &self.data_dir
+        &self.dirs.data
+    }
+
+    /// All the folders the app was given.
+    pub fn dirs(&self) -> &AppDirs {
+        &self.dirs
     }
 
     /// Runs the test body against the window. If the body panics, a screenshot is saved and

@@ -264,3 +264,30 @@ test("every valid conformance case renders the history the Rust assembler expect
     assert.deepEqual(page.shown(), expected, conformanceCase.name);
   }
 });
+
+test("a reply the user talked over is marked interrupted after its end", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("u1", "user"), content("u1", "Tell me a story"), end("u1"));
+  page.feed(start("a1", "assistant"), content("a1", "Once upon"), end("a1"));
+  assert.equal(page.transcript.markInterrupted("a1"), true);
+  assert.equal(page.articles()[1].dataset.state, "interrupted");
+  assert.equal(page.articles()[0].dataset.state, undefined, "only the cut reply is marked");
+  assert.equal(page.transcript.markInterrupted("nobody"), false);
+});
+
+test("the whole transcript copies as speaker-first paragraphs, cut replies said so", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("u1", "user"), content("u1", " Tell me a story "), end("u1"));
+  page.feed(start("a1", "assistant"), content("a1", "Once upon"), end("a1"));
+  page.feed(start("u2", "user"), end("u2"));
+  page.transcript.markInterrupted("a1");
+  assert.equal(page.transcript.plainText(), "You: Tell me a story\n\nWalkie (interrupted): Once upon");
+});
+
+test("every message carries its own copy button", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("u1", "user"), content("u1", "Hi"), end("u1"));
+  const copy = page.articles()[0].children[2];
+  assert.equal(copy.dataset.action, "copy-message");
+  assert.equal(copy.textContent, "Copy");
+});

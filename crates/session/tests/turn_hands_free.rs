@@ -5,7 +5,9 @@ mod turn_support;
 
 use serde_json::json;
 use walkie_openai::SessionConfig;
-use walkie_session::turn::{AudioCommand, Diagnostic, Transport, TurnConfig, UiHint};
+use walkie_session::turn::{
+    AudioCommand, Diagnostic, LATE_AUDIO_GRACE_MS, Transport, TurnConfig, UiHint,
+};
 use walkie_session::{AudioChunk, PartDelta, PartDeltaEvent, PartIndex, SessionEvent, Speaker};
 
 use turn_support::*;
@@ -198,6 +200,12 @@ fn without_an_echo_canceller_the_mic_is_gated_while_the_assistant_is_audible() {
     talk.at(4_000)
         .server(&response_done("resp_R1", "completed"))
         .server(&output_stopped("resp_R1"));
+    assert_eq!(
+        talk.audio(),
+        [],
+        "the reply's last packets may still be playing: the mic stays gated"
+    );
+    talk.controller.tick(4_000 + LATE_AUDIO_GRACE_MS);
     assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: false }]);
     let events = talk.events();
     assert!(

@@ -6,8 +6,8 @@ mod turn_support;
 use serde_json::json;
 use walkie_openai::SessionConfig;
 use walkie_session::turn::{
-    AudioCommand, CURRENT_LOCAL_TIME_TOOL, Diagnostic, PressMode, ToolRegistry, Transport,
-    TurnConfig, TurnController, TurnMode, UiHint,
+    AudioCommand, CURRENT_LOCAL_TIME_TOOL, Diagnostic, LATE_AUDIO_GRACE_MS, PressMode,
+    ToolRegistry, Transport, TurnConfig, TurnController, TurnMode, UiHint,
 };
 use walkie_session::{SessionEvent, Speaker};
 
@@ -121,6 +121,13 @@ fn a_push_to_talk_turn_follows_the_reference_sequence() {
             // audio still to come, and the turn completes when the audio stops.
             transcript(0, Speaker::User, "How are you?", "How are you?"),
             speech_ends(0, Speaker::User, Some("How are you?"), None),
+        ]
+    );
+    // The server stopped sending; the last packets may still be in the jitter buffer.
+    talk.at(2_300 + LATE_AUDIO_GRACE_MS).tick();
+    assert_eq!(
+        talk.events(),
+        [
             SessionEvent::OutputSpeechEnd,
             speech_ends(
                 1,
@@ -1104,6 +1111,33 @@ fn reply_audio_arriving_after_response_done_stays_in_the_replys_speech_part() {
         "no new part for the reply's own audio: {late:?}"
     );
     talk.at(2_600).server(&output_stopped("resp_1"));
+    assert_eq!(
+        talk.events(),
+        vec![],
+        "the server stopped sending, but its last packets may still be on their way"
+    );
+    // The last packets come out of the jitter buffer after the server's stop.
+    talk.controller.assistant_audio(
+        walkie_session::AudioChunk::from_samples(vec![100; 960]),
+        2_700,
+    );
+    let late = talk.events();
+    assert!(
+        late.iter()
+            .all(|event| !matches!(event, SessionEvent::PartStart(_))),
+        "audio after the stop is still the reply's, in its own part: {late:?}"
+    );
+    talk.controller.tick(2_700 + LATE_AUDIO_GRACE_MS - 1);
+    assert_eq!(
+        talk.events(),
+        vec![],
+        "still within the grace after the last chunk"
+    );
+    assert_eq!(
+        talk.controller.next_deadline_ms(),
+        Some(2_700 + LATE_AUDIO_GRACE_MS)
+    );
+    talk.controller.tick(2_700 + LATE_AUDIO_GRACE_MS);
     let end = talk.events();
     assert_eq!(end.first(), Some(&SessionEvent::OutputSpeechEnd));
     assert!(

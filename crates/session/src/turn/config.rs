@@ -11,6 +11,12 @@ use walkie_openai::{AudioConfig, AudioInput, SessionConfig, SessionKind, TurnDet
 
 /// The audio tail kept after the key is released, before the commit (reference §4.2 3a).
 pub const DEFAULT_TAIL_MS: u64 = 200;
+
+/// Over WebRTC, how long after the server's `output_audio_buffer.stopped` (extended by each
+/// late chunk) the reply's audio may still come out of the jitter buffer. The reply stays
+/// audible, and its speech part open, until this passes without audio; otherwise its last
+/// packets would open a second, empty assistant message.
+pub const LATE_AUDIO_GRACE_MS: u64 = 300;
 /// Presses shorter than this are ignored, with a hint (the server needs at least 100 ms).
 pub const DEFAULT_MIN_PRESS_MS: u64 = 150;
 /// Warm-mic audio from before the key went down, prepended to the capture.

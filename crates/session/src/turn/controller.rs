@@ -41,7 +41,7 @@ use crate::event::{
     Part, PartDelta, PartIndex, PartKind, RealtimeSessionErrorEvent, SessionEvent, Speaker,
 };
 use crate::session::Session;
-use crate::turn::config::{PressMode, Transport, TurnConfig, TurnMode};
+use crate::turn::config::{LATE_AUDIO_GRACE_MS, PressMode, Transport, TurnConfig, TurnMode};
 use crate::turn::output::{AudioCommand, Diagnostic, OutgoingEvent, UiHint};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
 
@@ -169,6 +169,8 @@ pub struct TurnController {
     /// `response.done` came while the reply was still audible over WebRTC: its audio outlives
     /// it, so the reply's parts close (and the turn completes) when the audio stops.
     pub(super) response_done_pending: bool,
+    /// After `output_audio_buffer.stopped`: the reply ends when this passes with no more audio.
+    late_audio_until_ms: Option<u64>,
     pub(super) suppress_output_audio: bool,
     pub(super) current_audio_item: Option<String>,
     played: Option<(String, u64)>,
@@ -218,6 +220,7 @@ impl TurnController {
             audible_response: None,
             interrupted_response: None,
             response_done_pending: false,
+            late_audio_until_ms: None,
             suppress_output_audio: false,
             current_audio_item: None,
             played: None,
@@ -392,6 +395,7 @@ impl TurnController {
             }),
             Press::Tail { ends_at_ms, .. } => Some(ends_at_ms),
         };
+        let late_audio = self.late_audio_until_ms;
         let limit = self.connected_at_ms.and_then(|connected| {
             if !self.limit_warned {
                 Some(self.limit_warning_at(connected))
@@ -401,7 +405,7 @@ impl TurnController {
                 None
             }
         });
-        [press, limit].into_iter().flatten().min()
+        [press, limit, late_audio].into_iter().flatten().min()
     }
 
     // ----------------------------------------------------------------------------------------
@@ -669,7 +673,19 @@ impl TurnController {
     }
 
     /// The assistant stopped being audible (drained, cleared, or flushed by a barge-in).
+    /// The server sent the last of the reply's audio (`output_audio_buffer.stopped`). Over
+    /// WebRTC its last packets may still be in flight or in the jitter buffer: the reply ends
+    /// once [`LATE_AUDIO_GRACE_MS`] pass without audio.
+    pub(super) fn output_stopped(&mut self, now_ms: u64) {
+        if self.config.transport == Transport::WebRtc && self.audible_response.is_some() {
+            self.late_audio_until_ms = Some(now_ms.saturating_add(LATE_AUDIO_GRACE_MS));
+        } else {
+            self.output_became_inaudible(now_ms);
+        }
+    }
+
     pub(super) fn output_became_inaudible(&mut self, now_ms: u64) {
+        self.late_audio_until_ms = None;
         self.audible_response = None;
         if self.session.is_output_audible() {
             self.emit(SessionEvent::OutputSpeechEnd, now_ms);
@@ -729,6 +745,9 @@ impl TurnController {
                 self.stats.dropped_audio_chunks += 1;
                 return;
             }
+        }
+        if let Some(until_ms) = &mut self.late_audio_until_ms {
+            *until_ms = (*until_ms).max(now_ms.saturating_add(LATE_AUDIO_GRACE_MS));
         }
         let item_id = self.current_audio_item.clone();
         if let Some(index) = self.assistant_part_for(item_id.as_deref(), PartKind::Speech, now_ms) {
@@ -937,6 +956,12 @@ impl TurnController {
                 _ => {}
             }
             break;
+        }
+        if self
+            .late_audio_until_ms
+            .is_some_and(|until_ms| now_ms >= until_ms)
+        {
+            self.output_became_inaudible(now_ms);
         }
         if let Some(connected_at_ms) = self.connected_at_ms {
             let limit_at_ms = connected_at_ms.saturating_add(self.config.session_limit_ms);

@@ -199,8 +199,8 @@ impl TurnController {
                     self.output_became_audible(response_id, now_ms);
                 }
             }
-            ServerEvent::OutputAudioBufferStopped { .. }
-            | ServerEvent::OutputAudioBufferCleared { .. } => self.output_became_inaudible(now_ms),
+            ServerEvent::OutputAudioBufferStopped { .. } => self.output_stopped(now_ms),
+            ServerEvent::OutputAudioBufferCleared { .. } => self.output_became_inaudible(now_ms),
             ServerEvent::Error { error } => self.on_error(error, now_ms),
             ServerEvent::Unknown(unknown) => {
                 self.stats.unknown_events += 1;

@@ -1,0 +1,200 @@
+//! Desktop integration: a tray icon whose look follows the conversation, one Walkie per user
+//! session, and the window's size and place remembered between runs.
+//!
+//! Why: Walkie is used while other windows have focus (the global shortcut), so the tray is
+//! where the user sees at a glance whether the microphone is being sent or the assistant is
+//! talking. A second launch (the menu entry clicked again) must bring the running window
+//! forward, not open a second call on the same microphone.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use tauri::image::Image;
+use tauri::menu::{Menu, MenuItem};
+use tauri::tray::{TrayIcon, TrayIconBuilder};
+use tauri::{AppHandle, Manager};
+
+use crate::status::ConnectionState;
+
+/// What the tray icon shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrayLook {
+    /// Grey: not talking (connecting, ready, thinking, not connected).
+    Idle,
+    /// Red: the microphone is being sent.
+    Listening,
+    /// Teal: the assistant is audible.
+    Speaking,
+}
+
+impl TrayLook {
+    pub fn of(state: ConnectionState) -> Self {
+        match state {
+            ConnectionState::Listening => TrayLook::Listening,
+            ConnectionState::Speaking => TrayLook::Speaking,
+            ConnectionState::NotConnected
+            | ConnectionState::Connecting
+            | ConnectionState::Ready
+            | ConnectionState::Thinking
+            | ConnectionState::Reconnecting
+            | ConnectionState::Error => TrayLook::Idle,
+        }
+    }
+
+    fn png(self) -> &'static [u8] {
+        match self {
+            TrayLook::Idle => include_bytes!("../icons/tray/idle.png"),
+            TrayLook::Listening => include_bytes!("../icons/tray/listening.png"),
+            TrayLook::Speaking => include_bytes!("../icons/tray/speaking.png"),
+        }
+    }
+
+    fn tooltip(self) -> &'static str {
+        match self {
+            TrayLook::Idle => "Walkie",
+            TrayLook::Listening => "Walkie: listening",
+            TrayLook::Speaking => "Walkie: speaking",
+        }
+    }
+}
+
+/// The tray icon and the look it shows now.
+pub struct Tray {
+    icon: TrayIcon,
+    look: Mutex<TrayLook>,
+}
+
+impl Tray {
+    /// Puts Walkie in the tray, with a menu to bring the window forward or quit.
+    pub fn create(app: &AppHandle) -> tauri::Result<Tray> {
+        let show = MenuItem::with_id(app, "show", "Show Walkie", true, None::<&str>)?;
+        let quit = MenuItem::with_id(app, "quit", "Quit Walkie", true, None::<&str>)?;
+        let menu = Menu::with_items(app, &[&show, &quit])?;
+        let icon = TrayIconBuilder::with_id("walkie")
+            .icon(Image::from_bytes(TrayLook::Idle.png())?)
+            .tooltip(TrayLook::Idle.tooltip())
+            .menu(&menu)
+            .on_menu_event(|app, event| match event.id.as_ref() {
+                "show" => show_main_window(app),
+                "quit" => app.exit(0),
+                _ => {}
+            })
+            .build(app)?;
+        Ok(Tray {
+            icon,
+            look: Mutex::new(TrayLook::Idle),
+        })
+    }
+
+    /// Shows the look of `state`, if it differs from what is shown.
+    pub fn follow(&self, state: ConnectionState) {
+        let look = TrayLook::of(state);
+        let mut shown = self
+            .look
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *shown == look {
+            return;
+        }
+        let image = Image::from_bytes(look.png())
+            .expect("the tray icons are PNGs compiled into the binary");
+        if let Err(error) = self.icon.set_icon(Some(image)) {
+            log::warn!("the tray icon could not change: {error}");
+            return;
+        }
+        let _ = self.icon.set_tooltip(Some(look.tooltip()));
+        *shown = look;
+    }
+}
+
+/// Brings the main window forward (from the tray, or when Walkie is launched again).
+pub fn show_main_window(app: &AppHandle) {
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+}
+
+/// A SIGTERM (logging out, `kill`, a service manager) ends Walkie the way closing its window
+/// does: the conversation is closed on disk and the window's state saved, instead of the
+/// process vanishing mid-write.
+pub fn exit_on_terminate(app: AppHandle) {
+    tauri::async_runtime::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                if terminate.recv().await.is_some() {
+                    log::info!("asked to end (SIGTERM): closing");
+                    app.exit(0);
+                }
+            }
+            Err(error) => log::warn!("SIGTERM cannot be handled: {error}"),
+        }
+    });
+}
+
+/// One Walkie per user session: a second launch brings the first one's window forward and
+/// exits. It goes through the D-Bus session bus; without one, each launch runs on its own.
+pub fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
+    tauri_plugin_single_instance::init(|app, _argv, _cwd| {
+        log::info!("Walkie was launched again: showing this window");
+        show_main_window(app);
+    })
+}
+
+/// Saves the window's size and place a moment after it stops changing, so they survive even
+/// an exit that never reaches the plugin's own save (a crash, a SIGKILL).
+pub fn save_window_state_soon(app: &AppHandle) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use tauri_plugin_window_state::{AppHandleExt, StateFlags};
+    static LATEST_CHANGE: AtomicU64 = AtomicU64::new(0);
+    let change = LATEST_CHANGE.fetch_add(1, Ordering::Relaxed) + 1;
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        if LATEST_CHANGE.load(Ordering::Relaxed) == change
+            && let Err(error) = app.save_window_state(StateFlags::all())
+        {
+            log::warn!("the window's size and place could not be saved: {error}");
+        }
+    });
+}
+
+/// The window's size and place, kept next to the settings (`window-state.json`).
+pub fn window_state(config_dir: &Path) -> tauri::plugin::TauriPlugin<tauri::Wry> {
+    tauri_plugin_window_state::Builder::new()
+        // An absolute path: the plugin joins it to its own folder, which then does not count.
+        .with_filename(config_dir.join("window-state.json").to_string_lossy())
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tray_is_red_while_listening_and_teal_while_speaking() {
+        assert_eq!(
+            TrayLook::of(ConnectionState::Listening),
+            TrayLook::Listening
+        );
+        assert_eq!(TrayLook::of(ConnectionState::Speaking), TrayLook::Speaking);
+        for quiet in [
+            ConnectionState::Ready,
+            ConnectionState::Thinking,
+            ConnectionState::Connecting,
+            ConnectionState::Error,
+        ] {
+            assert_eq!(TrayLook::of(quiet), TrayLook::Idle);
+        }
+    }
+
+    #[test]
+    fn every_tray_look_has_a_decodable_icon() {
+        for look in [TrayLook::Idle, TrayLook::Listening, TrayLook::Speaking] {
+            let image = Image::from_bytes(look.png()).unwrap();
+            assert_eq!((image.width(), image.height()), (64, 64));
+        }
+    }
+}

@@ -1,0 +1,722 @@
+//! The history panel's side in Rust: list past conversations, open one to read and play it,
+//! export it, open its folder, delete it, and apply the retention setting.
+//!
+//! Why a module of its own: everything here reaches into the data folder on the webview's
+//! request, so it is the one place that must treat the webview's arguments as untrusted. Ids are
+//! checked by walkie-store (a conversation id is a folder name under the conversations folder,
+//! never a path), the webview never names a file to write (exports go where the user picked in
+//! a native dialog) and the only files it can read are the turn WAVs, through the asset
+//! protocol whose scope [`History::allow_playback`] narrows to the conversations folder.
+//!
+//! Why [`CurrentConversation`]: the conversation being recorded is written on a thread of its own
+//! (`recording.rs`); deleting its folder under it would lose it and make the recorder fail. The
+//! recorder marks its conversation current while it writes, holding the same lock under which
+//! history deletes and prunes, so a deletion can never race the start of a recording.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use tauri::{AppHandle, Manager};
+use walkie_agui::Message;
+use walkie_store::files::write_atomically;
+use walkie_store::{Retention, Store, StoreError, WavInfo, conversations_dir};
+
+/// Which conversation is being recorded right now (its id), shared by the recorder, which sets
+/// it, and the history, which must not delete it. Cloning shares the same slot.
+#[derive(Clone, Debug, Default)]
+pub struct CurrentConversation(Arc<Mutex<Option<String>>>);
+
+impl CurrentConversation {
+    /// The id of the conversation being recorded, if one is.
+    pub fn id(&self) -> Option<String> {
+        self.lock().clone()
+    }
+
+    /// Holds the slot: while the guard lives, no recording starts or ends and nothing is
+    /// deleted, so what the holder reads stays true.
+    pub fn lock(&self) -> MutexGuard<'_, Option<String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// How long conversations are kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum RetentionPolicy {
+    /// Never delete anything on the user's behalf.
+    #[default]
+    Forever,
+    /// Delete conversations that started more than `days` days ago.
+    KeepDays { days: u32 },
+}
+
+impl RetentionPolicy {
+    fn to_store(self) -> Result<Retention, HistoryError> {
+        match self {
+            RetentionPolicy::Forever => Ok(Retention::default()),
+            RetentionPolicy::KeepDays { days: 0 } => Err(HistoryError::ZeroRetentionDays),
+            RetentionPolicy::KeepDays { days } => Ok(Retention {
+                keep_days: Some(days),
+                keep_count: None,
+            }),
+        }
+    }
+}
+
+/// Why a history command could not do what the webview asked. Serialised as its sentence.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The store refused or failed (unknown or invalid id, the current conversation, I/O).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No data folder could be found when the app started.
+    #[error("conversations cannot be found: {reason}")]
+    NoDataFolder { reason: String },
+    /// Keeping zero days would delete everything, the current conversation's past included.
+    /// The choice could not be saved with the settings.
+    #[error("the retention could not be saved: {0}")]
+    Settings(String),
+    #[error("a retention must keep conversations for at least one day")]
+    ZeroRetentionDays,
+    /// The export could not be written where the user chose.
+    #[error("could not export to {}: {source}", path.display())]
+    Export {
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    /// The save dialog handed back something that is not a file path.
+    #[error("the chosen destination is not a file on this computer")]
+    ExportDestination,
+    /// The system could not open the folder in a file manager.
+    #[error("could not open {} in the file manager: {reason}", path.display())]
+    OpenFolder { path: PathBuf, reason: String },
+}
+
+impl Serialize for HistoryError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_string())
+    }
+}
+
+/// One line of the history list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedConversation {
+    pub id: String,
+    /// The first words said ("" when nothing was said).
+    pub title: String,
+    pub started_unix_ms: i64,
+    pub duration_ms: u64,
+    pub turn_count: usize,
+    /// Being recorded right now: it can be read but not deleted.
+    pub current: bool,
+    /// Not closed yet (the current one, or one an unclean stop left and no start repaired).
+    pub open: bool,
+}
+
+/// A turn WAV, for an `<audio>` element.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnAudio {
+    /// Absolute path, inside the conversations folder (the asset protocol's scope).
+    pub path: PathBuf,
+    pub duration_ms: u64,
+}
+
+/// One exchange of an opened conversation: the message ids it holds and its WAVs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenedTurn {
+    pub turn: u32,
+    /// The AG-UI message id of each side (`user-N`, `assistant-N`).
+    pub user_message_id: String,
+    pub assistant_message_id: String,
+    pub user_audio: Option<TurnAudio>,
+    pub assistant_audio: Option<TurnAudio>,
+    pub interrupted: bool,
+}
+
+/// An opened conversation: what the webview renders for reading and playing.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenedConversation {
+    #[serde(flatten)]
+    pub summary: ListedConversation,
+    /// The assembled AG-UI messages, for the transcript renderer's MESSAGES_SNAPSHOT.
+    pub messages: Vec<Message>,
+    pub turns: Vec<OpenedTurn>,
+    /// What was wrong in the journal (skipped lines, broken sequences), never fatal.
+    pub problems: Vec<String>,
+}
+
+/// The history over the app's data folder; see the module docs.
+pub struct History {
+    store: Result<Store, String>,
+    current: CurrentConversation,
+    retention: Mutex<RetentionPolicy>,
+}
+
+impl History {
+    /// The history of the conversations folder under `data_dir`.
+    pub fn new(data_dir: &Path, current: CurrentConversation) -> History {
+        History {
+            store: Ok(Store::new(conversations_dir(data_dir))),
+            current,
+            retention: Mutex::new(RetentionPolicy::default()),
+        }
+    }
+
+    /// A history with no data folder: every command says why.
+    pub fn unavailable(reason: String, current: CurrentConversation) -> History {
+        History {
+            store: Err(reason),
+            current,
+            retention: Mutex::new(RetentionPolicy::default()),
+        }
+    }
+
+    fn store(&self) -> Result<&Store, HistoryError> {
+        self.store
+            .as_ref()
+            .map_err(|reason| HistoryError::NoDataFolder {
+                reason: reason.clone(),
+            })
+    }
+
+    /// Lets the webview's `<audio>` elements read files under the conversations folder, and
+    /// nothing else (the asset protocol's scope is empty in tauri.conf.json).
+    pub fn allow_playback(&self, app: &AppHandle) -> Result<(), String> {
+        let root = self.store().map_err(|error| error.to_string())?.root();
+        std::fs::create_dir_all(root)
+            .map_err(|error| format!("could not create {}: {error}", root.display()))?;
+        // The scope compares canonical paths: allow the folder as the OS resolves it.
+        let root = root
+            .canonicalize()
+            .map_err(|error| format!("could not resolve {}: {error}", root.display()))?;
+        app.asset_protocol_scope()
+            .allow_directory(&root, true)
+            .map_err(|error| format!("could not allow playback from {}: {error}", root.display()))
+    }
+
+    /// Every conversation, newest first.
+    pub fn list(&self) -> Result<Vec<ListedConversation>, HistoryError> {
+        let current = self.current.id();
+        let summaries = self.store()?.list()?;
+        Ok(summaries
+            .into_iter()
+            .map(|summary| ListedConversation {
+                current: current.as_deref() == Some(summary.id.as_str()),
+                title: summary.first_words,
+                id: summary.id,
+                started_unix_ms: summary.started_unix_ms,
+                duration_ms: summary.duration_ms,
+                turn_count: summary.turn_count,
+                open: summary.open,
+            })
+            .collect())
+    }
+
+    /// One conversation, to read and play.
+    pub fn open(&self, id: &str) -> Result<OpenedConversation, HistoryError> {
+        let store = self.store()?;
+        let dir = store.dir_of(id)?;
+        let conversation = store.open(id)?;
+        let audio = |wav: &Option<WavInfo>| {
+            let wav = wav.as_ref()?;
+            let path = dir.join(&wav.file);
+            path.is_file().then(|| TurnAudio {
+                path,
+                duration_ms: wav.duration_ms(),
+            })
+        };
+        let turns: Vec<OpenedTurn> = conversation
+            .turns()
+            .map(|info| OpenedTurn {
+                turn: info.turn,
+                user_message_id: walkie_store::message_id(info.turn, walkie_session::Speaker::User),
+                assistant_message_id: walkie_store::message_id(
+                    info.turn,
+                    walkie_session::Speaker::Assistant,
+                ),
+                user_audio: audio(&info.user_wav),
+                assistant_audio: audio(&info.assistant_wav),
+                interrupted: info.interrupted,
+            })
+            .collect();
+        let current = self.current.id().as_deref() == Some(id);
+        Ok(OpenedConversation {
+            summary: ListedConversation {
+                id: id.to_owned(),
+                title: conversation.first_words(walkie_store::library::FIRST_WORDS),
+                started_unix_ms: conversation.started_unix_ms(),
+                duration_ms: conversation.duration_ms(),
+                turn_count: turns.len(),
+                current,
+                open: current || !conversation.is_closed(),
+            },
+            messages: conversation.messages().to_vec(),
+            turns,
+            problems: conversation.problems().to_vec(),
+        })
+    }
+
+    /// Deletes a conversation's folder; never the one being recorded.
+    pub fn delete(&self, id: &str) -> Result<(), HistoryError> {
+        let store = self.store()?;
+        let current = self.current.lock();
+        store.delete(id, current.as_deref())?;
+        Ok(())
+    }
+
+    /// Writes a conversation as Markdown at `destination` (replacing it: the save dialog has
+    /// already asked the user).
+    pub fn export_markdown(&self, id: &str, destination: &Path) -> Result<(), HistoryError> {
+        let conversation = self.store()?.open(id)?;
+        write_atomically(destination, conversation.render_markdown(false).as_bytes()).map_err(
+            |source| HistoryError::Export {
+                path: destination.to_path_buf(),
+                source,
+            },
+        )
+    }
+
+    /// The folder of a conversation (for the file manager).
+    pub fn folder(&self, id: &str) -> Result<PathBuf, HistoryError> {
+        Ok(self.store()?.dir_of(id)?)
+    }
+
+    /// The retention in force.
+    pub fn retention(&self) -> RetentionPolicy {
+        *self
+            .retention
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Makes `policy` the retention in force and applies it now: deletes the conversations it
+    /// does not keep (never the current one). Returns the ids deleted.
+    pub fn apply_retention(
+        &self,
+        policy: RetentionPolicy,
+        now_unix_ms: i64,
+    ) -> Result<Vec<String>, HistoryError> {
+        let retention = policy.to_store()?;
+        *self
+            .retention
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = policy;
+        let store = self.store()?;
+        let current = self.current.lock();
+        Ok(store.apply_retention(retention, now_unix_ms, current.as_deref())?)
+    }
+}
+
+fn now_unix_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Makes `policy` the retention in force and applies it (at start, and whenever the setting
+/// changes). Returns the ids of the conversations deleted.
+pub fn apply_retention(
+    app: &AppHandle,
+    policy: RetentionPolicy,
+) -> Result<Vec<String>, HistoryError> {
+    let deleted = app
+        .state::<History>()
+        .apply_retention(policy, now_unix_ms())?;
+    if !deleted.is_empty() {
+        log::info!(
+            "retention {policy:?} deleted {} conversation(s): {deleted:?}",
+            deleted.len()
+        );
+    }
+    Ok(deleted)
+}
+
+/// Every past conversation, newest first.
+#[tauri::command]
+pub fn history_list(
+    history: tauri::State<'_, History>,
+) -> Result<Vec<ListedConversation>, HistoryError> {
+    history.list()
+}
+
+/// One conversation: its messages and its turn WAVs.
+#[tauri::command]
+pub fn history_open(
+    history: tauri::State<'_, History>,
+    id: String,
+) -> Result<OpenedConversation, HistoryError> {
+    history.open(&id)
+}
+
+/// Deletes a conversation (not the one being recorded).
+#[tauri::command]
+pub fn history_delete(history: tauri::State<'_, History>, id: String) -> Result<(), HistoryError> {
+    history.delete(&id)
+}
+
+/// Asks where to save a conversation as Markdown, then writes it there. Returns the path
+/// written, or `null` when the user cancelled.
+#[tauri::command]
+pub async fn history_export_markdown(
+    app: AppHandle,
+    id: String,
+) -> Result<Option<PathBuf>, HistoryError> {
+    use tauri_plugin_dialog::DialogExt;
+    // Check the id before asking the user anything.
+    app.state::<History>().folder(&id)?;
+    let (answer, chosen) = tokio::sync::oneshot::channel();
+    let mut dialog = app
+        .dialog()
+        .file()
+        .set_title("Export the conversation as Markdown")
+        .set_file_name(format!("walkie-{id}.md"))
+        .add_filter("Markdown", &["md"]);
+    if let Some(window) = app.get_webview_window("main") {
+        dialog = dialog.set_parent(&window);
+    }
+    dialog.save_file(move |path| {
+        let _ = answer.send(path);
+    });
+    let Some(path) = chosen.await.ok().flatten() else {
+        return Ok(None);
+    };
+    let path = path
+        .into_path()
+        .map_err(|_| HistoryError::ExportDestination)?;
+    app.state::<History>().export_markdown(&id, &path)?;
+    Ok(Some(path))
+}
+
+/// Opens a conversation's folder in the system's file manager.
+#[tauri::command]
+pub fn history_open_folder(
+    app: AppHandle,
+    history: tauri::State<'_, History>,
+    id: String,
+) -> Result<(), HistoryError> {
+    use tauri_plugin_opener::OpenerExt;
+    // Only a folder the store resolved from a valid id: never a path the webview names.
+    let folder = history.folder(&id)?;
+    app.opener()
+        .open_path(folder.to_string_lossy(), None::<&str>)
+        .map_err(|error| HistoryError::OpenFolder {
+            path: folder.clone(),
+            reason: error.to_string(),
+        })
+}
+
+/// The retention in force.
+#[tauri::command]
+pub fn history_retention(history: tauri::State<'_, History>) -> RetentionPolicy {
+    history.retention()
+}
+
+/// Changes the retention and applies it at once. Returns the ids deleted.
+#[tauri::command]
+pub fn history_set_retention(
+    app: AppHandle,
+    policy: RetentionPolicy,
+) -> Result<Vec<String>, HistoryError> {
+    // Refuse what cannot be applied before saving it.
+    policy.to_store()?;
+    crate::persist_retention(&app, policy)
+        .map_err(|error| HistoryError::Settings(error.to_string()))?;
+    apply_retention(&app, policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::sync::Arc as StdArc;
+
+    use walkie_session::{
+        AudioChunk, Part, PartDelta, PartDeltaEvent, PartEndEvent, PartIndex, PartStartEvent,
+        SessionEvent, Speaker, SpeechPart, StampedEvent,
+    };
+    use walkie_store::RecorderConfig;
+
+    const DAY_MS: i64 = 86_400_000;
+    const RATE_HZ: u32 = 16_000;
+
+    struct Folder(PathBuf);
+
+    impl Folder {
+        fn new(name: &str) -> Folder {
+            let path = std::env::temp_dir().join(format!(
+                "walkie-history-{name}-{}-{}",
+                std::process::id(),
+                now_unix_ms()
+            ));
+            std::fs::create_dir_all(&path).unwrap();
+            Folder(path)
+        }
+    }
+
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Records a closed one-turn conversation: the user says `words` for `user_ms`.
+    fn record(data_dir: &Path, started_unix_ms: i64, words: &str, user_ms: u64) -> String {
+        let store = Store::new(conversations_dir(data_dir));
+        let config = RecorderConfig {
+            user_sample_rate_hz: RATE_HZ,
+            assistant_sample_rate_hz: RATE_HZ,
+            ..RecorderConfig::default()
+        };
+        let mut recorder = store.start(config, started_unix_ms).unwrap();
+        let mut seq = 0;
+        let mut at = started_unix_ms;
+        let mut event = |recorder: &mut walkie_store::Recorder, event: SessionEvent| {
+            seq += 1;
+            at += 10;
+            let stamped = StampedEvent {
+                seq,
+                at_ms: (at - started_unix_ms) as u64,
+                event,
+            };
+            recorder.record(&stamped, at);
+            at
+        };
+        let user = PartIndex(0);
+        let now = event(
+            &mut recorder,
+            SessionEvent::PartStart(PartStartEvent {
+                index: user,
+                part: Part::speech(Speaker::User),
+            }),
+        );
+        let samples = vec![1_000i16; (user_ms * u64::from(RATE_HZ) / 1000) as usize];
+        recorder.user_audio(&samples, now);
+        event(
+            &mut recorder,
+            SessionEvent::PartEnd(PartEndEvent {
+                index: user,
+                part: Part::Speech(SpeechPart {
+                    speaker: Speaker::User,
+                    transcript: Some(StdArc::from(words)),
+                    audio: None,
+                    interrupted_at_ms: None,
+                }),
+            }),
+        );
+        let reply = PartIndex(1);
+        event(
+            &mut recorder,
+            SessionEvent::PartStart(PartStartEvent {
+                index: reply,
+                part: Part::speech(Speaker::Assistant),
+            }),
+        );
+        event(
+            &mut recorder,
+            SessionEvent::PartDelta(PartDeltaEvent {
+                index: reply,
+                delta: PartDelta::assistant_audio(AudioChunk::from_samples(vec![
+                    -500i16;
+                    RATE_HZ as usize
+                        / 10
+                ])),
+            }),
+        );
+        event(
+            &mut recorder,
+            SessionEvent::PartEnd(PartEndEvent {
+                index: reply,
+                part: Part::Speech(SpeechPart {
+                    speaker: Speaker::Assistant,
+                    transcript: Some(StdArc::from("Heard you.")),
+                    audio: None,
+                    interrupted_at_ms: None,
+                }),
+            }),
+        );
+        let end = event(&mut recorder, SessionEvent::TurnComplete);
+        recorder.close(end + 10).unwrap();
+        recorder.id().to_owned()
+    }
+
+    #[test]
+    fn lists_newest_first_and_marks_the_current_conversation() {
+        let data = Folder::new("list");
+        let old = record(&data.0, 1_700_000_000_000, "the older one", 300);
+        let new = record(&data.0, 1_700_000_000_000 + DAY_MS, "the newer one", 300);
+        let current = CurrentConversation::default();
+        *current.lock() = Some(new.clone());
+        let history = History::new(&data.0, current);
+        let listed = history.list().unwrap();
+        let ids: Vec<&str> = listed.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, [new.as_str(), old.as_str()]);
+        assert_eq!(listed[0].title, "the newer one");
+        assert!(listed[0].current);
+        assert!(!listed[1].current);
+        assert_eq!(listed[1].turn_count, 1);
+    }
+
+    #[test]
+    fn opens_a_conversation_with_its_messages_and_turn_wavs() {
+        let data = Folder::new("open");
+        let id = record(&data.0, 1_700_000_000_000, "play me back", 500);
+        let history = History::new(&data.0, CurrentConversation::default());
+        let opened = history.open(&id).unwrap();
+        let texts: Vec<(&str, Option<&str>)> = opened
+            .messages
+            .iter()
+            .map(|m| (m.id(), m.content()))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                ("user-1", Some("play me back")),
+                ("assistant-1", Some("Heard you."))
+            ]
+        );
+        let turn = &opened.turns[0];
+        assert_eq!(turn.user_message_id, "user-1");
+        let user_audio = turn.user_audio.as_ref().expect("the user WAV");
+        assert_eq!(user_audio.duration_ms, 500);
+        assert!(user_audio.path.starts_with(data.0.join("conversations")));
+        let assistant_audio = turn.assistant_audio.as_ref().expect("the assistant WAV");
+        assert_eq!(assistant_audio.duration_ms, 100);
+        // What the webview receives: camelCase fields and AG-UI messages.
+        let json = serde_json::to_value(&opened).unwrap();
+        assert_eq!(json["id"], id.as_str());
+        assert_eq!(json["messages"][0]["role"], "user");
+        assert_eq!(json["turns"][0]["userAudio"]["durationMs"], 500);
+    }
+
+    #[test]
+    fn bad_ids_are_refused_with_a_sentence_never_a_panic() {
+        let data = Folder::new("ids");
+        record(&data.0, 1_700_000_000_000, "keep me", 100);
+        let history = History::new(&data.0, CurrentConversation::default());
+        for id in ["../conversations", "", ".hidden", "a/b", "/etc"] {
+            let error = history.open(id).unwrap_err();
+            assert_eq!(
+                serde_json::to_value(&error).unwrap(),
+                format!("'{id}' is not a valid conversation id")
+            );
+            assert!(history.delete(id).is_err());
+            assert!(history.folder(id).is_err());
+        }
+        let error = history.open("2020-01-01_00-00-00").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("no conversation '2020-01-01_00-00-00' in "),
+            "{error}"
+        );
+        assert_eq!(history.list().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn deletes_a_conversation_but_never_the_current_one() {
+        let data = Folder::new("delete");
+        let old = record(&data.0, 1_700_000_000_000, "delete me", 100);
+        let new = record(&data.0, 1_700_000_000_000 + DAY_MS, "recording", 100);
+        let current = CurrentConversation::default();
+        *current.lock() = Some(new.clone());
+        let history = History::new(&data.0, current);
+        let error = history.delete(&new).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("conversation '{new}' is the current one and cannot be deleted")
+        );
+        history.delete(&old).unwrap();
+        assert!(!data.0.join("conversations").join(&old).exists());
+        assert!(data.0.join("conversations").join(&new).exists());
+        let ids: Vec<String> = history.list().unwrap().into_iter().map(|c| c.id).collect();
+        assert_eq!(ids, [new]);
+    }
+
+    #[test]
+    fn retention_deletes_what_is_older_than_the_days_kept_except_the_current_one() {
+        let data = Folder::new("retention");
+        let now = 1_700_000_000_000 + 40 * DAY_MS;
+        let ancient = record(&data.0, now - 40 * DAY_MS, "ancient", 100);
+        let current_but_old = record(&data.0, now - 35 * DAY_MS, "still recording", 100);
+        let recent = record(&data.0, now - 2 * DAY_MS, "recent", 100);
+        let current = CurrentConversation::default();
+        *current.lock() = Some(current_but_old.clone());
+        let history = History::new(&data.0, current);
+        assert_eq!(history.retention(), RetentionPolicy::Forever);
+        assert_eq!(
+            history
+                .apply_retention(RetentionPolicy::Forever, now)
+                .unwrap(),
+            Vec::<String>::new()
+        );
+        let deleted = history
+            .apply_retention(RetentionPolicy::KeepDays { days: 30 }, now)
+            .unwrap();
+        assert_eq!(deleted, [ancient]);
+        assert_eq!(history.retention(), RetentionPolicy::KeepDays { days: 30 });
+        let mut kept: Vec<String> = history.list().unwrap().into_iter().map(|c| c.id).collect();
+        kept.sort();
+        let mut expected = vec![current_but_old, recent];
+        expected.sort();
+        assert_eq!(kept, expected);
+        let error = history
+            .apply_retention(RetentionPolicy::KeepDays { days: 0 }, now)
+            .unwrap_err();
+        assert!(matches!(error, HistoryError::ZeroRetentionDays));
+        assert_eq!(history.retention(), RetentionPolicy::KeepDays { days: 30 });
+    }
+
+    #[test]
+    fn the_retention_policy_reads_as_the_webview_writes_it() {
+        let forever: RetentionPolicy = serde_json::from_str(r#"{"kind":"forever"}"#).unwrap();
+        assert_eq!(forever, RetentionPolicy::Forever);
+        let days: RetentionPolicy =
+            serde_json::from_str(r#"{"kind":"keepDays","days":30}"#).unwrap();
+        assert_eq!(days, RetentionPolicy::KeepDays { days: 30 });
+        assert!(serde_json::from_str::<RetentionPolicy>(r#"{"kind":"keepDays"}"#).is_err());
+    }
+
+    #[test]
+    fn exports_markdown_replacing_the_chosen_file() {
+        let data = Folder::new("export");
+        let id = record(&data.0, 1_700_000_000_000, "export these words", 100);
+        let history = History::new(&data.0, CurrentConversation::default());
+        let destination = data.0.join("chosen.md");
+        std::fs::write(&destination, "old content").unwrap();
+        history.export_markdown(&id, &destination).unwrap();
+        let markdown = std::fs::read_to_string(&destination).unwrap();
+        assert!(markdown.starts_with("# Conversation of "), "{markdown}");
+        assert!(markdown.contains("export these words"), "{markdown}");
+        assert!(
+            !markdown.contains("[audio]"),
+            "no dangling WAV links: {markdown}"
+        );
+        let error = history
+            .export_markdown(&id, &data.0.join("no-such-folder").join("x.md"))
+            .unwrap_err();
+        assert!(
+            error.to_string().starts_with("could not export to "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn without_a_data_folder_every_command_says_why() {
+        let history = History::unavailable(
+            "no data directory: set WALKIE_DATA_DIR or HOME".into(),
+            CurrentConversation::default(),
+        );
+        assert_eq!(
+            history.list().unwrap_err().to_string(),
+            "conversations cannot be found: no data directory: set WALKIE_DATA_DIR or HOME"
+        );
+        assert!(history.open("x").is_err());
+        assert!(history.delete("x").is_err());
+    }
+}

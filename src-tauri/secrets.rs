@@ -1,0 +1,255 @@
+//! API keys: kept in the OS secret store (the Secret Service on Linux, Keychain on macOS, the
+//! Credential Manager on Windows) through the `keyring` crate, or read from the environment.
+//!
+//! Why here and nowhere else: a key must never reach a file, the log, the journal or the
+//! webview. This module is the only code that touches one. The webview may send a key in (the
+//! user types it) but only ever gets a [`KeySummary`] back: where the key comes from and its
+//! last four characters, enough to recognise it. Key values are wrapped in [`ApiKey`], whose
+//! `Debug` prints nothing of them, so a stray `{:?}` cannot leak one into the log.
+//!
+//! Every call may block on D-Bus; callers run them off the async runtime's threads.
+
+use serde::Serialize;
+
+/// The keyring service name under which Walkie's keys are filed.
+const SERVICE: &str = "walkie";
+
+/// Longer input is not a key (a pasted paragraph, a file).
+const MAX_KEY_CHARS: usize = 1_024;
+
+/// Whose key: one entry per kind of provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyAccount {
+    #[serde(rename = "openai")]
+    OpenAi,
+    Azure,
+    Custom,
+}
+
+impl KeyAccount {
+    fn keyring_user(self) -> &'static str {
+        match self {
+            KeyAccount::OpenAi => "openai",
+            KeyAccount::Azure => "azure",
+            KeyAccount::Custom => "custom",
+        }
+    }
+
+    /// The environment variable honoured when the keyring has no key for this account.
+    pub fn environment_variable(self) -> Option<&'static str> {
+        match self {
+            KeyAccount::OpenAi => Some("OPENAI_API_KEY"),
+            KeyAccount::Azure => Some("AZURE_OPENAI_API_KEY"),
+            KeyAccount::Custom => None,
+        }
+    }
+}
+
+/// A key's value. Printing it with `{:?}` shows only that it is hidden.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    fn last_four(&self) -> String {
+        let chars: Vec<char> = self.0.chars().collect();
+        chars[chars.len().saturating_sub(4)..].iter().collect()
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<hidden>)")
+    }
+}
+
+/// Where a key in use comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeySource {
+    Keyring,
+    Environment,
+    None,
+}
+
+/// What the webview may know about a key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeySummary {
+    pub account: KeyAccount,
+    pub source: KeySource,
+    /// The key's last four characters, to recognise it; `None` without a key.
+    pub last_four: Option<String>,
+    /// The variable that would be read, for the dialog's help text.
+    pub environment_variable: Option<&'static str>,
+    /// Why the keyring could not be read, when it could not.
+    pub keyring_problem: Option<String>,
+}
+
+/// Why a key could not be stored or read.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// No secret store answers (no Secret Service running on this desktop).
+    #[error(
+        "no secret store is available ({0}); start your desktop's keyring (GNOME Keyring, \
+         KWallet) or set the key in the environment instead"
+    )]
+    Unavailable(String),
+    /// The store answered but refused (locked, access denied, or failed).
+    #[error("the secret store refused: {0}")]
+    Refused(String),
+    /// What was typed is not a key.
+    #[error("that is not an API key: {0}")]
+    NotAKey(&'static str),
+}
+
+impl Serialize for SecretError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_string())
+    }
+}
+
+fn classify(error: keyring::Error) -> SecretError {
+    // Describe without the error's payload: some variants carry the secret's bytes.
+    match error {
+        keyring::Error::NoDefaultStore => SecretError::Unavailable("no Secret Service".into()),
+        keyring::Error::NoStorageAccess(inner) => SecretError::Unavailable(inner.to_string()),
+        keyring::Error::PlatformFailure(inner) => SecretError::Refused(inner.to_string()),
+        keyring::Error::BadEncoding(_) => {
+            SecretError::Refused("the stored key is not valid text".into())
+        }
+        keyring::Error::BadDataFormat(..) | keyring::Error::BadStoreFormat(_) => {
+            SecretError::Refused("the stored key is damaged".into())
+        }
+        keyring::Error::TooLong(..) => {
+            SecretError::Refused("the key is too long for the secret store".into())
+        }
+        keyring::Error::Invalid(what, why) => SecretError::Refused(format!("{what}: {why}")),
+        keyring::Error::Ambiguous(_) => {
+            SecretError::Refused("several keys are filed under Walkie's name".into())
+        }
+        keyring::Error::NotSupportedByStore(what) => SecretError::Refused(what),
+        keyring::Error::NoEntry => SecretError::Refused("no key is stored".into()),
+        _ => SecretError::Refused("an unknown secret store error".into()),
+    }
+}
+
+fn entry(account: KeyAccount) -> Result<keyring::Entry, SecretError> {
+    keyring::Entry::new(SERVICE, account.keyring_user()).map_err(classify)
+}
+
+/// The key saved in the keyring for `account`, if any.
+pub fn stored_key(account: KeyAccount) -> Result<Option<ApiKey>, SecretError> {
+    match entry(account)?.get_password() {
+        Ok(key) => Ok(Some(ApiKey(key))),
+        Err(keyring::Error::NoEntry) => Ok(None),
+        Err(error) => Err(classify(error)),
+    }
+}
+
+/// Checks what the user typed and saves it in the keyring, replacing any earlier key.
+pub fn store_key(account: KeyAccount, typed: &str) -> Result<KeySummary, SecretError> {
+    let key = typed.trim();
+    if key.is_empty() {
+        return Err(SecretError::NotAKey("it is empty"));
+    }
+    if key.chars().count() > MAX_KEY_CHARS {
+        return Err(SecretError::NotAKey("it is too long"));
+    }
+    if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(SecretError::NotAKey("it contains spaces or line breaks"));
+    }
+    entry(account)?.set_password(key).map_err(classify)?;
+    Ok(summary(account))
+}
+
+/// Removes the keyring's key for `account` (nothing to remove is fine).
+pub fn forget_key(account: KeyAccount) -> Result<KeySummary, SecretError> {
+    match entry(account)?.delete_credential() {
+        Ok(()) | Err(keyring::Error::NoEntry) => Ok(summary(account)),
+        Err(error) => Err(classify(error)),
+    }
+}
+
+/// The key to use for `account`: the keyring's, else the environment's. A keyring that cannot
+/// be read counts as empty; its problem is returned for the user.
+pub fn key_in_use(account: KeyAccount) -> (Option<ApiKey>, KeySource, Option<SecretError>) {
+    let (stored, problem) = match stored_key(account) {
+        Ok(stored) => (stored, None),
+        Err(problem) => (None, Some(problem)),
+    };
+    if let Some(key) = stored {
+        return (Some(key), KeySource::Keyring, None);
+    }
+    let from_environment = account
+        .environment_variable()
+        .and_then(|name| std::env::var(name).ok())
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty());
+    match from_environment {
+        Some(key) => (Some(ApiKey(key)), KeySource::Environment, problem),
+        None => (None, KeySource::None, problem),
+    }
+}
+
+/// What the webview may see about the key in use for `account`.
+pub fn summary(account: KeyAccount) -> KeySummary {
+    let (key, source, problem) = key_in_use(account);
+    KeySummary {
+        account,
+        source,
+        last_four: key.as_ref().map(ApiKey::last_four),
+        environment_variable: account.environment_variable(),
+        keyring_problem: problem.map(|problem| problem.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_never_prints_itself() {
+        let key = ApiKey("sk-test-1234567890abcdef".to_owned());
+        let printed = format!("{key:?} {:?}", Some(&key));
+        assert!(!printed.contains("sk-test"), "{printed}");
+        assert!(!printed.contains("cdef"), "{printed}");
+        assert_eq!(key.last_four(), "cdef");
+    }
+
+    #[test]
+    fn the_last_four_of_a_short_key_is_the_key() {
+        assert_eq!(ApiKey("abc".to_owned()).last_four(), "abc");
+        assert_eq!(ApiKey("ключ-ΩΩΩΩ".to_owned()).last_four(), "ΩΩΩΩ");
+    }
+
+    #[test]
+    fn text_that_is_not_a_key_is_refused_before_the_keyring_is_asked() {
+        for (typed, why) in [
+            ("   ", "it is empty"),
+            ("sk-two words", "it contains spaces or line breaks"),
+            ("sk-a\nb", "it contains spaces or line breaks"),
+        ] {
+            match store_key(KeyAccount::Custom, typed) {
+                Err(SecretError::NotAKey(reason)) => assert_eq!(reason, why),
+                other => panic!("{typed:?} gave {other:?}"),
+            }
+        }
+        let long = "k".repeat(MAX_KEY_CHARS + 1);
+        assert!(matches!(
+            store_key(KeyAccount::Custom, &long),
+            Err(SecretError::NotAKey("it is too long"))
+        ));
+    }
+
+    #[test]
+    fn errors_about_a_missing_store_say_what_to_do() {
+        let message = SecretError::Unavailable("no Secret Service".into()).to_string();
+        assert!(message.contains("keyring"), "{message}");
+        assert!(message.contains("environment"), "{message}");
+    }
+}

@@ -1,0 +1,125 @@
+//! Desktop integration in the real app: one Walkie per user session (a second launch hands over
+//! to the first and exits), and the window's size remembered across a restart.
+//!
+//! Slow tests (X server, WebKitWebDriver, a private D-Bus session per test); they run in CI.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{AppDirs, Launch, SecretService, WebviewApp, wait_for};
+
+const TEST: &str = "desktop_single_instance";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_second_launch_hands_over_to_the_running_walkie_and_exits() {
+    let dirs = AppDirs::fresh(TEST);
+    // The session bus is how the second launch finds the first.
+    let bus = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(
+        TEST,
+        Launch {
+            dirs: Some(dirs.clone()),
+            secrets: Some(&bus),
+            ..Launch::default()
+        },
+    )
+    .await;
+    let display = app.display().to_owned();
+    let bus_address = bus.bus_address().to_owned();
+    let log = dirs.log.clone();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        let started = Instant::now();
+        let mut second = Command::new(env!("CARGO_BIN_EXE_walkie"))
+            .env("DISPLAY", &display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus_address)
+            .env("WALKIE_DATA_DIR", &dirs.data)
+            .env("WALKIE_CONFIG_DIR", &dirs.config)
+            .env("WALKIE_LOG_DIR", &dirs.log)
+            .env_remove("OPENAI_API_KEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("launching Walkie a second time");
+        let status = loop {
+            if let Some(status) = second.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = second.kill();
+                panic!("the second Walkie is still running after 30 s: it did not hand over");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(status.success(), "the second launch exited with {status}");
+        // The first one heard about it and is still answering.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(log.join("walkie.log")).unwrap_or_default();
+            if text.contains("Walkie was launched again: showing this window") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the running Walkie was not told: {text}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        // Only one conversation was started: the second launch never connected.
+        let conversations = std::fs::read_dir(dirs.data.join("conversations"))
+            .unwrap()
+            .count();
+        assert_eq!(conversations, 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_window_comes_back_at_the_size_it_was_left() {
+    let name = "desktop_window_state";
+    let dirs = AppDirs::fresh(name);
+    let saved_state = dirs.config.join("window-state.json");
+    let app = WebviewApp::launch_with(
+        name,
+        Launch {
+            dirs: Some(dirs.clone()),
+            ..Launch::default()
+        },
+    )
+    .await;
+    app.run(|client| async move {
+        client.set_window_size(620, 700).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while client.get_window_size().await.unwrap() != (620, 700) {
+            assert!(Instant::now() < deadline, "the window was not resized");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Saved a moment after the change, next to the settings.
+        let saved = saved_state.clone();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&saved).is_ok_and(|json| json.contains("620")) {
+            assert!(
+                Instant::now() < deadline,
+                "the window's state was not saved in {saved:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+
+    let app = WebviewApp::launch_with(
+        name,
+        Launch {
+            dirs: Some(dirs.clone()),
+            ..Launch::default()
+        },
+    )
+    .await;
+    app.run(|client| async move {
+        assert_eq!(client.get_window_size().await.unwrap(), (620, 700));
+    })
+    .await;
+}

@@ -1,0 +1,551 @@
+//! The history panel in the real window: conversations saved in the data folder (written here
+//! with walkie-store's recorder, exactly as the app saves them) are listed newest first, one
+//! opens to its transcript with a working `<audio>` per saved turn WAV, read through the asset
+//! protocol from the conversations folder and from nowhere else, and a deletion removes it from
+//! the list and from disk. The one being recorded cannot be deleted; a retention of a week
+//! deletes the older ones at once.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, Locator};
+use serde_json::Value;
+use support::{UI_TIMEOUT, WebviewApp, rendered_text, wait_for, wait_for_text};
+use walkie_session::{
+    AudioChunk, Part, PartDelta, PartDeltaEvent, PartEndEvent, PartIndex, PartStartEvent,
+    SessionEvent, Speaker, SpeechPart, StampedEvent,
+};
+use walkie_store::{RecorderConfig, Store, conversations_dir};
+
+const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
+const SAMPLE_RATE_HZ: u32 = 48_000;
+const DAY_MS: i64 = 86_400_000;
+/// 2024-03-10 09:00 UTC: seeded conversations are days before the app's own.
+const FIRST_START_UNIX_MS: i64 = 1_710_061_200_000;
+
+/// One seeded conversation: what was said and how long each side's WAV lasts.
+struct Seed {
+    started_unix_ms: i64,
+    question: &'static str,
+    answer: &'static str,
+    user_ms: u64,
+    assistant_ms: u64,
+}
+
+const SEEDS: [Seed; 3] = [
+    Seed {
+        started_unix_ms: FIRST_START_UNIX_MS,
+        question: "What is the capital of Portugal?",
+        answer: "Lisbon, on the Tagus.",
+        user_ms: 1_200,
+        assistant_ms: 2_400,
+    },
+    Seed {
+        started_unix_ms: FIRST_START_UNIX_MS + DAY_MS,
+        question: "Remind me to water the tomatoes.",
+        answer: "I cannot set reminders yet.",
+        user_ms: 1_800,
+        assistant_ms: 3_000,
+    },
+    Seed {
+        started_unix_ms: FIRST_START_UNIX_MS + 2 * DAY_MS,
+        question: "How far away is the Moon?",
+        answer: "About 384 thousand kilometres.",
+        user_ms: 1_500,
+        assistant_ms: 2_000,
+    },
+];
+
+/// A 440 Hz tone (not silence: a player that decodes it has real samples to play).
+fn tone(duration_ms: u64) -> Vec<i16> {
+    let count = duration_ms * u64::from(SAMPLE_RATE_HZ) / 1000;
+    (0..count)
+        .map(|n| {
+            let phase = n as f64 * 440.0 * std::f64::consts::TAU / f64::from(SAMPLE_RATE_HZ);
+            (phase.sin() * 8_000.0) as i16
+        })
+        .collect()
+}
+
+/// Records one closed conversation the way the app does, and returns its id.
+fn seed(data_dir: &Path, seed: &Seed) -> String {
+    let store = Store::new(conversations_dir(data_dir));
+    let config = RecorderConfig {
+        user_sample_rate_hz: SAMPLE_RATE_HZ,
+        assistant_sample_rate_hz: SAMPLE_RATE_HZ,
+        ..RecorderConfig::default()
+    };
+    let start = seed.started_unix_ms;
+    let mut recorder = store.start(config, start).expect("starting a conversation");
+    let mut seq = 0;
+    let mut record = |recorder: &mut walkie_store::Recorder, event: SessionEvent, at: i64| {
+        seq += 1;
+        let stamped = StampedEvent {
+            seq,
+            at_ms: (at - start) as u64,
+            event,
+        };
+        recorder.record(&stamped, at);
+    };
+    let user = PartIndex(0);
+    record(
+        &mut recorder,
+        SessionEvent::PartStart(PartStartEvent {
+            index: user,
+            part: Part::speech(Speaker::User),
+        }),
+        start + 100,
+    );
+    recorder.user_audio(&tone(seed.user_ms), start + 100 + seed.user_ms as i64);
+    record(
+        &mut recorder,
+        SessionEvent::PartEnd(PartEndEvent {
+            index: user,
+            part: Part::Speech(SpeechPart {
+                speaker: Speaker::User,
+                transcript: Some(Arc::from(seed.question)),
+                audio: None,
+                interrupted_at_ms: None,
+            }),
+        }),
+        start + 200 + seed.user_ms as i64,
+    );
+    let reply = PartIndex(1);
+    let reply_at = start + 500 + seed.user_ms as i64;
+    record(
+        &mut recorder,
+        SessionEvent::PartStart(PartStartEvent {
+            index: reply,
+            part: Part::speech(Speaker::Assistant),
+        }),
+        reply_at,
+    );
+    // The reply as played: 20 ms deltas.
+    let samples = tone(seed.assistant_ms);
+    for (index, chunk) in samples.chunks(SAMPLE_RATE_HZ as usize / 50).enumerate() {
+        record(
+            &mut recorder,
+            SessionEvent::PartDelta(PartDeltaEvent {
+                index: reply,
+                delta: PartDelta::assistant_audio(AudioChunk::from_samples(chunk.to_vec())),
+            }),
+            reply_at + 20 * index as i64,
+        );
+    }
+    let end = reply_at + seed.assistant_ms as i64;
+    record(
+        &mut recorder,
+        SessionEvent::PartEnd(PartEndEvent {
+            index: reply,
+            part: Part::Speech(SpeechPart {
+                speaker: Speaker::Assistant,
+                transcript: Some(Arc::from(seed.answer)),
+                audio: None,
+                interrupted_at_ms: None,
+            }),
+        }),
+        end,
+    );
+    record(&mut recorder, SessionEvent::TurnComplete, end + 10);
+    recorder.close(end + 20).expect("closing the conversation");
+    recorder.id().to_owned()
+}
+
+/// The WAV's length by its header, in ms.
+fn wav_duration_ms(path: &Path) -> f64 {
+    let reader = hound::WavReader::open(path).expect("a readable WAV");
+    f64::from(reader.duration()) * 1000.0 / f64::from(reader.spec().sample_rate)
+}
+
+/// The ids the history list shows, top to bottom.
+async fn listed_ids(client: &Client) -> Vec<String> {
+    let ids = client
+        .execute(
+            "return [...document.querySelectorAll('#history-list .history-item')]
+                .map((item) => item.dataset.id);",
+            vec![],
+        )
+        .await
+        .expect("reading the list");
+    serde_json::from_value(ids).expect("a list of ids")
+}
+
+/// Waits until the list shows exactly `wanted`, top to bottom.
+async fn wait_for_list(client: &Client, wanted: &[String]) {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    let mut shown = Vec::new();
+    while Instant::now() < deadline {
+        shown = listed_ids(client).await;
+        if shown == wanted {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the history list shows {shown:?}, not {wanted:?}");
+}
+
+async fn click(client: &Client, css: &str) {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|error| panic!("no {css}: {error}"))
+        .click()
+        .await
+        .unwrap_or_else(|error| panic!("could not click {css}: {error}"));
+}
+
+/// Waits for an `<audio>` element to load its metadata or fail; returns its duration in ms, or
+/// the media error code.
+async fn audio_outcome(client: &Client, css: &str) -> Result<f64, Value> {
+    let script = "const audio = document.querySelector(arguments[0]);
+        if (!audio) return { missing: true };
+        if (audio.error) return { error: audio.error.code, message: audio.error.message };
+        if (audio.readyState >= 1) return { durationS: audio.duration };
+        return null;";
+    let deadline = Instant::now() + UI_TIMEOUT;
+    loop {
+        let answer = client
+            .execute(script, vec![Value::from(css)])
+            .await
+            .expect("reading the audio element");
+        if let Some(seconds) = answer.get("durationS").and_then(Value::as_f64) {
+            return Ok(seconds * 1000.0);
+        }
+        if !answer.is_null() {
+            return Err(answer);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{css} neither loaded nor failed within {UI_TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Types `path` into the native (GTK) save dialog titled `title` and confirms it, the way a
+/// user would: the dialog is a window of its own, out of WebDriver's reach.
+async fn save_in_native_dialog(display: &str, title: &str, path: &Path) {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    let window = loop {
+        let found = std::process::Command::new("xdotool")
+            .args(["search", "--name", title])
+            .env("DISPLAY", display)
+            .output()
+            .expect("xdotool (scripts/deps.sh test installs it)");
+        let ids = String::from_utf8_lossy(&found.stdout);
+        if let Some(id) = ids.lines().next() {
+            break id.trim().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no window titled {title:?} opened"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Let GTK map the dialog and focus its name field before typing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = std::process::Command::new("xdotool")
+        .args(["windowfocus", "--sync", &window])
+        .args(["key", "--clearmodifiers", "ctrl+a"])
+        .args(["type", "--delay", "5", &path.to_string_lossy()])
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool could not type into the dialog");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let status = std::process::Command::new("xdotool")
+        .args(["key", "--window", &window, "Return"])
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool could not confirm the dialog");
+}
+
+fn assert_close_ms(shown_ms: f64, expected_ms: f64, what: &str) {
+    let tolerance_ms = expected_ms * 0.05;
+    assert!(
+        (shown_ms - expected_ms).abs() <= tolerance_ms,
+        "{what}: the player says {shown_ms:.0} ms, the WAV holds {expected_ms:.0} ms"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
+    let app = WebviewApp::launch("history").await;
+    let data_dir = app.data_dir().to_path_buf();
+    let conversations: PathBuf = conversations_dir(&data_dir);
+    let seeded: Vec<String> = SEEDS.iter().map(|s| seed(&data_dir, s)).collect();
+    // A WAV outside the conversations folder: the asset protocol must not serve it.
+    let outside = data_dir.join("outside.wav");
+    std::fs::copy(
+        conversations.join(&seeded[0]).join("turns/0001-user.wav"),
+        &outside,
+    )
+    .expect("copying a WAV outside the conversations folder");
+
+    let display = app.display().to_owned();
+    let export_to = data_dir.join("exported.md");
+    app.run(move |client| async move {
+        // Connected: the app's own conversation is being recorded, the newest of all.
+        wait_for_text(&client, "#status", READY).await;
+        let history_button = client.find(Locator::Id("open-history")).await.unwrap();
+        assert_eq!(
+            history_button.attr("aria-label").await.unwrap().as_deref(),
+            Some("History")
+        );
+        history_button.click().await.unwrap();
+        wait_for(&client, "#history-list", |text| {
+            text.contains(SEEDS[0].question)
+        })
+        .await;
+
+        // Newest first: the app's current conversation, then the seeds from the last back.
+        let shown = listed_ids(&client).await;
+        assert_eq!(shown.len(), 4, "{shown:?}");
+        let current = shown[0].clone();
+        assert!(!seeded.contains(&current), "{shown:?}");
+        let expected: Vec<String> = [current.clone()]
+            .into_iter()
+            .chain(seeded.iter().rev().cloned())
+            .collect();
+        assert_eq!(shown, expected);
+        let titles = client
+            .execute(
+                "return [...document.querySelectorAll('#history-list .history-item-title')]
+                    .map((title) => title.innerText);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            titles,
+            serde_json::json!([
+                "Nothing said Now",
+                SEEDS[2].question,
+                SEEDS[1].question,
+                SEEDS[0].question
+            ])
+        );
+        support::screenshot(&client, "history").await;
+        let meta = rendered_text(
+            &client,
+            &format!("#history-list .history-item[data-id='{}'] .history-item-meta", seeded[1]),
+        )
+        .await
+        .unwrap();
+        assert!(meta.ends_with(" · 1 turn"), "{meta:?}");
+
+        // Open the middle one: its transcript, rendered by the AG-UI renderer.
+        click(
+            &client,
+            &format!("#history-list .history-item[data-id='{}']", seeded[1]),
+        )
+        .await;
+        wait_for_text(&client, "#history-detail-title", SEEDS[1].question).await;
+        wait_for_text(
+            &client,
+            "#history-transcript article[data-message-id='user-1'] .message-text",
+            SEEDS[1].question,
+        )
+        .await;
+        assert_eq!(
+            rendered_text(
+                &client,
+                "#history-transcript article[data-message-id='assistant-1'] .message-text"
+            )
+            .await
+            .as_deref(),
+            Some(SEEDS[1].answer)
+        );
+        assert_eq!(
+            rendered_text(
+                &client,
+                "#history-transcript article[data-message-id='assistant-1'] .message-speaker"
+            )
+            .await
+            .as_deref(),
+            Some("Walkie")
+        );
+
+        // Each side's WAV loads in its <audio> element, over the asset protocol, and the
+        // player's length is the file's.
+        let turns = conversations.join(&seeded[1]).join("turns");
+        for (side, file) in [("user", "0001-user.wav"), ("assistant", "0001-assistant.wav")] {
+            let css = format!("#history-transcript article[data-message-id='{side}-1'] audio");
+            let player = client.find(Locator::Css(&css)).await.unwrap();
+            let button = client
+                .find(Locator::Css(&format!(
+                    "#history-transcript article[data-message-id='{side}-1'] .turn-audio-play"
+                )))
+                .await
+                .unwrap();
+            assert!(
+                button.attr("aria-label").await.unwrap().unwrap_or_default().starts_with("Play "),
+                "{side}: the control says what it plays"
+            );
+            let shown_ms = audio_outcome(&client, &css)
+                .await
+                .unwrap_or_else(|error| panic!("{side} WAV did not load: {error}"));
+            assert!(
+                player.attr("src").await.unwrap().unwrap_or_default().starts_with("blob:"),
+                "{side}: the bytes the asset protocol served, as a blob"
+            );
+            assert_close_ms(shown_ms, wav_duration_ms(&turns.join(file)), side);
+        }
+        let expected_user_ms = SEEDS[1].user_ms as f64;
+        assert_close_ms(wav_duration_ms(&turns.join("0001-user.wav")), expected_user_ms, "saved");
+
+        // The asset protocol serves the conversations folder and nothing outside it.
+        let fetch_status = "const done = arguments[arguments.length - 1];
+            fetch(window.__TAURI__.core.convertFileSrc(arguments[0]))
+              .then((response) => done(response.status), (error) => done(String(error)));";
+        let inside = client
+            .execute_async(
+                fetch_status,
+                vec![Value::from(
+                    turns.join("0001-user.wav").to_string_lossy().into_owned(),
+                )],
+            )
+            .await
+            .unwrap();
+        assert_eq!(inside, Value::from(200), "a WAV in the conversations folder");
+        let refused = client
+            .execute_async(
+                fetch_status,
+                vec![Value::from(outside.to_string_lossy().into_owned())],
+            )
+            .await
+            .unwrap();
+        assert_eq!(refused, Value::from(403), "a WAV outside the conversations folder");
+        // And the webview may call no command but the app's own.
+        let denied = client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 window.__TAURI__.core
+                   .invoke('plugin:opener|open_path', { path: '/' })
+                   .then(() => done('allowed'), (error) => done(String(error)));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let denied = denied.as_str().unwrap_or_default().to_owned();
+        assert!(denied.contains("not allowed"), "{denied:?}");
+
+        // Pressing play plays the turn in the window, in real time, to the end of the WAV.
+        let user_player = "#history-transcript article[data-message-id='user-1']";
+        let play = client
+            .find(Locator::Css(&format!("{user_player} .turn-audio-play")))
+            .await
+            .unwrap();
+        assert_eq!(
+            play.attr("aria-label").await.unwrap().as_deref(),
+            Some("Play what you said in turn 1")
+        );
+        let pressed = Instant::now();
+        play.click().await.unwrap();
+        // While it plays, the same button pauses.
+        while play.attr("aria-label").await.unwrap().as_deref()
+            != Some("Pause what you said in turn 1")
+        {
+            assert!(pressed.elapsed() < UI_TIMEOUT, "the button never offered to pause");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let ended_at_s = loop {
+            let state = client
+                .execute(
+                    "const audio = document.querySelector(arguments[0]);
+                     return { ended: audio.ended, at: audio.currentTime, error: audio.error?.code };",
+                    vec![Value::from(format!("{user_player} audio"))],
+                )
+                .await
+                .unwrap();
+            assert!(state["error"].is_null(), "playback failed: {state}");
+            if state["ended"] == Value::Bool(true) {
+                break state["at"].as_f64().unwrap();
+            }
+            assert!(pressed.elapsed() < UI_TIMEOUT, "playback never ended: {state}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let played_ms = pressed.elapsed().as_secs_f64() * 1000.0;
+        assert_close_ms(ended_at_s * 1000.0, expected_user_ms, "played to the end");
+        assert!(
+            played_ms >= expected_user_ms * 0.9,
+            "a {expected_user_ms} ms turn played in {played_ms:.0} ms: not in real time"
+        );
+        wait_for_text(&client, &format!("{user_player} .turn-audio-time"), "0:01 / 0:01").await;
+        assert_eq!(
+            play.attr("aria-label").await.unwrap().as_deref(),
+            Some("Play what you said in turn 1")
+        );
+        support::screenshot(&client, "history-conversation").await;
+
+        // Export it as Markdown: the native save dialog asks where, and the file is written.
+        click(&client, "#history-export").await;
+        save_in_native_dialog(&display, "Export the conversation as Markdown", &export_to).await;
+        wait_for_text(
+            &client,
+            "#history-notice",
+            &format!("Exported to {}", export_to.display()),
+        )
+        .await;
+        let markdown = std::fs::read_to_string(&export_to).expect("the exported Markdown");
+        assert!(markdown.starts_with("# Conversation of 2024-03-11"), "{markdown}");
+        assert!(markdown.contains(SEEDS[1].question), "{markdown}");
+        assert!(markdown.contains(SEEDS[1].answer), "{markdown}");
+
+        // Delete it, through the confirmation.
+        click(&client, "#history-delete").await;
+        wait_for(&client, "#history-confirm-text", |text| {
+            text.contains(SEEDS[1].question)
+        })
+        .await;
+        click(&client, "#history-confirm-delete").await;
+        let remaining = vec![current.clone(), seeded[2].clone(), seeded[0].clone()];
+        wait_for_list(&client, &remaining).await;
+        wait_for_text(&client, "#history-notice", "Conversation deleted.").await;
+        assert!(
+            !conversations.join(&seeded[1]).exists(),
+            "the deleted conversation's folder is gone from disk"
+        );
+        assert!(conversations.join(&seeded[0]).exists());
+        assert!(conversations.join(&seeded[2]).exists());
+
+        // The conversation being recorded opens but cannot be deleted.
+        click(
+            &client,
+            &format!("#history-list .history-item[data-id='{current}']"),
+        )
+        .await;
+        wait_for_text(&client, "#history-detail-title", "Nothing said").await;
+        let delete = client.find(Locator::Id("history-delete")).await.unwrap();
+        assert_eq!(
+            delete.attr("disabled").await.unwrap().as_deref(),
+            Some("true"),
+            "the current conversation's Delete is disabled"
+        );
+        assert!(conversations.join(&current).exists());
+
+        // Keeping a week deletes the seeded conversations (from 2024) at once, never the
+        // current one.
+        click(&client, "#history-back").await;
+        wait_for_list(&client, &remaining).await;
+        let retention = client.find(Locator::Id("history-retention")).await.unwrap();
+        assert_eq!(retention.prop("value").await.unwrap().as_deref(), Some("forever"));
+        retention.select_by_value("7").await.unwrap();
+        wait_for_text(&client, "#history-notice", "2 older conversations deleted.").await;
+        wait_for_list(&client, std::slice::from_ref(&current)).await;
+        assert!(!conversations.join(&seeded[0]).exists());
+        assert!(!conversations.join(&seeded[2]).exists());
+        assert!(conversations.join(&current).exists());
+        // The setting holds while the app runs: the panel shows it when it opens again.
+        click(&client, "#history-close").await;
+        click(&client, "#open-history").await;
+        wait_for_list(&client, std::slice::from_ref(&current)).await;
+        let retention = client.find(Locator::Id("history-retention")).await.unwrap();
+        assert_eq!(retention.prop("value").await.unwrap().as_deref(), Some("7"));
+    })
+    .await;
+}

@@ -1,0 +1,409 @@
+// The history panel: past conversations listed newest first; one opened is read with the same
+// AG-UI renderer as the live transcript (one MESSAGES_SNAPSHOT) and each message with a saved
+// WAV gets an <audio> control, its file served by Tauri's asset protocol from the data folder.
+//
+// Why the WAVs are fetched into blob: URLs rather than given to <audio> as asset: URLs: WebKitGTK
+// hands a media element's URL to GStreamer, which has no source for an app's own URI scheme
+// (WebKit bug 146351; "No URI handler implemented for asset"), while fetch() goes through the
+// scheme handler like any request. The bytes still come only from the asset protocol, whose
+// scope is the conversations folder; the blob URLs are revoked when the conversation is closed.
+//
+// Everything the panel shows comes from Rust (history_* commands in src-tauri/history.rs); it
+// keeps no copy of its own beyond what is on screen, and after a deletion or a retention change
+// it asks again rather than mending its list.
+//
+// The exported helpers are pure (tests in ui/tests/history.test.js); createHistoryPanel wires
+// them to the DOM in ui/index.html.
+
+/** Retention choices offered, in days (`null`: forever). */
+export const RETENTION_DAYS = Object.freeze([null, 7, 30, 90, 365]);
+
+const SECOND_MS = 1000;
+const MINUTE_MS = 60 * SECOND_MS;
+const HOUR_MS = 60 * MINUTE_MS;
+
+/**
+ * A duration as people read it: "42 s", "3 min 05 s", "1 h 02 min".
+ * @param {number} durationMs
+ */
+export function formatDurationMs(durationMs) {
+  const ms = Math.max(0, Math.round(durationMs));
+  if (ms < MINUTE_MS) return `${Math.round(ms / SECOND_MS)} s`;
+  if (ms < HOUR_MS) {
+    const minutes = Math.floor(ms / MINUTE_MS);
+    const seconds = Math.floor((ms % MINUTE_MS) / SECOND_MS);
+    return `${minutes} min ${String(seconds).padStart(2, "0")} s`;
+  }
+  const hours = Math.floor(ms / HOUR_MS);
+  const minutes = Math.floor((ms % HOUR_MS) / MINUTE_MS);
+  return `${hours} h ${String(minutes).padStart(2, "0")} min`;
+}
+
+/**
+ * When a conversation started, in the reader's locale and time zone.
+ * @param {number} startedUnixMs
+ * @param {{ locale?: string, timeZone?: string }} [options]
+ */
+export function formatStarted(startedUnixMs, options = {}) {
+  return new Date(startedUnixMs).toLocaleString(options.locale, {
+    dateStyle: "medium",
+    timeStyle: "short",
+    timeZone: options.timeZone,
+  });
+}
+
+/** The line under a conversation's title: when, how long, how many turns. */
+export function conversationMeta(conversation, options = {}) {
+  const turns = conversation.turnCount === 1 ? "1 turn" : `${conversation.turnCount} turns`;
+  return [
+    formatStarted(conversation.startedUnixMs, options),
+    formatDurationMs(conversation.durationMs),
+    turns,
+  ].join(" · ");
+}
+
+/** A conversation's title: its first words, or a plain statement that nothing was said. */
+export function conversationTitle(conversation) {
+  const title = (conversation.title ?? "").trim();
+  return title === "" ? "Nothing said" : title;
+}
+
+/**
+ * Which WAV plays for which message: the opened conversation's turns by message id.
+ * @param {Array<{turn: number, userMessageId: string, assistantMessageId: string,
+ *   userAudio: ?{path: string, durationMs: number},
+ *   assistantAudio: ?{path: string, durationMs: number}}>} turns
+ * @returns {Map<string, {path: string, durationMs: number, label: string}>}
+ */
+export function audioByMessage(turns) {
+  const audio = new Map();
+  for (const turn of turns) {
+    if (turn.userAudio) {
+      audio.set(turn.userMessageId, {
+        ...turn.userAudio,
+        label: `Play what you said in turn ${turn.turn}`,
+      });
+    }
+    if (turn.assistantAudio) {
+      audio.set(turn.assistantMessageId, {
+        ...turn.assistantAudio,
+        label: `Play Walkie's reply in turn ${turn.turn}`,
+      });
+    }
+  }
+  return audio;
+}
+
+/**
+ * A player's clock: "0:07", "12:03"; "–:––" while the length is not known.
+ * @param {number} seconds
+ */
+export function formatClock(seconds) {
+  if (!Number.isFinite(seconds) || seconds < 0) return "–:––";
+  const whole = Math.floor(seconds);
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
+}
+
+/** The `<select>` value of a retention policy (`{kind: "forever"}` or `{kind: "keepDays", days}`). */
+export function retentionToValue(policy) {
+  return policy?.kind === "keepDays" ? String(policy.days) : "forever";
+}
+
+/** The retention policy of a `<select>` value; throws on anything but "forever" or whole days. */
+export function retentionFromValue(value) {
+  if (value === "forever") return { kind: "forever" };
+  const days = Number(value);
+  if (!Number.isInteger(days) || days < 1) throw new RangeError(`not a retention: ${value}`);
+  return { kind: "keepDays", days };
+}
+
+/** The words of a retention choice. */
+export function retentionLabel(days) {
+  if (days === null) return "forever";
+  if (days === 365) return "for a year";
+  return days === 1 ? "for 1 day" : `for ${days} days`;
+}
+
+/**
+ * Wires the history panel.
+ * @param {{
+ *   document: Document,
+ *   invoke: (command: string, args?: object) => Promise<any>,
+ *   loadAudio: (path: string) => Promise<string>,
+ *   releaseAudio: (url: string) => void,
+ *   createTranscript: (container: Element, options?: object) => { apply: (event: object) => void },
+ * }} deps
+ */
+export function createHistoryPanel({
+  document: doc,
+  invoke,
+  loadAudio,
+  releaseAudio,
+  createTranscript,
+}) {
+  const byId = (id) => doc.getElementById(id);
+  const dialog = byId("history");
+  const list = byId("history-list");
+  const empty = byId("history-empty");
+  const listView = byId("history-list-view");
+  const detail = byId("history-detail");
+  const back = byId("history-back");
+  const title = byId("history-detail-title");
+  const meta = byId("history-detail-meta");
+  const transcriptBox = byId("history-transcript");
+  const errorLine = byId("history-error");
+  const notice = byId("history-notice");
+  const retention = byId("history-retention");
+  const deleteButton = byId("history-delete");
+  const confirm = byId("history-confirm");
+  const confirmText = byId("history-confirm-text");
+  /** The conversation open in the detail view. */
+  let opened = null;
+  /** Object URLs of the open conversation's WAVs, released when it closes. */
+  let audioUrls = [];
+
+  function showError(error) {
+    errorLine.textContent = String(error);
+    errorLine.hidden = false;
+  }
+
+  function clearMessages() {
+    errorLine.hidden = true;
+    errorLine.textContent = "";
+    notice.textContent = "";
+  }
+
+  /** Stops and forgets the open conversation's players. */
+  function closeDetail() {
+    opened = null;
+    for (const audio of transcriptBox.querySelectorAll("audio")) audio.pause();
+    transcriptBox.replaceChildren();
+    for (const url of audioUrls) releaseAudio(url);
+    audioUrls = [];
+  }
+
+  function showList() {
+    closeDetail();
+    detail.hidden = true;
+    back.hidden = true;
+    listView.hidden = false;
+  }
+
+  /**
+   * A play control for one WAV: a button, a progress bar and the clock, over a hidden <audio>
+   * (WebKitGTK's own controls keep spinning for a blob they have fully loaded).
+   */
+  function createPlayer(wav, conversation) {
+    const box = doc.createElement("div");
+    box.className = "turn-audio";
+    const button = doc.createElement("button");
+    button.type = "button";
+    button.className = "quiet turn-audio-play";
+    button.disabled = true;
+    button.setAttribute("aria-label", wav.label);
+    button.textContent = "▶";
+    const progress = doc.createElement("progress");
+    progress.className = "turn-audio-progress";
+    progress.max = Math.max(wav.durationMs / 1000, 0.001);
+    progress.value = 0;
+    progress.setAttribute("aria-hidden", "true");
+    const clock = doc.createElement("span");
+    clock.className = "turn-audio-time";
+    const audio = doc.createElement("audio");
+    audio.preload = "auto";
+    audio.dataset.durationMs = String(wav.durationMs);
+    const showTime = () => {
+      const length = Number.isFinite(audio.duration) ? audio.duration : wav.durationMs / 1000;
+      clock.textContent = `${formatClock(audio.currentTime)} / ${formatClock(length)}`;
+      progress.max = Math.max(length, 0.001);
+      progress.value = audio.currentTime;
+    };
+    const showPlaying = () => {
+      const playing = !audio.paused && !audio.ended;
+      button.textContent = playing ? "❚❚" : "▶";
+      button.setAttribute(
+        "aria-label",
+        playing ? wav.label.replace(/^Play /, "Pause ") : wav.label,
+      );
+      box.dataset.state = playing ? "playing" : "paused";
+    };
+    audio.addEventListener("loadedmetadata", () => {
+      button.disabled = false;
+      showTime();
+    });
+    audio.addEventListener("timeupdate", showTime);
+    audio.addEventListener("play", showPlaying);
+    audio.addEventListener("pause", showPlaying);
+    audio.addEventListener("ended", () => {
+      showPlaying();
+      showTime();
+    });
+    audio.addEventListener("error", () => {
+      box.dataset.state = "error";
+      clock.textContent = "cannot play";
+    });
+    button.addEventListener("click", () => {
+      if (!audio.paused && !audio.ended) {
+        audio.pause();
+        return;
+      }
+      // One voice at a time.
+      for (const other of transcriptBox.querySelectorAll("audio")) {
+        if (other !== audio) other.pause();
+      }
+      audio.play().catch((error) => showError(`Could not play: ${error}`));
+    });
+    clock.textContent = `${formatClock(0)} / ${formatClock(wav.durationMs / 1000)}`;
+    box.append(button, progress, clock, audio);
+    loadAudio(wav.path).then(
+      (url) => {
+        if (opened !== conversation) return releaseAudio(url);
+        audioUrls.push(url);
+        audio.src = url;
+      },
+      (error) => {
+        box.dataset.state = "error";
+        clock.textContent = "cannot play";
+        button.title = String(error);
+      },
+    );
+    return box;
+  }
+
+  function listItem(conversation) {
+    const item = doc.createElement("li");
+    const button = doc.createElement("button");
+    button.type = "button";
+    button.className = "history-item";
+    button.dataset.id = conversation.id;
+    const name = doc.createElement("span");
+    name.className = "history-item-title";
+    name.textContent = conversationTitle(conversation);
+    const line = doc.createElement("span");
+    line.className = "history-item-meta";
+    line.textContent = conversationMeta(conversation);
+    button.append(name, line);
+    if (conversation.current) {
+      const badge = doc.createElement("span");
+      badge.className = "history-badge";
+      badge.textContent = "Now";
+      button.dataset.current = "";
+      name.append(" ", badge);
+    }
+    button.addEventListener("click", () => openConversation(conversation.id));
+    item.append(button);
+    return item;
+  }
+
+  async function refreshList() {
+    const conversations = await invoke("history_list");
+    list.replaceChildren(...conversations.map(listItem));
+    empty.hidden = conversations.length > 0;
+    list.hidden = conversations.length === 0;
+    return conversations;
+  }
+
+  async function openConversation(id) {
+    clearMessages();
+    let conversation;
+    try {
+      conversation = await invoke("history_open", { id });
+    } catch (error) {
+      showError(error);
+      return;
+    }
+    closeDetail();
+    opened = conversation;
+    title.textContent = conversationTitle(conversation);
+    meta.textContent = conversationMeta(conversation);
+    const view = createTranscript(transcriptBox, { follow: false });
+    view.apply({ type: "MESSAGES_SNAPSHOT", messages: conversation.messages });
+    const audio = audioByMessage(conversation.turns);
+    for (const article of transcriptBox.querySelectorAll("article.message")) {
+      const wav = audio.get(article.dataset.messageId);
+      if (!wav) continue;
+      article.append(createPlayer(wav, conversation));
+    }
+    deleteButton.disabled = conversation.current;
+    deleteButton.title = conversation.current
+      ? "This conversation is being recorded; it can be deleted once it has ended"
+      : "";
+    listView.hidden = true;
+    detail.hidden = false;
+    back.hidden = false;
+    back.focus();
+  }
+
+  async function open() {
+    clearMessages();
+    showList();
+    try {
+      const [, policy] = await Promise.all([refreshList(), invoke("history_retention")]);
+      setRetention(policy);
+    } catch (error) {
+      showError(error);
+    }
+    if (!dialog.open) dialog.showModal();
+  }
+
+  function setRetention(policy) {
+    const value = retentionToValue(policy);
+    if (![...retention.options].some((option) => option.value === value)) {
+      const option = doc.createElement("option");
+      option.value = value;
+      option.textContent = retentionLabel(Number(value));
+      retention.append(option);
+    }
+    retention.value = value;
+  }
+
+  async function act(work) {
+    clearMessages();
+    try {
+      await work();
+    } catch (error) {
+      showError(error);
+    }
+  }
+
+  byId("history-close").addEventListener("click", () => dialog.close());
+  dialog.addEventListener("close", showList);
+  back.addEventListener("click", () => act(async () => {
+    showList();
+    await refreshList();
+  }));
+  byId("history-export").addEventListener("click", () => act(async () => {
+    if (!opened) return;
+    const path = await invoke("history_export_markdown", { id: opened.id });
+    if (path) notice.textContent = `Exported to ${path}`;
+  }));
+  byId("history-folder").addEventListener("click", () => act(async () => {
+    if (opened) await invoke("history_open_folder", { id: opened.id });
+  }));
+  deleteButton.addEventListener("click", () => {
+    if (!opened) return;
+    confirmText.textContent = `“${conversationTitle(opened)}” (${conversationMeta(opened)}): its transcript and recordings are removed from disk. This cannot be undone.`;
+    confirm.returnValue = "";
+    confirm.showModal();
+  });
+  confirm.addEventListener("close", () => act(async () => {
+    if (confirm.returnValue !== "delete" || !opened) return;
+    const id = opened.id;
+    await invoke("history_delete", { id });
+    showList();
+    await refreshList();
+    notice.textContent = "Conversation deleted.";
+  }));
+  retention.addEventListener("change", () => act(async () => {
+    const deleted = await invoke("history_set_retention", {
+      policy: retentionFromValue(retention.value),
+    });
+    await refreshList();
+    notice.textContent =
+      deleted.length === 0
+        ? "Nothing to delete."
+        : `${deleted.length} older conversation${deleted.length === 1 ? "" : "s"} deleted.`;
+  }));
+
+  return { open, openConversation, refreshList };
+}
