@@ -123,3 +123,63 @@ async fn e2e_the_window_comes_back_at_the_size_it_was_left() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_global_shortcut_talks_while_held_even_from_another_window() {
+    let app = WebviewApp::launch("desktop_global_shortcut").await;
+    let display = app.display().to_owned();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        // Choose the shortcut in the settings, as a user would.
+        client
+            .find(fantoccini::Locator::Id("open-settings"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_for(&client, "#settings [data-role=config-file]", |text| {
+            !text.is_empty()
+        })
+        .await;
+        client
+            .execute(
+                r#"const field = document.querySelector('#settings [name=globalShortcut]');
+                   field.value = 'Ctrl+Alt+K';
+                   document.querySelector('#settings button[value=save]').click();"#,
+                vec![],
+            )
+            .await
+            .unwrap();
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text == "Saved."
+        })
+        .await;
+        client
+            .execute("document.querySelector('#settings').close();", vec![])
+            .await
+            .unwrap();
+        // The key goes to the X server, not to the page: only a global grab can see it.
+        let xdotool = |action: &str| {
+            let status = Command::new("xdotool")
+                .args([action, "ctrl+alt+k"])
+                .env("DISPLAY", &display)
+                .status()
+                .expect("xdotool (scripts/deps.sh test installs it)");
+            assert!(status.success(), "xdotool {action} failed");
+        };
+        xdotool("keydown");
+        wait_for(&client, "#status", |text| {
+            text == "Listening… release to send."
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        xdotool("keyup");
+        // Released: the turn is sent and answered.
+        wait_for(&client, "#transcript", |text| {
+            text.contains("s of silence]")
+        })
+        .await;
+    })
+    .await;
+}

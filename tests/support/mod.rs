@@ -271,6 +271,8 @@ pub struct WebviewApp {
     pub client: Client,
     test_name: &'static str,
     dirs: AppDirs,
+    /// From asking WebKitWebDriver for a session (it starts the app) to the page being ready.
+    pub launch_to_ready: Duration,
     // Field order is drop order: the driver (and the app, its child) go before the display.
     _driver: ProcessGroup,
     display: VirtualDisplay,
@@ -328,6 +330,7 @@ impl WebviewApp {
             "webkitgtk:browserOptions".into(),
             serde_json::json!({ "binary": env!("CARGO_BIN_EXE_walkie"), "args": [] }),
         );
+        let session_requested = Instant::now();
         let client = tokio::time::timeout(
             START_TIMEOUT,
             ClientBuilder::native()
@@ -338,11 +341,13 @@ impl WebviewApp {
         .unwrap_or_else(|_| panic!("the app window did not open within {START_TIMEOUT:?}"))
         .expect("a WebDriver session with the app");
         wait_until_ready(&client, &log_path).await;
+        let launch_to_ready = session_requested.elapsed();
 
         Self {
             client,
             test_name,
             dirs,
+            launch_to_ready,
             _driver: driver,
             display,
         }
@@ -357,6 +362,30 @@ impl WebviewApp {
     /// The app's data folder (conversations are saved under `conversations/`).
     pub fn data_dir(&self) -> &std::path::Path {
         &self.dirs.data
+    }
+
+    /// The app's processes (Walkie and its WebKit helpers): every process in the driver's group
+    /// but the driver itself.
+    pub fn app_pids(&self) -> Vec<u32> {
+        let group = self._driver.child.id();
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            // /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces.
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            let Some(after_comm) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+                continue;
+            };
+            let pgrp = after_comm.split_whitespace().nth(2);
+            if pgrp == Some(group.to_string().as_str()) && pid != group {
+                pids.push(pid);
+            }
+        }
+        pids
     }
 
     /// All the folders the app was given.

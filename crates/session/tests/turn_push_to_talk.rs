@@ -456,6 +456,8 @@ fn without_an_echo_canceller_the_mic_is_gated_between_presses_while_the_assistan
     talk.at(4_000)
         .server(&response_done("resp_R1", "completed"))
         .server(&output_stopped("resp_R1"));
+    assert_eq!(talk.audio(), [], "its last packets may still be playing");
+    talk.at(4_000 + LATE_AUDIO_GRACE_MS).tick();
     assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: false }]);
 
     talk.at(5_000).key_down();
@@ -546,6 +548,8 @@ fn a_reply_that_starts_during_the_tail_gates_the_rest_of_it() {
     talk.at(4_000)
         .server(&response_done("resp_R1", "completed"))
         .server(&output_stopped("resp_R1"));
+    assert_eq!(talk.audio(), [], "its last packets may still be playing");
+    talk.at(4_000 + LATE_AUDIO_GRACE_MS).tick();
     assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: false }]);
 }
 
@@ -634,6 +638,8 @@ fn key_down_while_the_assistant_is_silent_sends_no_cancel() {
         .server(&output_started("resp_R1"))
         .server(&response_done("resp_R1", "completed"))
         .server(&output_stopped("resp_R1"));
+    // The reply's last packets have played out.
+    talk.at(2_300 + LATE_AUDIO_GRACE_MS).tick();
     talk.sent();
     talk.audio();
 

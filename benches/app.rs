@@ -1,0 +1,225 @@
+//! The app's own benchmarks, in the real window with real audio (the e2e harness):
+//!
+//! - launch → usable window: from asking WebKitWebDriver for a session (which starts Walkie)
+//!   to the page saying its listeners are wired, and on to the status line saying Ready (the
+//!   local provider connected over WebRTC);
+//! - memory: proportional set size (PSS, so shared libraries count once) of Walkie and its
+//!   WebKit processes together, idle and while a reply plays;
+//! - turn latency: from the push-to-talk release to the reply's first sound at the virtual
+//!   speaker, with the local provider (whose own answer time is well under a millisecond, so
+//!   this is what the client adds, the 200 ms push-to-talk tail included).
+//!
+//! Run: `PULSE_SERVER=$(scripts/pulse.sh start target/pulse-bench) cargo bench --bench app`
+//! (the figures go to docs/benchmarks.md). Not a timed test: nothing here fails on a figure.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fantoccini::Client;
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::key::Key;
+use support::audio::{PulseStream, RATE_HZ, require_test_audio, speech_like};
+use support::{WebviewApp, wait_for};
+
+const LAUNCHES: usize = 5;
+const TURNS: usize = 5;
+/// A 10 ms frame at least this loud (RMS) is sound, not silence or codec residue.
+const SOUND_RMS: f64 = 300.0;
+
+fn main() {
+    require_test_audio();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        launches().await;
+        turns_and_memory().await;
+    });
+}
+
+async fn launches() {
+    let mut to_page = Vec::new();
+    let mut to_connected = Vec::new();
+    for _ in 0..LAUNCHES {
+        let app = WebviewApp::launch("bench_launch").await;
+        let page = app.launch_to_ready;
+        let started = Instant::now();
+        let client = app.client.clone();
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        to_page.push(page);
+        to_connected.push(page + started.elapsed());
+        app.run(|_| async {}).await;
+    }
+    report("launch → usable window (page ready)", &to_page);
+    report("launch → connected (status Ready)", &to_connected);
+}
+
+async fn turns_and_memory() {
+    let app = WebviewApp::launch("bench_turns").await;
+    let client = app.client.clone();
+    wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle_kib = pss_kib(&app.app_pids());
+
+    let mut latencies = Vec::new();
+    let mut busy_kib = 0;
+    for _ in 0..TURNS {
+        let (latency, pss) = one_turn(&client, &app).await;
+        latencies.push(latency);
+        busy_kib = busy_kib.max(pss);
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let processes = app.app_pids().len();
+    app.run(|_| async {}).await;
+
+    println!(
+        "memory (PSS of Walkie + WebKit, {processes} processes): idle {:.1} MiB, \
+         in conversation (peak of {TURNS} turns) {:.1} MiB",
+        idle_kib as f64 / 1024.0,
+        busy_kib as f64 / 1024.0
+    );
+    report(
+        "push-to-talk release → first reply sound at the speaker",
+        &latencies,
+    );
+}
+
+/// One turn: the user is already talking when the key goes down (so the pre-roll and the
+/// echo start with sound), releases after 1.5 s, and the reply's first sound is timed.
+async fn one_turn(client: &Client, app: &WebviewApp) -> (Duration, u64) {
+    let speaker = TimedRecorder::start();
+    let words = speech_like(3.0);
+    let talking = std::thread::spawn(move || PulseStream::speak_into_microphone(&words));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    key(client, true).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let released = Instant::now();
+    key(client, false).await;
+    let heard = speaker
+        .first_sound_after(released, Duration::from_secs(10))
+        .await;
+    // While the reply plays.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pss = pss_kib(&app.app_pids());
+    talking.join().expect("the microphone feed");
+    (heard.duration_since(released), pss)
+}
+
+async fn key(client: &Client, down: bool) {
+    let space: char = Key::Space.into();
+    let action = if down {
+        KeyAction::Down { value: space }
+    } else {
+        KeyAction::Up { value: space }
+    };
+    client
+        .perform_actions(KeyActions::new("keyboard".into()).then(action))
+        .await
+        .expect("the key reaches the window");
+}
+
+/// Records the virtual speaker with a short buffer and stamps each 10 ms frame with the time
+/// it was read: a frame is heard no later than its stamp.
+struct TimedRecorder {
+    frames: Arc<Mutex<Vec<(Instant, f64)>>>,
+    child: std::process::Child,
+}
+
+impl TimedRecorder {
+    fn start() -> Self {
+        let mut child = Command::new("parec")
+            .args(["--device=spk.monitor", "--format=s16le", "--rate=48000"])
+            .args(["--channels=1", "--raw", "--latency-msec=10"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("parec (pulseaudio-utils)");
+        let mut stdout = child.stdout.take().expect("parec's stdout is piped");
+        let frames = Arc::new(Mutex::new(Vec::new()));
+        let sink = frames.clone();
+        std::thread::spawn(move || {
+            let frame_bytes = RATE_HZ / 100 * 2;
+            let mut frame = vec![0u8; frame_bytes];
+            while stdout.read_exact(&mut frame).is_ok() {
+                let read_at = Instant::now();
+                let sum: f64 = frame
+                    .chunks_exact(2)
+                    .map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])).powi(2))
+                    .sum();
+                let rms = (sum / (frame_bytes / 2) as f64).sqrt();
+                sink.lock()
+                    .expect("only this thread writes")
+                    .push((read_at, rms));
+            }
+        });
+        Self { frames, child }
+    }
+
+    async fn first_sound_after(&self, after: Instant, within: Duration) -> Instant {
+        let deadline = after + within;
+        loop {
+            let found = self
+                .frames
+                .lock()
+                .expect("the reader never panics holding it")
+                .iter()
+                .find(|(at, rms)| *at > after && *rms >= SOUND_RMS)
+                .map(|(at, _)| *at);
+            if let Some(at) = found {
+                return at;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no reply was heard within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+impl Drop for TimedRecorder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The summed proportional set size of `pids`, in KiB.
+fn pss_kib(pids: &[u32]) -> u64 {
+    pids.iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok())
+        .flat_map(|rollup| {
+            rollup
+                .lines()
+                .filter_map(|line| line.strip_prefix("Pss:"))
+                .filter_map(|value| {
+                    value
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+fn report(what: &str, samples: &[Duration]) {
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "{what}: median {:.0} ms, min {:.0} ms, max {:.0} ms ({} runs)",
+        ms[ms.len() / 2],
+        ms[0],
+        ms[ms.len() - 1],
+        ms.len()
+    );
+}
