@@ -7,7 +7,9 @@
 //!   WebKit processes together, idle and while a reply plays;
 //! - turn latency: from the push-to-talk release to the reply's first sound at the virtual
 //!   speaker, with the local provider (whose own answer time is well under a millisecond, so
-//!   this is what the client adds, the 200 ms push-to-talk tail included).
+//!   this is what the client adds, the 200 ms push-to-talk tail included);
+//! - barge-in: from pressing the key during a reply to the speaker falling silent (the issue's
+//!   bound is 100 ms).
 //!
 //! Run: `PULSE_SERVER=$(scripts/pulse.sh start target/pulse-bench) cargo bench --bench app`
 //! (the figures go to docs/benchmarks.md). Not a timed test: nothing here fails on a figure.
@@ -40,6 +42,7 @@ fn main() {
     runtime.block_on(async {
         launches().await;
         turns_and_memory().await;
+        barge_ins().await;
     });
 }
 
@@ -88,6 +91,41 @@ async fn turns_and_memory() {
     report(
         "push-to-talk release → first reply sound at the speaker",
         &latencies,
+    );
+}
+
+/// Presses during a reply and times how long the speaker keeps sounding.
+async fn barge_ins() {
+    let app = WebviewApp::launch("bench_barge_in").await;
+    let client = app.client.clone();
+    wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+    let mut cut_after = Vec::new();
+    for _ in 0..TURNS {
+        let speaker = TimedRecorder::start();
+        let words = speech_like(3.0);
+        let talking = std::thread::spawn(move || PulseStream::speak_into_microphone(&words));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        key(&client, true).await;
+        tokio::time::sleep(Duration::from_millis(2_600)).await;
+        let released = Instant::now();
+        key(&client, false).await;
+        talking.join().expect("the microphone feed");
+        let heard = speaker
+            .first_sound_after(released, Duration::from_secs(10))
+            .await;
+        tokio::time::sleep_until((heard + Duration::from_millis(800)).into()).await;
+        let pressed = Instant::now();
+        key(&client, true).await;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        key(&client, false).await;
+        cut_after.push(speaker.silent_from(pressed).duration_since(pressed));
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    app.run(|_| async {}).await;
+    report(
+        "barge-in: key down during a reply → the speaker silent",
+        &cut_after,
     );
 }
 
@@ -180,6 +218,31 @@ impl TimedRecorder {
                 "no reply was heard within {within:?}"
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+impl TimedRecorder {
+    /// When the sound stopped for good after `after`: the read time of the first frame of the
+    /// silence that lasts to the end of what was recorded.
+    fn silent_from(&self, after: Instant) -> Instant {
+        let frames = self
+            .frames
+            .lock()
+            .expect("the reader never panics holding it");
+        let last_sound = frames
+            .iter()
+            .filter(|(at, rms)| *at > after && *rms >= SOUND_RMS)
+            .map(|(at, _)| *at)
+            .next_back();
+        match last_sound {
+            // The first frame read after the last sounding one.
+            Some(last) => frames
+                .iter()
+                .map(|(at, _)| *at)
+                .find(|at| *at > last)
+                .unwrap_or(last),
+            None => after,
         }
     }
 }

@@ -214,9 +214,10 @@ mod tests {
 
     #[test]
     fn a_key_never_prints_itself() {
-        let key = ApiKey("sk-test-1234567890abcdef".to_owned());
+        // Not shaped like a real key, so no secret scanner mistakes it for one.
+        let key = ApiKey("fake key for the test: cdef".to_owned());
         let printed = format!("{key:?} {:?}", Some(&key));
-        assert!(!printed.contains("sk-test"), "{printed}");
+        assert!(!printed.contains("fake key"), "{printed}");
         assert!(!printed.contains("cdef"), "{printed}");
         assert_eq!(key.last_four(), "cdef");
     }

@@ -115,21 +115,9 @@ async fn e2e_holding_space_sends_the_microphone_and_the_user_turn_appears_in_the
         .await;
 
         // Copy the whole transcript, then paste it where the user could: a text field.
-        client
-            .find(Locator::Id("copy-transcript"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        support::click(&client, "#copy-transcript").await;
         wait_for_text(&client, "#status", "Copied the transcript.").await;
-        client
-            .find(Locator::Id("open-settings"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        support::click(&client, "#open-settings").await;
         let field = client
             .find(Locator::Css("#settings [name=instructions]"))
             .await
@@ -176,13 +164,7 @@ async fn e2e_connect_hangs_up_and_connects_again() {
     let app = WebviewApp::launch("reconnect").await;
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
-        client
-            .find(Locator::Id("connect"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        support::click(&client, "#connect").await;
         // The status leaves Ready while the new call is set up, then comes back to it.
         support::wait_for(&client, "#status", |text| text != READY).await;
         wait_for_text(&client, "#status", READY).await;

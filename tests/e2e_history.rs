@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::{Client, Locator};
 use serde_json::Value;
-use support::{UI_TIMEOUT, WebviewApp, rendered_text, wait_for, wait_for_text};
+use support::{UI_TIMEOUT, WebviewApp, click, rendered_text, wait_for, wait_for_text};
 use walkie_session::{
     AudioChunk, Part, PartDelta, PartDeltaEvent, PartEndEvent, PartIndex, PartStartEvent,
     SessionEvent, Speaker, SpeechPart, StampedEvent,
@@ -185,16 +185,6 @@ async fn wait_for_list(client: &Client, wanted: &[String]) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("the history list shows {shown:?}, not {wanted:?}");
-}
-
-async fn click(client: &Client, css: &str) {
-    client
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|error| panic!("no {css}: {error}"))
-        .click()
-        .await
-        .unwrap_or_else(|error| panic!("could not click {css}: {error}"));
 }
 
 /// Waits for an `<audio>` element to load its metadata or fail; returns its duration in ms, or

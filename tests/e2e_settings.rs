@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fantoccini::{Client, Locator};
-use support::{AppDirs, Launch, SecretService, WebviewApp, rendered_text, wait_for};
+use support::{AppDirs, Launch, SecretService, WebviewApp, click, rendered_text, wait_for};
 
 /// A key no real service would accept, unique to this run so a match can only come from here.
 fn fake_key(prefix: &str) -> String {
@@ -22,13 +22,7 @@ fn fake_key(prefix: &str) -> String {
 }
 
 async fn open_settings(client: &Client) {
-    client
-        .find(Locator::Id("open-settings"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(client, "#open-settings").await;
     wait_for(client, "#settings [data-role=config-file]", |text| {
         text.ends_with("settings.json")
     })
@@ -66,16 +60,6 @@ async fn field_value(client: &Client, name: &str) -> serde_json::Value {
         )
         .await
         .unwrap()
-}
-
-async fn click(client: &Client, css: &str) {
-    client
-        .find(Locator::Css(css))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
 }
 
 /// Every file under `dir` (recursively) whose bytes contain `needle`.

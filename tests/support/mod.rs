@@ -475,6 +475,17 @@ pub async fn rendered_text(client: &Client, css: &str) -> Option<String> {
     Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
+/// Clicks the element `css` selects, as a user would, and says which one when it cannot.
+pub async fn click(client: &Client, css: &str) {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|error| panic!("no {css}: {error}"))
+        .click()
+        .await
+        .unwrap_or_else(|error| panic!("could not click {css}: {error}"));
+}
+
 /// Waits until the element's rendered text equals `expected`, and says what it showed if not.
 pub async fn wait_for_text(client: &Client, css: &str, expected: &str) {
     let shown = wait_for(client, css, |text| text == expected).await;

@@ -316,7 +316,7 @@ enum Route {
     Pulse {
         name: String,
         rate_hz: u32,
-        cpal: (cpal::Device, cpal::StreamConfig, cpal::SampleFormat),
+        cpal: CpalChoice,
     },
     /// An ALSA PCM, served by [`crate::pcm`]: every ALSA device, and PulseAudio devices
     /// through the `pulse` plugin. `cpal` is the fallback if the PCM cannot be opened (the
@@ -324,7 +324,7 @@ enum Route {
     Pcm {
         name: String,
         rate_hz: u32,
-        cpal: Option<(cpal::Device, cpal::StreamConfig, cpal::SampleFormat)>,
+        cpal: Option<CpalChoice>,
     },
     /// cpal's own stream.
     Cpal(cpal::Device, cpal::StreamConfig, cpal::SampleFormat),
@@ -444,6 +444,58 @@ fn note_pcm_fallback(name: &str, error: &DeviceError) {
     }
 }
 
+/// cpal's device, configuration and sample format: what a stream falls back to.
+type CpalChoice = (cpal::Device, cpal::StreamConfig, cpal::SampleFormat);
+
+/// What a [`Route`] opened: a stream of Walkie's own (libpulse or an ALSA PCM), or the cpal
+/// device to open one on.
+enum Opened<T> {
+    Native(T),
+    /// Boxed: opened once per stream, and it keeps the enum small.
+    Cpal(Box<CpalChoice>),
+}
+
+impl Route {
+    /// Opens the route's own stream with `pulse` or `pcm`, falling back to cpal when that
+    /// fails and the route has a cpal device; the same steps for capture and playback.
+    fn open_native<T>(
+        self,
+        pulse: impl FnOnce(&str, u32) -> Result<T, DeviceError>,
+        pcm: impl FnOnce(&str, u32) -> Result<T, DeviceError>,
+    ) -> Result<Opened<T>, DeviceError> {
+        match self {
+            Route::Pulse {
+                name,
+                rate_hz,
+                cpal,
+            } => match pulse(&name, rate_hz) {
+                Ok(opened) => Ok(Opened::Native(opened)),
+                Err(error) => {
+                    note_pcm_fallback(&name, &error);
+                    Ok(Opened::Cpal(Box::new(cpal)))
+                }
+            },
+            Route::Pcm {
+                name,
+                rate_hz,
+                cpal,
+            } => match pcm(&name, rate_hz) {
+                Ok(opened) => Ok(Opened::Native(opened)),
+                Err(error) => match cpal {
+                    Some(cpal) => {
+                        note_pcm_fallback(&name, &error);
+                        Ok(Opened::Cpal(Box::new(cpal)))
+                    }
+                    None => Err(error),
+                },
+            },
+            Route::Cpal(device, config, sample_format) => {
+                Ok(Opened::Cpal(Box::new((device, config, sample_format))))
+            }
+        }
+    }
+}
+
 /// Frames in one `period_ms` at `rate_hz`.
 fn period_frames(rate_hz: u32, period_ms: u32) -> usize {
     (rate_hz * period_ms / 1000).max(1) as usize
@@ -467,49 +519,21 @@ impl Capture {
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = Direction::Input;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
-        let (device, config, sample_format) = match route {
-            Route::Pulse {
-                name,
-                rate_hz,
-                cpal,
-            } => match Self::open_pulse(&name, rate_hz, ring_ms) {
-                Ok((stream, ring, format, counters)) => {
-                    return Ok(Self {
-                        _stream: stream,
-                        ring,
-                        format,
-                        counters,
-                        device_id: opened_id,
-                    });
-                }
-                Err(error) => {
-                    note_pcm_fallback(&name, &error);
-                    cpal
-                }
-            },
-            Route::Pcm {
-                name,
-                rate_hz,
-                cpal,
-            } => match Self::open_pcm(&name, rate_hz, ring_ms) {
-                Ok((stream, ring, format, counters)) => {
-                    return Ok(Self {
-                        _stream: stream,
-                        ring,
-                        format,
-                        counters,
-                        device_id: opened_id,
-                    });
-                }
-                Err(error) => match cpal {
-                    Some(cpal) => {
-                        note_pcm_fallback(&name, &error);
-                        cpal
-                    }
-                    None => return Err(error),
-                },
-            },
-            Route::Cpal(device, config, sample_format) => (device, config, sample_format),
+        let opened = route.open_native(
+            |name, rate_hz| Self::open_pulse(name, rate_hz, ring_ms),
+            |name, rate_hz| Self::open_pcm(name, rate_hz, ring_ms),
+        )?;
+        let (device, config, sample_format) = match opened {
+            Opened::Native((stream, ring, format, counters)) => {
+                return Ok(Self {
+                    _stream: stream,
+                    ring,
+                    format,
+                    counters,
+                    device_id: opened_id,
+                });
+            }
+            Opened::Cpal(choice) => *choice,
         };
         let channels = usize::from(config.channels.max(1));
         let format = StreamFormat {
@@ -884,49 +908,21 @@ impl Playback {
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = Direction::Output;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
-        let (device, config, sample_format) = match route {
-            Route::Pulse {
-                name,
-                rate_hz,
-                cpal,
-            } => match Self::open_pulse(&name, rate_hz, ring_ms) {
-                Ok((stream, ring, format, shared)) => {
-                    return Ok(Self {
-                        _stream: stream,
-                        ring,
-                        format,
-                        shared,
-                        device_id: opened_id,
-                    });
-                }
-                Err(error) => {
-                    note_pcm_fallback(&name, &error);
-                    cpal
-                }
-            },
-            Route::Pcm {
-                name,
-                rate_hz,
-                cpal,
-            } => match Self::open_pcm(&name, rate_hz, ring_ms) {
-                Ok((stream, ring, format, shared)) => {
-                    return Ok(Self {
-                        _stream: stream,
-                        ring,
-                        format,
-                        shared,
-                        device_id: opened_id,
-                    });
-                }
-                Err(error) => match cpal {
-                    Some(cpal) => {
-                        note_pcm_fallback(&name, &error);
-                        cpal
-                    }
-                    None => return Err(error),
-                },
-            },
-            Route::Cpal(device, config, sample_format) => (device, config, sample_format),
+        let opened = route.open_native(
+            |name, rate_hz| Self::open_pulse(name, rate_hz, ring_ms),
+            |name, rate_hz| Self::open_pcm(name, rate_hz, ring_ms),
+        )?;
+        let (device, config, sample_format) = match opened {
+            Opened::Native((stream, ring, format, shared)) => {
+                return Ok(Self {
+                    _stream: stream,
+                    ring,
+                    format,
+                    shared,
+                    device_id: opened_id,
+                });
+            }
+            Opened::Cpal(choice) => *choice,
         };
         let channels = usize::from(config.channels.max(1));
         let format = StreamFormat {

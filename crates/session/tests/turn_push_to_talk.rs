@@ -7,7 +7,8 @@ use serde_json::json;
 use walkie_openai::SessionConfig;
 use walkie_session::turn::{
     AudioCommand, CURRENT_LOCAL_TIME_TOOL, Diagnostic, LATE_AUDIO_GRACE_MS, PressMode,
-    ToolRegistry, Transport, TurnConfig, TurnController, TurnMode, UiHint,
+    SESSION_CONFIRM_GRACE_MS, ToolRegistry, Transport, TurnConfig, TurnController, TurnMode,
+    UiHint,
 };
 use walkie_session::{SessionEvent, Speaker};
 
@@ -1151,4 +1152,50 @@ fn reply_audio_arriving_after_response_done_stays_in_the_replys_speech_part() {
         "{end:?}"
     );
     assert_eq!(end.last(), Some(&SessionEvent::TurnComplete));
+}
+
+#[test]
+fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
+    let mut controller = TurnController::new(
+        TurnConfig::push_to_talk(SessionConfig::default()),
+        ToolRegistry::empty(),
+    );
+    controller.data_channel_open(1_000);
+    assert!(
+        controller.poll_outgoing().is_some(),
+        "session.update is sent"
+    );
+    assert_eq!(
+        controller.next_deadline_ms(),
+        Some(1_000 + SESSION_CONFIRM_GRACE_MS)
+    );
+    controller.tick(1_000 + SESSION_CONFIRM_GRACE_MS - 1);
+    assert!(!controller.is_ready(), "still waiting for session.updated");
+
+    controller.tick(1_000 + SESSION_CONFIRM_GRACE_MS);
+    assert!(controller.is_ready(), "gone ahead without the confirmation");
+    assert_eq!(
+        controller.poll_diagnostic(),
+        Some(Diagnostic::SessionNotConfirmed {
+            waited_ms: SESSION_CONFIRM_GRACE_MS
+        })
+    );
+    assert_eq!(controller.poll_hint(), Some(UiHint::Ready));
+    controller.push_to_talk_down(7_000);
+    assert_eq!(
+        controller.poll_audio_command(),
+        Some(AudioCommand::OpenCapture { pre_roll_ms: 300 }),
+        "the key works"
+    );
+}
+
+#[test]
+fn a_confirmation_in_time_leaves_no_timer_behind() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    assert_eq!(
+        talk.controller.next_deadline_ms().filter(|at| *at < 60_000),
+        None
+    );
+    talk.controller.tick(1_000_000);
+    assert_eq!(talk.controller.poll_diagnostic(), None);
 }

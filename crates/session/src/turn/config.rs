@@ -12,6 +12,11 @@ use walkie_openai::{AudioConfig, AudioInput, SessionConfig, SessionKind, TurnDet
 /// The audio tail kept after the key is released, before the commit (reference §4.2 3a).
 pub const DEFAULT_TAIL_MS: u64 = 200;
 
+/// How long after the data channel opens the controller waits for `session.updated` before
+/// going ahead without it (as the OpenAI Agents SDK does): a server that never confirms must
+/// not leave the talk key dead.
+pub const SESSION_CONFIRM_GRACE_MS: u64 = 5_000;
+
 /// Over WebRTC, how long after the server's `output_audio_buffer.stopped` (extended by each
 /// late chunk) the reply's audio may still come out of the jitter buffer. The reply stays
 /// audible, and its speech part open, until this passes without audio; otherwise its last

@@ -41,7 +41,9 @@ use crate::event::{
     Part, PartDelta, PartIndex, PartKind, RealtimeSessionErrorEvent, SessionEvent, Speaker,
 };
 use crate::session::Session;
-use crate::turn::config::{LATE_AUDIO_GRACE_MS, PressMode, Transport, TurnConfig, TurnMode};
+use crate::turn::config::{
+    LATE_AUDIO_GRACE_MS, PressMode, SESSION_CONFIRM_GRACE_MS, Transport, TurnConfig, TurnMode,
+};
 use crate::turn::output::{AudioCommand, Diagnostic, OutgoingEvent, UiHint};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
 
@@ -171,6 +173,8 @@ pub struct TurnController {
     pub(super) response_done_pending: bool,
     /// After `output_audio_buffer.stopped`: the reply ends when this passes with no more audio.
     late_audio_until_ms: Option<u64>,
+    /// When the data channel last opened, while `session.updated` has not come.
+    awaiting_confirmation_since_ms: Option<u64>,
     pub(super) suppress_output_audio: bool,
     pub(super) current_audio_item: Option<String>,
     played: Option<(String, u64)>,
@@ -221,6 +225,7 @@ impl TurnController {
             interrupted_response: None,
             response_done_pending: false,
             late_audio_until_ms: None,
+            awaiting_confirmation_since_ms: None,
             suppress_output_audio: false,
             current_audio_item: None,
             played: None,
@@ -242,6 +247,9 @@ impl TurnController {
         self.advance(now_ms);
         self.channel_open = true;
         self.connected_at_ms.get_or_insert(now_ms);
+        if !self.session_confirmed {
+            self.awaiting_confirmation_since_ms = Some(now_ms);
+        }
         let session = self.config.session_update(self.tools.definitions());
         self.send(ClientEvent::SessionUpdate {
             session: Box::new(session),
@@ -254,6 +262,7 @@ impl TurnController {
         self.advance(now_ms);
         self.channel_open = false;
         self.session_confirmed = false;
+        self.awaiting_confirmation_since_ms = None;
         self.outgoing.clear();
         self.press = Press::Idle;
         self.close_capture();
@@ -396,6 +405,9 @@ impl TurnController {
             Press::Tail { ends_at_ms, .. } => Some(ends_at_ms),
         };
         let late_audio = self.late_audio_until_ms;
+        let confirmation = self
+            .awaiting_confirmation_since_ms
+            .map(|since_ms| since_ms.saturating_add(SESSION_CONFIRM_GRACE_MS));
         let limit = self.connected_at_ms.and_then(|connected| {
             if !self.limit_warned {
                 Some(self.limit_warning_at(connected))
@@ -405,7 +417,10 @@ impl TurnController {
                 None
             }
         });
-        [press, limit, late_audio].into_iter().flatten().min()
+        [press, limit, late_audio, confirmation]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     // ----------------------------------------------------------------------------------------
@@ -908,6 +923,7 @@ impl TurnController {
 
     /// `session.updated` arrived for the first time since the channel opened.
     pub(super) fn session_confirmed_now(&mut self) {
+        self.awaiting_confirmation_since_ms = None;
         self.session_confirmed = true;
         self.hint(UiHint::Ready);
         if matches!(self.config.mode, TurnMode::HandsFree(_)) {
@@ -962,6 +978,14 @@ impl TurnController {
             .is_some_and(|until_ms| now_ms >= until_ms)
         {
             self.output_became_inaudible(now_ms);
+        }
+        if let Some(since_ms) = self.awaiting_confirmation_since_ms
+            && now_ms >= since_ms.saturating_add(SESSION_CONFIRM_GRACE_MS)
+        {
+            self.diagnose(Diagnostic::SessionNotConfirmed {
+                waited_ms: now_ms - since_ms,
+            });
+            self.session_confirmed_now();
         }
         if let Some(connected_at_ms) = self.connected_at_ms {
             let limit_at_ms = connected_at_ms.saturating_add(self.config.session_limit_ms);

@@ -27,7 +27,7 @@ mod tools;
 pub use config::{
     DEFAULT_MAX_PRESS_MS, DEFAULT_MIN_PRESS_MS, DEFAULT_PRE_ROLL_MS,
     DEFAULT_SESSION_LIMIT_WARNING_MS, DEFAULT_TAIL_MS, LATE_AUDIO_GRACE_MS, PressMode,
-    SESSION_LIMIT_MS, Transport, TurnConfig, TurnMode,
+    SESSION_CONFIRM_GRACE_MS, SESSION_LIMIT_MS, Transport, TurnConfig, TurnMode,
 };
 pub use controller::{ControllerStats, DeviceKind, TurnController};
 pub use output::{AudioCommand, Diagnostic, OutgoingEvent, UiHint};

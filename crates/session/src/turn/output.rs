@@ -109,4 +109,12 @@ pub enum Diagnostic {
     RepeatedKeyDown,
     /// The input device changed while capturing: capture was reopened.
     CaptureReopened,
+    /// No `session.updated` came within [`SESSION_CONFIRM_GRACE_MS`] of the data channel
+    /// opening; the controller went ahead as if it had (some compatible servers never send it).
+    ///
+    /// [`SESSION_CONFIRM_GRACE_MS`]: crate::turn::SESSION_CONFIRM_GRACE_MS
+    SessionNotConfirmed {
+        /// How long it waited.
+        waited_ms: u64,
+    },
 }
