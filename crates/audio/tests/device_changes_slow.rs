@@ -12,7 +12,7 @@ mod common;
 
 use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{PulseClient, SpareSink, from_bytes, pactl, pattern, require_test_server, wait_until};
 use walkie_audio::device::{Direction, list_devices};
@@ -65,22 +65,9 @@ impl Running {
         &self,
         what: &str,
         limit: Duration,
-        mut stop: impl FnMut(&EngineEvent) -> bool,
+        stop: impl FnMut(&EngineEvent) -> bool,
     ) -> Vec<EngineEvent> {
-        let deadline = Instant::now() + limit;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = self
-                .events
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("timed out waiting for {what}; saw {seen:?}"));
-            let done = stop(&event);
-            seen.push(event);
-            if done {
-                return seen;
-            }
-        }
+        common::events_until(&self.events, what, limit, stop)
     }
 
     /// Waits for a `DeviceChanged` in each of `directions`; returns what each is using.

@@ -69,22 +69,9 @@ impl Running {
         &self,
         what: &str,
         limit: Duration,
-        mut stop: impl FnMut(&EngineEvent) -> bool,
+        stop: impl FnMut(&EngineEvent) -> bool,
     ) -> Vec<EngineEvent> {
-        let deadline = Instant::now() + limit;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = self
-                .events
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
-            let done = stop(&event);
-            seen.push(event);
-            if done {
-                return seen;
-            }
-        }
+        common::events_until(&self.events, what, limit, stop)
     }
 
     fn frames_so_far(&self) -> Vec<Vec<u8>> {

@@ -142,6 +142,29 @@ impl Drop for PulseClient {
     }
 }
 
+/// Takes the engine's events until `stop` says so; returns them all. Fails, naming `what` and
+/// listing what came instead, if `limit` passes first.
+pub fn events_until(
+    events: &std::sync::mpsc::Receiver<walkie_audio::engine::EngineEvent>,
+    what: &str,
+    limit: Duration,
+    mut stop: impl FnMut(&walkie_audio::engine::EngineEvent) -> bool,
+) -> Vec<walkie_audio::engine::EngineEvent> {
+    let deadline = Instant::now() + limit;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = events
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}; saw {seen:?}"));
+        let done = stop(&event);
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
 pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !done() {
