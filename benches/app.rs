@@ -9,7 +9,11 @@
 //!   speaker, with the local provider (whose own answer time is well under a millisecond, so
 //!   this is what the client adds, the 200 ms push-to-talk tail included);
 //! - barge-in: from pressing the key during a reply to the speaker falling silent (the issue's
-//!   bound is 100 ms).
+//!   bound is 100 ms);
+//! - the floor under the memory figure: a bare WebKitGTK window (GTK and the same webview with
+//!   its default settings, showing one line of text, nothing of Walkie's), measured the same way
+//!   in the same run, so Walkie's figure is also given as a ratio to what any app on this
+//!   webview pays.
 //!
 //! Run: `PULSE_SERVER=$(scripts/pulse.sh start target/pulse-bench) cargo bench --bench app`
 //! (the figures go to docs/benchmarks.md). Not a timed test: nothing here fails on a figure.
@@ -34,6 +38,10 @@ const TURNS: usize = 5;
 const SOUND_RMS: f64 = 300.0;
 
 fn main() {
+    if std::env::args().any(|arg| arg == BARE_WEBVIEW) {
+        bare_webview();
+        return;
+    }
     require_test_audio();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -41,7 +49,8 @@ fn main() {
         .expect("a tokio runtime");
     runtime.block_on(async {
         launches().await;
-        turns_and_memory().await;
+        let floor_kib = bare_webview_memory().await;
+        turns_and_memory(floor_kib).await;
         barge_ins().await;
     });
 }
@@ -63,7 +72,56 @@ async fn launches() {
     report("launch → connected (status Ready)", &to_connected);
 }
 
-async fn turns_and_memory() {
+/// The argument that makes this binary the bare webview instead of the bench.
+const BARE_WEBVIEW: &str = "--bare-webview";
+
+/// A GTK window holding a WebKitGTK webview (default settings, as Walkie's) with one line of
+/// text: what any app on this webview pays before doing anything.
+fn bare_webview() {
+    use gtk::prelude::*;
+    use webkit2gtk::WebViewExt;
+    gtk::init().expect("GTK starts on the bench's display");
+    let window = gtk::Window::new(gtk::WindowType::Toplevel);
+    window.set_default_size(480, 720);
+    let webview = webkit2gtk::WebView::new();
+    webview.load_html("<!doctype html><p>A bare webview.</p>", None);
+    window.add(&webview);
+    window.show_all();
+    gtk::main();
+}
+
+/// The bare webview's PSS (it and its WebKit processes), once it has settled, in KiB.
+async fn bare_webview_memory() -> u64 {
+    let display = support::VirtualDisplay::start();
+    let window = support::ProcessGroup::spawn(
+        "the bare webview",
+        Command::new(std::env::current_exe().expect("the bench's own path"))
+            .arg(BARE_WEBVIEW)
+            .env("DISPLAY", &display.display)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    // The same wait as Walkie's idle figure gets: up, then two seconds.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while support::group_pids(window.id()).len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the bare webview did not start its WebKit processes"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pids = support::group_pids(window.id());
+    let kib = pss_kib(&pids);
+    println!(
+        "memory of a bare WebKitGTK window (PSS, {} processes): {:.1} MiB",
+        pids.len(),
+        kib as f64 / 1024.0
+    );
+    kib
+}
+
+async fn turns_and_memory(floor_kib: u64) {
     let app = WebviewApp::launch("bench_turns").await;
     let client = app.client.clone();
     wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
@@ -83,10 +141,12 @@ async fn turns_and_memory() {
     app.run(|_| async {}).await;
 
     println!(
-        "memory (PSS of Walkie + WebKit, {processes} processes): idle {:.1} MiB, \
-         in conversation (peak of {TURNS} turns) {:.1} MiB",
+        "memory (PSS of Walkie + WebKit, {processes} processes): idle {:.1} MiB ({:.2}× the \
+         bare webview), in conversation (peak of {TURNS} turns) {:.1} MiB ({:.2}×)",
         idle_kib as f64 / 1024.0,
-        busy_kib as f64 / 1024.0
+        idle_kib as f64 / floor_kib as f64,
+        busy_kib as f64 / 1024.0,
+        busy_kib as f64 / floor_kib as f64
     );
     report(
         "push-to-talk release → first reply sound at the speaker",

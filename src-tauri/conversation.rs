@@ -10,6 +10,7 @@
 //! events out to the transcript bridge and on to the webview as AG-UI events; controller state
 //! out as the status line.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -205,7 +206,13 @@ async fn talk(
             log::debug!("a microphone frame was not sent: {error}");
         }
     };
-    let (engine, engine_events) = match Engine::start(plan.engine.clone(), sink) {
+    // The engine's workers queue their reports and wake this task once per pass (20 ms).
+    let engine_woken = Arc::new(tokio::sync::Notify::new());
+    let waker = {
+        let engine_woken = engine_woken.clone();
+        move || engine_woken.notify_one()
+    };
+    let (engine, engine_events) = match Engine::start(plan.engine.clone(), sink, waker) {
         Ok((engine, events)) => (ClosedElsewhere(Some(engine)), events),
         Err(error) => return Ended::Failed(format!("the audio engine could not start: {error}")),
     };
@@ -213,7 +220,6 @@ async fn talk(
         player: engine.player(),
         item: None,
     };
-    let mut engine_events = forward(engine_events);
     let wall_clock = clock.wall_clock();
     let mut hint = None;
     let recording = match plan.data_dir.clone().and_then(|data_dir| {
@@ -303,8 +309,9 @@ async fn talk(
                     }
                 }
             }
-            Some(event) = engine_events.recv() => {
+            _ = engine_woken.notified() => {
                 let now_ms = clock.now_ms();
+                for event in engine_events.try_iter() {
                 match event {
                     EngineEvent::AssistantAudio(chunk) => controller.assistant_audio(chunk, now_ms),
                     EngineEvent::SentAudio(chunk) => {
@@ -334,6 +341,7 @@ async fn talk(
                         outputs.shown.hint = Some(format!("No {direction} can be opened: {reason}."));
                     }
                     EngineEvent::Level { direction, level } => ui.level(direction, level),
+                }
                 }
             }
             _ = sleep_until(deadline) => controller.tick(clock.now_ms()),
@@ -367,25 +375,6 @@ impl Drop for ClosedElsewhere {
             }
         }
     }
-}
-
-/// The engine reports on a std channel from its worker threads; this thread hands each report
-/// to the conversation task. It ends when the engine does.
-fn forward(events: std::sync::mpsc::Receiver<EngineEvent>) -> mpsc::UnboundedReceiver<EngineEvent> {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    let spawned = std::thread::Builder::new()
-        .name("walkie-engine-events".to_owned())
-        .spawn(move || {
-            while let Ok(event) = events.recv() {
-                if sender.send(event).is_err() {
-                    break;
-                }
-            }
-        });
-    if let Err(error) = spawned {
-        log::error!("the audio engine's reports cannot reach the conversation: {error}");
-    }
-    receiver
 }
 
 /// The playback side of the session: speech deltas to the player, each counted against the

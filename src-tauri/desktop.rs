@@ -163,6 +163,10 @@ pub fn save_window_state_soon(app: &AppHandle) {
 
 /// The window's size and place, kept next to the settings (`window-state.json`).
 pub fn window_state(config_dir: &Path) -> tauri::plugin::TauriPlugin<tauri::Wry> {
+    // The plugin creates only its own folder before writing. On a first run the settings
+    // folder does not exist until settings are saved, and every save of the window would
+    // fail; a failure here shows up as the save's own warning.
+    let _ = std::fs::create_dir_all(config_dir);
     tauri_plugin_window_state::Builder::new()
         // An absolute path: the plugin joins it to its own folder, which then does not count.
         .with_filename(config_dir.join("window-state.json").to_string_lossy())

@@ -120,6 +120,68 @@ async fn e2e_the_window_comes_back_at_the_size_it_was_left() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_resized_window_is_remembered_even_on_the_first_run() {
+    let name = "desktop_window_state_first_run";
+    let dirs = AppDirs::fresh(name);
+    // A first run: nothing has made the settings folder yet.
+    std::fs::remove_dir_all(&dirs.config).unwrap();
+    let state_file = dirs.config.join("window-state.json");
+    let app = WebviewApp::launch_with(
+        name,
+        Launch {
+            dirs: Some(dirs.clone()),
+            ..Launch::default()
+        },
+    )
+    .await;
+    let display = app.display().to_owned();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        // The user drags the window to 640×690 (an X request, as a window manager makes).
+        let found = Command::new("xdotool")
+            // Only the mapped window: GTK's hidden group leader has the same name.
+            .args(["search", "--onlyvisible", "--name", "^Walkie$"])
+            .env("DISPLAY", &display)
+            .output()
+            .expect("xdotool (scripts/deps.sh test installs it)");
+        let ids = String::from_utf8_lossy(&found.stdout);
+        let window = ids
+            .lines()
+            .next()
+            .expect("Walkie's window is on the display");
+        let status = Command::new("xdotool")
+            .args(["windowsize", window.trim(), "640", "690"])
+            .env("DISPLAY", &display)
+            .status()
+            .expect("xdotool");
+        assert!(status.success(), "xdotool could not resize the window");
+        // Saved a moment after the change, while Walkie runs: a crash now would not lose it.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let saved = std::fs::read_to_string(&state_file)
+                .ok()
+                .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+            let size = saved.as_ref().map(|state| {
+                (
+                    state["main"]["width"].clone(),
+                    state["main"]["height"].clone(),
+                )
+            });
+            if size == Some((640.into(), 690.into())) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the new size was not saved in {}: {saved:?}",
+                state_file.display()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_global_shortcut_talks_while_held_even_from_another_window() {
     let app = WebviewApp::launch("desktop_global_shortcut").await;
     let display = app.display().to_owned();

@@ -32,6 +32,9 @@ use nix::unistd::Pid;
 /// 2-core CI machine before the harness gives up with a message.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long one test's body may run in all; far above the longest test's own waits.
+const BODY_TIMEOUT: Duration = Duration::from_secs(180);
+
 /// How long a test waits for something to show up in the page.
 pub const UI_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -47,6 +50,11 @@ impl ProcessGroup {
             panic!("could not start {name}: {error} (is it installed? run scripts/deps.sh test)")
         });
         Self { child }
+    }
+
+    /// The group's number (the leader's pid).
+    pub fn id(&self) -> u32 {
+        self.child.id()
     }
 
     fn exited(&mut self) -> Option<std::process::ExitStatus> {
@@ -367,25 +375,11 @@ impl WebviewApp {
     /// The app's processes (Walkie and its WebKit helpers): every process in the driver's group
     /// but the driver itself.
     pub fn app_pids(&self) -> Vec<u32> {
-        let group = self._driver.child.id();
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            // /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces.
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            let Some(after_comm) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
-                continue;
-            };
-            let pgrp = after_comm.split_whitespace().nth(2);
-            if pgrp == Some(group.to_string().as_str()) && pid != group {
-                pids.push(pid);
-            }
-        }
-        pids
+        let driver = self._driver.id();
+        group_pids(driver)
+            .into_iter()
+            .filter(|&pid| pid != driver)
+            .collect()
     }
 
     /// All the folders the app was given.
@@ -400,11 +394,26 @@ impl WebviewApp {
         F: FnOnce(Client) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let outcome = tokio::spawn(body(self.client.clone())).await;
+        let mut body = tokio::spawn(body(self.client.clone()));
+        let outcome = match tokio::time::timeout(BODY_TIMEOUT, &mut body).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                // WebDriver calls have no deadline of their own: one that never answers (a
+                // web process gone) would hold the whole run.
+                body.abort();
+                let path = self.save_screenshot("failure").await;
+                eprintln!("screenshot of the failed test: {}", path.display());
+                panic!(
+                    "the test did not finish within {BODY_TIMEOUT:?}: a WebDriver call or a \
+                     wait never returned"
+                );
+            }
+        };
         if let Err(failure) = outcome {
             let path = self.save_screenshot("failure").await;
             eprintln!("screenshot of the failed test: {}", path.display());
-            self.client.clone().close().await.ok();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(10), self.client.clone().close()).await;
             if failure.is_panic() {
                 std::panic::resume_unwind(failure.into_panic());
             }
@@ -417,9 +426,11 @@ impl WebviewApp {
     /// Falls back to grabbing the whole X screen when WebDriver cannot answer.
     pub async fn save_screenshot(&self, label: &str) -> PathBuf {
         let path = screenshot_dir().join(format!("{}-{label}.png", self.test_name));
-        match self.client.screenshot().await {
-            Ok(png) => std::fs::write(&path, png).expect("writing the screenshot"),
-            Err(_) => {
+        // Bounded: a webview in trouble can leave WebDriver's screenshot unanswered, and a
+        // failing test must fail, not hang the run.
+        match tokio::time::timeout(Duration::from_secs(10), self.client.screenshot()).await {
+            Ok(Ok(png)) => std::fs::write(&path, png).expect("writing the screenshot"),
+            _ => {
                 let _ = Command::new("import")
                     .args(["-window", "root"])
                     .arg(&path)
@@ -507,4 +518,25 @@ pub async fn wait_for(client: &Client, css: &str, wanted: impl Fn(&str) -> bool)
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("{css} still shows {last:?} after {UI_TIMEOUT:?}");
+}
+
+/// Every process in process group `group`, its leader included.
+pub fn group_pids(group: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        // /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some(after_comm) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
+        if after_comm.split_whitespace().nth(2) == Some(group.to_string().as_str()) {
+            pids.push(pid);
+        }
+    }
+    pids
 }

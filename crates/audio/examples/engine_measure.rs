@@ -107,9 +107,17 @@ fn feed_mic(seconds: u32) -> std::process::Child {
 
 fn duplex_cpu() {
     let (frames_tx, frames) = mpsc::channel::<Vec<u8>>();
-    let (engine, events) = Engine::start(EngineConfig::default(), move |opus: &[u8], _| {
-        let _ = frames_tx.send(opus.to_vec());
-    })
+    // The app's loop sleeps until a worker wakes it, then takes every event queued.
+    let (wake_tx, wakes) = mpsc::channel::<()>();
+    let (engine, events) = Engine::start(
+        EngineConfig::default(),
+        move |opus: &[u8], _| {
+            let _ = frames_tx.send(opus.to_vec());
+        },
+        move || {
+            let _ = wake_tx.send(());
+        },
+    )
     .expect("the engine starts");
     std::thread::sleep(Duration::from_millis(500));
     let mut mic = feed_mic(14);
@@ -124,16 +132,22 @@ fn duplex_cpu() {
     let mut seq = 0u16;
     let mut played_chunks = 0u64;
     let mut event_counts = std::collections::BTreeMap::new();
+    let mut wake_count = 0u64;
     while started.elapsed() < Duration::from_secs(seconds) {
-        // The app's part, woken by each engine event as the app's loop is: uplink frames go
-        // to the "transport", here looped back as RTP (each frame is followed by its
-        // SentAudio event), decoded audio goes back to the player.
-        let first = events.recv_timeout(Duration::from_millis(100)).ok();
+        // The app's part, woken as the app's loop is (once per worker pass that queued
+        // events): uplink frames go to the "transport", here looped back as RTP (each frame
+        // is followed by its SentAudio event), decoded audio goes back to the player.
+        if wakes.recv_timeout(Duration::from_millis(100)).is_ok() {
+            wake_count += 1;
+        }
+        while wakes.try_recv().is_ok() {
+            wake_count += 1;
+        }
         for opus in frames.try_iter() {
             engine.receive_rtp(seq, u32::from(seq) * 960, &opus, Instant::now());
             seq = seq.wrapping_add(1);
         }
-        for event in first.into_iter().chain(events.try_iter()) {
+        for event in events.try_iter() {
             let kind = match &event {
                 EngineEvent::AssistantAudio(_) => "AssistantAudio",
                 EngineEvent::SentAudio(_) => "SentAudio",
@@ -175,7 +189,11 @@ fn duplex_cpu() {
         .iter()
         .map(|(kind, count)| format!("{kind} {:.0}", *count as f64 / wall.as_secs_f64()))
         .collect();
-    println!("  engine events per second: {}", per_second.join(", "));
+    println!(
+        "  engine events per second: {}; the app woken {:.0} times a second",
+        per_second.join(", "),
+        wake_count as f64 / wall.as_secs_f64()
+    );
     println!(
         "  output period {} frames, stream reopens {}",
         stats.output_period_frames, stats.stream_reopens
@@ -194,6 +212,7 @@ fn key_down_to_first_frame(privacy_mic: bool, presses: usize) -> Vec<f64> {
         move |_: &[u8], _| {
             let _ = frames_tx.send(Instant::now());
         },
+        || {},
     )
     .expect("the engine starts");
     std::thread::sleep(Duration::from_millis(800));
@@ -215,7 +234,7 @@ fn key_down_to_first_frame(privacy_mic: bool, presses: usize) -> Vec<f64> {
 
 fn arrival_to_device(talkspurts: usize) -> Vec<f64> {
     let (engine, events) =
-        Engine::start(EngineConfig::default(), |_: &[u8], _| {}).expect("the engine starts");
+        Engine::start(EngineConfig::default(), |_: &[u8], _| {}, || {}).expect("the engine starts");
     std::thread::sleep(Duration::from_millis(800));
     let mut player = engine.player();
     let mut encoder = OpusEncoder::new(32_000).expect("encoder");

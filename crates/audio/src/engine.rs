@@ -21,6 +21,9 @@
 //! - **Devices**: a chosen device that disappears falls back to the default, a default that
 //!   moves is followed, a stalled or dead stream is reopened; each is an [`EngineEvent`]. Errors
 //!   are logged from the workers, rate-limited (never from a callback).
+//! - **Events** queue up in a channel and each worker wakes the app once per pass of its
+//!   loop ([`EventWaker`]), not once per event: a pass (20 ms) has a decoded frame, a
+//!   progress report and a level reading, and every wakeup costs the app a context switch.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -125,6 +128,43 @@ pub trait FrameSink: Send + 'static {
 impl<F: FnMut(&[u8], u32) + Send + 'static> FrameSink for F {
     fn send_frame(&mut self, opus: &[u8], samples: u32) {
         self(opus, samples)
+    }
+}
+
+/// Told once after each pass of a worker's loop in which the worker queued events: the app
+/// then drains the event [`Receiver`] with `try_recv`. Called on the worker thread; it must
+/// not block (a `tokio::sync::Notify::notify_one` is the app's). A test that blocks on the
+/// receiver instead passes `|| {}`.
+pub trait EventWaker: Send + Sync + 'static {
+    fn wake(&self);
+}
+
+impl<F: Fn() + Send + Sync + 'static> EventWaker for F {
+    fn wake(&self) {
+        self()
+    }
+}
+
+/// A worker's end of the event channel: events go out as they happen, the waker once a pass.
+#[derive(Clone)]
+struct Events {
+    tx: Sender<EngineEvent>,
+    waker: Arc<dyn EventWaker>,
+    queued: std::cell::Cell<bool>,
+}
+
+impl Events {
+    fn send(&self, event: EngineEvent) {
+        if self.tx.send(event).is_ok() {
+            self.queued.set(true);
+        }
+    }
+
+    /// The end of a pass: wakes the app if anything was queued in it.
+    fn end_of_pass(&self) {
+        if self.queued.replace(false) {
+            self.waker.wake();
+        }
     }
 }
 
@@ -278,8 +318,14 @@ impl Engine {
     pub fn start(
         config: EngineConfig,
         sink: impl FrameSink,
+        waker: impl EventWaker,
     ) -> Result<(Self, Receiver<EngineEvent>), EngineError> {
-        let (events, event_rx) = mpsc::channel();
+        let (tx, event_rx) = mpsc::channel();
+        let events = Events {
+            tx,
+            waker: Arc::new(waker),
+            queued: std::cell::Cell::new(false),
+        };
         let shared = Arc::new(Shared::default());
         let jitter = Arc::new(Mutex::new(JitterBuffer::new(config.jitter)));
         let (up, up_rx) = mpsc::channel();
@@ -560,7 +606,7 @@ impl DeviceSlot {
         &mut self,
         previous_id: Option<&str>,
         open: impl Fn(Option<&str>) -> Result<T, DeviceError>,
-        events: &Sender<EngineEvent>,
+        events: &Events,
     ) -> Option<T> {
         let now = Instant::now();
         let direction = self.direction;
@@ -593,7 +639,7 @@ impl DeviceSlot {
             (Some(reason), Some(wanted)) => {
                 if !self.fell_back || previous_id != Some(using.as_str()) {
                     log::warn!("the {direction} {wanted} is not usable ({reason}); using {using}");
-                    let _ = events.send(EngineEvent::DeviceFellBack {
+                    events.send(EngineEvent::DeviceFellBack {
                         direction,
                         wanted: wanted.clone(),
                         using,
@@ -606,19 +652,14 @@ impl DeviceSlot {
                 self.fell_back = false;
                 if previous_id.is_some_and(|previous| previous != using) {
                     log::info!("the {direction} is now {using}");
-                    let _ = events.send(EngineEvent::DeviceChanged { direction, using });
+                    events.send(EngineEvent::DeviceChanged { direction, using });
                 }
             }
         }
         Some(stream)
     }
 
-    fn report_unavailable(
-        &mut self,
-        now: Instant,
-        error: DeviceError,
-        events: &Sender<EngineEvent>,
-    ) {
+    fn report_unavailable(&mut self, now: Instant, error: DeviceError, events: &Events) {
         self.retry_at = now + RETRY_OPEN_EVERY;
         self.open_log.warn(
             now,
@@ -626,7 +667,7 @@ impl DeviceSlot {
         );
         if !self.unavailable_reported {
             self.unavailable_reported = true;
-            let _ = events.send(EngineEvent::DeviceUnavailable {
+            events.send(EngineEvent::DeviceUnavailable {
                 direction: self.direction,
                 reason: error.to_string(),
             });
@@ -698,33 +739,33 @@ struct Framer {
     packet: Box<[u8; MAX_PACKET_BYTES]>,
     encoder: OpusEncoder,
     sink: Box<dyn FrameSink>,
-    /// Reports each frame sent ([`EngineEvent::SentAudio`]), for the saved user turn.
-    events: Sender<EngineEvent>,
     shared: Arc<Shared>,
     log: RateLimitedLog,
 }
 
 impl Framer {
-    fn feed(&mut self, mut samples: &[f32]) {
+    /// Encodes whole frames into the sink; each frame sent is also reported
+    /// ([`EngineEvent::SentAudio`]), for the saved user turn.
+    fn feed(&mut self, mut samples: &[f32], events: &Events) {
         while !samples.is_empty() {
             let take = (FRAME_SAMPLES - self.frame.len()).min(samples.len());
             self.frame.extend_from_slice(&samples[..take]);
             samples = &samples[take..];
             if self.frame.len() == FRAME_SAMPLES {
-                self.encode();
+                self.encode(events);
             }
         }
     }
 
     /// Sends a partial frame padded with silence: nothing said before a close is lost.
-    fn finish(&mut self) {
+    fn finish(&mut self, events: &Events) {
         if !self.frame.is_empty() {
             self.frame.resize(FRAME_SAMPLES, 0.0);
-            self.encode();
+            self.encode(events);
         }
     }
 
-    fn encode(&mut self) {
+    fn encode(&mut self, events: &Events) {
         match self.encoder.encode(&self.frame, &mut self.packet) {
             Ok(len) => {
                 self.sink
@@ -735,9 +776,7 @@ impl Framer {
                     .iter()
                     .map(|&s| (s * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16)
                     .collect();
-                let _ = self
-                    .events
-                    .send(EngineEvent::SentAudio(AudioChunk::from_samples(pcm)));
+                events.send(EngineEvent::SentAudio(AudioChunk::from_samples(pcm)));
             }
             Err(error) => self.log.warn(
                 Instant::now(),
@@ -750,7 +789,7 @@ impl Framer {
 
 struct Uplink {
     rx: Receiver<UpMsg>,
-    events: Sender<EngineEvent>,
+    events: Events,
     shared: Arc<Shared>,
     slot: DeviceSlot,
     capture: Option<Capture>,
@@ -770,7 +809,7 @@ impl Uplink {
     fn new(
         config: &EngineConfig,
         rx: Receiver<UpMsg>,
-        events: Sender<EngineEvent>,
+        events: Events,
         shared: Arc<Shared>,
         sink: Box<dyn FrameSink>,
     ) -> Result<Self, EngineError> {
@@ -778,7 +817,7 @@ impl Uplink {
         let device_samples = 192_000 * CAPTURE_RING_MS as usize / 1000;
         Ok(Self {
             rx,
-            events: events.clone(),
+            events,
             slot: DeviceSlot::new(Direction::Input, config.input_device.clone()),
             capture: None,
             privacy: config.privacy_mic,
@@ -795,7 +834,6 @@ impl Uplink {
                 packet: Box::new([0; MAX_PACKET_BYTES]),
                 encoder: OpusEncoder::new(config.opus_bitrate_bps)?,
                 sink,
-                events,
                 shared: shared.clone(),
                 log: RateLimitedLog::default(),
             },
@@ -804,6 +842,12 @@ impl Uplink {
     }
 
     fn run(mut self) {
+        self.run_passes();
+        self.events.end_of_pass();
+    }
+
+    /// Until told to stop; each pass ends by waking the app if it queued events.
+    fn run_passes(&mut self) {
         loop {
             match self.rx.recv_timeout(WORKER_TICK) {
                 Ok(message) => {
@@ -821,6 +865,7 @@ impl Uplink {
             }
             self.pump();
             self.look_after_device();
+            self.events.end_of_pass();
         }
     }
 
@@ -870,8 +915,9 @@ impl Uplink {
         self.shared.capturing.store(true, Ordering::Relaxed);
         let pre_roll_samples = (CALL_RATE_HZ as u64 * pre_roll_ms / 1000) as usize;
         let framer = &mut self.framer;
+        let events = &self.events;
         self.preroll
-            .drain_latest(pre_roll_samples, |samples| framer.feed(samples));
+            .drain_latest(pre_roll_samples, |samples| framer.feed(samples, events));
     }
 
     fn close_capture(&mut self) {
@@ -879,7 +925,7 @@ impl Uplink {
             return;
         }
         self.pump();
-        self.framer.finish();
+        self.framer.finish(&self.events);
         self.capturing = false;
         self.shared.capturing.store(false, Ordering::Relaxed);
         if self.privacy {
@@ -968,7 +1014,7 @@ impl Uplink {
         if let Some((_, meter)) = self.meter.as_mut() {
             let events = &self.events;
             meter.feed(&self.device_buf, |level| {
-                let _ = events.send(EngineEvent::Level {
+                events.send(EngineEvent::Level {
                     direction: Direction::Input,
                     level,
                 });
@@ -983,7 +1029,7 @@ impl Uplink {
             self.call_buf.fill(0.0);
         }
         if self.capturing {
-            self.framer.feed(&self.call_buf);
+            self.framer.feed(&self.call_buf, &self.events);
         } else {
             self.preroll.push(&self.call_buf);
         }
@@ -1006,7 +1052,7 @@ struct Progress {
 
 struct Downlink {
     rx: Receiver<DownMsg>,
-    events: Sender<EngineEvent>,
+    events: Events,
     shared: Arc<Shared>,
     jitter: Arc<Mutex<JitterBuffer>>,
     decoder: OpusDecoder,
@@ -1045,7 +1091,7 @@ impl Downlink {
     fn new(
         config: &EngineConfig,
         rx: Receiver<DownMsg>,
-        events: Sender<EngineEvent>,
+        events: Events,
         shared: Arc<Shared>,
         jitter: Arc<Mutex<JitterBuffer>>,
     ) -> Result<Self, EngineError> {
@@ -1087,6 +1133,12 @@ impl Downlink {
     }
 
     fn run(mut self) {
+        self.run_passes();
+        self.events.end_of_pass();
+    }
+
+    /// Until told to stop; each pass ends by waking the app if it queued events.
+    fn run_passes(&mut self) {
         self.open_device();
         loop {
             let now = Instant::now();
@@ -1113,6 +1165,7 @@ impl Downlink {
             self.pump_playback();
             self.account(now);
             self.look_after_device(now);
+            self.events.end_of_pass();
         }
     }
 
@@ -1214,8 +1267,7 @@ impl Downlink {
                         .iter()
                         .map(|&s| (s * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16)
                         .collect();
-                    let _ = self
-                        .events
+                    self.events
                         .send(EngineEvent::AssistantAudio(AudioChunk::from_samples(pcm)));
                 }
                 Err(error) => self
@@ -1244,7 +1296,7 @@ impl Downlink {
                     if let Some((_, meter)) = self.meter.as_mut() {
                         let events = &self.events;
                         meter.feed(samples, |level| {
-                            let _ = events.send(EngineEvent::Level {
+                            events.send(EngineEvent::Level {
                                 direction: Direction::Output,
                                 level,
                             });
@@ -1341,7 +1393,7 @@ impl Downlink {
             if now.duration_since(since) >= DRAINED_AFTER {
                 self.audible = false;
                 self.empty_since = None;
-                let _ = self.events.send(EngineEvent::PlaybackDrained);
+                self.events.send(EngineEvent::PlaybackDrained);
             }
         } else {
             self.empty_since = None;
@@ -1393,7 +1445,7 @@ impl Downlink {
             };
             if due {
                 progress.reported_ms = Some(played_ms);
-                let _ = self.events.send(EngineEvent::PlaybackProgress {
+                self.events.send(EngineEvent::PlaybackProgress {
                     item_id: progress.item.clone(),
                     played_ms,
                 });

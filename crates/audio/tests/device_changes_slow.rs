@@ -51,7 +51,8 @@ struct Running {
 }
 
 fn start(config: EngineConfig) -> Running {
-    let (engine, events) = Engine::start(config, |_: &[u8], _| {}).expect("the engine starts");
+    let (engine, events) =
+        Engine::start(config, |_: &[u8], _| {}, || {}).expect("the engine starts");
     wait_until("the devices to open", Duration::from_secs(5), || {
         let stats = engine.stats();
         stats.output_rate_hz == 48_000 && stats.mic_open

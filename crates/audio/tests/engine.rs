@@ -40,10 +40,14 @@ struct Running {
 
 fn start(config: EngineConfig) -> Running {
     let (frame_tx, frames) = mpsc::channel();
-    let (engine, events) = Engine::start(config, move |opus: &[u8], samples: u32| {
-        assert_eq!(samples as usize, FRAME_SAMPLES, "every frame is 20 ms");
-        let _ = frame_tx.send(opus.to_vec());
-    })
+    let (engine, events) = Engine::start(
+        config,
+        move |opus: &[u8], samples: u32| {
+            assert_eq!(samples as usize, FRAME_SAMPLES, "every frame is 20 ms");
+            let _ = frame_tx.send(opus.to_vec());
+        },
+        || {},
+    )
     .expect("the engine starts");
     Running {
         engine,
@@ -567,4 +571,61 @@ fn when_the_chosen_devices_vanish_the_engine_falls_back_to_the_defaults_and_goes
         reply,
         "the conversation goes on through the default speaker"
     );
+}
+
+#[test]
+fn the_app_is_woken_once_per_worker_pass_not_once_per_event_and_never_misses_one() {
+    let _sinks = one_at_a_time();
+    let (wake_tx, wakes) = mpsc::channel::<()>();
+    let (engine, events) = Engine::start(
+        EngineConfig::default(),
+        |_: &[u8], _| {},
+        move || {
+            let _ = wake_tx.send(());
+        },
+    )
+    .expect("the engine starts");
+    wait_until("the devices to open", Duration::from_secs(5), || {
+        let stats = engine.stats();
+        stats.output_rate_hz == 48_000 && stats.mic_open
+    });
+    let _mic = PulseClient::play("mic", &tone(440.0, 0.3, 48_000 * 3));
+    engine.apply(AudioCommand::OpenCapture { pre_roll_ms: 0 });
+
+    // A second of talking, taken the way the app takes it: sleep until woken, then drain.
+    let mut woken = 0u32;
+    let mut taken = 0u32;
+    let mut frames_sent = 0u32;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(1) {
+        if wakes.recv_timeout(Duration::from_millis(100)).is_err() {
+            continue;
+        }
+        woken += 1;
+        for event in events.try_iter() {
+            taken += 1;
+            frames_sent += u32::from(matches!(event, EngineEvent::SentAudio(_)));
+        }
+    }
+    // The last frame (padded) is sent as the capture closes, in the same pass as the
+    // workers are told to stop.
+    engine.apply(AudioCommand::CloseCapture);
+
+    assert!(
+        frames_sent >= 40,
+        "about 50 frames a second were sent and reported: {frames_sent}"
+    );
+    // Each pass of the uplink has a frame and, two passes in three, a level reading.
+    assert!(
+        woken * 5 <= taken * 4,
+        "woken {woken} times for {taken} events: the events of a pass come with one wake"
+    );
+    // Whatever a worker queues is announced: once the workers have stopped, taking the
+    // events of every wake left leaves none behind.
+    drop(engine);
+    for _ in wakes.try_iter() {
+        events.try_iter().for_each(drop);
+    }
+    let unannounced = events.try_iter().count();
+    assert_eq!(unannounced, 0, "events were queued without waking the app");
 }
