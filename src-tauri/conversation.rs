@@ -312,40 +312,57 @@ async fn talk(
             _ = engine_woken.notified() => {
                 let now_ms = clock.now_ms();
                 for event in engine_events.try_iter() {
-                match event {
-                    EngineEvent::AssistantAudio(chunk) => controller.assistant_audio(chunk, now_ms),
-                    EngineEvent::SentAudio(chunk) => {
-                        if let Some(recording) = outputs.recording.as_mut() {
-                            recording.user_audio(chunk, now_ms as i64);
-                        }
-                    }
-                    EngineEvent::PlaybackProgress { item_id, played_ms } => {
-                        controller.playback_progress(&item_id, played_ms)
-                    }
-                    EngineEvent::PlaybackDrained => controller.playback_drained(now_ms),
-                    EngineEvent::DeviceFellBack { direction, using, reason, .. } => {
-                        if direction == Direction::Input {
-                            controller.device_changed(DeviceKind::Input, now_ms);
-                        }
-                        outputs.shown.hint = Some(format!(
-                            "The chosen {direction} is not available ({reason}); using {using}."
-                        ));
-                    }
-                    EngineEvent::DeviceChanged { direction, using } => {
-                        if direction == Direction::Input {
-                            controller.device_changed(DeviceKind::Input, now_ms);
-                        }
-                        outputs.shown.hint = Some(format!("Now using {using} as the {direction}."));
-                    }
-                    EngineEvent::DeviceUnavailable { direction, reason } => {
-                        outputs.shown.hint = Some(format!("No {direction} can be opened: {reason}."));
-                    }
-                    EngineEvent::Level { direction, level } => ui.level(direction, level),
-                }
+                    take_engine_event(event, now_ms, &mut controller, &mut outputs, ui);
                 }
             }
             _ = sleep_until(deadline) => controller.tick(clock.now_ms()),
         }
+    }
+}
+
+/// One report of the audio engine: audio to the controller and the recording, device changes
+/// to the controller and the status hint, levels to the meters.
+fn take_engine_event(
+    event: EngineEvent,
+    now_ms: u64,
+    controller: &mut TurnController,
+    outputs: &mut Outputs,
+    ui: &mut impl Ui,
+) {
+    match event {
+        EngineEvent::AssistantAudio(chunk) => controller.assistant_audio(chunk, now_ms),
+        EngineEvent::SentAudio(chunk) => {
+            if let Some(recording) = outputs.recording.as_mut() {
+                recording.user_audio(chunk, now_ms as i64);
+            }
+        }
+        EngineEvent::PlaybackProgress { item_id, played_ms } => {
+            controller.playback_progress(&item_id, played_ms)
+        }
+        EngineEvent::PlaybackDrained => controller.playback_drained(now_ms),
+        EngineEvent::DeviceFellBack {
+            direction,
+            using,
+            reason,
+            ..
+        } => {
+            if direction == Direction::Input {
+                controller.device_changed(DeviceKind::Input, now_ms);
+            }
+            outputs.shown.hint = Some(format!(
+                "The chosen {direction} is not available ({reason}); using {using}."
+            ));
+        }
+        EngineEvent::DeviceChanged { direction, using } => {
+            if direction == Direction::Input {
+                controller.device_changed(DeviceKind::Input, now_ms);
+            }
+            outputs.shown.hint = Some(format!("Now using {using} as the {direction}."));
+        }
+        EngineEvent::DeviceUnavailable { direction, reason } => {
+            outputs.shown.hint = Some(format!("No {direction} can be opened: {reason}."));
+        }
+        EngineEvent::Level { direction, level } => ui.level(direction, level),
     }
 }
 

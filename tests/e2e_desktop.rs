@@ -18,15 +18,7 @@ async fn e2e_a_second_launch_hands_over_to_the_running_walkie_and_exits() {
     let dirs = AppDirs::fresh(TEST);
     // The session bus is how the second launch finds the first.
     let bus = SecretService::start(&dirs);
-    let app = WebviewApp::launch_with(
-        TEST,
-        Launch {
-            dirs: Some(dirs.clone()),
-            secrets: Some(&bus),
-            ..Launch::default()
-        },
-    )
-    .await;
+    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&bus))).await;
     let display = app.display().to_owned();
     let bus_address = bus.bus_address().to_owned();
     let log = dirs.log.clone();
@@ -90,14 +82,7 @@ async fn e2e_the_window_comes_back_at_the_size_it_was_left() {
             "maximized":false,"visible":true,"decorated":true,"fullscreen":false}}"#,
     )
     .unwrap();
-    let app = WebviewApp::launch_with(
-        name,
-        Launch {
-            dirs: Some(dirs.clone()),
-            ..Launch::default()
-        },
-    )
-    .await;
+    let app = WebviewApp::launch_with(name, Launch::in_dirs(&dirs, None)).await;
     app.run(|client| async move {
         // Read from the page, not through WebDriver's window commands.
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -126,14 +111,7 @@ async fn e2e_a_resized_window_is_remembered_even_on_the_first_run() {
     // A first run: nothing has made the settings folder yet.
     std::fs::remove_dir_all(&dirs.config).unwrap();
     let state_file = dirs.config.join("window-state.json");
-    let app = WebviewApp::launch_with(
-        name,
-        Launch {
-            dirs: Some(dirs.clone()),
-            ..Launch::default()
-        },
-    )
-    .await;
+    let app = WebviewApp::launch_with(name, Launch::in_dirs(&dirs, None)).await;
     let display = app.display().to_owned();
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;

@@ -102,15 +102,7 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
     // (sent with the call) and the failure comes at once.
     let base_url = "http://127.0.0.1:9";
 
-    let app = WebviewApp::launch_with(
-        TEST,
-        Launch {
-            dirs: Some(dirs.clone()),
-            secrets: Some(&secrets),
-            ..Launch::default()
-        },
-    )
-    .await;
+    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
     let typed_key = key.clone();
     let expected_last_four = last_four.clone();
     app.run(|client| async move {
@@ -198,15 +190,7 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
     .await;
 
     // The same folders and keyring, a new process.
-    let app = WebviewApp::launch_with(
-        TEST,
-        Launch {
-            dirs: Some(dirs.clone()),
-            secrets: Some(&secrets),
-            ..Launch::default()
-        },
-    )
-    .await;
+    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
     let leaked = key.clone();
     app.run(|client| async move {
         wait_for(&client, "#status", |text| {

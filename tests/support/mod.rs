@@ -274,6 +274,18 @@ pub struct Launch<'a> {
     pub env: Vec<(&'static str, String)>,
 }
 
+impl<'a> Launch<'a> {
+    /// A start in folders the test prepared (or a restart in the same ones), seeing
+    /// `secrets` as its secret store when there is one.
+    pub fn in_dirs(dirs: &AppDirs, secrets: Option<&'a SecretService>) -> Self {
+        Self {
+            dirs: Some(dirs.clone()),
+            secrets,
+            ..Self::default()
+        }
+    }
+}
+
 /// The Walkie app in a real window, under WebDriver control.
 pub struct WebviewApp {
     pub client: Client,
