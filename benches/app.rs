@@ -101,7 +101,8 @@ async fn bare_webview_memory() -> u64 {
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    // The same wait as Walkie's idle figure gets: up, then two seconds.
+    // Up (its three processes), then three seconds to settle; Walkie's idle figure is taken
+    // two seconds after it says Ready, which comes a second or so after its window.
     let deadline = Instant::now() + Duration::from_secs(20);
     while support::group_pids(window.id()).len() < 3 {
         assert!(
