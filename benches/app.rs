@@ -27,8 +27,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fantoccini::Client;
-use fantoccini::actions::{InputSource, KeyAction, KeyActions};
-use fantoccini::key::Key;
 use support::audio::{PulseStream, RATE_HZ, require_test_audio, speech_like};
 use support::{WebviewApp, wait_for};
 
@@ -166,19 +164,19 @@ async fn barge_ins() {
         let words = speech_like(3.0);
         let talking = std::thread::spawn(move || PulseStream::speak_into_microphone(&words));
         tokio::time::sleep(Duration::from_millis(200)).await;
-        key(&client, true).await;
+        support::space(&client, true).await;
         tokio::time::sleep(Duration::from_millis(2_600)).await;
         let released = Instant::now();
-        key(&client, false).await;
+        support::space(&client, false).await;
         talking.join().expect("the microphone feed");
         let heard = speaker
             .first_sound_after(released, Duration::from_secs(10))
             .await;
         tokio::time::sleep_until((heard + Duration::from_millis(800)).into()).await;
         let pressed = Instant::now();
-        key(&client, true).await;
+        support::space(&client, true).await;
         tokio::time::sleep(Duration::from_millis(700)).await;
-        key(&client, false).await;
+        support::space(&client, false).await;
         cut_after.push(speaker.silent_from(pressed).duration_since(pressed));
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -197,10 +195,10 @@ async fn one_turn(client: &Client, app: &WebviewApp) -> (Duration, u64) {
     let words = speech_like(3.0);
     let talking = std::thread::spawn(move || PulseStream::speak_into_microphone(&words));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    key(client, true).await;
+    support::space(client, true).await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let released = Instant::now();
-    key(client, false).await;
+    support::space(client, false).await;
     let heard = speaker
         .first_sound_after(released, Duration::from_secs(10))
         .await;
@@ -209,19 +207,6 @@ async fn one_turn(client: &Client, app: &WebviewApp) -> (Duration, u64) {
     let pss = pss_kib(&app.app_pids());
     talking.join().expect("the microphone feed");
     (heard.duration_since(released), pss)
-}
-
-async fn key(client: &Client, down: bool) {
-    let space: char = Key::Space.into();
-    let action = if down {
-        KeyAction::Down { value: space }
-    } else {
-        KeyAction::Up { value: space }
-    };
-    client
-        .perform_actions(KeyActions::new("keyboard".into()).then(action))
-        .await
-        .expect("the key reaches the window");
 }
 
 /// Records the virtual speaker with a short buffer and stamps each 10 ms frame with the time

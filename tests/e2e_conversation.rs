@@ -7,27 +7,11 @@ mod support;
 
 use std::time::Duration;
 
-use fantoccini::actions::{InputSource, KeyAction, KeyActions};
-use fantoccini::key::Key;
 use support::audio::{PulseStream, energy, require_test_audio, sounding_span_frames, speech_like};
 use support::{WebviewApp, rendered_text, wait_for, wait_for_text};
 
 /// The virtual microphone and speaker are shared: one conversation test at a time.
 static AUDIO_DEVICES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Holds Space down (`true`) or lets it go.
-async fn space(client: &fantoccini::Client, down: bool) {
-    let key: char = Key::Space.into();
-    let action = if down {
-        KeyAction::Down { value: key }
-    } else {
-        KeyAction::Up { value: key }
-    };
-    client
-        .perform_actions(KeyActions::new("keyboard".into()).then(action))
-        .await
-        .expect("WebDriver sends the key");
-}
 
 /// Waits for the one conversation folder whose transcript.md satisfies `complete`.
 async fn saved_conversation(
@@ -69,7 +53,7 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
         let speaker = PulseStream::record_speaker();
         let words = speech_like(1.6);
 
-        space(&client, true).await;
+        support::space(&client, true).await;
         wait_for_text(&client, "#status", "Listening… release to send.").await;
         support::screenshot(&client, "listening").await;
         let spoken = words.clone();
@@ -77,7 +61,7 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        space(&client, false).await;
+        support::space(&client, false).await;
 
         // The reply is spoken, then the app is ready again.
         wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
@@ -167,23 +151,23 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
         wait_for_text(&client, "#status", READY).await;
         let speaker = PulseStream::record_speaker();
         let words = speech_like(3.0);
-        space(&client, true).await;
+        support::space(&client, true).await;
         wait_for_text(&client, "#status", "Listening… release to send.").await;
         let spoken = words.clone();
         tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        space(&client, false).await;
+        support::space(&client, false).await;
 
         // The long echo plays for a while; then the user presses again.
         wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
         tokio::time::sleep(Duration::from_millis(1_200)).await;
-        space(&client, true).await;
+        support::space(&client, true).await;
         wait_for_text(&client, "#status", "Listening… release to send.").await;
         support::screenshot(&client, "barge_in").await;
         tokio::time::sleep(Duration::from_millis(400)).await;
-        space(&client, false).await;
+        support::space(&client, false).await;
         // The second, silent turn gets its (silent) echo; then all is quiet.
         wait_for(&client, "#transcript", |text| text.contains("s of silence]")).await;
         wait_for_text(&client, "#status", READY).await;

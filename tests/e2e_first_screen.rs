@@ -65,13 +65,7 @@ async fn e2e_holding_space_sends_the_microphone_and_the_user_turn_appears_in_the
     let app = WebviewApp::launch("space_push_to_talk").await;
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
-        let space: char = Key::Space.into();
-        client
-            .perform_actions(
-                KeyActions::new("keyboard".into()).then(KeyAction::Down { value: space }),
-            )
-            .await
-            .unwrap();
+        support::space(&client, true).await;
         let ptt = client.find(Locator::Id("ptt")).await.unwrap();
         assert_eq!(
             ptt.attr("aria-pressed").await.unwrap().as_deref(),
@@ -79,12 +73,7 @@ async fn e2e_holding_space_sends_the_microphone_and_the_user_turn_appears_in_the
         );
         wait_for_text(&client, "#status", "Listening… release to send.").await;
         tokio::time::sleep(Duration::from_millis(400)).await;
-        client
-            .perform_actions(
-                KeyActions::new("keyboard".into()).then(KeyAction::Up { value: space }),
-            )
-            .await
-            .unwrap();
+        support::space(&client, false).await;
         assert_eq!(
             ptt.attr("aria-pressed").await.unwrap().as_deref(),
             Some("false")

@@ -552,3 +552,18 @@ pub fn group_pids(group: u32) -> Vec<u32> {
     }
     pids
 }
+
+/// Holds Space down (`true`) or lets it go, as a keyboard does: the page's push-to-talk key.
+pub async fn space(client: &Client, down: bool) {
+    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    let space: char = fantoccini::key::Key::Space.into();
+    let action = if down {
+        KeyAction::Down { value: space }
+    } else {
+        KeyAction::Up { value: space }
+    };
+    client
+        .perform_actions(KeyActions::new("keyboard".into()).then(action))
+        .await
+        .expect("WebDriver sends the key");
+}
