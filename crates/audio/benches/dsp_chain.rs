@@ -2,27 +2,37 @@
 //! Opus encode (uplink); jitter buffer → Opus decode → device rate (downlink). One iteration is
 //! 20 ms of call audio, so the time per iteration divided by 20 ms is the share of one core.
 //!
+//! The microphone carries speech (the local provider's voiced syllables) and the downlink
+//! decodes what a provider sends (its own libopus encoding of speech): on a tone libopus
+//! codes in CELT mode, at a fraction of what speech costs, and the figures would flatter the
+//! chain. The encoder alone is also measured at libopus's default complexity (9) and at the
+//! engine's ([`DEFAULT_OPUS_COMPLEXITY`]), the choice docs/benchmarks.md explains.
+//!
 //! `cargo bench -p walkie-audio --bench dsp_chain`
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use walkie_audio::FRAME_SAMPLES;
-use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
+use walkie_audio::codec::{DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
 use walkie_audio::jitter::{JitterBuffer, JitterConfig, Playout};
 use walkie_audio::resample::StreamResampler;
+use walkie_local::scenario::{encode_opus, speech_like};
 
-fn speech_like(len: usize, rate_hz: u32) -> Vec<f32> {
-    (0..len)
-        .map(|i| {
-            let t = i as f32 / rate_hz as f32;
-            0.3 * (2.0 * std::f32::consts::PI * 220.0 * t).sin()
-                + 0.1 * (2.0 * std::f32::consts::PI * 1_870.0 * t).sin()
-        })
-        .collect()
+/// Two seconds of speech at `rate_hz`, as f32.
+fn speech(rate_hz: u32) -> Vec<f32> {
+    let at_48k: Vec<f32> = speech_like(2_000)
+        .iter()
+        .map(|&sample| f32::from(sample) / 32_768.0)
+        .collect();
+    let mut resampler = StreamResampler::new(48_000, rate_hz).expect("resampler");
+    let mut out = Vec::with_capacity(resampler.max_output_for(at_48k.len()));
+    resampler.process(&at_48k, &mut out);
+    out
 }
 
 fn duplex(c: &mut Criterion, device_rate_hz: u32) {
     let device_frame = (device_rate_hz / 50) as usize;
-    let mic = speech_like(device_frame, device_rate_hz);
+    let mic = speech(device_rate_hz);
+    let reply = encode_opus(&speech_like(2_000)).expect("the reply encodes");
     let mut up = StreamResampler::new(device_rate_hz, 48_000).expect("resampler");
     let mut down = StreamResampler::new(48_000, device_rate_hz).expect("resampler");
     let mut encoder = OpusEncoder::new(32_000).expect("encoder");
@@ -34,22 +44,24 @@ fn duplex(c: &mut Criterion, device_rate_hz: u32) {
     let mut packet = [0u8; MAX_PACKET_BYTES];
     let mut decoded = [0f32; FRAME_SAMPLES];
     let mut seq = 0u16;
+    let mut mic_frames = mic.chunks_exact(device_frame).cycle();
     c.bench_function(
-        &format!("20 ms duplex at a {} Hz device", device_rate_hz),
+        &format!("20 ms duplex of speech at a {} Hz device", device_rate_hz),
         |b| {
             b.iter(|| {
                 call.clear();
-                up.process(&mic, &mut call);
+                up.process(mic_frames.next().expect("a cycle never ends"), &mut call);
                 frame.extend_from_slice(&call);
                 if frame.len() >= FRAME_SAMPLES {
                     let len = encoder
                         .encode(&frame[..FRAME_SAMPLES], &mut packet)
                         .expect("encodes");
+                    std::hint::black_box(&packet[..len]);
                     frame.drain(..FRAME_SAMPLES);
                     jitter.push(
                         seq,
                         u32::from(seq) * 960,
-                        &packet[..len],
+                        &reply[usize::from(seq) % reply.len()],
                         u64::from(seq) * 20,
                     );
                     seq = seq.wrapping_add(1);
@@ -68,9 +80,29 @@ fn duplex(c: &mut Criterion, device_rate_hz: u32) {
     );
 }
 
+fn encoder(c: &mut Criterion, complexity: i32) {
+    let mic = speech(48_000);
+    let mut frames = mic.chunks_exact(FRAME_SAMPLES).cycle();
+    let mut encoder = OpusEncoder::with_complexity(32_000, complexity).expect("encoder");
+    let mut packet = [0u8; MAX_PACKET_BYTES];
+    c.bench_function(
+        &format!("Opus encode, 20 ms of speech, complexity {complexity}"),
+        |b| {
+            b.iter(|| {
+                let len = encoder
+                    .encode(frames.next().expect("a cycle never ends"), &mut packet)
+                    .expect("encodes");
+                std::hint::black_box(&packet[..len]);
+            })
+        },
+    );
+}
+
 fn chain(c: &mut Criterion) {
     duplex(c, 48_000);
     duplex(c, 44_100);
+    encoder(c, 9);
+    encoder(c, DEFAULT_OPUS_COMPLEXITY);
 }
 
 criterion_group!(benches, chain);

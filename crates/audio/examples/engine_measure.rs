@@ -13,8 +13,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use walkie_audio::codec::{MAX_PACKET_BYTES, OpusEncoder};
+use walkie_audio::codec::{DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusEncoder};
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
+use walkie_local::scenario::{encode_opus, speech_like};
 use walkie_session::PlaybackSink;
 use walkie_session::turn::AudioCommand;
 
@@ -78,8 +79,15 @@ fn summary(name: &str, mut values_ms: Vec<f64>) {
     );
 }
 
-/// A tone into the virtual mic for `seconds`, fed by pacat from a thread.
+/// `seconds` of speech-like audio (the local provider's voiced syllables) into the virtual mic,
+/// fed by pacat from a thread. Speech, not a tone: on a tone libopus codes in CELT mode, which
+/// costs a fifth of what speech (SILK) costs, and the figure would flatter the engine.
 fn feed_mic(seconds: u32) -> std::process::Child {
+    // Made first, before any measuring starts: the synthesis takes about a second of CPU.
+    let bytes: Vec<u8> = speech_like(u64::from(seconds) * 1000)
+        .iter()
+        .flat_map(|sample| sample.to_le_bytes())
+        .collect();
     let mut child = Command::new("pacat")
         .args([
             "--device=mic",
@@ -94,23 +102,83 @@ fn feed_mic(seconds: u32) -> std::process::Child {
         .expect("pacat runs");
     let mut stdin = child.stdin.take().expect("pacat's stdin is piped");
     std::thread::spawn(move || {
-        let bytes: Vec<u8> = (0..48_000 * seconds as usize)
-            .flat_map(|i| {
-                let phase = 2.0 * std::f32::consts::PI * 440.0 * i as f32 / 48_000.0;
-                ((phase.sin() * 0.3 * 32_767.0) as i16).to_le_bytes()
-            })
-            .collect();
         let _ = stdin.write_all(&bytes);
     });
     child
 }
 
-fn duplex_cpu() {
+/// CPU time (user + system) of another process so far, from /proc/<pid>/stat.
+fn child_cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the child runs");
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th
+    // and 13th of them, in clock ticks.
+    let after_name = &stat[stat.rfind(')').expect("stat has the name in parentheses") + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    // SAFETY: sysconf only reads a constant of the system.
+    #[allow(unsafe_code)]
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_secs_f64(ticks as f64 / ticks_per_second as f64)
+}
+
+/// The floor under any client of the sound server on this machine: PulseAudio's own tools
+/// moving the same audio with no processing at all, for the same 10 s, at the engine's
+/// buffering (playback: 20 ms queued, asked for 10 ms at a time; capture: 20 ms fragments),
+/// with the same feed into the virtual mic.
+fn bare_clients_cpu(seconds: u64) -> f64 {
+    let mut mic = feed_mic(seconds as u32 + 4);
+    let spawn = |args: &[&str]| {
+        Command::new(args[0])
+            .args(&args[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("pulseaudio-utils run")
+    };
+    let format = ["--format=s16le", "--rate=48000", "--channels=1", "--raw"];
+    let mut play_args = vec![
+        "pacat",
+        "--device=spk",
+        "--latency-msec=20",
+        "--process-time-msec=10",
+    ];
+    play_args.extend(format);
+    let mut record_args = vec!["parec", "--device=mic.monitor", "--latency-msec=20"];
+    record_args.extend(format);
+    let mut play = spawn(&play_args);
+    let mut record = spawn(&record_args);
+    let mut speaker = play.stdin.take().expect("pacat's stdin is piped");
+    let feeder = std::thread::spawn(move || {
+        let silence = vec![0u8; 48_000 * 2 * (seconds as usize + 4)];
+        let _ = speaker.write_all(&silence);
+    });
+    std::thread::sleep(Duration::from_millis(1_000));
+    let before = child_cpu(play.id()) + child_cpu(record.id());
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs(seconds));
+    let cpu = child_cpu(play.id()) + child_cpu(record.id()) - before;
+    let share = 100.0 * cpu.as_secs_f64() / started.elapsed().as_secs_f64();
+    for child in [&mut play, &mut record, &mut mic] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let _ = feeder.join();
+    share
+}
+
+fn duplex_cpu(opus_complexity: i32) -> f64 {
+    // What the provider sends: its own encoding of speech (libopus's defaults, as the local
+    // provider encodes its replies), one packet for each frame the uplink sends.
+    let reply = encode_opus(&speech_like(30_000)).expect("the reply encodes");
     let (frames_tx, frames) = mpsc::channel::<Vec<u8>>();
     // The app's loop sleeps until a worker wakes it, then takes every event queued.
     let (wake_tx, wakes) = mpsc::channel::<()>();
     let (engine, events) = Engine::start(
-        EngineConfig::default(),
+        EngineConfig {
+            opus_complexity,
+            ..EngineConfig::default()
+        },
         move |opus: &[u8], _| {
             let _ = frames_tx.send(opus.to_vec());
         },
@@ -135,16 +203,18 @@ fn duplex_cpu() {
     let mut wake_count = 0u64;
     while started.elapsed() < Duration::from_secs(seconds) {
         // The app's part, woken as the app's loop is (once per worker pass that queued
-        // events): uplink frames go to the "transport", here looped back as RTP (each frame
-        // is followed by its SentAudio event), decoded audio goes back to the player.
+        // events): each uplink frame goes to the "transport" and a reply packet comes back as
+        // RTP (each frame is followed by its SentAudio event), decoded audio goes back to the
+        // player.
         if wakes.recv_timeout(Duration::from_millis(100)).is_ok() {
             wake_count += 1;
         }
         while wakes.try_recv().is_ok() {
             wake_count += 1;
         }
-        for opus in frames.try_iter() {
-            engine.receive_rtp(seq, u32::from(seq) * 960, &opus, Instant::now());
+        for _sent in frames.try_iter() {
+            let packet = &reply[usize::from(seq) % reply.len()];
+            engine.receive_rtp(seq, u32::from(seq) * 960, packet, Instant::now());
             seq = seq.wrapping_add(1);
         }
         for event in events.try_iter() {
@@ -165,6 +235,10 @@ fn duplex_cpu() {
     }
     let cpu = process_cpu() - cpu_before;
     let wall = started.elapsed();
+    assert!(
+        seq > 0 && played_chunks > 0,
+        "no audio went round (is the sound server still up?): {seq} packets, {played_chunks} chunks"
+    );
     // Threads that ended during the run are missing here (the total above has them).
     for (name, (total, wakeups)) in cpu_by_thread() {
         let (cpu_before, wakeups_before) = threads_before.get(&name).copied().unwrap_or_default();
@@ -177,7 +251,7 @@ fn duplex_cpu() {
     engine.apply(AudioCommand::CloseCapture);
     let stats = engine.stats();
     println!(
-        "duplex: {:.2} % of one core ({:.1} ms CPU per second of audio), {} frames looped, {} chunks played, jitter {:?}, playback xruns {} frames",
+        "duplex: {:.2} % of one core ({:.1} ms CPU per second of audio), {} reply packets received, {} chunks played, jitter {:?}, playback xruns {} frames",
         100.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
         1000.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
         seq,
@@ -200,6 +274,7 @@ fn duplex_cpu() {
     );
     let _ = mic.kill();
     let _ = mic.wait();
+    100.0 * cpu.as_secs_f64() / wall.as_secs_f64()
 }
 
 fn key_down_to_first_frame(privacy_mic: bool, presses: usize) -> Vec<f64> {
@@ -310,10 +385,25 @@ fn main() {
             .trim()
     );
     // `engine_measure cpu latency`: only some parts; none named: all of them.
-    let parts: Vec<String> = std::env::args().skip(1).collect();
+    // `--complexity N`: the microphone's Opus complexity (the engine's default otherwise).
+    let mut parts: Vec<String> = std::env::args().skip(1).collect();
+    let mut opus_complexity = DEFAULT_OPUS_COMPLEXITY;
+    if let Some(at) = parts.iter().position(|part| part == "--complexity") {
+        opus_complexity = parts
+            .get(at + 1)
+            .and_then(|value| value.parse().ok())
+            .expect("--complexity takes a number from 0 to 10");
+        parts.drain(at..at + 2);
+    }
+    println!("microphone Opus complexity {opus_complexity}");
     let wanted = |part: &str| parts.is_empty() || parts.iter().any(|p| p == part);
     if wanted("cpu") {
-        duplex_cpu();
+        let engine = duplex_cpu(opus_complexity);
+        let floor = bare_clients_cpu(10);
+        println!(
+            "bare pacat + parec, same audio and buffering, no processing: {floor:.2} % of one core; the engine is {:.2}x that",
+            engine / floor
+        );
     }
     if wanted("latency") {
         summary(

@@ -10,6 +10,8 @@ pub const MAX_PACKET_BYTES: usize = 1275;
 pub enum CodecError {
     #[error("libopus could not be set up: {0}")]
     Setup(opus::Error),
+    #[error("an Opus complexity must be from 0 to 10, not {got}")]
+    Complexity { got: i32 },
     #[error("a frame must hold exactly {FRAME_SAMPLES} samples (20 ms at 48 kHz), not {got}")]
     FrameSize { got: usize },
     #[error("libopus could not encode the frame: {0}")]
@@ -32,18 +34,48 @@ impl std::fmt::Debug for OpusEncoder {
     }
 }
 
+/// libopus's effort for the microphone: 5 of 0–10, as WebRTC uses on phones.
+///
+/// Why not libopus's default of 9: on speech at 32 kb/s the encoder codes in hybrid mode
+/// (SILK for the voice band), and at 9 that costs about 0.35–0.45 ms per 20 ms frame on these
+/// machines, 2 % of a core for the encoder alone: the whole duplex budget. At 5 the same
+/// speech takes about half, still with SILK's speech model and in-band FEC (docs/benchmarks.md,
+/// "Audio engine"). On a pure tone the encoder picks CELT, which costs a fifth of that and is
+/// cheapest at the default: the engine is measured on speech for that reason.
+pub const DEFAULT_OPUS_COMPLEXITY: i32 = 5;
+
+/// The packet loss the encoder is told to expect. It decides whether libopus spends bits on
+/// in-band FEC at all: at 5 % and complexity 5 it left FEC off for the first second of an
+/// utterance at 32 kb/s (its rate threshold counts complexity and loss), so a lost packet in
+/// the first words could not be rebuilt. At 10 % FEC is on from the second frame.
+const EXPECTED_LOSS_PERCENT: i32 = 10;
+
 impl OpusEncoder {
-    /// A speech encoder at `bitrate_bps` (32 kb/s is plenty for one voice), with in-band FEC on
-    /// so a lost packet can be rebuilt from the next one.
+    /// A speech encoder at `bitrate_bps` (32 kb/s is plenty for one voice) and
+    /// [`DEFAULT_OPUS_COMPLEXITY`], with in-band FEC on so a lost packet can be rebuilt from the
+    /// next one.
     pub fn new(bitrate_bps: i32) -> Result<Self, CodecError> {
+        Self::with_complexity(bitrate_bps, DEFAULT_OPUS_COMPLEXITY)
+    }
+
+    /// As [`Self::new`], at libopus complexity `complexity` (0–10; anything else is refused).
+    pub fn with_complexity(bitrate_bps: i32, complexity: i32) -> Result<Self, CodecError> {
+        if !(0..=10).contains(&complexity) {
+            return Err(CodecError::Complexity { got: complexity });
+        }
         let mut inner =
             opus::Encoder::new(CALL_RATE_HZ, opus::Channels::Mono, opus::Application::Voip)
                 .map_err(CodecError::Setup)?;
         inner
             .set_bitrate(opus::Bitrate::Bits(bitrate_bps))
             .map_err(CodecError::Setup)?;
+        inner
+            .set_complexity(complexity)
+            .map_err(CodecError::Setup)?;
         inner.set_inband_fec(true).map_err(CodecError::Setup)?;
-        inner.set_packet_loss_perc(5).map_err(CodecError::Setup)?;
+        inner
+            .set_packet_loss_perc(EXPECTED_LOSS_PERCENT)
+            .map_err(CodecError::Setup)?;
         Ok(Self { inner })
     }
 

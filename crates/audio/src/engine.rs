@@ -27,15 +27,18 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use walkie_session::turn::AudioCommand;
 use walkie_session::{AudioChunk, PlaybackSink};
 
-use crate::codec::{CodecError, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
+use crate::codec::{
+    CodecError, DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder,
+};
 use crate::device::{
     Capture, DeviceError, DeviceProbe, Direction, FlushReport, Playback, PlaybackClock,
     PlaybackFlusher, StreamCounters,
@@ -92,6 +95,8 @@ pub struct EngineConfig {
     /// Keep the microphone closed outside presses: no pre-roll, the first word may be clipped.
     pub privacy_mic: bool,
     pub opus_bitrate_bps: i32,
+    /// libopus's encoder effort, 0–10 ([`crate::codec::DEFAULT_OPUS_COMPLEXITY`]).
+    pub opus_complexity: i32,
     pub jitter: JitterConfig,
     /// The rate of the chunks given to the [`Player`]: 48 kHz for decoded RTP (what
     /// [`EngineEvent::AssistantAudio`] carries); 24 kHz for a WebSocket provider's PCM.
@@ -108,6 +113,7 @@ impl Default for EngineConfig {
             pre_roll_ms: DEFAULT_PRE_ROLL_MS,
             privacy_mic: false,
             opus_bitrate_bps: 32_000,
+            opus_complexity: DEFAULT_OPUS_COMPLEXITY,
             jitter: JitterConfig::default(),
             playback_rate_hz: CALL_RATE_HZ,
             playout_cushion_ms: DEFAULT_PLAYOUT_CUSHION_MS,
@@ -288,10 +294,49 @@ enum DownMsg {
     Shutdown,
 }
 
+/// A worker's inbox: messages queue in a channel that the worker only ever polls, and each
+/// send unparks the worker.
+///
+/// Why not a blocking `recv_timeout`: a receiver blocked in it registers with the channel
+/// under a mutex that a send then takes too, and the app's sends (a delta to play every 20 ms)
+/// met the downlink there about 40 times a second, each time a futex sleep and a second
+/// wakeup (docs/benchmarks.md). `unpark` is an atomic swap, plus a futex wake only if the
+/// worker sleeps. A blocking wait elsewhere on the worker (a stream opening waits for its
+/// thread) may use up an unpark; the message is then taken at the next tick, 20 ms at most.
+struct Inbox<T> {
+    tx: Sender<T>,
+    worker: Thread,
+}
+
+impl<T> Clone for Inbox<T> {
+    fn clone(&self) -> Self {
+        Self {
+            tx: self.tx.clone(),
+            worker: self.worker.clone(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Inbox<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox")
+            .field("worker", &self.worker.name())
+            .finish()
+    }
+}
+
+impl<T> Inbox<T> {
+    fn send(&self, message: T) {
+        // A stopped worker has dropped its receiver: nothing is waiting for the message.
+        let _ = self.tx.send(message);
+        self.worker.unpark();
+    }
+}
+
 /// The running engine. Dropping it stops the workers and closes the devices.
 pub struct Engine {
-    up: Sender<UpMsg>,
-    down: Sender<DownMsg>,
+    up: Inbox<UpMsg>,
+    down: Inbox<DownMsg>,
     jitter: Arc<Mutex<JitterBuffer>>,
     shared: Arc<Shared>,
     epoch: Instant,
@@ -328,8 +373,8 @@ impl Engine {
         };
         let shared = Arc::new(Shared::default());
         let jitter = Arc::new(Mutex::new(JitterBuffer::new(config.jitter)));
-        let (up, up_rx) = mpsc::channel();
-        let (down, down_rx) = mpsc::channel();
+        let (up_tx, up_rx) = mpsc::channel();
+        let (down_tx, down_rx) = mpsc::channel();
 
         let uplink = Uplink::new(
             &config,
@@ -347,6 +392,14 @@ impl Engine {
             .name("walkie-audio-down".to_owned())
             .spawn(move || downlink.run())
             .map_err(EngineError::Thread)?;
+        let up = Inbox {
+            tx: up_tx,
+            worker: up_worker.thread().clone(),
+        };
+        let down = Inbox {
+            tx: down_tx,
+            worker: down_worker.thread().clone(),
+        };
         Ok((
             Self {
                 up,
@@ -365,7 +418,7 @@ impl Engine {
         match command {
             AudioCommand::FlushPlayback => self.player().flush(),
             other => {
-                let _ = self.up.send(UpMsg::Command(other));
+                self.up.send(UpMsg::Command(other));
             }
         }
     }
@@ -387,7 +440,7 @@ impl Engine {
         // While a talkspurt plays, the downlink wakes on its 20 ms pace and finds the packet
         // then; only a packet that may start one needs to wake it.
         if !pacing {
-            let _ = self.down.send(DownMsg::Wake);
+            self.down.send(DownMsg::Wake);
         }
         outcome
     }
@@ -404,16 +457,16 @@ impl Engine {
     /// Switches the microphone (`None`: the default). Persist the id; it is used again when it
     /// reappears after a fallback.
     pub fn set_input_device(&self, device_id: Option<String>) {
-        let _ = self.up.send(UpMsg::SetDevice(device_id));
+        self.up.send(UpMsg::SetDevice(device_id));
     }
 
     pub fn set_output_device(&self, device_id: Option<String>) {
-        let _ = self.down.send(DownMsg::SetDevice(device_id));
+        self.down.send(DownMsg::SetDevice(device_id));
     }
 
     /// The privacy option: the microphone opens only for presses.
     pub fn set_privacy_mic(&self, privacy: bool) {
-        let _ = self.up.send(UpMsg::SetPrivacy(privacy));
+        self.up.send(UpMsg::SetPrivacy(privacy));
     }
 
     /// Where the speaker stands (for latency measurements), if an output stream is open.
@@ -466,8 +519,8 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        let _ = self.up.send(UpMsg::Shutdown);
-        let _ = self.down.send(DownMsg::Shutdown);
+        self.up.send(UpMsg::Shutdown);
+        self.down.send(DownMsg::Shutdown);
         for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
@@ -477,7 +530,7 @@ impl Drop for Engine {
 /// The playback entry, cheap to clone: the session's speech deltas, and the barge-in flush.
 #[derive(Clone, Debug)]
 pub struct Player {
-    down: Sender<DownMsg>,
+    down: Inbox<DownMsg>,
     shared: Arc<Shared>,
     jitter: Arc<Mutex<JitterBuffer>>,
 }
@@ -485,7 +538,7 @@ pub struct Player {
 impl Player {
     /// The deltas played from now on belong to this assistant item (for the progress counts).
     pub fn begin_item(&self, item_id: &str) {
-        let _ = self.down.send(DownMsg::BeginItem(Arc::from(item_id)));
+        self.down.send(DownMsg::BeginItem(Arc::from(item_id)));
     }
 
     /// Barge-in: drops every queued sample (device ring, pending deltas, jitter buffer); the
@@ -497,14 +550,14 @@ impl Player {
         }
         self.shared.flushes.fetch_add(1, Ordering::Relaxed);
         lock_jitter(&self.jitter).flush();
-        let _ = self.down.send(DownMsg::Wake);
+        self.down.send(DownMsg::Wake);
     }
 }
 
 impl PlaybackSink for Player {
     fn play(&mut self, chunk: &AudioChunk) {
         let epoch = self.shared.flush_epoch.load(Ordering::Acquire);
-        let _ = self.down.send(DownMsg::Chunk {
+        self.down.send(DownMsg::Chunk {
             epoch,
             chunk: chunk.clone(),
         });
@@ -832,7 +885,10 @@ impl Uplink {
             framer: Framer {
                 frame: Vec::with_capacity(FRAME_SAMPLES),
                 packet: Box::new([0; MAX_PACKET_BYTES]),
-                encoder: OpusEncoder::new(config.opus_bitrate_bps)?,
+                encoder: OpusEncoder::with_complexity(
+                    config.opus_bitrate_bps,
+                    config.opus_complexity,
+                )?,
                 sink,
                 shared: shared.clone(),
                 log: RateLimitedLog::default(),
@@ -849,18 +905,17 @@ impl Uplink {
     /// Until told to stop; each pass ends by waking the app if it queued events.
     fn run_passes(&mut self) {
         loop {
-            match self.rx.recv_timeout(WORKER_TICK) {
-                Ok(message) => {
-                    if !self.handle(message) {
-                        return;
+            // Until the tick, or a message's unpark ([`Inbox`]); then every queued message.
+            std::thread::park_timeout(WORKER_TICK);
+            loop {
+                match self.rx.try_recv() {
+                    Ok(message) => {
+                        if !self.handle(message) {
+                            return;
+                        }
                     }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
-            while let Ok(message) = self.rx.try_recv() {
-                if !self.handle(message) {
-                    return;
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
                 }
             }
             self.pump();
@@ -1145,18 +1200,18 @@ impl Downlink {
             let wait = self.next_pop.map_or(WORKER_TICK, |at| {
                 at.saturating_duration_since(now).min(WORKER_TICK)
             });
-            match self.rx.recv_timeout(wait) {
-                Ok(message) => {
-                    if !self.handle(message) {
-                        return;
+            // Until the next frame is due or the tick, or a message's unpark ([`Inbox`]);
+            // then every queued message.
+            std::thread::park_timeout(wait);
+            loop {
+                match self.rx.try_recv() {
+                    Ok(message) => {
+                        if !self.handle(message) {
+                            return;
+                        }
                     }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
-            while let Ok(message) = self.rx.try_recv() {
-                if !self.handle(message) {
-                    return;
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
                 }
             }
             let now = Instant::now();

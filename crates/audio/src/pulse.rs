@@ -8,7 +8,8 @@
 //! `pulse` plugin runs a libpulse thread that asks for timing after every write, plus a thread
 //! of its own that the plugin wakes through a pipe. Here a period is one wakeup: the server's
 //! request arrives, the period is written in the same main-loop iteration; capture data is
-//! read as it arrives. Timing is asked for once a second, only for the latency estimate.
+//! read once a period, however often the server posts it. Timing is asked for once a second,
+//! only for the latency estimate.
 //!
 //! The thread's rules are the callback's rules ([`crate::device`]): once the stream runs it
 //! only converts samples between a period buffer (allocated before the loop) and the ring,
@@ -38,6 +39,10 @@ const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
 const POLL_AT_MOST: MicroSeconds = MicroSeconds(100_000);
 /// How often the latency estimate is refreshed (one round trip to the server).
 const TIMING_EVERY: Duration = Duration::from_secs(1);
+/// How long a capture stream reads audio as it arrives before it settles to once a period.
+const CAPTURE_STEADY_AFTER: Duration = Duration::from_millis(300);
+/// Main-loop iterations without blocking that one capture wakeup may take to empty the socket.
+const MAX_QUICK_ITERATIONS: u32 = 64;
 /// Samples in the capture conversion buffer: larger reads are converted in pieces.
 const CAPTURE_PIECE_SAMPLES: usize = 4_800;
 
@@ -213,14 +218,25 @@ impl Opened {
         let mut samples = vec![0i16; period.max(CAPTURE_PIECE_SAMPLES)];
         let mut bytes = vec![0u8; period * 2];
         let mut next_timing = Instant::now();
+        let period_time = Duration::from_secs_f64(period as f64 / f64::from(self.setup.rate_hz));
+        let mut last_read = Instant::now();
+        let mut wait = POLL_AT_MOST;
+        let mut read_since_sleep = false;
+        let mut quick_iterations = 0;
+        let steady_from = Instant::now() + CAPTURE_STEADY_AFTER;
         while !stop.load(Ordering::Acquire) {
-            if self.mainloop.prepare(Some(POLL_AT_MOST)).is_err()
-                || self.mainloop.poll().is_err()
-                || self.mainloop.dispatch().is_err()
+            let dispatched = match self
+                .mainloop
+                .prepare(Some(wait))
+                .and_then(|()| self.mainloop.poll())
+                .and_then(|_| self.mainloop.dispatch())
             {
-                counters.record_error(true);
-                return;
-            }
+                Ok(dispatched) => dispatched,
+                Err(_) => {
+                    counters.record_error(true);
+                    return;
+                }
+            };
             if matches!(self.stream.get_state(), State::Failed | State::Terminated) {
                 counters.record_error(true);
                 return;
@@ -266,6 +282,7 @@ impl Opened {
                                 }
                                 work(&mut samples[..count], Duration::ZERO);
                             }
+                            read_since_sleep = true;
                         }
                         Ok(PeekResult::Hole(_)) => {}
                         Ok(PeekResult::Empty) => break,
@@ -279,6 +296,35 @@ impl Opened {
                         break;
                     }
                 },
+            }
+            if direction == Direction::Input {
+                // Captured audio is read once a period, whatever the server's pace: it posts
+                // data as its source produces it (a null sink's monitor every 10 ms, a desktop
+                // microphone as often as its quickest reader asks), but the uplink takes whole
+                // 20 ms frames, so reading sooner would only cost wakeups. Meanwhile the data
+                // waits in the socket. Once awake, every message already there is taken
+                // without blocking (libpulse handles one per iteration); then, if audio came,
+                // the thread sleeps out the period. Not in the stream's first moments: a
+                // press in privacy mode waits for the first audio of a stream just opened.
+                // (At most a bounded number of quick iterations in a row: a source of events
+                // that never settles must not turn this into a busy loop.)
+                if dispatched > 0 && quick_iterations < MAX_QUICK_ITERATIONS {
+                    quick_iterations += 1;
+                    wait = MicroSeconds(0);
+                    continue;
+                }
+                quick_iterations = 0;
+                wait = POLL_AT_MOST;
+                if !read_since_sleep || Instant::now() < steady_from {
+                    continue;
+                }
+                let next_read = last_read + period_time;
+                let now = Instant::now();
+                if now < next_read {
+                    std::thread::sleep(next_read - now);
+                }
+                last_read = Instant::now();
+                read_since_sleep = false;
             }
         }
         let _ = self.stream.disconnect();

@@ -9,7 +9,9 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::{PulseClient, from_bytes, pattern, require_test_server, to_bytes, wait_until};
+use common::{
+    PulseClient, from_bytes, pattern, require_test_server, to_bytes, wait_until, wakeups_of,
+};
 use walkie_audio::device::{Capture, Direction, Playback, list_devices};
 
 /// The null sinks are shared by every test of this file: one test at a time.
@@ -215,4 +217,34 @@ fn pulseaudio_devices_run_on_libpulse_directly_not_on_a_fallback() {
     );
     assert!(capture.device_id().starts_with("pulseaudio:"));
     assert!(playback.device_id().starts_with("pulseaudio:"));
+}
+
+#[test]
+fn the_microphone_is_read_once_a_period_though_the_server_posts_every_10_ms_and_keeps_up() {
+    require_test_server();
+    let _sinks = SINKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // The test server's mic is a null sink's monitor, which a 10 ms keep-alive reader makes
+    // post every 10 ms: a thread that woke for each post would wake 100 times a second.
+    let mut capture = Capture::open(None, 2_000).expect("the default microphone opens");
+    let mut captured = Vec::with_capacity(96_000);
+    std::thread::sleep(Duration::from_millis(800));
+    capture.read_into(&mut captured);
+    captured.clear();
+    let wakeups_before = wakeups_of("walkie-pulse-in");
+    let started = std::time::Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    capture.read_into(&mut captured);
+    let seconds = started.elapsed().as_secs_f64();
+    let wakeups_per_second = (wakeups_of("walkie-pulse-in") - wakeups_before) as f64 / seconds;
+    assert!(
+        wakeups_per_second < 70.0,
+        "the capture thread woke {wakeups_per_second:.0} times a second (a 20 ms period is 50)"
+    );
+    let captured_seconds = captured.len() as f64 / 48_000.0;
+    assert!(
+        (captured_seconds - seconds).abs() < 0.06,
+        "{captured_seconds:.3} s of audio came in {seconds:.3} s: reading less often must not fall behind"
+    );
 }

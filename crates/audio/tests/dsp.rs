@@ -271,3 +271,70 @@ fn one_push_longer_than_the_pre_roll_keeps_its_tail() {
     preroll.drain(|slice| drained.extend_from_slice(slice));
     assert_eq!(drained, long[15..]);
 }
+
+#[test]
+fn an_opus_complexity_outside_0_to_10_is_refused_by_value() {
+    let error = OpusEncoder::with_complexity(32_000, 11).unwrap_err();
+    assert!(error.to_string().contains("11"), "{error}");
+    assert!(OpusEncoder::with_complexity(32_000, -1).is_err());
+    assert!(OpusEncoder::with_complexity(32_000, 0).is_ok());
+}
+
+/// Normalised correlation of two equally long signals (1: the same shape).
+fn correlation(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    dot / (rms(a) * rms(b) * a.len() as f32).max(1e-12)
+}
+
+#[test]
+fn speech_at_the_default_complexity_survives_the_codec_and_every_lost_voiced_frame_is_rebuilt_from_fec()
+ {
+    let speech: Vec<f32> = walkie_local::scenario::speech_like(1_000)
+        .iter()
+        .map(|&sample| f32::from(sample) / 32_768.0)
+        .collect();
+    let mut encoder = OpusEncoder::new(32_000).unwrap();
+    let packets = encode_all(&mut encoder, &speech);
+    let mut frame = [0.0f32; FRAME_SAMPLES];
+    let mut decoder = OpusDecoder::new().unwrap();
+    let mut clean = Vec::new();
+    for packet in &packets {
+        decoder.decode(packet, &mut frame).unwrap();
+        clean.extend_from_slice(&frame);
+    }
+    // libopus delays its output by 6.5 ms (312 samples at 48 kHz).
+    let delay = 312;
+    let shape = correlation(
+        &clean[delay + 4_800..],
+        &speech[4_800..speech.len() - delay],
+    );
+    assert!(
+        shape > 0.8,
+        "speech came out of the codec reshaped: {shape:.3}"
+    );
+
+    // Each voiced frame in turn is lost, then rebuilt from the next packet's FEC, from the
+    // first words on: a push-to-talk utterance is short, FEC must not need time to start.
+    let mut rebuilt_frames = 0;
+    for lost in 1..packets.len() - 1 {
+        let span = lost * FRAME_SAMPLES..(lost + 1) * FRAME_SAMPLES;
+        if dbfs(rms(&clean[span.clone()])) < -40.0 {
+            continue;
+        }
+        let mut decoder = OpusDecoder::new().unwrap();
+        for packet in &packets[..lost] {
+            decoder.decode(packet, &mut frame).unwrap();
+        }
+        decoder.recover(&packets[lost + 1], &mut frame).unwrap();
+        let likeness = correlation(&frame, &clean[span]);
+        assert!(
+            likeness > 0.5,
+            "lost frame {lost} was not rebuilt from FEC (likeness {likeness:.3})"
+        );
+        rebuilt_frames += 1;
+    }
+    assert!(
+        rebuilt_frames > 30,
+        "only {rebuilt_frames} voiced frames tried"
+    );
+}

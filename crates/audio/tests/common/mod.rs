@@ -241,3 +241,22 @@ pub fn pactl(args: &[&str]) {
         .expect("pactl runs");
     assert!(status.success(), "pactl {args:?} succeeds");
 }
+
+/// How many times the thread named `name` has gone to sleep and been woken so far.
+pub fn wakeups_of(name: &str) -> u64 {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc is mounted")
+        .filter_map(|task| {
+            let path = task.ok()?.path();
+            let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+            (comm.trim() == name).then_some(())?;
+            let status = std::fs::read_to_string(path.join("status")).ok()?;
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
