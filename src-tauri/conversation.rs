@@ -20,7 +20,7 @@ use walkie_audio::engine::{Engine, EngineEvent, Player};
 use walkie_audio::meter::Level;
 use walkie_rtc::{Call, CallConfig, CallEvent, EndReason, Endpoint};
 use walkie_session::turn::{
-    DeviceKind, ToolRegistry, TurnConfig, TurnController, UiHint, WallClock,
+    DeviceKind, ToolRegistry, TurnConfig, TurnController, TurnMode, UiHint, WallClock,
 };
 use walkie_session::{
     Delivery, EventIterator, Part, PartDelta, PlaybackSink, SessionEvent, Speaker,
@@ -41,6 +41,9 @@ pub enum Command {
     Reconnect,
     /// Hang up if connected, then connect as the new plan says (the settings changed).
     Apply(Box<Plan>),
+    /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call: the
+    /// conversation so far stays with the provider.
+    SetTurnMode(TurnMode),
 }
 
 /// Where the conversation's outputs go. The app's implementation emits Tauri events.
@@ -106,7 +109,7 @@ pub async fn run(
                 ));
                 match endpoint(provider, &mut local).await {
                     Ok(endpoint) => match Call::connect(CallConfig::new(endpoint)).await {
-                        Ok(call) => talk(call, &plan, &mut ui, &mut commands, &current).await,
+                        Ok(call) => talk(call, &mut plan, &mut ui, &mut commands, &current).await,
                         Err(error) => Ended::Failed(format!(
                             "could not connect to {}: {error}",
                             provider.label()
@@ -146,6 +149,7 @@ pub async fn run(
                     "Not connected: press Connect before talking.",
                 )),
                 Some(Command::PushToTalk { pressed: false }) => {}
+                Some(Command::SetTurnMode(mode)) => plan.mode = mode,
             }
         }
     }
@@ -175,7 +179,7 @@ enum Ended {
 /// One connected call, until it ends.
 async fn talk(
     mut call: Call,
-    plan: &Plan,
+    plan: &mut Plan,
     ui: &mut impl Ui,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     current: &CurrentConversation,
@@ -302,6 +306,11 @@ async fn talk(
                     Some(Command::Apply(plan)) => {
                         let _ = call.hangup().await;
                         return Ended::Apply(plan);
+                    }
+                    Some(Command::SetTurnMode(mode)) => {
+                        // Kept for a reconnect of this plan; the call itself switches now.
+                        plan.mode = mode.clone();
+                        controller.set_turn_mode(mode, now_ms);
                     }
                     None => {
                         let _ = call.hangup().await;
@@ -537,7 +546,8 @@ async fn flush(
         (Some(sentence), ConnectionState::Ready | ConnectionState::Thinking) => sentence.clone(),
         _ => {
             shown.hint = None;
-            default_sentence(state, &shown.provider_label)
+            let hands_free = matches!(controller.config().mode, TurnMode::HandsFree(_));
+            default_sentence(state, &shown.provider_label, hands_free)
         }
     };
     let status = StatusEvent::new(state, detail);
@@ -565,24 +575,33 @@ fn interrupted_reply(event: &SessionEvent, note: &BridgeNote) -> Option<String> 
 }
 
 fn state_of(controller: &TurnController) -> ConnectionState {
+    // Hands-free captures all the time: listening is what it does when nothing else happens.
+    let hands_free = matches!(controller.config().mode, TurnMode::HandsFree(_));
     if !controller.is_ready() {
         ConnectionState::Connecting
-    } else if controller.is_capturing() {
+    } else if controller.is_capturing() && !hands_free {
         ConnectionState::Listening
     } else if controller.is_assistant_audible() {
         ConnectionState::Speaking
     } else if controller.active_response_id().is_some() {
         ConnectionState::Thinking
+    } else if controller.is_capturing() {
+        ConnectionState::Listening
     } else {
         ConnectionState::Ready
     }
 }
 
-fn default_sentence(state: ConnectionState, provider_label: &str) -> String {
+fn default_sentence(state: ConnectionState, provider_label: &str, hands_free: bool) -> String {
     match state {
         ConnectionState::Connecting => format!("Setting up the session with {provider_label}…"),
+        ConnectionState::Ready if hands_free => format!("Ready ({provider_label}): just talk."),
         ConnectionState::Ready => {
             format!("Ready ({provider_label}): hold Space or the button to talk.")
+        }
+        // Hands-free listens all the time: the provider answers when the user pauses.
+        ConnectionState::Listening if hands_free => {
+            format!("Listening ({provider_label}): just talk; Walkie answers when you pause.")
         }
         ConnectionState::Listening => "Listening… release to send.".to_owned(),
         ConnectionState::Thinking => "Thinking…".to_owned(),

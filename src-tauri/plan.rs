@@ -83,6 +83,26 @@ fn url_host(url: &str) -> String {
         .to_owned()
 }
 
+/// Push-to-talk (hold or toggle) or hands-free, as the settings say. Hands-free asks the
+/// server's VAD to answer and to interrupt a reply when the user speaks.
+pub fn turn_mode(settings: &Settings) -> TurnMode {
+    if settings.hands_free {
+        TurnMode::HandsFree(TurnDetection::ServerVad {
+            threshold: None,
+            prefix_padding_ms: None,
+            silence_duration_ms: None,
+            idle_timeout_ms: None,
+            create_response: Some(true),
+            interrupt_response: Some(true),
+        })
+    } else {
+        TurnMode::PushToTalk(match settings.press_mode {
+            settings::PressMode::Hold => PressMode::Hold,
+            settings::PressMode::Toggle => PressMode::Toggle,
+        })
+    }
+}
+
 /// Everything a connection is made from.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -105,21 +125,7 @@ impl Plan {
         Plan {
             provider: provider(settings),
             session: session(settings),
-            mode: if settings.hands_free {
-                TurnMode::HandsFree(TurnDetection::ServerVad {
-                    threshold: None,
-                    prefix_padding_ms: None,
-                    silence_duration_ms: None,
-                    idle_timeout_ms: None,
-                    create_response: Some(true),
-                    interrupt_response: Some(true),
-                })
-            } else {
-                TurnMode::PushToTalk(match settings.press_mode {
-                    settings::PressMode::Hold => PressMode::Hold,
-                    settings::PressMode::Toggle => PressMode::Toggle,
-                })
-            },
+            mode: turn_mode(settings),
             tail_ms: u64::from(settings.push_to_talk_tail_ms),
             pre_roll_ms: u64::from(settings.pre_roll_ms),
             engine: EngineConfig {

@@ -234,7 +234,8 @@ impl Settings {
 
     /// Whether a change from `self` to `other` needs a new connection to take effect (the
     /// provider, the session or the audio devices changed). The data folder takes effect at the
-    /// next start, so the history and the recorder never look at two different folders.
+    /// next start, so the history and the recorder never look at two different folders. The
+    /// turn mode does not need one ([`Self::turn_mode_changed`]): the call switches in place.
     pub fn needs_reconnect(&self, other: &Settings) -> bool {
         let connection = |s: &Settings| {
             (
@@ -248,13 +249,17 @@ impl Settings {
                 s.voice.clone(),
                 s.instructions.clone(),
                 s.transcription_model.clone(),
-                s.press_mode,
-                s.hands_free,
                 (s.push_to_talk_tail_ms, s.pre_roll_ms, s.warm_mic),
                 (s.input_device.clone(), s.output_device.clone()),
             )
         };
         connection(self) != connection(other)
+    }
+
+    /// Whether push-to-talk (hold or toggle) or hands-free changed: the call in progress
+    /// switches without hanging up, so the provider keeps the conversation.
+    pub fn turn_mode_changed(&self, other: &Settings) -> bool {
+        (self.press_mode, self.hands_free) != (other.press_mode, other.hands_free)
     }
 }
 
@@ -572,5 +577,23 @@ mod tests {
             ..before.clone()
         };
         assert!(before.needs_reconnect(&voice));
+    }
+
+    #[test]
+    fn switching_to_hands_free_or_toggle_keeps_the_connection_and_is_told_apart() {
+        let before = Settings::default();
+        let hands_free = Settings {
+            hands_free: true,
+            ..before.clone()
+        };
+        let toggle = Settings {
+            press_mode: PressMode::Toggle,
+            ..before.clone()
+        };
+        for after in [&hands_free, &toggle] {
+            assert!(!before.needs_reconnect(after));
+            assert!(before.turn_mode_changed(after));
+        }
+        assert!(!before.turn_mode_changed(&before.clone()));
     }
 }

@@ -112,6 +112,8 @@ pub(crate) async fn save_settings(
         let data_dir = state.data_dir.clone();
         let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
         conversation.send(Command::Apply(Box::new(plan)))?;
+    } else if before.turn_mode_changed(&settings) {
+        conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
     }
     settings_view(&state).await
 }

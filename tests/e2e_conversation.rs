@@ -207,3 +207,80 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_then_answers_without_the_key() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("hands_free_switch").await;
+    let settings_file = app.dirs().config.join("settings.json");
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        // A push-to-talk turn first.
+        support::space(&client, true).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        tokio::task::spawn_blocking(|| PulseStream::speak_into_microphone(&speech_like(1.0)))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        support::space(&client, false).await;
+        wait_for(&client, "#transcript", |text| text.contains("played your")).await;
+        wait_for_text(&client, "#status", READY).await;
+
+        // From here on, every status the page shows is kept: a new call would show
+        // "Connecting…" and "Setting up the session…" on its way.
+        client
+            .execute(
+                "window.statusesSeen = [];
+                 const status = document.getElementById('status');
+                 new MutationObserver(() => window.statusesSeen.push(status.innerText))
+                   .observe(status, {childList: true, subtree: true, characterData: true});
+                 return true;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        client
+            .find(fantoccini::Locator::Id("hands-free"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_for(&client, "#status", |status| {
+            status.starts_with("Listening (the local provider): just talk")
+        })
+        .await;
+        support::screenshot(&client, "hands_free").await;
+
+        // Spoken without the key: the provider's VAD hears the words and the pause, and answers.
+        tokio::task::spawn_blocking(|| PulseStream::speak_into_microphone(&speech_like(1.2)))
+            .await
+            .unwrap();
+        wait_for(&client, "#transcript", |text| text.matches("played your").count() == 2).await;
+        let order = client
+            .execute(
+                "return [...document.querySelectorAll('#transcript article')].map(a => a.dataset.role);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            order,
+            serde_json::json!(["user", "assistant", "user", "assistant"]),
+            "the hands-free turn follows the push-to-talk one in the same conversation"
+        );
+        let seen = client.execute("return window.statusesSeen;", vec![]).await.unwrap();
+        let seen: Vec<String> = serde_json::from_value(seen).unwrap();
+        assert!(
+            !seen.is_empty()
+                && seen
+                    .iter()
+                    .all(|status| !status.contains("Connecting") && !status.contains("Setting up")),
+            "the call was kept, not replaced: {seen:?}"
+        );
+        let saved = std::fs::read_to_string(&settings_file).expect("the switch is saved");
+        assert!(saved.contains("\"handsFree\": true"), "{saved}");
+    })
+    .await;
+}

@@ -29,8 +29,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::thread::Thread;
+use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use walkie_session::turn::AudioCommand;

@@ -90,6 +90,7 @@ enum Step {
     Device(bool),
     ChannelOpen,
     ChannelClosed,
+    SwitchMode(u8),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -119,6 +120,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => any::<bool>().prop_map(Step::Device),
         1 => Just(Step::ChannelOpen),
         1 => Just(Step::ChannelClosed),
+        1 => (0u8..3).prop_map(Step::SwitchMode),
     ]
 }
 
@@ -192,6 +194,7 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
             ),
             Step::ChannelOpen => talk.controller.data_channel_open(now_ms),
             Step::ChannelClosed => talk.controller.data_channel_closed(now_ms),
+            Step::SwitchMode(mode) => talk.controller.set_turn_mode(config(mode).mode, now_ms),
         }
         for sent in talk.sent() {
             let text = sent.to_string();
@@ -227,8 +230,10 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
         talk.hints();
         talk.diagnostics();
     }
+    // Whatever happened, a reconnected key still makes a whole utterance. The drop ends any
+    // press, so a mode switch still waiting for it takes effect first.
+    talk.controller.data_channel_closed(now_ms + 1);
     if matches!(talk.controller.config().mode, TurnMode::PushToTalk(_)) {
-        // Whatever happened, a reconnected key still makes a whole utterance.
         let toggle = talk.controller.config().mode == TurnMode::PushToTalk(PressMode::Toggle);
         talk.controller.data_channel_open(now_ms + 1);
         talk.at(now_ms + 2)

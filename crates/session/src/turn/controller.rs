@@ -155,6 +155,10 @@ pub struct TurnController {
     press: Press,
     capturing: bool,
     mic_gated: bool,
+    /// A turn mode asked for while a turn was under way: it applies when the turn ends.
+    pending_mode: Option<TurnMode>,
+    /// Hands-free: the server's VAD heard speech start and has not committed it yet.
+    pub(super) vad_utterance_open: bool,
 
     pub(super) active_response: Option<String>,
     pub(super) create_in_flight: Option<String>,
@@ -214,6 +218,8 @@ impl TurnController {
             press: Press::Idle,
             capturing: false,
             mic_gated: false,
+            pending_mode: None,
+            vad_utterance_open: false,
             active_response: None,
             create_in_flight: None,
             create_queued: false,
@@ -265,11 +271,32 @@ impl TurnController {
         self.awaiting_confirmation_since_ms = None;
         self.outgoing.clear();
         self.press = Press::Idle;
+        self.vad_utterance_open = false;
         self.close_capture();
         self.set_mic_gate(false);
         self.create_in_flight = None;
         self.create_queued = false;
         self.finish_pending_response(now_ms);
+        self.apply_pending_mode();
+    }
+
+    /// Switches between push-to-talk (hold or toggle) and hands-free during a call, keeping
+    /// the conversation: the session's turn detection is updated, not the session replaced.
+    ///
+    /// A turn under way ends in the mode it began in (a press, its tail, or an utterance the
+    /// server's VAD has heard and not yet committed); the switch follows when it ends. Then
+    /// `session.update` goes out with the new turn detection, and capture opens for
+    /// hands-free or closes for push-to-talk. Until the server has applied the update, VAD
+    /// events it still sends under the old mode are ignored with a diagnostic.
+    pub fn set_turn_mode(&mut self, mode: TurnMode, now_ms: u64) {
+        self.advance(now_ms);
+        self.pending_mode = Some(mode);
+        self.apply_pending_mode();
+    }
+
+    /// The turn mode asked for, if it is still waiting for the turn under way to end.
+    pub fn pending_turn_mode(&self) -> Option<&TurnMode> {
+        self.pending_mode.as_ref()
     }
 
     /// The push-to-talk key went down (hold mode), or was pressed (toggle mode).
@@ -536,10 +563,11 @@ impl TurnController {
         if !speech_started && held_ms < self.config.min_press_ms {
             self.press = Press::Idle;
             self.close_capture();
-            return self.hint(UiHint::PressTooShort {
+            self.hint(UiHint::PressTooShort {
                 held_ms,
                 min_press_ms: self.config.min_press_ms,
             });
+            return self.apply_pending_mode();
         }
         if !speech_started {
             self.start_user_speech_at_press(down_at_ms);
@@ -574,6 +602,48 @@ impl TurnController {
             commit_event_id,
             create,
         });
+        self.apply_pending_mode();
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Switching turn modes
+    // ----------------------------------------------------------------------------------------
+
+    fn turn_under_way(&self) -> bool {
+        self.press != Press::Idle || self.vad_utterance_open
+    }
+
+    /// Carries out a pending [`Self::set_turn_mode`] once no turn is under way.
+    pub(super) fn apply_pending_mode(&mut self) {
+        if self.pending_mode.is_none() || self.turn_under_way() {
+            return;
+        }
+        let Some(mode) = self.pending_mode.take() else {
+            return;
+        };
+        if mode == self.config.mode {
+            return;
+        }
+        let was_hands_free = matches!(self.config.mode, TurnMode::HandsFree(_));
+        self.config.mode = mode;
+        let hands_free = matches!(self.config.mode, TurnMode::HandsFree(_));
+        if was_hands_free == hands_free && !hands_free {
+            // Hold and toggle differ only in how key-ups count: the server is not told.
+            return;
+        }
+        if self.channel_open {
+            let session = self.config.session_update(self.tools.definitions());
+            self.send(ClientEvent::SessionUpdate {
+                session: Box::new(session),
+            });
+        }
+        if self.session_confirmed {
+            if hands_free {
+                self.open_capture(0);
+            } else {
+                self.close_capture();
+            }
+        }
     }
 
     // ----------------------------------------------------------------------------------------

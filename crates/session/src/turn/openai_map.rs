@@ -240,6 +240,7 @@ impl TurnController {
         if !self.is_hands_free("input_audio_buffer.speech_started") {
             return;
         }
+        self.vad_utterance_open = true;
         self.barge_in(now_ms);
         self.emit(
             SessionEvent::InputSpeechStart(Box::new(RealtimeInputSpeechStartEvent {
@@ -259,6 +260,8 @@ impl TurnController {
     }
 
     fn on_committed(&mut self, item_id: String, now_ms: u64) {
+        // The utterance the server's VAD opened is committed: a mode switch may go ahead.
+        self.vad_utterance_open = false;
         if !self.user_part_open_for(&item_id)
             && let Some(part) = self
                 .user_parts
@@ -276,6 +279,7 @@ impl TurnController {
             // No transcript will come: the utterance is complete as audio.
             self.end_user_part(slot, now_ms);
         }
+        self.apply_pending_mode();
     }
 
     fn user_slot_for(&mut self, item_id: &str, now_ms: u64) -> Option<usize> {
