@@ -209,7 +209,7 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_then_answers_without_the_key() {
+async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_the_key_then_only_interrupts() {
     require_test_audio();
     let _devices = AUDIO_DEVICES.lock().await;
     let app = WebviewApp::launch("hands_free_switch").await;
@@ -254,10 +254,39 @@ async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_then_answers_wi
         support::screenshot(&client, "hands_free").await;
 
         // Spoken without the key: the provider's VAD hears the words and the pause, and answers.
-        tokio::task::spawn_blocking(|| PulseStream::speak_into_microphone(&speech_like(1.2)))
+        tokio::task::spawn_blocking(|| PulseStream::speak_into_microphone(&speech_like(2.0)))
             .await
             .unwrap();
-        wait_for(&client, "#transcript", |text| text.matches("played your").count() == 2).await;
+        wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
+        // The key is not a turn control any more, but it still stops the reply.
+        support::space(&client, true).await;
+        support::space(&client, false).await;
+        // Cut, its words stop where the reply was (the transcript of the rest never comes).
+        wait_for(&client, "#status", |status| {
+            status.starts_with("Listening (the local provider): just talk")
+        })
+        .await;
+        // The cut reply is marked once its part has ended at the session.
+        let mut states = serde_json::Value::Null;
+        for _ in 0..50 {
+            states = client
+                .execute(
+                    "return [...document.querySelectorAll('#transcript article[data-role=assistant]')]\
+                       .map(a => a.dataset.state ?? null);",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            if states == serde_json::json!([null, "interrupted"]) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            states,
+            serde_json::json!([null, "interrupted"]),
+            "the key cut the hands-free reply"
+        );
         let order = client
             .execute(
                 "return [...document.querySelectorAll('#transcript article')].map(a => a.dataset.role);",

@@ -101,6 +101,12 @@ function showTalkMode(settings) {
     hint.replaceChildren("Hold ", Object.assign(document.createElement("kbd"), { textContent: "Space" }), " or press and hold the button");
   }
 }
+// A switch flipped with the mouse gives the focus back: Space is the talk key, and on a
+// focused checkbox it would flip the switch again. Flipped from the keyboard (a click with
+// no pointer, detail 0), it keeps the focus for whoever is moving through the page.
+handsFree.addEventListener("click", (event) => {
+  if (event.detail > 0) handsFree.blur();
+});
 handsFree.addEventListener("change", async () => {
   try {
     const view = await invoke("get_settings");

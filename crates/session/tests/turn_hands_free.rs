@@ -192,6 +192,31 @@ fn without_server_interruption_the_client_cancels_and_clears_itself() {
 }
 
 #[test]
+fn in_hands_free_mode_the_key_stops_an_audible_reply_and_the_client_cancels_it() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, true);
+    assistant_audible_over_webrtc(&mut talk);
+    talk.sent();
+    talk.audio();
+
+    talk.at(3_000).key_down();
+    assert_eq!(talk.audio(), [AudioCommand::FlushPlayback]);
+    assert_eq!(
+        talk.sent(),
+        [
+            cancel_response("walkie_2", "resp_R1"),
+            clear_output("walkie_3")
+        ],
+        "the server cancels only for speech it hears: a key press is the client's to tell"
+    );
+    assert!(!talk.controller.is_assistant_audible());
+
+    // Nothing audible: the key does nothing in hands-free mode.
+    talk.at(3_500).key_down();
+    assert_eq!(talk.sent(), nothing_sent());
+    assert_eq!(talk.audio(), []);
+}
+
+#[test]
 fn without_an_echo_canceller_the_mic_is_gated_while_the_assistant_is_audible() {
     let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
     assistant_audible_over_webrtc(&mut talk);

@@ -65,6 +65,15 @@ pub enum DeviceKind {
     Output,
 }
 
+/// Who stops a reply at the server on a barge-in: the server itself when its VAD hears the
+/// user (hands-free with `interrupt_response`), or the client (`response.cancel`, and over
+/// WebRTC `output_audio_buffer.clear`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Canceller {
+    Server,
+    Client,
+}
+
 /// Where the push-to-talk key stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Press {
@@ -303,6 +312,11 @@ impl TurnController {
     pub fn push_to_talk_down(&mut self, now_ms: u64) {
         self.advance(now_ms);
         let TurnMode::PushToTalk(press_mode) = self.config.mode else {
+            // Hands-free: the key is not a turn control, but it stops a reply the user does
+            // not want to talk over (the client cancels it: the server only does so for speech).
+            if self.session_confirmed && self.barge_in_with(now_ms, Canceller::Client) {
+                return;
+            }
             return self.diagnose(Diagnostic::Ignored {
                 event_type: "push_to_talk_down".to_owned(),
                 reason: "the controller is in hands-free mode",
@@ -681,6 +695,16 @@ impl TurnController {
     /// much was heard, and tell the server (cancel / clear / truncate as the mode and transport
     /// need). Returns whether it was a barge-in.
     pub(super) fn barge_in(&mut self, now_ms: u64) -> bool {
+        let canceller = if self.config.mode.server_interrupts() {
+            Canceller::Server
+        } else {
+            Canceller::Client
+        };
+        self.barge_in_with(now_ms, canceller)
+    }
+
+    /// As [`Self::barge_in`], with who cancels the reply at the server said outright.
+    fn barge_in_with(&mut self, now_ms: u64, canceller: Canceller) -> bool {
         let Some(response_id) = self.audible_response.clone() else {
             return false;
         };
@@ -696,7 +720,7 @@ impl TurnController {
         }
         self.output_became_inaudible(now_ms);
 
-        let server_cancels = self.config.mode.server_interrupts();
+        let server_cancels = canceller == Canceller::Server;
         let mut cancelled = false;
         if !server_cancels
             && let Some(active) = self.active_response.clone()
