@@ -42,6 +42,29 @@ async fn saved_conversation(
 
 const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
 
+/// Who speaks in each transcript message, in order ("user" or "assistant").
+async fn transcript_roles(client: &fantoccini::Client) -> serde_json::Value {
+    client
+        .execute(
+            "return [...document.querySelectorAll('#transcript article')].map(a => a.dataset.role);",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+/// Each reply's mark in the transcript ("interrupted" or null), in order.
+async fn assistant_states(client: &fantoccini::Client) -> serde_json::Value {
+    client
+        .execute(
+            "return [...document.querySelectorAll('#transcript article[data-role=assistant]')]\
+               .map(a => a.dataset.state ?? null);",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
     require_test_audio();
@@ -69,7 +92,10 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
         let mut loudest_dbfs = -60.0;
         for _ in 0..100 {
             let value = client
-                .execute("return document.getElementById('output-level').value;", vec![])
+                .execute(
+                    "return document.getElementById('output-level').value;",
+                    vec![],
+                )
                 .await
                 .unwrap();
             loudest_dbfs = value.as_f64().unwrap_or(-60.0).max(loudest_dbfs);
@@ -78,26 +104,36 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(loudest_dbfs > -40.0, "the speaker meter stayed at {loudest_dbfs} dBFS");
+        assert!(
+            loudest_dbfs > -40.0,
+            "the speaker meter stayed at {loudest_dbfs} dBFS"
+        );
         support::screenshot(&client, "speaking").await;
         wait_for_text(&client, "#status", READY).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let heard = speaker.end();
 
-        let user = rendered_text(&client, "#transcript article[data-role='user'] .message-text")
-            .await
-            .expect("the user's turn is in the transcript");
+        let user = rendered_text(
+            &client,
+            "#transcript article[data-role='user'] .message-text",
+        )
+        .await
+        .expect("the user's turn is in the transcript");
         assert!(
             user.starts_with('[') && user.ends_with(" s of speech]"),
             "the local provider describes the audio it got: {user:?}"
         );
-        let reply = rendered_text(&client, "#transcript article[data-role='assistant'] .message-text")
-            .await
-            .expect("the reply is in the transcript");
+        let reply = rendered_text(
+            &client,
+            "#transcript article[data-role='assistant'] .message-text",
+        )
+        .await
+        .expect("the reply is in the transcript");
         assert!(reply.contains("played your"), "{reply:?}");
         // The echo lasts as long as what was said (±10 %), and it was played once: twice
         // would double its energy, a lost half would halve it.
-        let (said_frames, heard_frames) = (sounding_span_frames(&words), sounding_span_frames(&heard));
+        let (said_frames, heard_frames) =
+            (sounding_span_frames(&words), sounding_span_frames(&heard));
         let length_ratio = heard_frames as f64 / said_frames as f64;
         assert!(
             (0.9..=1.1).contains(&length_ratio),
@@ -110,13 +146,7 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             "the reply carried {energy_ratio:.2} times the energy of what was said"
         );
 
-        let order = client
-            .execute(
-                "return [...document.querySelectorAll('#transcript article')].map(a => a.dataset.role);",
-                vec![],
-            )
-            .await
-            .unwrap();
+        let order = transcript_roles(&client).await;
         assert_eq!(order, serde_json::json!(["user", "assistant"]));
 
         // The conversation is on disk: the transcript with both turns, and a valid WAV for each.
@@ -169,36 +199,27 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
         tokio::time::sleep(Duration::from_millis(400)).await;
         support::space(&client, false).await;
         // The second, silent turn gets its (silent) echo; then all is quiet.
-        wait_for(&client, "#transcript", |text| text.contains("s of silence]")).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains("s of silence]")
+        })
+        .await;
         wait_for_text(&client, "#status", READY).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let heard = speaker.end();
 
-        let (said_frames, heard_frames) = (sounding_span_frames(&words), sounding_span_frames(&heard));
+        let (said_frames, heard_frames) =
+            (sounding_span_frames(&words), sounding_span_frames(&heard));
         assert!(
             heard_frames > 0 && heard_frames * 10 < said_frames * 6,
             "the cut reply sounded for {heard_frames} frames of the {said_frames} said"
         );
-        let order = client
-            .execute(
-                "return [...document.querySelectorAll('#transcript article')].map(a => a.dataset.role);",
-                vec![],
-            )
-            .await
-            .unwrap();
+        let order = transcript_roles(&client).await;
         assert_eq!(
             order,
             serde_json::json!(["user", "assistant", "user", "assistant"]),
             "the cut reply stays in place and the new turn follows it"
         );
-        let states = client
-            .execute(
-                "return [...document.querySelectorAll('#transcript article[data-role=assistant]')]\
-                   .map(a => a.dataset.state ?? null);",
-                vec![],
-            )
-            .await
-            .unwrap();
+        let states = assistant_states(&client).await;
         assert_eq!(
             states,
             serde_json::json!(["interrupted", null]),
@@ -269,14 +290,7 @@ async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_the_key_then_on
         // The cut reply is marked once its part has ended at the session.
         let mut states = serde_json::Value::Null;
         for _ in 0..50 {
-            states = client
-                .execute(
-                    "return [...document.querySelectorAll('#transcript article[data-role=assistant]')]\
-                       .map(a => a.dataset.state ?? null);",
-                    vec![],
-                )
-                .await
-                .unwrap();
+            states = assistant_states(&client).await;
             if states == serde_json::json!([null, "interrupted"]) {
                 break;
             }
@@ -287,19 +301,16 @@ async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_the_key_then_on
             serde_json::json!([null, "interrupted"]),
             "the key cut the hands-free reply"
         );
-        let order = client
-            .execute(
-                "return [...document.querySelectorAll('#transcript article')].map(a => a.dataset.role);",
-                vec![],
-            )
-            .await
-            .unwrap();
+        let order = transcript_roles(&client).await;
         assert_eq!(
             order,
             serde_json::json!(["user", "assistant", "user", "assistant"]),
             "the hands-free turn follows the push-to-talk one in the same conversation"
         );
-        let seen = client.execute("return window.statusesSeen;", vec![]).await.unwrap();
+        let seen = client
+            .execute("return window.statusesSeen;", vec![])
+            .await
+            .unwrap();
         let seen: Vec<String> = serde_json::from_value(seen).unwrap();
         assert!(
             !seen.is_empty()

@@ -332,6 +332,57 @@ impl<T> Inbox<T> {
     }
 }
 
+/// A worker's side of its [`Inbox`].
+trait Worker {
+    type Message;
+
+    fn inbox(&self) -> &Receiver<Self::Message>;
+
+    /// Carries out one message; `false` to stop.
+    fn take(&mut self, message: Self::Message) -> bool;
+
+    /// Sleeps until `timeout` passes or a message's unpark, then carries out every queued
+    /// message in order; `false` once told to stop, or when the engine has gone.
+    fn wait_and_take_messages(&mut self, timeout: Duration) -> bool {
+        std::thread::park_timeout(timeout);
+        loop {
+            match self.inbox().try_recv() {
+                Ok(message) => {
+                    if !self.take(message) {
+                        return false;
+                    }
+                }
+                Err(TryRecvError::Empty) => return true,
+                Err(TryRecvError::Disconnected) => return false,
+            }
+        }
+    }
+}
+
+impl Worker for Uplink {
+    type Message = UpMsg;
+
+    fn inbox(&self) -> &Receiver<UpMsg> {
+        &self.rx
+    }
+
+    fn take(&mut self, message: UpMsg) -> bool {
+        self.handle(message)
+    }
+}
+
+impl Worker for Downlink {
+    type Message = DownMsg;
+
+    fn inbox(&self) -> &Receiver<DownMsg> {
+        &self.rx
+    }
+
+    fn take(&mut self, message: DownMsg) -> bool {
+        self.handle(message)
+    }
+}
+
 /// The running engine. Dropping it stops the workers and closes the devices.
 pub struct Engine {
     up: Inbox<UpMsg>,
@@ -904,18 +955,8 @@ impl Uplink {
     /// Until told to stop; each pass ends by waking the app if it queued events.
     fn run_passes(&mut self) {
         loop {
-            // Until the tick, or a message's unpark ([`Inbox`]); then every queued message.
-            std::thread::park_timeout(WORKER_TICK);
-            loop {
-                match self.rx.try_recv() {
-                    Ok(message) => {
-                        if !self.handle(message) {
-                            return;
-                        }
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return,
-                }
+            if !self.wait_and_take_messages(WORKER_TICK) {
+                return;
             }
             self.pump();
             self.look_after_device();
@@ -1199,19 +1240,9 @@ impl Downlink {
             let wait = self.next_pop.map_or(WORKER_TICK, |at| {
                 at.saturating_duration_since(now).min(WORKER_TICK)
             });
-            // Until the next frame is due or the tick, or a message's unpark ([`Inbox`]);
-            // then every queued message.
-            std::thread::park_timeout(wait);
-            loop {
-                match self.rx.try_recv() {
-                    Ok(message) => {
-                        if !self.handle(message) {
-                            return;
-                        }
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return,
-                }
+            // Until the next frame is due, at most a tick.
+            if !self.wait_and_take_messages(wait) {
+                return;
             }
             let now = Instant::now();
             self.check_flush();

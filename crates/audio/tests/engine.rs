@@ -573,9 +573,9 @@ fn when_the_chosen_devices_vanish_the_engine_falls_back_to_the_defaults_and_goes
     );
 }
 
-#[test]
-fn the_app_is_woken_once_per_worker_pass_not_once_per_event_and_never_misses_one() {
-    let _sinks = one_at_a_time();
+/// The engine with the default devices, and the channel its waker sends on: the tests take
+/// events the way the app does, woken once per worker pass.
+fn start_woken() -> (Engine, Receiver<EngineEvent>, Receiver<()>) {
     let (wake_tx, wakes) = mpsc::channel::<()>();
     let (engine, events) = Engine::start(
         EngineConfig::default(),
@@ -585,6 +585,13 @@ fn the_app_is_woken_once_per_worker_pass_not_once_per_event_and_never_misses_one
         },
     )
     .expect("the engine starts");
+    (engine, events, wakes)
+}
+
+#[test]
+fn the_app_is_woken_once_per_worker_pass_not_once_per_event_and_never_misses_one() {
+    let _sinks = one_at_a_time();
+    let (engine, events, wakes) = start_woken();
     wait_until("the devices to open", Duration::from_secs(5), || {
         let stats = engine.stats();
         stats.output_rate_hz == 48_000 && stats.mic_open
@@ -633,15 +640,7 @@ fn the_app_is_woken_once_per_worker_pass_not_once_per_event_and_never_misses_one
 #[test]
 fn a_reply_wakes_the_downlink_once_per_frame_and_once_per_delta_played_not_more() {
     let _sinks = one_at_a_time();
-    let (wake_tx, wakes) = mpsc::channel::<()>();
-    let (engine, events) = Engine::start(
-        EngineConfig::default(),
-        |_: &[u8], _| {},
-        move || {
-            let _ = wake_tx.send(());
-        },
-    )
-    .expect("the engine starts");
+    let (engine, events, wakes) = start_woken();
     wait_until("the speaker to open", Duration::from_secs(5), || {
         engine.stats().output_rate_hz == 48_000
     });
