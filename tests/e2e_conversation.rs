@@ -42,6 +42,19 @@ async fn saved_conversation(
 
 const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
 
+/// One push-to-talk turn: the key goes down, `words` go into the microphone, and the key
+/// comes up 300 ms after them (inside the tail, so their end is sent).
+async fn say_with_the_key(client: &fantoccini::Client, words: &[i16]) {
+    support::space(client, true).await;
+    wait_for_text(client, "#status", "Listening… release to send.").await;
+    let spoken = words.to_vec();
+    tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::space(client, false).await;
+}
+
 /// Who speaks in each transcript message, in order ("user" or "assistant").
 async fn transcript_roles(client: &fantoccini::Client) -> serde_json::Value {
     client
@@ -181,14 +194,7 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
         wait_for_text(&client, "#status", READY).await;
         let speaker = PulseStream::record_speaker();
         let words = speech_like(3.0);
-        support::space(&client, true).await;
-        wait_for_text(&client, "#status", "Listening… release to send.").await;
-        let spoken = words.clone();
-        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        support::space(&client, false).await;
+        say_with_the_key(&client, &words).await;
 
         // The long echo plays for a while; then the user presses again.
         wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
@@ -238,13 +244,7 @@ async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_the_key_then_on
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
         // A push-to-talk turn first.
-        support::space(&client, true).await;
-        wait_for_text(&client, "#status", "Listening… release to send.").await;
-        tokio::task::spawn_blocking(|| PulseStream::speak_into_microphone(&speech_like(1.0)))
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        support::space(&client, false).await;
+        say_with_the_key(&client, &speech_like(1.0)).await;
         wait_for(&client, "#transcript", |text| text.contains("played your")).await;
         wait_for_text(&client, "#status", READY).await;
 
