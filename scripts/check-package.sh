@@ -19,18 +19,24 @@ xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
   "$1" &
   app=$!
   trap "kill $app 2>/dev/null; wait $app 2>/dev/null" EXIT
-  if xdotool search --sync --onlyvisible --name "^Walkie$" >/dev/null; then
-    echo "check-package: the installed $1 opened its window"
-  else
-    echo "check-package: the installed $1 did not open a window" >&2
-    exit 1
-  fi
+  # xdotool exits on an X error when a window it is inspecting vanishes meanwhile (WebKit
+  # opens and closes helper windows at start-up); search again until the app exits.
+  until xdotool search --sync --onlyvisible --name "^Walkie$" >/dev/null 2>&1; do
+    if ! kill -0 "$app" 2>/dev/null; then
+      echo "check-package: the installed $1 exited before it opened a window" >&2
+      exit 1
+    fi
+  done
+  echo "check-package: the installed $1 opened its window"
 ' check "$installed" &
 checker=$!
 # xdotool --sync waits forever; bound the whole check.
 ( sleep 60 && kill "$checker" 2>/dev/null ) &
 watchdog=$!
-wait "$checker"
-status=$?
+status=0
+wait "$checker" || status=$?
+if [ "$status" -gt 128 ]; then
+  echo "check-package: the installed app did not open a window within 60 s" >&2
+fi
 kill "$watchdog" 2>/dev/null || true
 exit $status

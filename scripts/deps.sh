@@ -5,7 +5,8 @@
 #   scripts/deps.sh headless  the above plus Xvfb, to start the app where there is no display
 #   scripts/deps.sh test    the above plus what the tests drive: Xvfb, WebKitWebDriver,
 #                           PulseAudio, Node.js (for the webview's unit tests)
-#                           D-Bus and GNOME Keyring (a private Secret Service per test)
+#                           D-Bus and GNOME Keyring (a private Secret Service per test),
+#                           Python 3 with venv (the oracle's venv of the pinned OpenAI SDK)
 #
 # Idempotent: a second run checks dpkg and returns in well under a second.
 # The list is the union measured in shared/reference/build-environment.md §1.
@@ -23,6 +24,7 @@ test_pkgs=(
   xvfb xauth webkit2gtk-driver imagemagick x11-apps fonts-dejavu-core xdotool
   pulseaudio pulseaudio-utils libasound2-plugins
   dbus gnome-keyring
+  python3 python3-venv
 )
 
 case "$profile" in

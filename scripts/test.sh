@@ -2,6 +2,8 @@
 # The README's second command, and exactly what CI runs (.ci/run): installs what is missing,
 # then runs the lints and every test — Rust unit and integration tests, the webview end-to-end
 # tests (each starts its own Xvfb and WebKitWebDriver) and the webview modules' unit tests.
+# The oracle (scripts/oracle/) then checks the client events those conversations sent against
+# the official Python SDK's GA types, and feeds SDK-built server events through the decoder.
 # Real-time audio tests play and record through a private PulseAudio server with null sinks
 # (scripts/pulse.sh), started here and stopped when this script exits. Last, the .deb is built
 # with the Tauri CLI, installed on this machine, and the installed app must open its window.
@@ -28,7 +30,14 @@ export PULSE_SERVER
 
 step format cargo fmt --all --check
 step lint cargo clippy --workspace --all-targets --locked -- -D warnings
+step core-purity scripts/check-core.sh
+# The end-to-end tests leave what the local provider received under oracle-trace/<test>/; the
+# oracle then checks this run's conversations only.
+rm -rf "${CARGO_TARGET_DIR:-target}/oracle-trace"
+# The end-to-end accessibility audit injects axe-core from node_modules.
+step npm-tools npm ci --no-audit --no-fund --loglevel=error
 step rust-tests cargo test --workspace --locked
+step oracle scripts/oracle/run.sh
 step webview-unit-tests node --test ui/tests/
 started=$SECONDS
 echo "==> package: scripts/package.sh" >&2

@@ -76,7 +76,11 @@ impl Tray {
             .menu(&menu)
             .on_menu_event(|app, event| match event.id.as_ref() {
                 "show" => show_main_window(app),
-                "quit" => app.exit(0),
+                // The same exit as closing the window: the conversation is closed first.
+                "quit" => {
+                    log::info!("Quit chosen in the tray menu");
+                    app.exit(0);
+                }
                 _ => {}
             })
             .build(app)?;
@@ -116,24 +120,6 @@ pub fn show_main_window(app: &AppHandle) {
     }
 }
 
-/// A SIGTERM (logging out, `kill`, a service manager) ends Walkie the way closing its window
-/// does: the conversation is closed on disk and the window's state saved, instead of the
-/// process vanishing mid-write.
-pub fn exit_on_terminate(app: AppHandle) {
-    tauri::async_runtime::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                if terminate.recv().await.is_some() {
-                    log::info!("asked to end (SIGTERM): closing");
-                    app.exit(0);
-                }
-            }
-            Err(error) => log::warn!("SIGTERM cannot be handled: {error}"),
-        }
-    });
-}
-
 /// One Walkie per user session: a second launch brings the first one's window forward and
 /// exits. It goes through the D-Bus session bus; without one, each launch runs on its own.
 pub fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
@@ -165,11 +151,20 @@ pub fn save_window_state_soon(app: &AppHandle) {
 pub fn window_state(config_dir: &Path) -> tauri::plugin::TauriPlugin<tauri::Wry> {
     // The plugin creates only its own folder before writing. On a first run the settings
     // folder does not exist until settings are saved, and every save of the window would
-    // fail; a failure here shows up as the save's own warning.
-    let _ = std::fs::create_dir_all(config_dir);
+    // fail; a failure here shows up as the save's own warning. Created private (0700 on
+    // Unix), as the settings save creates it.
+    let _ = walkie_store::files::create_private_dir_all(config_dir);
+    // The plugin writes its file with the default permissions when it creates it, and keeps
+    // those of a file that exists: an empty private one (0600 on Unix) is created first, which
+    // the plugin reads as no saved state.
+    let path = config_dir.join("window-state.json");
+    let _ = walkie_store::files::private_file_options()
+        .create(true)
+        .append(true)
+        .open(&path);
     tauri_plugin_window_state::Builder::new()
         // An absolute path: the plugin joins it to its own folder, which then does not count.
-        .with_filename(config_dir.join("window-state.json").to_string_lossy())
+        .with_filename(path.to_string_lossy())
         .build()
 }
 

@@ -1,5 +1,6 @@
 //! The history panel's side in Rust: list past conversations, open one to read and play it,
-//! export it, open its folder, delete it, and apply the retention setting.
+//! continue it in a new call, export it, open its folder, delete it, and apply the retention
+//! setting.
 //!
 //! Why a module of its own: everything here reaches into the data folder on the webview's
 //! request, so it is the one place that must treat the webview's arguments as untrusted. Ids are
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Manager};
-use walkie_agui::Message;
+use walkie_agui::{Message, Role};
 use walkie_store::files::write_atomically;
 use walkie_store::{Retention, Store, StoreError, WavInfo, conversations_dir};
 
@@ -91,6 +92,12 @@ pub enum HistoryError {
     /// The save dialog handed back something that is not a file path.
     #[error("the chosen destination is not a file on this computer")]
     ExportDestination,
+    /// The conversation cannot be continued; the sentence says why and what to do instead.
+    #[error("this conversation cannot be continued: {0}")]
+    CannotContinue(String),
+    /// The conversation task is not running, so nothing can be continued now.
+    #[error("{0}")]
+    Conversation(String),
     /// The system could not open the folder in a file manager.
     #[error("could not open {} in the file manager: {reason}", path.display())]
     OpenFolder { path: PathBuf, reason: String },
@@ -153,6 +160,51 @@ pub struct OpenedConversation {
     pub problems: Vec<String>,
 }
 
+/// A saved conversation to go on with: what the conversation task needs to continue it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Continuing {
+    /// Its id: the folder the new call's turns are saved in.
+    pub id: String,
+    /// The AG-UI thread of its transcript: its first run's, else its id.
+    pub thread_id: String,
+    /// Its messages (id, role, text), in order.
+    pub earlier: Vec<(String, Role, String)>,
+}
+
+impl Continuing {
+    /// What continuing `conversation` (saved as `id`) starts from.
+    pub fn of(id: &str, conversation: &walkie_store::Conversation) -> Continuing {
+        let earlier = conversation
+            .messages()
+            .iter()
+            .filter_map(|message| {
+                let text = message.content().unwrap_or_default().to_owned();
+                Some((message.id().to_owned(), message.role()?, text))
+            })
+            .collect();
+        Continuing {
+            id: id.to_owned(),
+            thread_id: conversation.thread_id().unwrap_or(id).to_owned(),
+            earlier,
+        }
+    }
+}
+
+/// Why a conversation cannot be continued, said with what to do instead.
+fn cannot_continue(error: StoreError) -> HistoryError {
+    let sentence = match &error {
+        StoreError::UnknownConversation { .. } => {
+            "it is no longer in the data folder (deleted or moved); choose another one".to_owned()
+        }
+        StoreError::BeingRecorded { .. } => {
+            "it is the conversation going on now; just keep talking".to_owned()
+        }
+        StoreError::InvalidId { .. } => format!("{error}; choose one from the list"),
+        _ => format!("{error}; check its folder, then press Continue again"),
+    };
+    HistoryError::CannotContinue(sentence)
+}
+
 /// The history over the app's data folder; see the module docs.
 pub struct History {
     store: Result<Store, String>,
@@ -191,7 +243,7 @@ impl History {
     /// nothing else (the asset protocol's scope is empty in tauri.conf.json).
     pub fn allow_playback(&self, app: &AppHandle) -> Result<(), String> {
         let root = self.store().map_err(|error| error.to_string())?.root();
-        std::fs::create_dir_all(root)
+        walkie_store::files::create_private_dir_all(root)
             .map_err(|error| format!("could not create {}: {error}", root.display()))?;
         // The scope compares canonical paths: allow the folder as the OS resolves it.
         let root = root
@@ -262,6 +314,20 @@ impl History {
             turns,
             problems: conversation.problems().to_vec(),
         })
+    }
+
+    /// What continuing conversation `id` starts from: its messages and its thread. Not the
+    /// one being recorded (it goes on already).
+    pub fn continuing(&self, id: &str) -> Result<Continuing, HistoryError> {
+        let store = self.store()?;
+        store.dir_of(id).map_err(cannot_continue)?;
+        if self.current.id().as_deref() == Some(id) {
+            return Err(cannot_continue(StoreError::BeingRecorded {
+                id: id.to_owned(),
+            }));
+        }
+        let conversation = store.open(id).map_err(cannot_continue)?;
+        Ok(Continuing::of(id, &conversation))
     }
 
     /// Deletes a conversation's folder; never the one being recorded.
@@ -354,6 +420,22 @@ pub fn history_open(
     history.open(&id)
 }
 
+/// Hangs up the conversation going on, then continues conversation `id` in a new call: its
+/// messages shown again and given to the new session, its folder saving the new turns.
+#[tauri::command]
+pub fn history_continue(
+    app: AppHandle,
+    history: tauri::State<'_, History>,
+    id: String,
+) -> Result<(), HistoryError> {
+    let continuing = history.continuing(&id)?;
+    crate::send_to_conversation(
+        &app,
+        crate::conversation::Command::Continue(Box::new(continuing)),
+    )
+    .map_err(|error| HistoryError::Conversation(error.to_string()))
+}
+
 /// Deletes a conversation (not the one being recorded).
 #[tauri::command]
 pub fn history_delete(history: tauri::State<'_, History>, id: String) -> Result<(), HistoryError> {
@@ -436,6 +518,7 @@ mod tests {
 
     use std::sync::Arc as StdArc;
 
+    use walkie_session::transcript::TranscriptBridge;
     use walkie_session::{
         AudioChunk, Part, PartDelta, PartDeltaEvent, PartEndEvent, PartIndex, PartStartEvent,
         SessionEvent, Speaker, SpeechPart, StampedEvent,
@@ -474,6 +557,7 @@ mod tests {
             ..RecorderConfig::default()
         };
         let mut recorder = store.start(config, started_unix_ms).unwrap();
+        let mut bridge = TranscriptBridge::new(recorder.id());
         let mut seq = 0;
         let mut at = started_unix_ms;
         let mut event = |recorder: &mut walkie_store::Recorder, event: SessionEvent| {
@@ -484,7 +568,9 @@ mod tests {
                 at_ms: (at - started_unix_ms) as u64,
                 event,
             };
-            recorder.record(&stamped, at);
+            let mut transcript = Vec::new();
+            let note = bridge.on_event_noted(at, &stamped.event, &mut transcript);
+            recorder.record(&stamped, note, &transcript, at);
             at
         };
         let user = PartIndex(0);
@@ -541,6 +627,9 @@ mod tests {
             }),
         );
         let end = event(&mut recorder, SessionEvent::TurnComplete);
+        let mut closing = Vec::new();
+        bridge.finish(end + 10, &mut closing);
+        recorder.transcript(&closing, end + 10);
         recorder.close(end + 10).unwrap();
         recorder.id().to_owned()
     }
@@ -703,6 +792,49 @@ mod tests {
         assert!(
             error.to_string().starts_with("could not export to "),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn continuing_gives_the_saved_messages_and_thread_but_never_for_the_current_one() {
+        let data = Folder::new("continue");
+        let id = record(&data.0, 1_700_000_000_000, "go on from here", 100);
+        let current = CurrentConversation::default();
+        let history = History::new(&data.0, current.clone());
+        let continuing = history.continuing(&id).unwrap();
+        assert_eq!(continuing.id, id);
+        assert_eq!(continuing.thread_id, id, "the recorded runs' thread");
+        assert_eq!(
+            continuing.earlier,
+            [
+                (
+                    "user-1".to_owned(),
+                    Role::User,
+                    "go on from here".to_owned()
+                ),
+                (
+                    "assistant-1".to_owned(),
+                    Role::Assistant,
+                    "Heard you.".to_owned()
+                ),
+            ]
+        );
+
+        *current.lock() = Some(id.clone());
+        assert_eq!(
+            history.continuing(&id).unwrap_err().to_string(),
+            "this conversation cannot be continued: it is the conversation going on now; just keep talking"
+        );
+        assert_eq!(
+            history
+                .continuing("2020-01-01_00-00-00")
+                .unwrap_err()
+                .to_string(),
+            "this conversation cannot be continued: it is no longer in the data folder (deleted or moved); choose another one"
+        );
+        assert_eq!(
+            serde_json::to_value(history.continuing("../x").unwrap_err()).unwrap(),
+            "this conversation cannot be continued: '../x' is not a valid conversation id; choose one from the list"
         );
     }
 

@@ -6,11 +6,14 @@
 //! The history panel's commands are in [`history`], the settings dialog's in
 //! [`settings_commands`].
 
+pub mod closing;
 pub mod conversation;
 pub mod desktop;
+mod edges;
 pub mod history;
+mod logfile;
 pub mod plan;
-mod recording;
+pub mod recording;
 pub mod secrets;
 pub mod settings;
 mod settings_commands;
@@ -19,15 +22,15 @@ mod status;
 use std::sync::Mutex;
 
 use tauri::{AppHandle, Emitter, Manager};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use conversation::{Command, Ui};
 use history::{CurrentConversation, History, RetentionPolicy};
 use plan::Plan;
+use recording::Saving;
 use settings_commands::{SettingsState, load_settings};
 pub use status::{ConnectionState, STATUS_EVENT, StatusEvent};
-use walkie_audio::device::Direction;
-use walkie_audio::meter::Level;
+use walkie_conversation::{DeviceDirection, LevelReading};
 
 /// The event name the webview listens on for AG-UI transcript events.
 pub const TRANSCRIPT_EVENT: &str = "walkie://transcript";
@@ -41,7 +44,7 @@ pub const LEVEL_EVENT: &str = "walkie://level";
 /// One meter reading, as the webview reads it.
 #[derive(Clone, Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-struct LevelReading {
+struct LevelEvent {
     /// `input` (the microphone) or `output` (the speaker).
     direction: &'static str,
     rms_dbfs: f32,
@@ -52,8 +55,8 @@ struct LevelReading {
 /// the settings dialog can point at the field at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
-    /// The conversation task is gone (the app is closing).
-    #[error("the conversation has stopped; restart Walkie")]
+    /// The conversation task is gone (it stopped unexpectedly, or the app is closing).
+    #[error("the conversation has stopped; press Connect to start it again")]
     ConversationStopped,
     #[error(transparent)]
     Settings(#[from] settings::SettingsError),
@@ -84,14 +87,137 @@ impl serde::Serialize for CommandError {
     }
 }
 
-/// The webview's way to the conversation task.
-struct Conversation(mpsc::UnboundedSender<Command>);
+/// The webview's way to the conversation task; [`start_conversation`] replaces the way when it
+/// starts the task again, and [`Conversation::close`] closes it for good when the app exits.
+struct Conversation {
+    link: Mutex<Link>,
+    saving: Saving,
+}
+
+/// The running conversation task, as the shell reaches it.
+struct Link {
+    commands: mpsc::UnboundedSender<Command>,
+    /// Resolves (with an error: nothing is ever sent) once the task has ended, its recording
+    /// closed on disk: the task holds the sender and drops it when it ends, panics included.
+    ended: Option<oneshot::Receiver<()>>,
+    /// The app is exiting: no task starts again.
+    closed: bool,
+}
 
 impl Conversation {
+    fn new(saving: Saving) -> Self {
+        Self {
+            link: Mutex::new(Link {
+                commands: mpsc::unbounded_channel().0,
+                ended: None,
+                closed: false,
+            }),
+            saving,
+        }
+    }
+
     fn send(&self, command: Command) -> Result<(), CommandError> {
-        self.0
+        lock(&self.link)
+            .commands
             .send(command)
             .map_err(|_| CommandError::ConversationStopped)
+    }
+
+    /// Closes the command channel for good, which hangs up the call and closes its
+    /// conversation on disk; resolves once the task has ended (at once if none runs).
+    fn close(&self) -> impl std::future::Future<Output = ()> + use<> {
+        let ended = {
+            let mut link = lock(&self.link);
+            link.closed = true;
+            link.commands = mpsc::unbounded_channel().0;
+            link.ended.take()
+        };
+        async move {
+            if let Some(ended) = ended {
+                let _ = ended.await;
+            }
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        lock(&self.link).closed
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Starts the conversation task (connecting as the settings say), and tells the window if it
+/// ever stops: the status line says so, and Connect starts it again. Once the app is exiting,
+/// it starts nothing.
+fn start_conversation(app: &AppHandle) {
+    let (commands, receiver) = mpsc::unbounded_channel();
+    let (ended_sender, ended) = oneshot::channel::<()>();
+    let conversation = app.state::<Conversation>();
+    {
+        let mut link = lock(&conversation.link);
+        if link.closed {
+            return;
+        }
+        link.commands = commands;
+        link.ended = Some(ended);
+    }
+    let saving = conversation.saving.clone();
+    let settings = app.state::<SettingsState>();
+    let (settings, data_dir) = (settings.current(), settings.data_dir.clone());
+    let ui = WindowUi { app: app.clone() };
+    let task = async move {
+        // Dropped when this task ends (returns, panics or is cancelled): the exit waits for it.
+        let _ended = ended_sender;
+        let plan = tauri::async_runtime::spawn_blocking(move || Plan::resolve(&settings, data_dir))
+            .await
+            .expect("resolving the settings does not panic");
+        conversation::run(plan, ui, receiver, saving).await;
+    };
+    let app = app.clone();
+    tauri::async_runtime::spawn(supervise(task, move |why| {
+        if app.state::<Conversation>().is_closed() {
+            log::info!("the conversation task ended: the app is exiting");
+            return;
+        }
+        log::error!("the conversation task stopped: {why}");
+        show_status(&app, StatusEvent::stopped());
+    }));
+}
+
+/// Runs `task` on a task of its own, then calls `stopped` with why it ended (a panic's message,
+/// or that it returned).
+async fn supervise(
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+    stopped: impl FnOnce(String),
+) {
+    let why = match tauri::async_runtime::spawn(task).await {
+        Ok(()) => "it returned".to_owned(),
+        Err(error) => error.to_string(),
+    };
+    stopped(why);
+}
+
+/// Shows a status in the window (and the tray), numbered after the last one.
+fn show_status(app: &AppHandle, status: StatusEvent) {
+    if let Some(tray) = app.try_state::<desktop::Tray>() {
+        tray.follow(status.state);
+    }
+    let Some(latest) = app.try_state::<LatestStatus>() else {
+        return;
+    };
+    let sequenced = {
+        let mut latest = lock(&latest.0);
+        let seq = latest.as_ref().map_or(0, |shown| shown.seq) + 1;
+        let sequenced = SequencedStatus { seq, status };
+        *latest = Some(sequenced.clone());
+        sequenced
+    };
+    if let Err(error) = app.emit(STATUS_EVENT, sequenced) {
+        log::warn!("could not send the status to the window: {error}");
     }
 }
 
@@ -111,35 +237,18 @@ struct SequencedStatus {
 /// Emits the conversation's outputs to the main window.
 struct WindowUi {
     app: AppHandle,
-    next_seq: u64,
 }
 
 impl Ui for WindowUi {
     fn status(&mut self, status: StatusEvent) {
-        if let Some(tray) = self.app.try_state::<desktop::Tray>() {
-            tray.follow(status.state);
-        }
-        self.next_seq += 1;
-        let sequenced = SequencedStatus {
-            seq: self.next_seq,
-            status,
-        };
-        *self
-            .app
-            .state::<LatestStatus>()
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(sequenced.clone());
-        if let Err(error) = self.app.emit(STATUS_EVENT, sequenced) {
-            log::warn!("could not send the status to the window: {error}");
-        }
+        show_status(&self.app, status);
     }
 
-    fn level(&mut self, direction: Direction, level: Level) {
-        let reading = LevelReading {
+    fn level(&mut self, direction: DeviceDirection, level: LevelReading) {
+        let reading = LevelEvent {
             direction: match direction {
-                Direction::Input => "input",
-                Direction::Output => "output",
+                DeviceDirection::Input => "input",
+                DeviceDirection::Output => "output",
             },
             rms_dbfs: level.rms_dbfs,
             peak_dbfs: level.peak_dbfs,
@@ -164,17 +273,33 @@ impl Ui for WindowUi {
 /// The latest status (`null` before the first): what a page that just loaded should show.
 #[tauri::command]
 fn status(latest: tauri::State<'_, LatestStatus>) -> Option<SequencedStatus> {
-    latest
-        .0
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .clone()
+    lock(&latest.0).clone()
 }
 
-/// Hang up (if connected) and connect again.
+/// Sends `command` to the conversation task, if it runs.
+pub(crate) fn send_to_conversation(app: &AppHandle, command: Command) -> Result<(), CommandError> {
+    app.state::<Conversation>().send(command)
+}
+
+/// Hang up (if connected) and connect again; start the conversation task again if it stopped.
 #[tauri::command]
-fn connect(conversation: tauri::State<'_, Conversation>) -> Result<(), CommandError> {
-    conversation.send(Command::Reconnect)
+fn connect(
+    app: AppHandle,
+    conversation: tauri::State<'_, Conversation>,
+) -> Result<(), CommandError> {
+    match conversation.send(Command::Reconnect) {
+        Err(CommandError::ConversationStopped) => {
+            start_conversation(&app);
+            Ok(())
+        }
+        sent => sent,
+    }
+}
+
+/// Stop trying to get a dropped call back (the Connect button reads Cancel meanwhile).
+#[tauri::command]
+fn cancel_reconnect(conversation: tauri::State<'_, Conversation>) -> Result<(), CommandError> {
+    conversation.send(Command::CancelRedial)
 }
 
 /// The push-to-talk control went down (`pressed == true`) or up.
@@ -195,22 +320,40 @@ fn copy_text(app: AppHandle, text: String) -> Result<(), CommandError> {
         .map_err(|error| CommandError::Clipboard(error.to_string()))
 }
 
-/// The log: a rotating file in the platform log dir (`WALKIE_LOG_DIR` overrides it), plus
-/// stderr. Nothing logged ever includes a key ([`secrets`] makes sure of it).
-fn log_plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
-    use tauri_plugin_log::{RotationStrategy, Target, TargetKind};
-    let file = match std::env::var_os("WALKIE_LOG_DIR") {
-        Some(dir) if !dir.is_empty() => TargetKind::Folder {
-            path: dir.into(),
-            file_name: Some("walkie".to_owned()),
-        },
-        _ => TargetKind::LogDir {
-            file_name: Some("walkie".to_owned()),
-        },
+/// The log: `walkie.log` in the platform log folder (`WALKIE_LOG_DIR` overrides it), rotated at
+/// 1 MB with 5 older files kept, the folder and files private to the user ([`logfile`]), plus
+/// stderr. Nothing logged ever includes a key ([`secrets`] makes sure of it). Installed when the
+/// app is set up, as the folder comes from the app's paths.
+fn install_log(app: &AppHandle) -> Result<(), String> {
+    use tauri_plugin_log::{Target, TargetKind, fern};
+    let dir = match std::env::var_os("WALKIE_LOG_DIR") {
+        Some(dir) if !dir.is_empty() => std::path::PathBuf::from(dir),
+        _ => app
+            .path()
+            .app_log_dir()
+            .map_err(|error| format!("no log folder: {error}"))?,
     };
-    tauri_plugin_log::Builder::new()
+    let mut targets = Vec::new();
+    let no_file = match logfile::LogFile::open(&dir, 1_000_000, 5) {
+        Ok(file) => {
+            let file = Mutex::new(file);
+            let output = fern::Output::call(move |record| {
+                let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if let Err(error) = file.write_line(&record.args().to_string()) {
+                    eprintln!("walkie: could not write the log file: {error}");
+                }
+            });
+            targets.push(Target::new(TargetKind::Dispatch(
+                fern::Dispatch::new().chain(output),
+            )));
+            None
+        }
+        Err(error) => Some(format!("no log file in {}: {error}", dir.display())),
+    };
+    targets.push(Target::new(TargetKind::Stderr));
+    let (plugin, level, logger) = tauri_plugin_log::Builder::new()
         .clear_targets()
-        .targets([Target::new(file), Target::new(TargetKind::Stderr)])
+        .targets(targets)
         // Walkie's own reports at info; libraries (WebRTC, PulseAudio) only when they warn.
         .level(log::LevelFilter::Warn)
         .level_for("walkie", log::LevelFilter::Info)
@@ -219,9 +362,16 @@ fn log_plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
         .level_for("walkie_local", log::LevelFilter::Info)
         .level_for("walkie_rtc", log::LevelFilter::Info)
         .level_for("walkie_store", log::LevelFilter::Info)
-        .max_file_size(1_000_000)
-        .rotation_strategy(RotationStrategy::KeepSome(5))
-        .build()
+        .split(app)
+        .map_err(|error| format!("the log could not be set up: {error}"))?;
+    app.plugin(plugin)
+        .map_err(|error| format!("the log plugin could not start: {error}"))?;
+    tauri_plugin_log::attach_logger(level, logger)
+        .map_err(|error| format!("the log could not be installed: {error}"))?;
+    if let Some(no_file) = no_file {
+        log::warn!("{no_file}");
+    }
+    Ok(())
 }
 
 /// The retention the settings hold, as the history applies it.
@@ -251,7 +401,8 @@ pub(crate) fn persist_retention(
     Ok(())
 }
 
-/// Builds and runs the app until its last window closes.
+/// Builds and runs the app until it exits (its window closed, the tray's Quit, a signal), each
+/// time after closing the conversation ([`closing`]).
 pub fn run() {
     let (file, settings, notice) = load_settings();
     let initial_shortcut = settings.global_shortcut.clone();
@@ -268,7 +419,6 @@ pub fn run() {
     };
     tauri::Builder::default()
         .plugin(desktop::single_instance())
-        .plugin(log_plugin())
         .plugin(shortcut::plugin())
         .plugin(desktop::window_state(&config_dir))
         .plugin(tauri_plugin_dialog::init())
@@ -284,8 +434,13 @@ pub fn run() {
             }
         })
         .setup(move |app| {
-            let (commands, receiver) = mpsc::unbounded_channel();
-            app.manage(Conversation(commands));
+            if let Err(error) = install_log(app.handle()) {
+                eprintln!("walkie: {error}");
+            }
+            let current = CurrentConversation::default();
+            let saving = Saving::new(current.clone());
+            app.manage(Conversation::new(saving.clone()));
+            app.manage(closing::Closing::default());
             app.manage(LatestStatus::default());
             if let Err(error) = shortcut::register(app.handle(), "", &initial_shortcut) {
                 log::warn!("{error}");
@@ -296,10 +451,13 @@ pub fn run() {
                 }
                 Err(error) => log::warn!("no tray icon: {error}"),
             }
-            desktop::exit_on_terminate(app.handle().clone());
+            closing::exit_on_signals(app.handle().clone());
             let settings = app.state::<SettingsState>().current();
             let data_dir = app.state::<SettingsState>().data_dir.clone();
-            let current = CurrentConversation::default();
+            // What an unclean exit left open is repaired off the main thread, while the first
+            // call connects; that call's recording waits for it.
+            let repaired_data_dir = data_dir.clone();
+            tauri::async_runtime::spawn(async move { saving.repair(&repaired_data_dir).await });
             let history = match &data_dir {
                 Ok(data_dir) => History::new(data_dir, current.clone()),
                 Err(reason) => History::unavailable(reason.clone(), current.clone()),
@@ -312,40 +470,38 @@ pub fn run() {
             if let Err(error) = history::apply_retention(app.handle(), retention) {
                 log::warn!("the retention setting could not be applied: {error}");
             }
-            let ui = WindowUi {
-                app: app.handle().clone(),
-                next_seq: 0,
-            };
-            tauri::async_runtime::spawn(async move {
-                let plan = tauri::async_runtime::spawn_blocking(move || {
-                    Plan::resolve(&settings, data_dir)
-                })
-                .await
-                .expect("resolving the settings does not panic");
-                conversation::run(plan, ui, receiver, current).await;
-            });
+            start_conversation(app.handle());
             Ok(())
         })
         .invoke_handler(tauri::generate_handler![
             status,
             connect,
+            cancel_reconnect,
             push_to_talk,
             copy_text,
             settings_commands::get_settings,
             settings_commands::list_devices,
             settings_commands::save_settings,
+            settings_commands::check_settings,
+            settings_commands::choose_data_folder,
             settings_commands::set_api_key,
             settings_commands::forget_api_key,
             history::history_list,
             history::history_open,
+            history::history_continue,
             history::history_delete,
             history::history_export_markdown,
             history::history_open_folder,
             history::history_retention,
             history::history_set_retention,
         ])
-        .run(tauri::generate_context!())
-        .expect("the Tauri runtime failed to start or stopped with an error");
+        .build(tauri::generate_context!())
+        .expect("the Tauri runtime failed to start")
+        .run(|app, event| {
+            if let tauri::RunEvent::ExitRequested { code, api, .. } = event {
+                closing::on_exit_requested(app, code, &api);
+            }
+        });
 }
 
 /// The global push-to-talk shortcut: works while another window has focus.
@@ -393,5 +549,32 @@ mod shortcut {
             .map_err(|error| failed(new, error.to_string()))?;
         log::info!("global push-to-talk shortcut: {new}");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::supervise;
+
+    #[test]
+    fn a_conversation_task_that_panics_is_reported_as_stopped_with_its_message() {
+        let (told, heard) = std::sync::mpsc::channel();
+        tauri::async_runtime::block_on(supervise(
+            async { panic!("the machine broke") },
+            move |why| told.send(why).expect("the test listens"),
+        ));
+        let why = heard
+            .try_recv()
+            .expect("the supervisor says why the task stopped");
+        assert!(why.contains("panicked"), "{why}");
+    }
+
+    #[test]
+    fn a_conversation_task_that_returns_is_reported_as_stopped_too() {
+        let (told, heard) = std::sync::mpsc::channel();
+        tauri::async_runtime::block_on(supervise(async {}, move |why| {
+            told.send(why).expect("the test listens")
+        }));
+        assert_eq!(heard.try_recv().as_deref(), Ok("it returned"));
     }
 }

@@ -9,11 +9,15 @@
 use std::path::PathBuf;
 
 use walkie_audio::engine::EngineConfig;
+use walkie_conversation::{ConversationConfig, RedialPolicy, StatusAction};
 use walkie_openai::{
-    AudioConfig, AudioInput, AudioOutput, Modality, SessionConfig, Transcription, TurnDetection,
+    AudioConfig, AudioInput, AudioOutput, Modality, NoiseReduction, SessionConfig, Transcription,
+    TurnDetection,
 };
-use walkie_rtc::{Auth, Endpoint};
-use walkie_session::turn::{PressMode, TurnMode};
+use walkie_rtc::{Auth, CallConfig, Endpoint, RtcError};
+use walkie_session::turn::{
+    PressMode, ToolRegistry, TurnConfig, TurnMode, session_limit_warning_ms,
+};
 
 use crate::secrets::{self, ApiKey, KeyAccount};
 use crate::settings::{self, ProviderKind, Settings};
@@ -49,13 +53,14 @@ impl Provider {
         }
     }
 
-    /// Where to place the call. `local_base_url` is the running local provider's address.
-    pub fn endpoint(&self, local_base_url: Option<&str>) -> Result<Endpoint, String> {
+    /// Where to place the call. `local` is the running local provider's endpoint (its address
+    /// and the token it made for this run), used when the provider is the local one.
+    pub fn endpoint(&self, local: Option<Endpoint>) -> Result<Endpoint, String> {
         let endpoint = match self {
-            Provider::Local => Endpoint::custom(
-                local_base_url.expect("the local provider is started before its endpoint"),
-                Auth::None,
-            ),
+            Provider::Local => {
+                let local = local.expect("the local provider is started before its endpoint");
+                return Ok(local.named(self.label()));
+            }
             Provider::OpenAi { api_key } => Endpoint::openai(api_key.expose()),
             Provider::Azure {
                 resource_url,
@@ -70,8 +75,43 @@ impl Provider {
                 },
             ),
         };
-        endpoint.map_err(|error| error.to_string())
+        endpoint.map_err(|error| match (&error, self) {
+            (RtcError::CredentialsInUrl { .. }, Provider::Azure { .. }) => {
+                credentials_in("azureResourceUrl")
+            }
+            (RtcError::CredentialsInUrl { .. }, Provider::Custom { .. }) => {
+                credentials_in("customBaseUrl")
+            }
+            _ => error.to_string(),
+        })
     }
+}
+
+impl Provider {
+    /// What the window offers when this provider refused a call with `error`: calling again
+    /// when that may work, the settings when they are at fault. A server that cannot be
+    /// reached at an address the user typed (a compatible server, an Azure resource) is more
+    /// likely a wrong address than a network down; OpenAI's own address is never wrong.
+    pub fn refusal_action(&self, error: &RtcError) -> StatusAction {
+        let typed_address = matches!(self, Provider::Azure { .. } | Provider::Custom { .. });
+        let unreachable = matches!(
+            error,
+            RtcError::Network { .. } | RtcError::ConnectionFailed(_) | RtcError::Io(_)
+        );
+        if error.is_transient() && !(typed_address && unreachable) {
+            StatusAction::TryAgain
+        } else {
+            StatusAction::OpenSettings
+        }
+    }
+}
+
+/// Why an address with a user name or password in it cannot be called, naming its field.
+fn credentials_in(field: &str) -> String {
+    format!(
+        "the {} in Settings contains a user name or password: remove the part before @ and put the key in the API key field",
+        settings::label(field)
+    )
 }
 
 fn url_host(url: &str) -> String {
@@ -84,16 +124,24 @@ fn url_host(url: &str) -> String {
 }
 
 /// Push-to-talk (hold or toggle) or hands-free, as the settings say. Hands-free asks the
-/// server's VAD to answer and to interrupt a reply when the user speaks.
+/// server's voice detection (silence-based with its idle timeout, or semantic with its
+/// eagerness) to answer and to interrupt a reply when the user speaks.
 pub fn turn_mode(settings: &Settings) -> TurnMode {
     if settings.hands_free {
-        TurnMode::HandsFree(TurnDetection::ServerVad {
-            threshold: None,
-            prefix_padding_ms: None,
-            silence_duration_ms: None,
-            idle_timeout_ms: None,
-            create_response: Some(true),
-            interrupt_response: Some(true),
+        TurnMode::HandsFree(match settings.voice_detection {
+            settings::VoiceDetection::ServerVad => TurnDetection::ServerVad {
+                threshold: None,
+                prefix_padding_ms: None,
+                silence_duration_ms: None,
+                idle_timeout_ms: settings.idle_timeout_ms.map(Some),
+                create_response: Some(true),
+                interrupt_response: Some(true),
+            },
+            settings::VoiceDetection::SemanticVad => TurnDetection::SemanticVad {
+                eagerness: Some(settings.eagerness.as_str().to_owned()),
+                create_response: Some(true),
+                interrupt_response: Some(true),
+            },
         })
     } else {
         TurnMode::PushToTalk(match settings.press_mode {
@@ -112,12 +160,46 @@ pub struct Plan {
     pub mode: TurnMode,
     pub tail_ms: u64,
     pub pre_roll_ms: u64,
+    /// How long the provider lets a session last; the session is renewed before it.
+    pub session_limit_ms: u64,
     pub engine: EngineConfig,
     /// Where conversations are saved, or why there is nowhere.
     pub data_dir: Result<PathBuf, String>,
 }
 
 impl Plan {
+    /// The provider's name as the status line says it (empty when there is none).
+    pub fn provider_label(&self) -> String {
+        self.provider
+            .as_ref()
+            .map(Provider::label)
+            .unwrap_or_default()
+    }
+
+    /// How the turn controller takes turns in a call of this plan.
+    pub fn turn_config(&self) -> TurnConfig {
+        TurnConfig {
+            mode: self.mode.clone(),
+            tail_ms: self.tail_ms,
+            pre_roll_ms: self.pre_roll_ms,
+            session_limit_ms: self.session_limit_ms,
+            session_limit_warning_ms: session_limit_warning_ms(self.session_limit_ms),
+            ..TurnConfig::push_to_talk(self.session.clone())
+        }
+    }
+
+    /// How a conversation of this plan is set up: its turns, its provider's name, the thread
+    /// id of its transcript, and the seed of its redial jitter.
+    pub fn conversation_config(&self, thread_id: String, jitter_seed: u64) -> ConversationConfig {
+        ConversationConfig {
+            turn: self.turn_config(),
+            provider_label: self.provider_label(),
+            thread_id,
+            redial: RedialPolicy::default(),
+            jitter_seed,
+        }
+    }
+
     /// Resolves the settings against the keyring and the environment. Blocks on the keyring:
     /// call it off the async threads. `data_dir` is the folder chosen when the app started
     /// (the history panel reads the same one; a new choice takes effect at the next start).
@@ -128,6 +210,7 @@ impl Plan {
             mode: turn_mode(settings),
             tail_ms: u64::from(settings.push_to_talk_tail_ms),
             pre_roll_ms: u64::from(settings.pre_roll_ms),
+            session_limit_ms: u64::from(settings.session_limit_minutes) * 60_000,
             engine: EngineConfig {
                 input_device: non_empty(&settings.input_device),
                 output_device: non_empty(&settings.output_device),
@@ -137,6 +220,16 @@ impl Plan {
             },
             data_dir,
         }
+    }
+}
+
+impl Plan {
+    /// How to place a call to `endpoint`: created with the session the first `session.update`
+    /// then restates (same turn detection, same built-in tools), `model` included — the only
+    /// place it is sent.
+    pub fn call_config(&self, endpoint: Endpoint) -> CallConfig {
+        let tools = ToolRegistry::with_builtins().definitions();
+        CallConfig::new(endpoint).with_session(self.turn_config().call_session(tools))
     }
 }
 
@@ -204,6 +297,16 @@ fn session(settings: &Settings) -> SessionConfig {
         audio: Some(AudioConfig {
             input: Some(AudioInput {
                 transcription: Some(transcription),
+                // Off is an explicit null: a restated session cannot keep an old choice.
+                noise_reduction: Some(match settings.noise_reduction {
+                    settings::NoiseReduction::NearField => Some(NoiseReduction {
+                        kind: "near_field".to_owned(),
+                    }),
+                    settings::NoiseReduction::FarField => Some(NoiseReduction {
+                        kind: "far_field".to_owned(),
+                    }),
+                    settings::NoiseReduction::Off => None,
+                }),
                 ..AudioInput::default()
             }),
             output: Some(AudioOutput {
@@ -220,12 +323,86 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_refused_call_offers_the_settings_when_they_are_at_fault_and_calling_again_otherwise() {
+        use walkie_rtc::{HttpFailure, Stage};
+        let openai = Provider::OpenAi {
+            api_key: ApiKey::given("sk-walkie-fake"),
+        };
+        let custom = Provider::Custom {
+            base_url: "https://realtime.example.com".to_owned(),
+            api_key: None,
+        };
+        let failure = |status| HttpFailure {
+            provider: "OpenAI".to_owned(),
+            stage: Stage::Signalling,
+            status,
+            code: None,
+            message: String::new(),
+        };
+        let unreachable = || RtcError::Network {
+            stage: Stage::Signalling,
+            message: "dns error".to_owned(),
+            cause: "failed to lookup address information".to_owned(),
+        };
+        assert_eq!(
+            openai.refusal_action(&RtcError::KeyRefused(failure(401))),
+            StatusAction::OpenSettings
+        );
+        assert_eq!(
+            openai.refusal_action(&RtcError::ServerError(failure(503))),
+            StatusAction::TryAgain
+        );
+        assert_eq!(
+            openai.refusal_action(&unreachable()),
+            StatusAction::TryAgain
+        );
+        assert_eq!(
+            custom.refusal_action(&unreachable()),
+            StatusAction::OpenSettings,
+            "an address the user typed that cannot be reached is most likely mistyped"
+        );
+        assert_eq!(
+            custom.refusal_action(&RtcError::ServerError(failure(500))),
+            StatusAction::TryAgain
+        );
+    }
+
+    #[test]
     fn a_custom_provider_is_named_by_its_host() {
         assert_eq!(
             url_host("https://realtime.example.com:8443/v1"),
             "realtime.example.com"
         );
         assert_eq!(url_host("not a url"), "not a url");
+    }
+
+    #[test]
+    fn connect_refuses_an_address_with_a_password_naming_the_field() {
+        let custom = Provider::Custom {
+            base_url: "https://walkie:pa55word@realtime.example.com".to_owned(),
+            api_key: None,
+        };
+        let reason = custom.endpoint(None).unwrap_err();
+        assert_eq!(
+            reason,
+            "the Server address in Settings contains a user name or password: remove the part before @ and put the key in the API key field"
+        );
+        assert!(!reason.contains("pa55word"), "{reason}");
+    }
+
+    #[test]
+    fn the_local_provider_is_called_with_its_per_launch_token() {
+        let local = Endpoint::custom("http://127.0.0.1:9", Auth::Bearer("per-launch".to_owned()))
+            .expect("a loopback endpoint");
+        let endpoint = Provider::Local
+            .endpoint(Some(local))
+            .expect("the local endpoint");
+        assert_eq!(endpoint.name(), "the local provider");
+        assert_eq!(endpoint.form(), walkie_rtc::CallForm::Multipart);
+        assert!(
+            !format!("{endpoint:?}").contains("per-launch"),
+            "{endpoint:?}"
+        );
     }
 
     #[test]
@@ -259,5 +436,96 @@ mod tests {
         assert!(plan.engine.privacy_mic);
         assert!(matches!(plan.mode, TurnMode::HandsFree(_)));
         assert_eq!(plan.data_dir, Ok(PathBuf::from("/tmp/walkie-data")));
+    }
+
+    #[test]
+    fn the_call_is_created_with_the_model_voice_turn_detection_and_tools() {
+        let plan = Plan::resolve(
+            &Settings {
+                provider: ProviderKind::Local,
+                model: "gpt-realtime-mini".to_owned(),
+                voice: "cedar".to_owned(),
+                hands_free: false,
+                ..Settings::default()
+            },
+            Ok(PathBuf::from("/tmp/walkie-data")),
+        );
+        let local = Endpoint::custom("http://127.0.0.1:9", Auth::Bearer("per-launch".to_owned()))
+            .expect("a loopback endpoint");
+        let endpoint = Provider::Local
+            .endpoint(Some(local))
+            .expect("a loopback endpoint");
+        assert_eq!(endpoint.name(), "the local provider");
+        let config = plan.call_config(endpoint);
+        let session = serde_json::to_value(&config.session).expect("a session serialises");
+        assert_eq!(session["type"], "realtime");
+        assert_eq!(session["model"], "gpt-realtime-mini");
+        assert_eq!(session["audio"]["output"]["voice"], "cedar");
+        assert_eq!(
+            session["audio"]["input"]["turn_detection"],
+            serde_json::Value::Null
+        );
+        assert!(
+            session["tools"]
+                .as_array()
+                .is_some_and(|tools| !tools.is_empty()),
+            "the built-in tools come with the call: {session}"
+        );
+    }
+
+    #[test]
+    fn hands_free_asks_for_the_chosen_voice_detection() {
+        let semantic = turn_mode(&Settings {
+            hands_free: true,
+            voice_detection: settings::VoiceDetection::SemanticVad,
+            eagerness: settings::Eagerness::High,
+            ..Settings::default()
+        });
+        let TurnMode::HandsFree(detection) = semantic else {
+            panic!("hands-free is a server turn detection");
+        };
+        assert_eq!(
+            serde_json::to_value(&detection).expect("JSON"),
+            serde_json::json!({"type": "semantic_vad", "eagerness": "high",
+                               "create_response": true, "interrupt_response": true})
+        );
+        let server = turn_mode(&Settings {
+            hands_free: true,
+            idle_timeout_ms: Some(12_000),
+            ..Settings::default()
+        });
+        let TurnMode::HandsFree(detection) = server else {
+            panic!("hands-free is a server turn detection");
+        };
+        assert_eq!(
+            serde_json::to_value(&detection).expect("JSON"),
+            serde_json::json!({"type": "server_vad", "idle_timeout_ms": 12_000,
+                               "create_response": true, "interrupt_response": true})
+        );
+    }
+
+    #[test]
+    fn noise_reduction_is_sent_as_chosen_and_off_as_null() {
+        let input = |choice| {
+            let session = session(&Settings {
+                noise_reduction: choice,
+                ..Settings::default()
+            });
+            serde_json::to_value(&session).expect("JSON")["audio"]["input"].clone()
+        };
+        assert_eq!(
+            input(settings::NoiseReduction::FarField)["noise_reduction"],
+            serde_json::json!({"type": "far_field"})
+        );
+        assert_eq!(
+            input(settings::NoiseReduction::NearField)["noise_reduction"],
+            serde_json::json!({"type": "near_field"})
+        );
+        let off = input(settings::NoiseReduction::Off);
+        assert!(
+            off.as_object()
+                .is_some_and(|input| input.get("noise_reduction") == Some(&serde_json::Value::Null)),
+            "{off}"
+        );
     }
 }

@@ -3,82 +3,193 @@
 //!
 //! Why a thread of its own: the store writes and fsyncs files, and the conversation task — which
 //! keeps the call, the devices and the screen in step — must never wait on a disk. The task
-//! hands over the session's events and the microphone audio as they come; this thread feeds the
-//! recorder. A store that cannot save (read-only folder, full disk) never stops the
+//! hands over the conversation machine's records as they come; this thread feeds the recorder. A store that cannot save (read-only folder, full disk) never stops the
 //! conversation: the recorder keeps what it could not write in memory and retries.
 //!
 //! While it writes, the conversation is marked current ([`CurrentConversation`]) so the history
 //! panel cannot delete it from under the recorder.
+//!
+//! What an unclean exit left open is repaired once per data folder ([`Saving::repair`]): the app
+//! starts it at launch on a blocking thread, so it runs while the first call connects, and a
+//! recording starts in a folder only after that folder's repair ended, so the repair never
+//! touches a conversation being written.
 
-use std::sync::mpsc;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
-use walkie_session::{AudioChunk, StampedEvent};
-use walkie_store::{RecorderConfig, Store, conversations_dir};
+use walkie_conversation::Record;
+use walkie_session::turn::WallClock;
+use walkie_store::{Recorder, RecorderConfig, Store, conversations_dir};
 
 use crate::history::CurrentConversation;
 
-enum Saved {
-    Event(Box<StampedEvent>),
-    UserAudio(AudioChunk),
+/// What every call's recording shares: which conversation is being written, and which data
+/// folders were repaired since the app started. Cloning shares both.
+#[derive(Clone, Debug, Default)]
+pub struct Saving {
+    pub current: CurrentConversation,
+    /// Held while a folder is repaired, so a second caller waits for that repair.
+    repaired: Arc<tokio::sync::Mutex<HashSet<PathBuf>>>,
+}
+
+impl Saving {
+    pub fn new(current: CurrentConversation) -> Self {
+        Self {
+            current,
+            repaired: Arc::default(),
+        }
+    }
+
+    /// Repairs what an unclean exit left open in the data folder, on a blocking thread, unless
+    /// this folder was repaired already; a caller that comes while it runs waits for it.
+    pub async fn repair(&self, data_dir: &Result<PathBuf, String>) {
+        let Ok(data_dir) = data_dir else {
+            return;
+        };
+        let mut repaired = self.repaired.lock().await;
+        if repaired.contains(data_dir) {
+            return;
+        }
+        let store = Store::new(conversations_dir(data_dir));
+        let current = self.current.id();
+        let now_unix_ms = chrono::Utc::now().timestamp_millis();
+        let repair = tauri::async_runtime::spawn_blocking(move || {
+            store.recover(now_unix_ms, current.as_deref())
+        });
+        match repair.await {
+            Ok(Ok(reports)) => {
+                for report in reports {
+                    log::info!("repaired a conversation left open: {report:?}");
+                }
+            }
+            Ok(Err(error)) => log::warn!("could not check earlier conversations: {error}"),
+            Err(error) => log::warn!("checking earlier conversations failed: {error}"),
+        }
+        repaired.insert(data_dir.clone());
+    }
+
+    /// Starts saving a new conversation in the data folder once the folder is repaired.
+    pub async fn start(
+        &self,
+        data_dir: &Result<PathBuf, String>,
+        now: WallClock,
+    ) -> Result<Recording, String> {
+        self.repair(data_dir).await;
+        Recording::start(&self.current, data_dir, now)
+    }
+
+    /// Goes on saving the saved conversation `id` (Continue in the history) once the data
+    /// folder is repaired.
+    pub async fn continue_saved(
+        &self,
+        data_dir: &Result<PathBuf, String>,
+        id: &str,
+        now: WallClock,
+    ) -> Result<Recording, String> {
+        self.repair(data_dir).await;
+        Recording::continue_saved(&self.current, data_dir, id, now)
+    }
 }
 
 /// The conversation being saved. Dropping it closes the conversation on disk.
 pub struct Recording {
-    sender: Option<mpsc::Sender<(Saved, i64)>>,
+    sender: Option<mpsc::Sender<Record>>,
     thread: Option<JoinHandle<()>>,
     current: CurrentConversation,
     id: String,
 }
 
 impl Recording {
-    /// Starts saving a new conversation under the data folder, after repairing what an
-    /// unclean exit left behind. It is `current` until this recording is dropped.
+    /// Starts saving a new conversation under the data folder (or says why there is none); it
+    /// repairs nothing ([`Saving::start`] does first). It is `current` until this recording is
+    /// dropped.
     pub fn start(
         current: &CurrentConversation,
-        data_dir: &std::path::Path,
-        utc_offset_minutes: i32,
-        now_unix_ms: i64,
+        data_dir: &Result<PathBuf, String>,
+        now: WallClock,
     ) -> Result<Self, String> {
+        Self::begin(current, data_dir, now, |store, _, config, now_unix_ms| {
+            store
+                .start(config, now_unix_ms)
+                .map_err(|error| format!("conversations are not being saved: {error}"))
+        })
+    }
+
+    /// Goes on saving the saved conversation `id` in its own folder (Continue in the history):
+    /// its earlier turns are kept and the new ones numbered after them. It is `current` until
+    /// this recording is dropped.
+    pub fn continue_saved(
+        current: &CurrentConversation,
+        data_dir: &Result<PathBuf, String>,
+        id: &str,
+        now: WallClock,
+    ) -> Result<Self, String> {
+        Self::begin(
+            current,
+            data_dir,
+            now,
+            |store, current_id, config, now_unix_ms| {
+                store
+                    .continue_conversation(id, current_id, config, now_unix_ms)
+                    .map_err(|error| format!("this conversation is not being saved: {error}"))
+            },
+        )
+    }
+
+    /// Opens the recorder with `open` (given the store, the conversation being recorded, the
+    /// recorder's settings and the time) and starts the thread that feeds it.
+    fn begin(
+        current: &CurrentConversation,
+        data_dir: &Result<PathBuf, String>,
+        now: WallClock,
+        open: impl FnOnce(&Store, Option<&str>, RecorderConfig, i64) -> Result<Recorder, String>,
+    ) -> Result<Self, String> {
+        let data_dir = data_dir.as_ref().map_err(Clone::clone)?;
+        let (utc_offset_minutes, now_unix_ms) = (now.utc_offset_minutes, now.unix_ms);
         let store = Store::new(conversations_dir(data_dir));
-        match store.recover(now_unix_ms, None) {
-            Ok(reports) => {
-                for report in reports {
-                    log::info!("repaired a conversation left open: {report:?}");
-                }
-            }
-            Err(error) => log::warn!("could not check earlier conversations: {error}"),
-        }
         // Held until the new conversation is marked current: a deletion cannot slip in between.
         let mut current_slot = current.lock();
-        let mut recorder = store
-            .start(
-                RecorderConfig {
-                    // The engine's decoded and sent audio are both 48 kHz mono.
-                    user_sample_rate_hz: 48_000,
-                    assistant_sample_rate_hz: 48_000,
-                    utc_offset_minutes,
-                    ..RecorderConfig::default()
-                },
-                now_unix_ms,
-            )
-            .map_err(|error| format!("conversations are not being saved: {error}"))?;
+        let config = RecorderConfig {
+            // The engine's decoded and sent audio are both 48 kHz mono.
+            user_sample_rate_hz: 48_000,
+            assistant_sample_rate_hz: 48_000,
+            utc_offset_minutes,
+            ..RecorderConfig::default()
+        };
+        let mut recorder = open(&store, current_slot.as_deref(), config, now_unix_ms)?;
         log::info!("saving this conversation in {}", recorder.dir().display());
         let id = recorder.id().to_owned();
         *current_slot = Some(id.clone());
         drop(current_slot);
-        let (sender, receiver) = mpsc::channel::<(Saved, i64)>();
+        let (sender, receiver) = mpsc::channel::<Record>();
         let thread = std::thread::Builder::new()
             .name("walkie-recording".to_owned())
             .spawn(move || {
                 let mut last_ms = now_unix_ms;
-                while let Ok((saved, unix_ms)) = receiver.recv() {
-                    last_ms = unix_ms;
-                    match saved {
-                        Saved::Event(event) => {
-                            recorder.record(&event, unix_ms);
+                while let Ok(record) = receiver.recv() {
+                    match record {
+                        Record::Event {
+                            unix_ms,
+                            event,
+                            note,
+                            transcript,
+                        } => {
+                            last_ms = unix_ms;
+                            recorder.record(&event, note, &transcript, unix_ms);
                         }
-                        Saved::UserAudio(chunk) => recorder.user_audio(chunk.samples(), unix_ms),
+                        Record::Transcript {
+                            unix_ms,
+                            transcript,
+                        } => {
+                            last_ms = unix_ms;
+                            recorder.transcript(&transcript, unix_ms);
+                        }
+                        Record::UserAudio { unix_ms, chunk } => {
+                            last_ms = unix_ms;
+                            recorder.user_audio(chunk.samples(), unix_ms);
+                        }
                     }
                 }
                 if let Err(error) = recorder.close(last_ms) {
@@ -97,23 +208,27 @@ impl Recording {
         })
     }
 
-    fn send(&mut self, saved: Saved, unix_ms: i64) {
+    /// The conversation's id (its folder name).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Closes the conversation on disk on a blocking thread (the close record, the transcripts,
+    /// the WAV headers); resolves once they are written.
+    pub async fn close(self) {
+        if let Err(error) = tauri::async_runtime::spawn_blocking(move || drop(self)).await {
+            log::warn!("closing the conversation failed: {error}");
+        }
+    }
+
+    /// One record of the conversation machine, in its order.
+    pub fn save(&mut self, record: Record) {
         if let Some(sender) = &self.sender
-            && sender.send((saved, unix_ms)).is_err()
+            && sender.send(record).is_err()
         {
             log::warn!("the recording thread stopped; this conversation is no longer saved");
             self.sender = None;
         }
-    }
-
-    /// One session event, in stream order.
-    pub fn event(&mut self, event: &StampedEvent, unix_ms: i64) {
-        self.send(Saved::Event(Box::new(event.clone())), unix_ms);
-    }
-
-    /// Microphone audio exactly as it was sent.
-    pub fn user_audio(&mut self, chunk: AudioChunk, unix_ms: i64) {
-        self.send(Saved::UserAudio(chunk), unix_ms);
     }
 }
 
@@ -129,5 +244,60 @@ impl Drop for Recording {
         if current.as_deref() == Some(self.id.as_str()) {
             *current = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use walkie_store::journal::{JOURNAL_FILE, read_journal};
+
+    use super::*;
+
+    fn closed_cleanly(dir: &Path) -> bool {
+        read_journal(&dir.join(JOURNAL_FILE))
+            .expect("the journal is there")
+            .closed_cleanly()
+    }
+
+    #[test]
+    fn what_a_killed_run_left_open_is_repaired_before_the_first_recording_and_the_live_one_never() {
+        let data_dir =
+            std::env::temp_dir().join(format!("walkie-repair-once-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&data_dir);
+        let store = Store::new(conversations_dir(&data_dir));
+        // An earlier run, killed while it recorded: its recorder never closed.
+        let left_open = store
+            .start(RecorderConfig::default(), 1_700_000_000_000)
+            .expect("a recorder starts");
+        let left_open_dir = left_open.dir().to_owned();
+        drop(left_open);
+        assert!(!closed_cleanly(&left_open_dir));
+
+        let saving = Saving::default();
+        let data = Ok(data_dir.clone());
+        let now = WallClock {
+            unix_ms: 1_700_000_100_000,
+            utc_offset_minutes: 0,
+        };
+        let recording =
+            tauri::async_runtime::block_on(saving.start(&data, now)).expect("the recording starts");
+        assert!(
+            closed_cleanly(&left_open_dir),
+            "repaired before the recording started"
+        );
+        let live_dir = conversations_dir(&data_dir).join(recording.id());
+        // The next call's start (and a repair asked for again) leaves the live one alone.
+        tauri::async_runtime::block_on(saving.repair(&data));
+        assert!(!closed_cleanly(&live_dir));
+        // So does a repair of a folder not yet repaired: the live one is current.
+        tauri::async_runtime::block_on(Saving::new(saving.current.clone()).repair(&data));
+        assert!(!closed_cleanly(&live_dir));
+
+        tauri::async_runtime::block_on(recording.close());
+        assert!(closed_cleanly(&live_dir), "closed by its recording");
+        assert_eq!(saving.current.id(), None);
+        let _ = std::fs::remove_dir_all(&data_dir);
     }
 }

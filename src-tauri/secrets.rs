@@ -51,6 +51,12 @@ impl KeyAccount {
 pub struct ApiKey(String);
 
 impl ApiKey {
+    /// A key the caller was given (a provider's token, say), not read from the keyring or the
+    /// environment; a value no HTTP header can carry is refused at Connect.
+    pub fn given(value: impl Into<String>) -> ApiKey {
+        ApiKey(value.into())
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -172,6 +178,23 @@ pub fn forget_key(account: KeyAccount) -> Result<KeySummary, SecretError> {
     match entry(account)?.delete_credential() {
         Ok(()) | Err(keyring::Error::NoEntry) => Ok(summary(account)),
         Err(error) => Err(classify(error)),
+    }
+}
+
+/// Why no key can be saved in (or read from) the keyring, when no secret store answers: the
+/// store is looked for once per run, so one that starts later is seen after a restart.
+pub fn keyring_unavailable() -> Option<String> {
+    match keyring::Entry::store_status() {
+        Ok(()) => None,
+        Err(error) => Some(classify_status(error)),
+    }
+}
+
+fn classify_status(error: &keyring::Error) -> String {
+    // Only the kind: the store's own text may be long and is for the log.
+    match error {
+        keyring::Error::Invalid(..) => "this system has no secret store Walkie can use".into(),
+        _ => "no secret store (GNOME Keyring, KWallet) is running".into(),
     }
 }
 

@@ -6,10 +6,12 @@
 //! in the OS keyring ([`crate::secrets`]). Writes go to a temporary file that is synced and then
 //! renamed over the old one, so a crash leaves either the old settings or the new, never half.
 //! A file that cannot be read is never overwritten: it is moved aside and the user is told.
+//! The folder Walkie creates and the file are the user's alone (0700 and 0600 on Unix).
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use walkie_store::files::{create_private_dir_all, create_private_file};
 
 /// Where the config directory is taken from when set (tests give each run its own).
 pub const CONFIG_DIR_ENV: &str = "WALKIE_CONFIG_DIR";
@@ -46,6 +48,53 @@ pub enum PressMode {
     Toggle,
 }
 
+/// Which of the server's voice detections ends a hands-free turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VoiceDetection {
+    /// `server_vad`: silence ends the turn (with an optional idle timeout).
+    #[default]
+    ServerVad,
+    /// `semantic_vad`: the model judges whether the user has finished.
+    SemanticVad,
+}
+
+/// How quickly semantic voice detection answers (`eagerness`): `low`, `medium` and `high`
+/// wait at most 8, 4 and 2 s; `auto` is `medium`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Eagerness {
+    Low,
+    Medium,
+    High,
+    #[default]
+    Auto,
+}
+
+impl Eagerness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Eagerness::Low => "low",
+            Eagerness::Medium => "medium",
+            Eagerness::High => "high",
+            Eagerness::Auto => "auto",
+        }
+    }
+}
+
+/// The server's input noise reduction (`audio.input.noise_reduction`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseReduction {
+    /// For close-talking microphones (headsets).
+    NearField,
+    /// For laptop and conference-room microphones.
+    FarField,
+    /// None (the API's default).
+    #[default]
+    Off,
+}
+
 /// Everything the settings dialog edits. Unknown fields in the file are ignored and missing
 /// ones take their defaults, so an older or newer Walkie can read the file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -65,6 +114,14 @@ pub struct Settings {
     pub press_mode: PressMode,
     /// The server's voice detection ends turns instead of a key.
     pub hands_free: bool,
+    /// Which voice detection, hands-free.
+    pub voice_detection: VoiceDetection,
+    /// Semantic voice detection only.
+    pub eagerness: Eagerness,
+    /// Server voice detection only: after this long without speech following a reply, the
+    /// model speaks up again. `None`: it waits.
+    pub idle_timeout_ms: Option<u32>,
+    pub noise_reduction: NoiseReduction,
     /// A shortcut that works while another window has focus, e.g. `Ctrl+Alt+Space`; empty for
     /// none.
     pub global_shortcut: String,
@@ -82,13 +139,50 @@ pub struct Settings {
     pub data_folder: String,
     /// Delete conversations older than this many days at start; `None` keeps them all.
     pub retention_days: Option<u32>,
+    /// How long the provider lets a session last (OpenAI: 60 minutes). Walkie renews the
+    /// session at a quiet moment before it; a new value applies from the next call.
+    pub session_limit_minutes: u32,
 }
 
 /// The limits the dialog enforces, here so the file cannot bypass them.
 pub const TAIL_RANGE_MS: std::ops::RangeInclusive<u32> = 0..=2_000;
 pub const PRE_ROLL_RANGE_MS: std::ops::RangeInclusive<u32> = 0..=2_000;
 pub const RETENTION_RANGE_DAYS: std::ops::RangeInclusive<u32> = 1..=36_500;
+/// Shorter than 2 minutes would spend a session renewing it; 4 hours is past any provider's.
+pub const SESSION_LIMIT_RANGE_MINUTES: std::ops::RangeInclusive<u32> = 2..=240;
 pub const INSTRUCTIONS_MAX_CHARS: usize = 20_000;
+/// Walkie's bounds for the idle timeout (the API documents none): shorter would talk over a
+/// user who is thinking, longer is better served by waiting.
+pub const IDLE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u32> = 5_000..=30_000;
+/// The instructions travel back in `session.created`/`session.updated`, one data-channel
+/// message of at most 64 KiB with the rest of the session (`walkie_rtc::MAX_SESSION_BYTES`);
+/// this leaves room for the tools and the other fields.
+pub const INSTRUCTIONS_MAX_BYTES: usize = 48 * 1024;
+
+/// The realtime models the official SDK names (openai-python 3.57.0,
+/// `types/realtime/realtime_session_create_request.py`, the `model` Literal). Any other name
+/// may be typed: the field is free text, as the API's is.
+pub const MODELS: &[&str] = &[
+    "gpt-realtime",
+    "gpt-realtime-1.5",
+    "gpt-realtime-2",
+    "gpt-realtime-2.1",
+    "gpt-realtime-2.1-mini",
+    "gpt-realtime-2025-08-28",
+    "gpt-4o-realtime-preview",
+    "gpt-4o-realtime-preview-2024-10-01",
+    "gpt-4o-realtime-preview-2024-12-17",
+    "gpt-4o-realtime-preview-2025-06-03",
+    "gpt-4o-mini-realtime-preview",
+    "gpt-4o-mini-realtime-preview-2024-12-17",
+    "gpt-realtime-mini",
+    "gpt-realtime-mini-2025-10-06",
+    "gpt-realtime-mini-2025-12-15",
+    "gpt-audio-1.5",
+    "gpt-audio-mini",
+    "gpt-audio-mini-2025-10-06",
+    "gpt-audio-mini-2025-12-15",
+];
 
 /// The voices the GA Realtime models speak with.
 pub const VOICES: &[&str] = &[
@@ -110,6 +204,10 @@ impl Default for Settings {
             transcription_model: "gpt-4o-mini-transcribe".to_owned(),
             press_mode: PressMode::Hold,
             hands_free: false,
+            voice_detection: VoiceDetection::ServerVad,
+            eagerness: Eagerness::Auto,
+            idle_timeout_ms: None,
+            noise_reduction: NoiseReduction::Off,
             global_shortcut: String::new(),
             push_to_talk_tail_ms: walkie_session::turn::DEFAULT_TAIL_MS as u32,
             pre_roll_ms: walkie_session::turn::DEFAULT_PRE_ROLL_MS as u32,
@@ -118,17 +216,21 @@ impl Default for Settings {
             output_device: String::new(),
             data_folder: String::new(),
             retention_days: None,
+            session_limit_minutes: 60,
         }
     }
 }
 
-/// A setting that cannot be used, named so the dialog can point at it.
+/// A setting that cannot be used, named so the dialog can point at it. Its text is the
+/// field's label as the dialog shows it and one line saying what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[error("{field}: {reason}")]
+#[error("{label}: {reason}")]
 pub struct InvalidSetting {
     /// The field's name as in [`Settings`] (camelCase), e.g. `customBaseUrl`.
     pub field: &'static str,
+    /// The field's label in the settings dialog, e.g. "Server address".
+    pub label: &'static str,
     pub reason: String,
 }
 
@@ -136,100 +238,161 @@ impl InvalidSetting {
     fn new(field: &'static str, reason: impl Into<String>) -> Self {
         Self {
             field,
+            label: label(field),
             reason: reason.into(),
         }
+    }
+}
+
+/// The label the settings dialog (ui/index.html) shows for a field, for messages about it.
+pub fn label(field: &str) -> &'static str {
+    match field {
+        "provider" => "Talk to",
+        "azureResourceUrl" => "Azure resource URL",
+        "azureDeployment" => "Azure deployment",
+        "customBaseUrl" => "Server address",
+        "model" => "Model",
+        "voice" => "Voice",
+        "instructions" => "Instructions",
+        "transcriptionModel" => "Transcribe my speech with",
+        "noiseReduction" => "Noise reduction",
+        "voiceDetection" => "Hands-free: your turn ends",
+        "eagerness" => "When you sound finished, answer",
+        "idleTimeoutMs" => "Speak up after a silence of (ms)",
+        "pressMode" => "The talk button",
+        "globalShortcut" => "Shortcut in other apps",
+        "pushToTalkTailMs" => "Keep listening after you let go (ms)",
+        "preRollMs" => "Include audio from before the press (ms)",
+        "warmMic" => "Keep the microphone open between turns",
+        "inputDevice" => "Microphone",
+        "outputDevice" => "Speaker",
+        "dataFolder" => "Save conversations in",
+        "retentionDays" => "Keep conversations",
+        "sessionLimitMinutes" => "The provider ends a session after (minutes)",
+        _ => "A setting",
     }
 }
 
 impl Settings {
     /// Checks every field; the first problem found is returned.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
+        match self.problems().into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(()),
+        }
+    }
+
+    /// Every field that cannot be used, in the dialog's order, so all can be shown at once.
+    pub fn problems(&self) -> Vec<InvalidSetting> {
+        let mut problems = Vec::new();
+        let mut refuse = |field, reason: String| problems.push(InvalidSetting::new(field, reason));
         let url_field = match self.provider {
             ProviderKind::Azure => Some(("azureResourceUrl", &self.azure_resource_url)),
             ProviderKind::Custom => Some(("customBaseUrl", &self.custom_base_url)),
             _ => None,
         };
-        if let Some((field, url)) = url_field {
-            check_base_url(url).map_err(|reason| InvalidSetting::new(field, reason))?;
+        if let Some((field, url)) = url_field
+            && let Err(reason) = check_base_url(url)
+        {
+            refuse(field, reason);
         }
         if self.provider == ProviderKind::Azure && self.azure_deployment.trim().is_empty() {
-            return Err(InvalidSetting::new(
+            refuse(
                 "azureDeployment",
-                "Azure needs the name of the realtime deployment",
-            ));
+                "enter the name of your realtime deployment (from the Azure portal)".into(),
+            );
         }
         if self.model.trim().is_empty() {
-            return Err(InvalidSetting::new("model", "name the realtime model"));
+            refuse("model", "enter a model name, e.g. gpt-realtime".into());
         }
         if self.voice.trim().is_empty() {
-            return Err(InvalidSetting::new("voice", "choose a voice"));
+            refuse("voice", "choose a voice from the list".into());
         }
-        if self.instructions.chars().count() > INSTRUCTIONS_MAX_CHARS {
-            return Err(InvalidSetting::new(
+        let instructions_chars = self.instructions.chars().count();
+        if instructions_chars > INSTRUCTIONS_MAX_CHARS {
+            refuse(
                 "instructions",
-                format!("at most {INSTRUCTIONS_MAX_CHARS} characters"),
-            ));
-        }
-        if !TAIL_RANGE_MS.contains(&self.push_to_talk_tail_ms) {
-            return Err(InvalidSetting::new(
-                "pushToTalkTailMs",
                 format!(
-                    "{} ms is outside {}–{} ms",
-                    self.push_to_talk_tail_ms,
-                    TAIL_RANGE_MS.start(),
-                    TAIL_RANGE_MS.end()
+                    "shorten them to {INSTRUCTIONS_MAX_CHARS} characters or fewer (now \
+                     {instructions_chars})"
                 ),
-            ));
-        }
-        if !PRE_ROLL_RANGE_MS.contains(&self.pre_roll_ms) {
-            return Err(InvalidSetting::new(
-                "preRollMs",
+            );
+        } else if self.instructions.len() > INSTRUCTIONS_MAX_BYTES {
+            // Characters outside ASCII take 2 to 4 bytes each, and a call carries the
+            // instructions in one 64 KiB message.
+            refuse(
+                "instructions",
                 format!(
-                    "{} ms is outside {}–{} ms",
-                    self.pre_roll_ms,
-                    PRE_ROLL_RANGE_MS.start(),
-                    PRE_ROLL_RANGE_MS.end()
+                    "shorten them to {} KiB of text or less (now {} KiB): a call carries them \
+                     in one 64 KiB message",
+                    INSTRUCTIONS_MAX_BYTES / 1024,
+                    self.instructions.len().div_ceil(1024)
                 ),
-            ));
+            );
+        }
+        if let Some(idle_ms) = self.idle_timeout_ms {
+            if self.voice_detection == VoiceDetection::SemanticVad {
+                refuse(
+                    "idleTimeoutMs",
+                    "leave it empty, or end turns \"after a short silence\": only then can \
+                     Walkie speak up after one"
+                        .into(),
+                );
+            } else if !IDLE_TIMEOUT_RANGE_MS.contains(&idle_ms) {
+                let too = if idle_ms < *IDLE_TIMEOUT_RANGE_MS.start() {
+                    "short"
+                } else {
+                    "long"
+                };
+                refuse(
+                    "idleTimeoutMs",
+                    format!(
+                        "{idle_ms} ms is too {too}; enter {} to {} ms, or leave it empty to wait \
+                         for you",
+                        IDLE_TIMEOUT_RANGE_MS.start(),
+                        IDLE_TIMEOUT_RANGE_MS.end()
+                    ),
+                );
+            }
+        }
+        if let Some(reason) = out_of_range_ms(self.push_to_talk_tail_ms, &TAIL_RANGE_MS) {
+            refuse("pushToTalkTailMs", reason);
+        }
+        if let Some(reason) = out_of_range_ms(self.pre_roll_ms, &PRE_ROLL_RANGE_MS) {
+            refuse("preRollMs", reason);
+        }
+        if !SESSION_LIMIT_RANGE_MINUTES.contains(&self.session_limit_minutes) {
+            refuse(
+                "sessionLimitMinutes",
+                format!(
+                    "{} is not a limit Walkie can renew before; enter {} to {} minutes (OpenAI's is 60)",
+                    self.session_limit_minutes,
+                    SESSION_LIMIT_RANGE_MINUTES.start(),
+                    SESSION_LIMIT_RANGE_MINUTES.end()
+                ),
+            );
         }
         if let Some(days) = self.retention_days
             && !RETENTION_RANGE_DAYS.contains(&days)
         {
-            return Err(InvalidSetting::new(
+            refuse(
                 "retentionDays",
                 format!(
-                    "keep conversations between 1 and {} days",
+                    "choose between 1 and {} days, or forever",
                     RETENTION_RANGE_DAYS.end()
                 ),
-            ));
+            );
         }
         if !self.data_folder.is_empty() && !Path::new(&self.data_folder).is_absolute() {
-            return Err(InvalidSetting::new(
+            refuse(
                 "dataFolder",
-                "give the full path of a folder (starting with /)",
-            ));
+                "enter the folder's full path (starting with /) or use Browse…".into(),
+            );
         }
-        if !self.global_shortcut.trim().is_empty() {
-            let shortcut = self
-                .global_shortcut
-                .trim()
-                .parse::<tauri_plugin_global_shortcut::Shortcut>()
-                .map_err(|error| {
-                    InvalidSetting::new(
-                        "globalShortcut",
-                        format!("{error} (write it like Ctrl+Alt+Space)"),
-                    )
-                })?;
-            // A bare key would be taken from every other application.
-            if shortcut.mods.is_empty() {
-                return Err(InvalidSetting::new(
-                    "globalShortcut",
-                    "add Ctrl, Alt, Shift or Super, or it would take the key from every other \
-                     application",
-                ));
-            }
+        if let Err(reason) = check_shortcut(&self.global_shortcut) {
+            refuse("globalShortcut", reason);
         }
-        Ok(())
+        problems
     }
 
     /// Whether a change from `self` to `other` needs a new connection to take effect (the
@@ -249,6 +412,7 @@ impl Settings {
                 s.voice.clone(),
                 s.instructions.clone(),
                 s.transcription_model.clone(),
+                s.noise_reduction,
                 (s.push_to_talk_tail_ms, s.pre_roll_ms, s.warm_mic),
                 (s.input_device.clone(), s.output_device.clone()),
             )
@@ -259,18 +423,90 @@ impl Settings {
     /// Whether push-to-talk (hold or toggle) or hands-free changed: the call in progress
     /// switches without hanging up, so the provider keeps the conversation.
     pub fn turn_mode_changed(&self, other: &Settings) -> bool {
-        (self.press_mode, self.hands_free) != (other.press_mode, other.hands_free)
+        let mode = |s: &Settings| {
+            (
+                s.press_mode,
+                s.hands_free,
+                s.voice_detection,
+                s.eagerness,
+                s.idle_timeout_ms,
+            )
+        };
+        mode(self) != mode(other)
     }
 }
 
-/// A base URL a call can be placed to: https anywhere, plain http only on this machine.
+fn out_of_range_ms(value_ms: u32, range: &std::ops::RangeInclusive<u32>) -> Option<String> {
+    (!range.contains(&value_ms)).then(|| {
+        format!(
+            "{value_ms} ms is too long; enter {} to {} ms",
+            range.start(),
+            range.end()
+        )
+    })
+}
+
+/// A base URL a call can be placed to: https anywhere, plain http only on this machine, never
+/// with a user name or password in it. The reason says in plain words what to type instead.
 fn check_base_url(url: &str) -> Result<(), String> {
+    const EXAMPLE: &str = "enter a full address starting with https://, e.g. https://example.com";
     if url.trim().is_empty() {
-        return Err("enter the server's address, e.g. https://example.com".to_owned());
+        return Err(EXAMPLE.to_owned());
     }
-    walkie_rtc::Endpoint::custom(url.trim(), walkie_rtc::Auth::None)
-        .map(|_| ())
-        .map_err(|error| error.to_string())
+    match walkie_rtc::Endpoint::custom(url.trim(), walkie_rtc::Auth::None) {
+        Ok(_) => Ok(()),
+        Err(walkie_rtc::RtcError::InsecureUrl { .. }) => {
+            Err("use https:// (plain http:// is only for a server on this computer)".to_owned())
+        }
+        Err(walkie_rtc::RtcError::CredentialsInUrl { .. }) => Err(
+            "remove the user name and password (the part before @); put the key in the API key field"
+                .to_owned(),
+        ),
+        Err(walkie_rtc::RtcError::InvalidUrl { reason, .. }) if reason.contains("query") => {
+            Err("remove the part from ? or # on; give only the server's address".to_owned())
+        }
+        Err(_) => Err(EXAMPLE.to_owned()),
+    }
+}
+
+/// The shortcut parser's error type (global-hotkey's, reached through the plugin's type).
+type ShortcutParseError = <tauri_plugin_global_shortcut::Shortcut as std::str::FromStr>::Err;
+
+fn is_modifier(token: &str) -> bool {
+    matches!(
+        token.trim().to_uppercase().as_str(),
+        "CTRL" | "CONTROL" | "ALT" | "OPTION" | "SHIFT" | "SUPER" | "CMD" | "COMMAND"
+    )
+}
+
+/// A global shortcut Walkie can register, or one line saying why not and what to try. The
+/// parser's own messages (which ask to report a bug upstream) are not passed on.
+pub fn check_shortcut(shortcut: &str) -> Result<(), String> {
+    const TRY: &str = "try e.g. Ctrl+Alt+Space";
+    let shortcut = shortcut.trim();
+    if shortcut.is_empty() {
+        return Ok(());
+    }
+    let why = match shortcut.parse::<tauri_plugin_global_shortcut::Shortcut>() {
+        Ok(parsed) if parsed.mods.is_empty() => {
+            // A bare key would be taken from every other application.
+            "a key alone would be taken from every other app, so add Ctrl, Alt, Shift or \
+             Super"
+                .to_owned()
+        }
+        Ok(_) => return Ok(()),
+        Err(ShortcutParseError::UnsupportedKey(key)) if is_modifier(&key) => {
+            "add one key after the modifiers".to_owned()
+        }
+        Err(ShortcutParseError::UnsupportedKey(key)) => {
+            format!("\"{}\" is not a key name it knows", key.trim())
+        }
+        Err(ShortcutParseError::EmptyToken(_)) => "a + has no key after it".to_owned(),
+        Err(ShortcutParseError::InvalidFormat(_)) => {
+            "write the modifiers first and one key last".to_owned()
+        }
+    };
+    Err(format!("Not a shortcut Walkie can use: {why}; {TRY}"))
 }
 
 /// Why settings could not be read or saved.
@@ -372,7 +608,8 @@ impl SettingsFile {
         })
     }
 
-    /// Validates and saves, atomically: a temporary file is written, synced and renamed.
+    /// Validates and saves, atomically: a temporary file is written, synced and renamed. The
+    /// folder (when created) and the file are private: 0700 and 0600 on Unix.
     pub fn save(&self, settings: &Settings) -> Result<(), SettingsError> {
         use std::io::Write;
         settings.validate()?;
@@ -384,11 +621,13 @@ impl SettingsFile {
             .path
             .parent()
             .expect("the settings path is a file name joined to a directory");
-        std::fs::create_dir_all(dir).map_err(write_error)?;
+        create_private_dir_all(dir).map_err(write_error)?;
         let json = serde_json::to_vec_pretty(settings)
             .expect("settings are plain strings, numbers and booleans");
         let temporary = self.path.with_file_name(format!("{FILE_NAME}.saving"));
-        let mut file = std::fs::File::create(&temporary).map_err(write_error)?;
+        // A temporary file left by a crash may carry other permissions: start afresh.
+        let _ = std::fs::remove_file(&temporary);
+        let mut file = create_private_file(&temporary).map_err(write_error)?;
         file.write_all(&json).map_err(write_error)?;
         file.sync_all().map_err(write_error)?;
         drop(file);
@@ -433,11 +672,28 @@ mod tests {
             warm_mic: false,
             retention_days: Some(30),
             global_shortcut: "Ctrl+Alt+Space".to_owned(),
+            session_limit_minutes: 30,
             ..Settings::default()
         };
         file.save(&settings).unwrap();
         assert_eq!(file.load(0).unwrap().settings, settings);
         assert!(!dir.join("settings.json.saving").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_settings_folder_and_file_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temporary_dir("private").join("config");
+        let file = SettingsFile::in_dir(&dir);
+        file.save(&Settings::default()).unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700, "the folder");
+        assert_eq!(mode(file.path()), 0o600, "the file");
+        // A save over a file left readable by others makes it private too.
+        std::fs::set_permissions(file.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        file.save(&Settings::default()).unwrap();
+        assert_eq!(mode(file.path()), 0o600, "the file after a second save");
     }
 
     #[test]
@@ -464,7 +720,10 @@ mod tests {
         std::fs::write(dir.join("settings.json"), r#"{"pushToTalkTailMs": 99999}"#).unwrap();
         let loaded = SettingsFile::in_dir(&dir).load(7).unwrap();
         let (_, problem) = loaded.set_aside.unwrap();
-        assert!(problem.starts_with("pushToTalkTailMs:"), "{problem}");
+        assert!(
+            problem.starts_with("Keep listening after you let go (ms):"),
+            "{problem}"
+        );
     }
 
     #[test]
@@ -480,6 +739,97 @@ mod tests {
         assert_eq!(loaded.settings.voice, "sage");
         assert_eq!(loaded.settings.model, Settings::default().model);
         assert!(loaded.set_aside.is_none());
+    }
+
+    #[test]
+    fn voice_detection_settings_are_checked_with_the_field_named() {
+        let too_short = Settings {
+            idle_timeout_ms: Some(1_000),
+            ..Settings::default()
+        };
+        let error = too_short.validate().expect_err("1 s is too short");
+        assert_eq!(error.field, "idleTimeoutMs");
+        assert!(error.reason.contains("5000"), "{}", error.reason);
+        let with_semantic = Settings {
+            idle_timeout_ms: Some(10_000),
+            voice_detection: VoiceDetection::SemanticVad,
+            ..Settings::default()
+        };
+        let error = with_semantic
+            .validate()
+            .expect_err("semantic VAD has no idle timeout");
+        assert_eq!(error.field, "idleTimeoutMs");
+        let fine = Settings {
+            idle_timeout_ms: Some(10_000),
+            voice_detection: VoiceDetection::ServerVad,
+            noise_reduction: NoiseReduction::FarField,
+            ..Settings::default()
+        };
+        assert_eq!(fine.validate(), Ok(()));
+    }
+
+    #[test]
+    fn voice_detection_settings_are_written_as_the_api_names_them() {
+        let settings = Settings {
+            hands_free: true,
+            voice_detection: VoiceDetection::SemanticVad,
+            eagerness: Eagerness::Low,
+            noise_reduction: NoiseReduction::NearField,
+            ..Settings::default()
+        };
+        let json = serde_json::to_value(&settings).expect("settings serialise");
+        assert_eq!(json["voiceDetection"], "semantic_vad");
+        assert_eq!(json["eagerness"], "low");
+        assert_eq!(json["noiseReduction"], "near_field");
+        assert_eq!(json["idleTimeoutMs"], serde_json::Value::Null);
+        let back: Settings = serde_json::from_value(json).expect("they read back");
+        assert_eq!(back, settings);
+        assert!(
+            serde_json::from_value::<Settings>(serde_json::json!({"eagerness": "eager"})).is_err(),
+            "an unknown eagerness is refused"
+        );
+    }
+
+    #[test]
+    fn a_voice_detection_change_switches_the_call_and_noise_reduction_reconnects() {
+        let base = Settings::default();
+        let eager = Settings {
+            eagerness: Eagerness::High,
+            ..base.clone()
+        };
+        assert!(eager.turn_mode_changed(&base));
+        assert!(!eager.needs_reconnect(&base));
+        let quieter = Settings {
+            noise_reduction: NoiseReduction::FarField,
+            ..base.clone()
+        };
+        assert!(quieter.needs_reconnect(&base));
+    }
+
+    #[test]
+    fn the_model_list_is_the_sdks() {
+        assert!(MODELS.contains(&"gpt-realtime"));
+        assert!(MODELS.contains(&"gpt-realtime-mini"));
+        assert!(MODELS.contains(&Settings::default().model.as_str()));
+        let unique: std::collections::HashSet<_> = MODELS.iter().collect();
+        assert_eq!(unique.len(), MODELS.len(), "no name twice");
+    }
+
+    #[test]
+    fn instructions_that_would_not_fit_a_call_message_are_refused() {
+        // 19,000 characters is under the character limit, but at 3 bytes each too large.
+        let settings = Settings {
+            instructions: "語".repeat(19_000),
+            ..Settings::default()
+        };
+        let error = settings.validate().expect_err("57 KiB of instructions");
+        assert_eq!(error.field, "instructions");
+        assert!(error.reason.contains("48 KiB"), "{}", error.reason);
+        let fits = Settings {
+            instructions: "語".repeat(16_000),
+            ..Settings::default()
+        };
+        assert_eq!(fits.validate(), Ok(()));
     }
 
     #[test]
@@ -507,6 +857,20 @@ mod tests {
                     ..Settings::default()
                 },
                 "preRollMs",
+            ),
+            (
+                Settings {
+                    session_limit_minutes: 1,
+                    ..Settings::default()
+                },
+                "sessionLimitMinutes",
+            ),
+            (
+                Settings {
+                    session_limit_minutes: 241,
+                    ..Settings::default()
+                },
+                "sessionLimitMinutes",
             ),
             (
                 Settings {
@@ -550,6 +914,152 @@ mod tests {
             let dir = temporary_dir(field);
             assert!(SettingsFile::in_dir(&dir).save(&settings).is_err());
             assert!(!dir.join("settings.json").exists());
+        }
+    }
+
+    #[test]
+    fn every_bad_field_is_reported_at_once_with_its_label_and_what_to_do() {
+        let settings = Settings {
+            provider: ProviderKind::Custom,
+            custom_base_url: "http://example.com".to_owned(),
+            pre_roll_ms: 5_000,
+            global_shortcut: "Ctrl+Banana".to_owned(),
+            ..Settings::default()
+        };
+        let problems = settings.problems();
+        let fields: Vec<_> = problems.iter().map(|problem| problem.field).collect();
+        assert_eq!(fields, ["customBaseUrl", "preRollMs", "globalShortcut"]);
+        let texts: Vec<_> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            texts,
+            [
+                "Server address: use https:// (plain http:// is only for a server on this \
+                 computer)",
+                "Include audio from before the press (ms): 5000 ms is too long; enter 0 to \
+                 2000 ms",
+                "Shortcut in other apps: Not a shortcut Walkie can use: \"Banana\" is not a key \
+                 name it knows; try e.g. Ctrl+Alt+Space",
+            ]
+        );
+        assert_eq!(settings.validate(), Err(problems[0].clone()));
+    }
+
+    #[test]
+    fn the_session_fields_are_reported_with_the_others_at_once_in_plain_words() {
+        let settings = Settings {
+            instructions: "語".repeat(19_000),
+            voice_detection: VoiceDetection::SemanticVad,
+            idle_timeout_ms: Some(10_000),
+            pre_roll_ms: 5_000,
+            ..Settings::default()
+        };
+        let texts: Vec<_> = settings
+            .problems()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "Instructions: shorten them to 48 KiB of text or less (now 56 KiB): a call \
+                 carries them in one 64 KiB message",
+                "Speak up after a silence of (ms): leave it empty, or end turns \"after a short \
+                 silence\": only then can Walkie speak up after one",
+                "Include audio from before the press (ms): 5000 ms is too long; enter 0 to \
+                 2000 ms",
+            ]
+        );
+        let too_long = Settings {
+            idle_timeout_ms: Some(60_000),
+            ..Settings::default()
+        };
+        assert_eq!(
+            too_long.validate().map_err(|problem| problem.to_string()),
+            Err(
+                "Speak up after a silence of (ms): 60000 ms is too long; enter 5000 to 30000 \
+                 ms, or leave it empty to wait for you"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn a_shortcut_error_is_a_plain_sentence_without_the_parsers_bug_report_link() {
+        for (typed, why) in [
+            ("Ctrl+Banana", "\"Banana\" is not a key name it knows"),
+            ("Banana", "\"Banana\" is not a key name it knows"),
+            ("Ctrl++", "a + has no key after it"),
+            ("Ctrl+A+B", "write the modifiers first and one key last"),
+            ("Ctrl", "add one key after the modifiers"),
+            ("Ctrl+Alt", "write the modifiers first and one key last"),
+            (
+                "F9",
+                "a key alone would be taken from every other app, so add Ctrl, Alt, Shift or Super",
+            ),
+        ] {
+            let error = check_shortcut(typed).unwrap_err();
+            assert_eq!(
+                error,
+                format!("Not a shortcut Walkie can use: {why}; try e.g. Ctrl+Alt+Space"),
+                "{typed}"
+            );
+            assert!(!error.contains("github"), "{error}");
+        }
+        for good in ["", "  ", "Ctrl+Alt+Space", "Super+Shift+W"] {
+            assert_eq!(check_shortcut(good), Ok(()), "{good}");
+        }
+    }
+
+    #[test]
+    fn every_label_in_errors_is_the_one_the_dialog_shows() {
+        let page = include_str!("../ui/index.html");
+        for field in [
+            "azureResourceUrl",
+            "azureDeployment",
+            "customBaseUrl",
+            "model",
+            "voice",
+            "instructions",
+            "transcriptionModel",
+            "noiseReduction",
+            "voiceDetection",
+            "eagerness",
+            "idleTimeoutMs",
+            "pushToTalkTailMs",
+            "preRollMs",
+            "dataFolder",
+            "globalShortcut",
+        ] {
+            let shown = format!(">{}<", label(field));
+            assert!(page.contains(&shown), "ui/index.html has no label {shown}");
+        }
+    }
+
+    #[test]
+    fn an_address_with_a_user_name_or_password_is_refused_naming_the_field() {
+        let custom = Settings {
+            provider: ProviderKind::Custom,
+            custom_base_url: "https://walkie:pa55word@realtime.example.com".to_owned(),
+            ..Settings::default()
+        };
+        let azure = Settings {
+            provider: ProviderKind::Azure,
+            azure_resource_url: "https://walkie@res.openai.azure.com".to_owned(),
+            azure_deployment: "my-deployment".to_owned(),
+            ..Settings::default()
+        };
+        for (settings, field, label) in [
+            (custom, "customBaseUrl", "Server address"),
+            (azure, "azureResourceUrl", "Azure resource URL"),
+        ] {
+            let error = settings.validate().unwrap_err();
+            assert_eq!((error.field, error.label), (field, label), "{error}");
+            assert_eq!(
+                error.reason,
+                "remove the user name and password (the part before @); put the key in the API \
+                 key field"
+            );
+            assert!(!error.to_string().contains("pa55word"), "{error}");
         }
     }
 

@@ -11,7 +11,7 @@ use walkie_audio::device::Direction;
 use crate::conversation::Command;
 use crate::plan::Plan;
 use crate::secrets::{self, KeyAccount, KeySummary};
-use crate::settings::{self, Settings, SettingsFile};
+use crate::settings::{self, InvalidSetting, Settings, SettingsFile};
 use crate::{CommandError, Conversation, shortcut};
 
 /// The settings in force and where they live.
@@ -40,10 +40,14 @@ pub(crate) struct SettingsView {
     settings: Settings,
     keys: Vec<KeySummary>,
     voices: &'static [&'static str],
+    /// The model names the official SDK lists (the field stays free text).
+    models: &'static [&'static str],
     config_file: String,
     /// The data folder in use (chosen at start: the setting, or the default when it is empty).
     data_folder_in_use: Option<String>,
     notice: Option<String>,
+    /// Why no key can be saved here (no secret store answers); `None` when one can.
+    keyring_missing: Option<String>,
 }
 
 const ACCOUNTS: [KeyAccount; 3] = [KeyAccount::OpenAi, KeyAccount::Azure, KeyAccount::Custom];
@@ -59,8 +63,15 @@ async fn blocking<T: Send + 'static>(
 
 async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandError> {
     let settings = state.current();
-    let keys = blocking(|| ACCOUNTS.map(secrets::summary).to_vec()).await?;
+    let (keys, keyring_missing) = blocking(|| {
+        (
+            ACCOUNTS.map(secrets::summary).to_vec(),
+            secrets::keyring_unavailable(),
+        )
+    })
+    .await?;
     Ok(SettingsView {
+        keyring_missing,
         data_folder_in_use: state
             .data_dir
             .as_ref()
@@ -69,6 +80,7 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
         settings,
         keys,
         voices: settings::VOICES,
+        models: settings::MODELS,
         config_file: state.file.path().display().to_string(),
         notice: state
             .notice
@@ -86,20 +98,129 @@ pub(crate) async fn get_settings(
     settings_view(&state).await
 }
 
-/// The user saved the settings dialog: validate, persist, and apply.
+/// Why the settings dialog's Save did nothing: the fields at fault (every one, each with its
+/// label and what to do), or another failure. Serialised as `{ message, field, problems }`.
+#[derive(Debug)]
+pub(crate) enum SaveError {
+    Fields(Vec<InvalidSetting>),
+    Other(CommandError),
+}
+
+impl From<CommandError> for SaveError {
+    fn from(error: CommandError) -> Self {
+        SaveError::Other(error)
+    }
+}
+
+impl From<settings::SettingsError> for SaveError {
+    fn from(error: settings::SettingsError) -> Self {
+        SaveError::Other(error.into())
+    }
+}
+
+impl serde::Serialize for SaveError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut error = serializer.serialize_struct("SaveError", 3)?;
+        match self {
+            SaveError::Fields(problems) => {
+                let message = match problems.as_slice() {
+                    [one] => one.to_string(),
+                    many => format!("{} settings need a change", many.len()),
+                };
+                error.serialize_field("message", &message)?;
+                error.serialize_field("field", &problems.first().map(|problem| problem.field))?;
+                error.serialize_field("problems", problems)?;
+            }
+            SaveError::Other(other) => {
+                error.serialize_field("message", &other.to_string())?;
+                error.serialize_field("field", &None::<&str>)?;
+                error.serialize_field("problems", &[] as &[InvalidSetting])?;
+            }
+        }
+        error.end()
+    }
+}
+
+fn field_problem(field: &'static str, label: &'static str, reason: String) -> SaveError {
+    SaveError::Fields(vec![InvalidSetting {
+        field,
+        label,
+        reason,
+    }])
+}
+
+/// A key typed into the dialog, saved with the settings. Its Debug names the account only.
+#[derive(serde::Deserialize)]
+pub(crate) struct TypedKey {
+    account: KeyAccount,
+    key: String,
+}
+
+impl std::fmt::Debug for TypedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TypedKey")
+            .field("account", &self.account)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every problem with `settings`, without saving (for a form whose own checks found more).
+#[tauri::command]
+pub(crate) fn check_settings(settings: Settings) -> Vec<InvalidSetting> {
+    settings.problems()
+}
+
+/// The user saved the settings dialog: validate every field, save the typed key (if any) in
+/// the keyring, persist, and apply.
 #[tauri::command]
 pub(crate) async fn save_settings(
     app: AppHandle,
     state: tauri::State<'_, SettingsState>,
     conversation: tauri::State<'_, Conversation>,
     settings: Settings,
-) -> Result<SettingsView, CommandError> {
-    let before = state.current();
-    if before.global_shortcut != settings.global_shortcut {
-        shortcut::register(&app, &before.global_shortcut, &settings.global_shortcut)?;
+    key: Option<TypedKey>,
+) -> Result<SettingsView, SaveError> {
+    let problems = settings.problems();
+    if !problems.is_empty() {
+        return Err(SaveError::Fields(problems));
     }
+    let before = state.current();
+    if before.global_shortcut != settings.global_shortcut
+        && let Err(error) =
+            shortcut::register(&app, &before.global_shortcut, &settings.global_shortcut)
+    {
+        log::warn!("{error}");
+        return Err(field_problem(
+            "globalShortcut",
+            settings::label("globalShortcut"),
+            "the system would not give this shortcut to Walkie (another app may hold it); \
+             choose another, e.g. Ctrl+Alt+Space"
+                .to_owned(),
+        ));
+    }
+    let key_account = match key {
+        Some(TypedKey { account, key }) => {
+            match blocking(move || secrets::store_key(account, &key)).await? {
+                Ok(_) => {
+                    log::info!("an API key for {account:?} was saved in the keyring");
+                    Some(account)
+                }
+                Err(error) => {
+                    let _ = shortcut::register(
+                        &app,
+                        &settings.global_shortcut,
+                        &before.global_shortcut,
+                    );
+                    return Err(field_problem("apiKey", "API key", error.to_string()));
+                }
+            }
+        }
+        None => None,
+    };
     if let Err(error) = state.file.save(&settings) {
-        // Put the shortcut back as it was: nothing of a refused save takes effect.
+        // Put the shortcut back as it was. A key stored just before stays in the keyring: it
+        // is what the user typed, and the next save finds it there.
         let _ = shortcut::register(&app, &settings.global_shortcut, &before.global_shortcut);
         return Err(error.into());
     }
@@ -112,10 +233,46 @@ pub(crate) async fn save_settings(
         let data_dir = state.data_dir.clone();
         let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
         conversation.send(Command::Apply(Box::new(plan)))?;
-    } else if before.turn_mode_changed(&settings) {
-        conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
+    } else {
+        if before.turn_mode_changed(&settings) {
+            conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
+        }
+        if let Some(account) = key_account {
+            apply_key_change(&state, &conversation, account).await?;
+        }
     }
-    settings_view(&state).await
+    Ok(settings_view(&state).await?)
+}
+
+/// Asks for a folder to save conversations in (the system's folder picker, starting at
+/// `current` when it exists). Returns the folder chosen, or `None` when the user cancelled.
+#[tauri::command]
+pub(crate) async fn choose_data_folder(
+    app: AppHandle,
+    current: Option<String>,
+) -> Result<Option<String>, CommandError> {
+    use tauri::Manager;
+    use tauri_plugin_dialog::DialogExt;
+    let (answer, chosen) = tokio::sync::oneshot::channel();
+    let mut dialog = app.dialog().file().set_title("Save conversations in");
+    if let Some(current) = current.map(std::path::PathBuf::from)
+        && current.is_dir()
+    {
+        dialog = dialog.set_directory(current);
+    }
+    if let Some(window) = app.get_webview_window("main") {
+        dialog = dialog.set_parent(&window);
+    }
+    dialog.pick_folder(move |path| {
+        let _ = answer.send(path);
+    });
+    let Some(path) = chosen.await.ok().flatten() else {
+        return Ok(None);
+    };
+    let path = path
+        .into_path()
+        .map_err(|_| CommandError::Background("the folder picker gave no folder path".into()))?;
+    Ok(Some(path.display().to_string()))
 }
 
 /// Reconnects with the key now in use if the provider in use takes keys from `account`.
@@ -187,21 +344,41 @@ pub(crate) struct DeviceList {
     problem: Option<String>,
 }
 
-/// The microphones and speakers there are now.
+/// Whether an input device is a loopback of a speaker ("Monitor of …" in PulseAudio and
+/// PipeWire: a source named `<sink>.monitor`), which hears the computer, not the user.
+fn is_speaker_monitor(id: &str) -> bool {
+    id.strip_prefix("pulseaudio:")
+        .is_some_and(|name| name.ends_with(".monitor"))
+}
+
+/// The microphones and speakers there are now. Speaker monitors are not offered as
+/// microphones, unless one is the saved choice (so opening the dialog never loses it).
 #[tauri::command]
-pub(crate) async fn list_devices() -> Result<DeviceList, CommandError> {
-    blocking(|| {
+pub(crate) async fn list_devices(
+    state: tauri::State<'_, SettingsState>,
+) -> Result<DeviceList, CommandError> {
+    let chosen_input = state.current().input_device;
+    blocking(move || {
         let mut list = DeviceList::default();
         for (direction, into) in [
             (Direction::Input, &mut list.inputs),
             (Direction::Output, &mut list.outputs),
         ] {
             match walkie_audio::device::list_devices(direction) {
-                Ok(devices) => into.extend(devices.into_iter().map(|device| DeviceChoice {
-                    id: device.id,
-                    name: device.name,
-                    is_default: device.is_default,
-                })),
+                Ok(devices) => into.extend(
+                    devices
+                        .into_iter()
+                        .filter(|device| {
+                            direction == Direction::Output
+                                || !is_speaker_monitor(&device.id)
+                                || device.id == chosen_input
+                        })
+                        .map(|device| DeviceChoice {
+                            id: device.id,
+                            name: device.name,
+                            is_default: device.is_default,
+                        }),
+                ),
                 Err(error) => list.problem = Some(error.to_string()),
             }
         }
@@ -243,5 +420,44 @@ pub(crate) fn load_settings() -> (SettingsFile, Settings, Option<String>) {
             let notice = format!("{error}; the defaults are in use for now");
             (file, Settings::default(), Some(notice))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speaker_monitors_are_told_from_microphones() {
+        assert!(is_speaker_monitor("pulseaudio:mic.monitor"));
+        assert!(is_speaker_monitor(
+            "pulseaudio:alsa_output.pci-0000_00_1f.3.analog-stereo.monitor"
+        ));
+        assert!(!is_speaker_monitor(
+            "pulseaudio:alsa_input.pci-0000_00_1f.3.analog-stereo"
+        ));
+        assert!(!is_speaker_monitor("alsa:monitor"));
+    }
+
+    #[test]
+    fn refused_fields_reach_the_dialog_as_a_list_with_their_labels() {
+        let problems = Settings {
+            model: String::new(),
+            pre_roll_ms: 9_000,
+            ..Settings::default()
+        }
+        .problems();
+        let json = serde_json::to_value(SaveError::Fields(problems)).unwrap();
+        assert_eq!(json["message"], "2 settings need a change");
+        assert_eq!(json["field"], "model");
+        assert_eq!(json["problems"][1]["field"], "preRollMs");
+        assert_eq!(
+            json["problems"][1]["label"],
+            "Include audio from before the press (ms)"
+        );
+        assert_eq!(
+            json["problems"][1]["reason"],
+            "9000 ms is too long; enter 0 to 2000 ms"
+        );
     }
 }

@@ -202,7 +202,8 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
         support::space(&client, true).await;
         wait_for_text(&client, "#status", "Listening… release to send.").await;
         support::screenshot(&client, "barge_in").await;
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        // Held past the 400 ms a stop-only tap may last: the press is a turn of its own.
+        tokio::time::sleep(Duration::from_millis(700)).await;
         support::space(&client, false).await;
         // The second, silent turn gets its (silent) echo; then all is quiet.
         wait_for(&client, "#transcript", |text| {
@@ -233,6 +234,77 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
         );
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_tap_during_the_reply_only_stops_it_and_sends_no_turn() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("tap_to_stop").await;
+    let received = app.dirs().trace.join("client-events.jsonl");
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        say_with_the_key(&client, &speech_like(3.0)).await;
+        wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
+        assert_eq!(
+            rendered_text(&client, "#ptt .ptt-label").await.as_deref(),
+            Some("Speaking: press to stop")
+        );
+        // A tap, as long as a deliberate one (past the 150 ms a press needs to count as a
+        // turn when nothing plays).
+        support::space(&client, true).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        support::space(&client, false).await;
+        wait_for_text(&client, "#status", READY).await;
+        assert_eq!(
+            assistant_states(&client).await,
+            serde_json::json!(["interrupted"]),
+            "the reply was cut off"
+        );
+        // The next turn follows the first exchange directly: the tap left no turn between.
+        say_with_the_key(&client, &speech_like(1.0)).await;
+        wait_for(&client, "#transcript article:nth-of-type(4)", |text| {
+            text.contains("played your")
+        })
+        .await;
+        wait_for_text(&client, "#status", READY).await;
+        assert_eq!(
+            transcript_roles(&client).await,
+            serde_json::json!(["user", "assistant", "user", "assistant"]),
+            "no turn for the tap"
+        );
+        // History shows the saved conversation with the cut reply marked, as the window does.
+        support::click(&client, "#open-history").await;
+        wait_for(&client, "#history-list .history-item", |text| !text.is_empty()).await;
+        support::click(&client, "#history-list .history-item").await;
+        wait_for(
+            &client,
+            "#history-transcript article[data-message-id='assistant-2'] .message-text",
+            |text| text.contains("played your"),
+        )
+        .await;
+        let marks = client
+            .execute(
+                "return [...document.querySelectorAll('#history-transcript article[data-role=assistant]')]\
+                   .map(a => a.dataset.state ?? null);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            marks,
+            serde_json::json!(["interrupted", null]),
+            "History marks the reply that was cut off"
+        );
+    })
+    .await;
+    // What the provider received: two turns committed, the tap's audio cleared.
+    let commits = std::fs::read_to_string(&received)
+        .expect("the provider's trace")
+        .lines()
+        .filter(|line| line.contains(r#"\"type\":\"input_audio_buffer.commit\""#))
+        .count();
+    assert_eq!(commits, 2, "the provider was sent two turns");
 }
 
 #[tokio::test(flavor = "multi_thread")]

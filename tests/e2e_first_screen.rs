@@ -107,6 +107,7 @@ async fn e2e_holding_space_sends_the_microphone_and_the_user_turn_appears_in_the
         support::click(&client, "#copy-transcript").await;
         wait_for_text(&client, "#status", "Copied the transcript.").await;
         support::click(&client, "#open-settings").await;
+        support::open_advanced(&client).await;
         let field = client
             .find(Locator::Css("#settings [name=instructions]"))
             .await

@@ -80,6 +80,8 @@ fn seed(data_dir: &Path, seed: &Seed) -> String {
     };
     let start = seed.started_unix_ms;
     let mut recorder = store.start(config, start).expect("starting a conversation");
+    // The app's conversation machine notes each event with the one transcript bridge.
+    let mut bridge = walkie_session::transcript::TranscriptBridge::new(recorder.id());
     let mut seq = 0;
     let mut record = |recorder: &mut walkie_store::Recorder, event: SessionEvent, at: i64| {
         seq += 1;
@@ -88,7 +90,9 @@ fn seed(data_dir: &Path, seed: &Seed) -> String {
             at_ms: (at - start) as u64,
             event,
         };
-        recorder.record(&stamped, at);
+        let mut transcript = Vec::new();
+        let note = bridge.on_event_noted(at, &stamped.event, &mut transcript);
+        recorder.record(&stamped, note, &transcript, at);
     };
     let user = PartIndex(0);
     record(
@@ -150,6 +154,9 @@ fn seed(data_dir: &Path, seed: &Seed) -> String {
         end,
     );
     record(&mut recorder, SessionEvent::TurnComplete, end + 10);
+    let mut closing = Vec::new();
+    bridge.finish(end + 20, &mut closing);
+    recorder.transcript(&closing, end + 20);
     recorder.close(end + 20).expect("closing the conversation");
     recorder.id().to_owned()
 }
@@ -213,45 +220,6 @@ async fn audio_outcome(client: &Client, css: &str) -> Result<f64, Value> {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// Types `path` into the native (GTK) save dialog titled `title` and confirms it, the way a
-/// user would: the dialog is a window of its own, out of WebDriver's reach.
-async fn save_in_native_dialog(display: &str, title: &str, path: &Path) {
-    let deadline = Instant::now() + UI_TIMEOUT;
-    let window = loop {
-        let found = std::process::Command::new("xdotool")
-            .args(["search", "--name", title])
-            .env("DISPLAY", display)
-            .output()
-            .expect("xdotool (scripts/deps.sh test installs it)");
-        let ids = String::from_utf8_lossy(&found.stdout);
-        if let Some(id) = ids.lines().next() {
-            break id.trim().to_owned();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no window titled {title:?} opened"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    // Let GTK map the dialog and focus its name field before typing.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let status = std::process::Command::new("xdotool")
-        .args(["windowfocus", "--sync", &window])
-        .args(["key", "--clearmodifiers", "ctrl+a"])
-        .args(["type", "--delay", "5", &path.to_string_lossy()])
-        .env("DISPLAY", display)
-        .status()
-        .expect("xdotool");
-    assert!(status.success(), "xdotool could not type into the dialog");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let status = std::process::Command::new("xdotool")
-        .args(["key", "--window", &window, "Return"])
-        .env("DISPLAY", display)
-        .status()
-        .expect("xdotool");
-    assert!(status.success(), "xdotool could not confirm the dialog");
 }
 
 fn assert_close_ms(shown_ms: f64, expected_ms: f64, what: &str) {
@@ -474,7 +442,13 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
 
         // Export it as Markdown: the native save dialog asks where, and the file is written.
         click(&client, "#history-export").await;
-        save_in_native_dialog(&display, "Export the conversation as Markdown", &export_to).await;
+        support::type_into_native_dialog(
+            &display,
+            "Export the conversation as Markdown",
+            "ctrl+a",
+            &export_to,
+        )
+        .await;
         wait_for_text(
             &client,
             "#history-notice",

@@ -10,7 +10,10 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fantoccini::{Client, Locator};
-use support::{AppDirs, Launch, SecretService, WebviewApp, click, rendered_text, wait_for};
+use support::{
+    AppDirs, Launch, SecretService, WebviewApp, click, open_advanced, open_settings, rendered_text,
+    set_field, wait_for,
+};
 
 /// A key no real service would accept, unique to this run so a match can only come from here.
 fn fake_key(prefix: &str) -> String {
@@ -19,36 +22,6 @@ fn fake_key(prefix: &str) -> String {
         .unwrap()
         .as_nanos();
     format!("{prefix}-walkie-fake-{nanos:x}Q7zK")
-}
-
-async fn open_settings(client: &Client) {
-    click(client, "#open-settings").await;
-    wait_for(client, "#settings [data-role=config-file]", |text| {
-        text.ends_with("settings.json")
-    })
-    .await;
-}
-
-/// Sets a field the way the user's input would: value (or checkbox state), then the events.
-async fn set_field(client: &Client, name: &str, value: serde_json::Value) {
-    let found = client
-        .execute(
-            r#"const [name, value] = arguments;
-               const field = document.querySelector(`#settings [name="${name}"]`);
-               if (!field) return false;
-               if (field.type === "checkbox") field.checked = value; else field.value = value;
-               field.dispatchEvent(new Event("input", { bubbles: true }));
-               field.dispatchEvent(new Event("change", { bubbles: true }));
-               return true;"#,
-            vec![name.into(), value],
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        found,
-        serde_json::Value::Bool(true),
-        "no field named {name}"
-    );
 }
 
 async fn field_value(client: &Client, name: &str) -> serde_json::Value {
@@ -141,10 +114,14 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
         // A bad value is refused, named, and nothing is saved.
         set_field(&client, "preRollMs", "5000".into()).await;
         click(&client, "#settings button[value=save]").await;
-        let refusal = wait_for(&client, "#settings [data-role=message]", |text| {
-            text.starts_with("preRollMs:")
+        let refusal = wait_for(&client, "#settings-preRollMs-error", |text| {
+            !text.is_empty()
         })
         .await;
+        assert!(
+            refusal.starts_with("Include audio from before the press (ms):"),
+            "{refusal}"
+        );
         assert!(refusal.contains("5000 ms"), "{refusal}");
         let invalid = client
             .find(Locator::Css("#settings [name=preRollMs]"))
@@ -219,11 +196,15 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
         assert!(!client.source().await.unwrap().contains(&leaked));
         click(&client, "#settings button[value=close]").await;
         click(&client, "#open-history").await;
+        // The panel shows the saved policy once it has read it: wait for that, or time out.
         let retention = client.find(Locator::Id("history-retention")).await.unwrap();
-        assert_eq!(
-            retention.prop("value").await.unwrap().as_deref(),
-            Some("30")
-        );
+        let deadline = tokio::time::Instant::now() + support::UI_TIMEOUT;
+        let mut shown = retention.prop("value").await.unwrap();
+        while shown.as_deref() != Some("30") && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            shown = retention.prop("value").await.unwrap();
+        }
+        assert_eq!(shown.as_deref(), Some("30"));
     })
     .await;
 
@@ -234,6 +215,22 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
     assert!(log_files >= 1, "the app wrote its log under WALKIE_LOG_DIR");
     let (mentions, _) = files_containing(&dirs.log, "settings saved to");
     assert_eq!(mentions.len(), 1, "the log records the save: {mentions:?}");
+    // What the app created is the user's alone: the settings and window files, the log file,
+    // the conversations folder.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| {
+            std::fs::metadata(path)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode(&dirs.config.join("settings.json")), 0o600);
+        assert_eq!(mode(&dirs.config.join("window-state.json")), 0o600);
+        assert_eq!(mode(&dirs.log.join("walkie.log")), 0o600);
+        assert_eq!(mode(&dirs.data.join("conversations")), 0o700);
+    }
     for dir in [&dirs.config, &dirs.data, &dirs.log] {
         let (found, _) = files_containing(dir, &key);
         assert!(found.is_empty(), "the key is written in {found:?}");
@@ -268,11 +265,23 @@ async fn e2e_a_key_in_the_environment_is_used_and_never_shown() {
             described.contains(&format!("(ending in {last_four})")),
             "{described}"
         );
-        // No secret store here: the dialog says so instead of failing.
+        // No secret store here: a key cannot be saved, and the button says why, next to it.
+        let save_key = client
+            .find(Locator::Css("#settings [data-action=save-key]"))
+            .await
+            .unwrap();
         assert!(
-            described.contains("The keyring could not be read"),
-            "{described}"
+            !save_key.is_enabled().await.unwrap(),
+            "Save key is disabled"
         );
+        let reason = rendered_text(&client, "#settings [data-role=keyring-missing]")
+            .await
+            .unwrap_or_default();
+        assert!(
+            reason.contains("No keyring") && reason.contains("OPENAI_API_KEY"),
+            "{reason:?}"
+        );
+        assert!(shown_as(&client, "#settings [data-role=keyring-missing]", true).await);
         assert!(!client.source().await.unwrap().contains(&leaked));
     })
     .await;
@@ -280,4 +289,529 @@ async fn e2e_a_key_in_the_environment_is_used_and_never_shown() {
         let (found, _) = files_containing(dir, &key);
         assert!(found.is_empty(), "the key is written in {found:?}");
     }
+}
+
+/// Whether the element `css` selects is rendered (present, not hidden, in an open dialog).
+/// Whether the element matching `css` is shown, once it is as `expected` or the UI timeout
+/// passed (a dialog opens and closes asynchronously: the test waits for it, not a sleep).
+async fn shown_as(client: &Client, css: &str, expected: bool) -> bool {
+    let deadline = tokio::time::Instant::now() + support::UI_TIMEOUT;
+    loop {
+        let now_shown = shown(client, css).await;
+        if now_shown == expected || tokio::time::Instant::now() >= deadline {
+            return now_shown;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+async fn shown(client: &Client, css: &str) -> bool {
+    client
+        .execute(
+            r#"const element = document.querySelector(arguments[0]);
+               if (!element || element.getClientRects().length === 0) return false;
+               // WebKit lays out the content of a closed <details>; it is not shown.
+               const closed = element.closest("details:not([open])");
+               return !closed || closed.querySelector(":scope > summary").contains(element);"#,
+            vec![css.into()],
+        )
+        .await
+        .unwrap()
+        == serde_json::Value::Bool(true)
+}
+
+/// Presses one key on whatever has the focus, as a keyboard does.
+async fn press(client: &Client, key: fantoccini::key::Key) {
+    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    let key: char = key.into();
+    client
+        .perform_actions(
+            KeyActions::new("keyboard".into())
+                .then(KeyAction::Down { value: key })
+                .then(KeyAction::Up { value: key }),
+        )
+        .await
+        .expect("WebDriver sends the key");
+}
+
+/// The visible label of a settings field, as the user reads it.
+async fn label_of(client: &Client, name: &str) -> String {
+    let label = client
+        .execute(
+            r#"const field = document.querySelector(`#settings [name="${arguments[0]}"]`);
+               const label = field.labels[0];
+               const own = label.querySelector("[data-role=label]") ?? label;
+               return own.innerText.trim();"#,
+            vec![name.into()],
+        )
+        .await
+        .unwrap();
+    label.as_str().expect("a field's label is text").to_owned()
+}
+
+/// The error shown for a field: the text of the element its `aria-describedby` names as its
+/// error, when that element is visible.
+async fn error_under(client: &Client, name: &str) -> Option<String> {
+    let text = client
+        .execute(
+            r#"const field = document.querySelector(`#settings [name="${arguments[0]}"]`);
+               const ids = (field.getAttribute("aria-describedby") ?? "").split(/\s+/);
+               for (const id of ids) {
+                 const element = id && document.getElementById(id);
+                 if (element && element.dataset.role === "field-error"
+                     && element.getClientRects().length > 0 && element.innerText.trim()) {
+                   // Under the field: below it on the screen.
+                   const below = element.getBoundingClientRect().top
+                     >= field.getBoundingClientRect().bottom - 1;
+                   return below ? element.innerText.trim() : "(not under the field)";
+                 }
+               }
+               return null;"#,
+            vec![name.into()],
+        )
+        .await
+        .unwrap();
+    text.as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_enter_after_typing_a_key_saves_it_in_the_keyring() {
+    let dirs = AppDirs::fresh("settings_enter_saves");
+    let secrets = SecretService::start(&dirs);
+    let key = fake_key("sk-enter");
+    let last_four = key[key.len() - 4..].to_owned();
+    let app = WebviewApp::launch_with(
+        "settings_enter_saves",
+        Launch::in_dirs(&dirs, Some(&secrets)),
+    )
+    .await;
+    let typed_key = key.clone();
+    app.run(|client| async move {
+        open_settings(&client).await;
+        set_field(&client, "provider", "custom".into()).await;
+        set_field(&client, "customBaseUrl", "http://127.0.0.1:9".into()).await;
+        let key_field = client
+            .find(Locator::Css("#settings [name=apiKey]"))
+            .await
+            .unwrap();
+        // Pasted, then Enter, as people do.
+        key_field.send_keys(&typed_key).await.unwrap();
+        press(&client, fantoccini::key::Key::Enter).await;
+        wait_for(&client, "#settings [data-role=key-state]", |text| {
+            text == format!("A key is saved in your system keyring (ending in {last_four}).")
+        })
+        .await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text == "Saved."
+        })
+        .await;
+        assert_eq!(
+            field_value(&client, "apiKey").await,
+            "",
+            "the typed key is cleared"
+        );
+    })
+    .await;
+    let settings = std::fs::read_to_string(dirs.config.join("settings.json")).unwrap();
+    assert!(settings.contains("\"provider\": \"custom\""), "{settings}");
+    for dir in [&dirs.config, &dirs.data, &dirs.log] {
+        let (found, _) = files_containing(dir, &key);
+        assert!(found.is_empty(), "the key is written in {found:?}");
+    }
+    drop(secrets);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_escape_with_unsaved_edits_asks_and_keeping_them_keeps_them() {
+    let app = WebviewApp::launch("settings_escape_asks").await;
+    app.run(|client| async move {
+        open_settings(&client).await;
+        // Instructions are in the advanced part: open it first.
+        open_advanced(&client).await;
+        let instructions = client
+            .find(Locator::Css("#settings [name=instructions]"))
+            .await
+            .unwrap();
+        set_field(&client, "instructions", "".into()).await;
+        client
+            .execute(
+                "document.querySelector('#settings [name=instructions]')\
+                   .scrollIntoView({ block: 'center' });",
+                vec![],
+            )
+            .await
+            .unwrap();
+        instructions.click().await.unwrap();
+        instructions.send_keys("Talk like a pirate.").await.unwrap();
+        press(&client, fantoccini::key::Key::Escape).await;
+        let question = wait_for(&client, "#settings-confirm", |text| !text.is_empty()).await;
+        assert!(question.contains("Keep editing"), "{question}");
+        assert!(
+            shown_as(&client, "#settings", true).await,
+            "the settings stay open behind the question"
+        );
+        click(&client, "#settings-confirm [value=keep]").await;
+        assert!(!shown_as(&client, "#settings-confirm", false).await);
+        assert!(
+            shown_as(&client, "#settings", true).await,
+            "the settings are still open"
+        );
+        assert_eq!(
+            field_value(&client, "instructions").await,
+            "Talk like a pirate."
+        );
+
+        // Close asks too; discarding closes, and the next opening shows what is saved.
+        click(&client, "#settings [data-action=close]").await;
+        wait_for(&client, "#settings-confirm", |text| !text.is_empty()).await;
+        click(&client, "#settings-confirm [value=discard]").await;
+        assert!(
+            !shown_as(&client, "#settings", false).await,
+            "discarding closes the settings"
+        );
+        open_settings(&client).await;
+        assert_ne!(
+            field_value(&client, "instructions").await,
+            "Talk like a pirate."
+        );
+        // Without edits, Escape just closes.
+        press(&client, fantoccini::key::Key::Escape).await;
+        assert!(!shown_as(&client, "#settings-confirm", false).await);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_bad_values_show_their_errors_at_once_under_their_labelled_fields() {
+    let app = WebviewApp::launch("settings_errors").await;
+    let config = app.dirs().config.clone();
+    app.run(|client| async move {
+        open_settings(&client).await;
+        set_field(&client, "provider", "custom".into()).await;
+        set_field(&client, "customBaseUrl", "http://example.com".into()).await;
+        set_field(&client, "preRollMs", "5000".into()).await;
+        set_field(&client, "sessionLimitMinutes", "1".into()).await;
+        set_field(&client, "globalShortcut", "Ctrl+Banana".into()).await;
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            !text.is_empty()
+        })
+        .await;
+        for name in [
+            "customBaseUrl",
+            "preRollMs",
+            "sessionLimitMinutes",
+            "globalShortcut",
+        ] {
+            let label = label_of(&client, name).await;
+            let error = error_under(&client, name)
+                .await
+                .unwrap_or_else(|| panic!("no error shown for {label:?}"));
+            assert!(error.starts_with(&format!("{label}:")), "{name}: {error:?}");
+            assert!(!error.contains(name), "the internal name shows: {error:?}");
+            assert_eq!(error.lines().count(), 1, "one line: {error:?}");
+            let field = client
+                .find(Locator::Css(&format!("#settings [name={name}]")))
+                .await
+                .unwrap();
+            assert_eq!(
+                field.attr("aria-invalid").await.unwrap().as_deref(),
+                Some("true")
+            );
+        }
+        let shortcut = error_under(&client, "globalShortcut").await.unwrap();
+        assert!(
+            shortcut.contains("Not a shortcut Walkie can use"),
+            "{shortcut}"
+        );
+        assert!(shortcut.contains("Ctrl+Alt+Space"), "{shortcut}");
+        assert!(!shortcut.contains("github.com"), "{shortcut}");
+        let pre_roll = error_under(&client, "preRollMs").await.unwrap();
+        assert!(pre_roll.contains("2000"), "says the limit: {pre_roll}");
+        let session_limit = error_under(&client, "sessionLimitMinutes").await.unwrap();
+        assert!(
+            session_limit.contains("2 to 240 minutes"),
+            "says the range: {session_limit}"
+        );
+        // Fixing one field clears its error when saved again; the others stay.
+        set_field(&client, "preRollMs", "300".into()).await;
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            !text.is_empty()
+        })
+        .await;
+        assert!(error_under(&client, "customBaseUrl").await.is_some());
+        assert_eq!(error_under(&client, "preRollMs").await, None);
+    })
+    .await;
+    assert!(
+        !config.join("settings.json").exists(),
+        "nothing is saved while a field is wrong"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_provider_switch_hides_the_fields_that_provider_ignores() {
+    let app = WebviewApp::launch("settings_provider_fields").await;
+    app.run(|client| async move {
+        open_settings(&client).await;
+        // Everything is reachable: open the advanced part.
+        open_advanced(&client).await;
+        assert!(shown_as(&client, "#settings [name=instructions]", true).await);
+        let fields = [
+            "apiKey",
+            "model",
+            "azureResourceUrl",
+            "azureDeployment",
+            "customBaseUrl",
+        ];
+        for (provider, visible) in [
+            ("local", &[][..]),
+            ("openai", &["apiKey", "model"][..]),
+            (
+                "azure",
+                &["apiKey", "model", "azureResourceUrl", "azureDeployment"][..],
+            ),
+            ("custom", &["apiKey", "model", "customBaseUrl"][..]),
+            ("automatic", &["apiKey", "model"][..]),
+        ] {
+            set_field(&client, "provider", provider.into()).await;
+            for name in fields {
+                assert_eq!(
+                    shown_as(
+                        &client,
+                        &format!("#settings [name={name}]"),
+                        visible.contains(&name)
+                    )
+                    .await,
+                    visible.contains(&name),
+                    "{name} with the {provider} provider"
+                );
+            }
+        }
+        // Loopback "Monitor of …" sources are not microphones.
+        let deadline = std::time::Instant::now() + support::UI_TIMEOUT;
+        while client
+            .execute(
+                "return document.querySelectorAll('#settings [name=inputDevice] option').length;",
+                vec![],
+            )
+            .await
+            .unwrap()
+            == 0
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the microphones were never listed"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let microphones = client
+            .execute(
+                r#"return [...document.querySelectorAll('#settings [name=inputDevice] option')]
+                     .map((option) => option.textContent);"#,
+                vec![],
+            )
+            .await
+            .unwrap();
+        let microphones: Vec<String> = serde_json::from_value(microphones).unwrap();
+        assert!(
+            microphones
+                .iter()
+                .all(|label| !label.starts_with("Monitor of")),
+            "{microphones:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_every_error_fits_a_360_px_window_and_a_wide_one() {
+    let app = WebviewApp::launch("settings_sizes").await;
+    app.run(|client| async move {
+        open_settings(&client).await;
+        let bad = [
+            ("customBaseUrl", "example.com/realtime?x=1"),
+            ("model", " "),
+            ("globalShortcut", "F9"),
+            ("preRollMs", "lots"),
+            ("pushToTalkTailMs", "99999"),
+            ("dataFolder", "my talks"),
+        ];
+        set_field(&client, "provider", "custom".into()).await;
+        for (name, value) in bad {
+            set_field(&client, name, value.into()).await;
+        }
+        for (width, label) in [(360, "settings-errors-narrow"), (1280, "settings-errors-wide")] {
+            client.set_window_size(width, 720).await.unwrap();
+            click(&client, "#settings button[value=save]").await;
+            wait_for(&client, "#settings [data-role=message]", |text| {
+                text == format!("Not saved: fix the {} settings marked in red.", bad.len())
+            })
+            .await;
+            for (name, _) in bad {
+                let error = error_under(&client, name)
+                    .await
+                    .unwrap_or_else(|| panic!("no error under {name}"));
+                assert_eq!(error.lines().count(), 1, "one line: {error:?}");
+            }
+            let overflow = client
+                .execute(
+                    r##"const dialog = document.querySelector("#settings");
+                       const save = dialog.querySelector("button[value=save]").getBoundingClientRect();
+                       return [dialog.scrollWidth - dialog.clientWidth,
+                               save.right - window.innerWidth];"##,
+                    vec![],
+                )
+                .await
+                .unwrap();
+            let [wider, save_past]: [f64; 2] = serde_json::from_value(overflow).unwrap();
+            assert!(wider <= 0.0, "{width} px: the dialog scrolls sideways by {wider} px");
+            assert!(save_past <= 0.0, "{width} px: Save is {save_past} px off the window");
+            support::screenshot(&client, label).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_data_folder_shows_its_path_and_browse_puts_the_chosen_folder_in_it() {
+    let app = WebviewApp::launch("settings_browse").await;
+    let display = app.display().to_owned();
+    let data_dir = app.data_dir().to_path_buf();
+    let chosen = app.dirs().root.join("chosen folder");
+    std::fs::create_dir_all(&chosen).unwrap();
+    let config = app.dirs().config.clone();
+    let expected = chosen.display().to_string();
+    app.run(|client| async move {
+        open_settings(&client).await;
+        open_advanced(&client).await;
+        // The folder in use is shown as a path, not only as a hint.
+        assert_eq!(
+            field_value(&client, "dataFolder").await,
+            data_dir.display().to_string()
+        );
+        click(&client, "#settings [data-action=browse]").await;
+        support::type_into_native_dialog(&display, "Save conversations in", "ctrl+l", &chosen)
+            .await;
+        let deadline = std::time::Instant::now() + support::UI_TIMEOUT;
+        while field_value(&client, "dataFolder").await != expected.as_str() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the field shows {:?}",
+                field_value(&client, "dataFolder").await
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text == "Saved."
+        })
+        .await;
+        let note = rendered_text(&client, "#settings [data-role=data-folder-help]")
+            .await
+            .unwrap_or_default();
+        assert!(note.contains("until it restarts"), "{note}");
+    })
+    .await;
+    let settings = std::fs::read_to_string(config.join("settings.json")).unwrap();
+    assert!(settings.contains("chosen folder"), "{settings}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_hands_free_fields_show_only_when_they_apply_and_their_errors_sit_under_them() {
+    let app = WebviewApp::launch("settings_hands_free").await;
+    let config = app.dirs().config.clone();
+    app.run(|client| async move {
+        open_settings(&client).await;
+        open_advanced(&client).await;
+        let fields = ["voiceDetection", "eagerness", "idleTimeoutMs"];
+        for (hands_free, detection, visible) in [
+            (false, "server_vad", &[][..]),
+            (false, "semantic_vad", &[][..]),
+            (true, "server_vad", &["voiceDetection", "idleTimeoutMs"][..]),
+            (true, "semantic_vad", &["voiceDetection", "eagerness"][..]),
+        ] {
+            set_field(&client, "handsFree", hands_free.into()).await;
+            set_field(&client, "voiceDetection", detection.into()).await;
+            for name in fields {
+                assert_eq!(
+                    shown_as(
+                        &client,
+                        &format!("#settings [name={name}]"),
+                        visible.contains(&name)
+                    )
+                    .await,
+                    visible.contains(&name),
+                    "{name} with hands-free {hands_free} and {detection}"
+                );
+            }
+        }
+        // Noise reduction is the provider's: the offline demo has none.
+        assert!(shown_as(&client, "#settings [name=noiseReduction]", true).await);
+        set_field(&client, "provider", "local".into()).await;
+        assert!(!shown_as(&client, "#settings [name=noiseReduction]", false).await);
+        set_field(&client, "provider", "automatic".into()).await;
+
+        set_field(&client, "voiceDetection", "server_vad".into()).await;
+        set_field(&client, "idleTimeoutMs", "1000".into()).await;
+        set_field(&client, "preRollMs", "5000".into()).await;
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text == "Not saved: fix the 2 settings marked in red."
+        })
+        .await;
+        let idle = error_under(&client, "idleTimeoutMs")
+            .await
+            .expect("an error under the idle timeout");
+        let label = label_of(&client, "idleTimeoutMs").await;
+        assert!(idle.starts_with(&format!("{label}:")), "{idle}");
+        assert!(idle.contains("enter 5000 to 30000 ms"), "{idle}");
+        assert!(error_under(&client, "preRollMs").await.is_some());
+        client
+            .execute(
+                r#"const done = arguments[0];
+                   const dialog = document.querySelector('#settings');
+                   const first = dialog.querySelector('[name=noiseReduction]').closest('.field');
+                   dialog.scrollTop += first.getBoundingClientRect().top
+                     - dialog.getBoundingClientRect().top - 16;
+                   requestAnimationFrame(() => requestAnimationFrame(() => done(true)));"#,
+                vec![],
+            )
+            .await
+            .unwrap();
+        support::screenshot(&client, "settings-hands-free").await;
+
+        set_field(&client, "preRollMs", "300".into()).await;
+
+        // With semantic detection the hidden idle timeout does not apply and is not sent.
+        set_field(&client, "voiceDetection", "semantic_vad".into()).await;
+        set_field(&client, "eagerness", "high".into()).await;
+        support::screenshot(&client, "settings-semantic-vad").await;
+        set_field(&client, "noiseReduction", "far_field".into()).await;
+        // Saved with Enter from a text field: after the script scrolled the dialog for the
+        // screenshots, WebKitWebDriver's click on Save was seen landing on another field.
+        client
+            .execute(
+                "document.querySelector('#settings [name=model]').focus();",
+                vec![],
+            )
+            .await
+            .unwrap();
+        press(&client, fantoccini::key::Key::Enter).await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text == "Saved."
+        })
+        .await;
+    })
+    .await;
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(config.join("settings.json")).expect("the settings were saved"),
+    )
+    .expect("the file is JSON");
+    assert_eq!(saved["handsFree"], true);
+    assert_eq!(saved["voiceDetection"], "semantic_vad");
+    assert_eq!(saved["eagerness"], "high");
+    assert_eq!(saved["noiseReduction"], "far_field");
+    assert_eq!(saved["idleTimeoutMs"], serde_json::Value::Null);
 }

@@ -1,6 +1,8 @@
 // The history panel: past conversations listed newest first; one opened is read with the same
 // AG-UI renderer as the live transcript (one MESSAGES_SNAPSHOT) and each message with a saved
 // WAV gets an <audio> control, its file served by Tauri's asset protocol from the data folder.
+// "Continue this conversation" hangs up the call under way and goes on with the opened one in
+// a new call; the panel then closes and the main transcript shows its messages, then the new.
 //
 // Why the WAVs are fetched into blob: URLs rather than given to <audio> as asset: URLs: WebKitGTK
 // hands a media element's URL to GStreamer, which has no source for an app's own URI scheme
@@ -69,6 +71,14 @@ export function conversationTitle(conversation) {
 }
 
 /**
+ * The replies the user talked over, by message id, marked as the live window marks them.
+ * @param {Array<{assistantMessageId: string, interrupted: boolean}>} turns
+ */
+export function interruptedReplies(turns) {
+  return turns.filter((turn) => turn.interrupted).map((turn) => turn.assistantMessageId);
+}
+
+/**
  * Which WAV plays for which message: the opened conversation's turns by message id.
  * @param {Array<{turn: number, userMessageId: string, assistantMessageId: string,
  *   userAudio: ?{path: string, durationMs: number},
@@ -107,6 +117,18 @@ export function formatClock(seconds) {
 /** The `<select>` value of a retention policy (`{kind: "forever"}` or `{kind: "keepDays", days}`). */
 export function retentionToValue(policy) {
   return policy?.kind === "keepDays" ? String(policy.days) : "forever";
+}
+
+/**
+ * Whether the opened conversation can be continued, and what the Continue button says if not:
+ * the one being recorded goes on already.
+ * @param {{ current: boolean }} conversation
+ * @returns {{ disabled: boolean, title: string }}
+ */
+export function continueState(conversation) {
+  return conversation.current
+    ? { disabled: true, title: "This is the conversation going on now: just keep talking" }
+    : { disabled: false, title: "Hang up the call under way and go on with this conversation" };
 }
 
 /** The retention policy of a `<select>` value; throws on anything but "forever" or whole days. */
@@ -155,6 +177,7 @@ export function createHistoryPanel({
   const notice = byId("history-notice");
   const retention = byId("history-retention");
   const deleteButton = byId("history-delete");
+  const continueButton = byId("history-continue");
   const confirm = byId("history-confirm");
   const confirmText = byId("history-confirm-text");
   /** The conversation open in the detail view. */
@@ -318,12 +341,14 @@ export function createHistoryPanel({
     meta.textContent = conversationMeta(conversation);
     const view = createTranscript(transcriptBox, { follow: false });
     view.apply({ type: "MESSAGES_SNAPSHOT", messages: conversation.messages });
+    for (const id of interruptedReplies(conversation.turns)) view.markInterrupted(id);
     const audio = audioByMessage(conversation.turns);
     for (const article of transcriptBox.querySelectorAll("article.message")) {
       const wav = audio.get(article.dataset.messageId);
       if (!wav) continue;
       article.append(createPlayer(wav, conversation));
     }
+    Object.assign(continueButton, continueState(conversation));
     deleteButton.disabled = conversation.current;
     deleteButton.title = conversation.current
       ? "This conversation is being recorded; it can be deleted once it has ended"
@@ -371,6 +396,11 @@ export function createHistoryPanel({
   back.addEventListener("click", () => act(async () => {
     showList();
     await refreshList();
+  }));
+  continueButton.addEventListener("click", () => act(async () => {
+    if (!opened) return;
+    await invoke("history_continue", { id: opened.id });
+    dialog.close();
   }));
   byId("history-export").addEventListener("click", () => act(async () => {
     if (!opened) return;

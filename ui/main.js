@@ -1,10 +1,18 @@
 // Wires the page to the Rust shell: controls call commands, Rust answers with events.
 import { createPushToTalk, isTalkKey } from "./push-to-talk.js";
-import { STATUS_EVENT, renderStatus } from "./status.js";
+import {
+  STATUS_EVENT,
+  connectAction,
+  failureStatus,
+  renderBanner,
+  renderStatus,
+  talkControl,
+} from "./status.js";
 import { createTranscript } from "./transcript.js";
 import { LEVEL_EVENT, renderLevel } from "./meters.js";
 import { createSettingsDialog } from "./settings.js";
 import { createHistoryPanel } from "./history.js";
+import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 const INTERRUPTED_EVENT = "walkie://interrupted";
@@ -20,19 +28,60 @@ const settingsDialog = createSettingsDialog(document.getElementById("settings"),
 });
 
 function reportFailure(error) {
-  renderStatus(statusLine, { state: "error", detail: `Something went wrong: ${error}` });
+  showStatus(failureStatus(error));
 }
 
-const transcript = createTranscript(document.getElementById("transcript"));
+const newMessages = document.getElementById("new-messages");
+const transcript = createTranscript(document.getElementById("transcript"), { pill: newMessages });
+newMessages.addEventListener("click", () => transcript.scrollToNewest());
 const meters = {
   input: document.getElementById("input-level"),
   output: document.getElementById("output-level"),
 };
 
-await listen(STATUS_EVENT, (event) => renderStatus(statusLine, event.payload));
+const talk = createPushToTalk((pressed) => {
+  pttButton.setAttribute("aria-pressed", String(pressed));
+  invoke("push_to_talk", { pressed }).catch(reportFailure);
+});
+
+const connectButton = document.getElementById("connect");
+const banner = document.getElementById("banner");
+// How the user talks (from the settings) and the conversation's state (from Rust): together
+// they say what the big control and its hint read.
+let talkMode = { handsFree: false, pressMode: "hold" };
+function showTalkControl() {
+  const control = talkControl(statusLine.dataset.state, talkMode);
+  pttButton.querySelector(".ptt-label").textContent = control.label;
+  pttButton.disabled = control.disabled && !talk.pressed;
+  // "Space" is a key: shown as one.
+  const withKeys = (text) =>
+    text
+      .split(/(Space)/)
+      .map((part) => (part === "Space" ? Object.assign(document.createElement("kbd"), { textContent: part }) : part));
+  document.getElementById("ptt-hint").replaceChildren(...withKeys(control.hint));
+  // The empty transcript says the same, unless the first-run card is there.
+  const placeholder = document.querySelector("#transcript > .empty:not(.first-run)");
+  placeholder?.replaceChildren(...withKeys(`${control.hint}. Both sides of the conversation appear here.`));
+}
+// The Connect button follows the status: Cancel while a dropped call is being brought back.
+// A problem's sentence and its one action go to the banner under the header.
+function showStatus(status) {
+  if (!renderStatus(statusLine, status)) return;
+  renderBanner(banner, status);
+  const action = connectAction(status.state);
+  connectButton.textContent = action.label;
+  connectButton.title = action.title;
+  connectButton.dataset.command = action.command;
+  showTalkControl();
+}
+banner.querySelector("[data-role=action]").addEventListener("click", (event) => {
+  if (event.currentTarget.dataset.command === "open_settings") settingsDialog.open();
+  else invoke("connect").catch(reportFailure);
+});
+await listen(STATUS_EVENT, (event) => showStatus(event.payload));
 // Statuses emitted before this page listened (the app connects while the page loads).
 const latest = await invoke("status");
-if (latest) renderStatus(statusLine, latest);
+if (latest) showStatus(latest);
 await listen(LEVEL_EVENT, (event) => renderLevel(meters, event.payload));
 await listen(INTERRUPTED_EVENT, (event) => transcript.markInterrupted(event.payload));
 await listen(TRANSCRIPT_EVENT, (event) => {
@@ -43,13 +92,9 @@ await listen(TRANSCRIPT_EVENT, (event) => {
   }
 });
 
-const talk = createPushToTalk((pressed) => {
-  pttButton.setAttribute("aria-pressed", String(pressed));
-  invoke("push_to_talk", { pressed }).catch(reportFailure);
-});
 
 pttButton.addEventListener("pointerdown", (event) => {
-  if (event.button !== 0) return;
+  if (event.button !== 0 || pttButton.disabled) return;
   pttButton.setPointerCapture(event.pointerId);
   talk.press("pointer");
 });
@@ -59,7 +104,8 @@ pttButton.addEventListener("pointercancel", () => talk.release("pointer"));
 document.addEventListener("keydown", (event) => {
   if (!isTalkKey(event)) return;
   event.preventDefault(); // Space must not also "click" the focused button
-  if (!event.repeat) talk.press("key");
+  // With no call the control is off: a press would only replace the reason on screen.
+  if (!event.repeat && !pttButton.disabled) talk.press("key");
 });
 document.addEventListener("keyup", (event) => {
   if (!isTalkKey(event)) return;
@@ -71,7 +117,7 @@ window.addEventListener("blur", () => talk.releaseAll());
 // Copy one message (its button) or the whole transcript, through Rust's clipboard.
 function copy(text, what) {
   invoke("copy_text", { text })
-    .then(() => renderStatus(statusLine, { state: statusLine.dataset.state, detail: `Copied ${what}.` }))
+    .then(() => showStatus({ state: statusLine.dataset.state, detail: `Copied ${what}.` }))
     .catch(reportFailure);
 }
 // Messages in the live transcript and in an opened past conversation alike.
@@ -88,18 +134,8 @@ document.getElementById("copy-transcript").addEventListener("click", () =>
 // How the talk control behaves follows the settings: hold or toggle, or hands-free.
 function showTalkMode(settings) {
   handsFree.checked = settings.handsFree;
-  const label = pttButton.querySelector(".ptt-label");
-  const hint = document.getElementById("ptt-hint");
-  if (settings.handsFree) {
-    label.textContent = "Press to interrupt";
-    hint.textContent = "Hands-free: just talk; Walkie answers when you pause";
-  } else if (settings.pressMode === "toggle") {
-    label.textContent = "Click to talk";
-    hint.textContent = "Press Space or click once to talk, again to send";
-  } else {
-    label.textContent = "Hold to talk";
-    hint.replaceChildren("Hold ", Object.assign(document.createElement("kbd"), { textContent: "Space" }), " or press and hold the button");
-  }
+  talkMode = { handsFree: settings.handsFree, pressMode: settings.pressMode };
+  showTalkControl();
 }
 // A switch flipped with the mouse gives the focus back: Space is the talk key, and on a
 // focused checkbox it would flip the switch again. Flipped from the keyboard (a click with
@@ -114,15 +150,39 @@ handsFree.addEventListener("change", async () => {
     showTalkMode(saved.settings);
   } catch (error) {
     handsFree.checked = !handsFree.checked;
-    reportFailure(error?.message ?? error);
+    reportFailure(error);
   }
 });
+// localStorage may be unavailable (a private profile): the card then shows at every start.
+function demoCardDismissed() {
+  try {
+    return localStorage.getItem(DISMISSED_KEY) === "yes";
+  } catch {
+    return false;
+  }
+}
 invoke("get_settings")
-  .then((view) => showTalkMode(view.settings))
-  .catch((error) => reportFailure(error?.message ?? error));
+  .then((view) => {
+    showTalkMode(view.settings);
+    const placeholder = document.querySelector("#transcript > .empty");
+    if (placeholder && usesTheDemo(view) && !demoCardDismissed()) {
+      showDemoCard(placeholder, {
+        addKey: () => settingsDialog.open({ focus: "apiKey" }),
+        keepDemo: () => {
+          showTalkControl();
+          try {
+            localStorage.setItem(DISMISSED_KEY, "yes");
+          } catch {
+            // Not remembered: the card comes back at the next start.
+          }
+        },
+      });
+    }
+  })
+  .catch(reportFailure);
 
-document.getElementById("connect").addEventListener("click", () => {
-  invoke("connect").catch(reportFailure);
+connectButton.addEventListener("click", () => {
+  invoke(connectButton.dataset.command ?? "connect").catch(reportFailure);
 });
 document.getElementById("open-settings").addEventListener("click", () => settingsDialog.open());
 const history = createHistoryPanel({

@@ -5,6 +5,8 @@
 // stored in the OS keyring. What comes back is a summary (where the key comes from and its last
 // four characters), never the key.
 
+import { describeError } from "./status.js";
+
 /** The key account a provider reads its key from; `null` when it takes none. */
 export function accountFor(provider) {
   switch (provider) {
@@ -20,8 +22,11 @@ export function accountFor(provider) {
   }
 }
 
-/** A sentence about the key in use, from a key summary. */
-export function describeKey(summary) {
+/**
+ * A sentence about the key in use, from a key summary. With `keyringMissing`, the keyring's
+ * problem is left to {@link keyringMissingText}, shown next to the button it disables.
+ */
+export function describeKey(summary, keyringMissing = false) {
   if (!summary) return "";
   const tail = summary.lastFour ? ` (ending in ${summary.lastFour})` : "";
   let sentence;
@@ -33,16 +38,28 @@ export function describeKey(summary) {
       sentence = `Using the key from ${summary.environmentVariable}${tail}.`;
       break;
     default:
-      sentence = summary.environmentVariable
-        ? `No key saved. Add one here, or set ${summary.environmentVariable}.`
-        : "No key saved (the server may not need one).";
+      if (keyringMissing) sentence = "No key saved.";
+      else if (summary.environmentVariable) {
+        sentence = `No key saved. Add one here, or set ${summary.environmentVariable}.`;
+      } else sentence = "No key saved (the server may not need one).";
   }
-  if (summary.keyringProblem) sentence += ` The keyring could not be read: ${summary.keyringProblem}`;
+  if (summary.keyringProblem && !keyringMissing) {
+    sentence += ` The keyring could not be read: ${summary.keyringProblem}`;
+  }
   return sentence;
 }
 
-const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs"]);
+/** Why "Save key" is off when no keyring answers, and what to do instead, in one line. */
+export function keyringMissingText(environmentVariable) {
+  const instead = environmentVariable
+    ? `, or set ${environmentVariable} before starting Walkie`
+    : "";
+  return `No keyring is running, so a key cannot be saved here: start your desktop's keyring and restart Walkie${instead}.`;
+}
+
+const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes"]);
 const BOOLEAN_FIELDS = new Set(["handsFree", "warmMic"]);
+const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs"]);
 
 /**
  * Reads the form's fields into a settings object, starting from `base` so fields the form does
@@ -56,12 +73,18 @@ export function settingsFromForm(values, base) {
     if (!(name in base) && name !== "retentionDays") continue;
     if (NUMBER_FIELDS.has(name)) {
       const number = Number(String(value).trim());
-      // A non-number is sent as is; Rust refuses it and names the field.
+      // The dialog checks these first (wholeNumberProblem); anything else is left for Rust to refuse.
       settings[name] = Number.isFinite(number) && String(value).trim() !== "" ? number : value;
     } else if (BOOLEAN_FIELDS.has(name)) {
       settings[name] = Boolean(value);
     } else if (name === "retentionDays") {
       settings[name] = value === "" || value === "forever" ? null : Number(value);
+    } else if (OPTIONAL_NUMBER_FIELDS.has(name)) {
+      // Empty is "none". The dialog checks the rest first (optionalWholeNumberProblem);
+      // anything else is left for Rust to refuse, naming the field.
+      const text = String(value).trim();
+      const number = Number(text);
+      settings[name] = text === "" ? null : Number.isFinite(number) ? number : value;
     } else {
       settings[name] = typeof value === "string" ? value : String(value);
     }
@@ -86,8 +109,13 @@ export function formValues(settings) {
  */
 export function deviceOptions(devices, chosen) {
   const options = [{ value: "", label: "System default" }];
+  const named = new Map();
+  for (const device of devices) named.set(device.name, (named.get(device.name) ?? 0) + 1);
   for (const device of devices) {
-    options.push({ value: device.id, label: device.isDefault ? `${device.name} (default)` : device.name });
+    // Two devices with one name are told apart by their system name.
+    let label = named.get(device.name) > 1 ? `${device.name} (${systemName(device.id)})` : device.name;
+    if (device.isDefault) label += " (default)";
+    options.push({ value: device.id, label });
   }
   if (chosen && !devices.some((device) => device.id === chosen)) {
     options.push({ value: chosen, label: `${chosen} (not connected)` });
@@ -95,13 +123,81 @@ export function deviceOptions(devices, chosen) {
   return options;
 }
 
+/** A device id without its sound system's prefix (`pulseaudio:`, `alsa:`). */
+function systemName(id) {
+  const colon = id.indexOf(":");
+  return colon > 0 ? id.slice(colon + 1) : id;
+}
+
+/**
+ * What the data folder field shows: the folder set, or the one in use when none is set, so
+ * the user always sees a real path; and a note when the one in use differs (until a restart).
+ */
+export function dataFolderField(setting, inUse) {
+  const value = setting || inUse || "";
+  const note = setting && inUse && setting !== inUse ? `Walkie saves in ${inUse} until it restarts.` : "";
+  return { value, note };
+}
+
+/** The data folder setting for what the field holds: the folder in use shown unchanged stays "". */
+export function dataFolderSetting(typed, setting, inUse) {
+  const trimmed = typed.trim();
+  return !setting && trimmed === (inUse ?? "") ? "" : trimmed;
+}
+
+/**
+ * A number field's own check, for what the browser cannot hand over as a number: empty,
+ * letters, a fraction. Returns the reason, or `null` when the value is a whole number (the
+ * range is Rust's to check).
+ */
+export function wholeNumberProblem(text, badInput = false, example = "milliseconds, e.g. 300") {
+  const trimmed = String(text).trim();
+  if (!badInput && /^\d+$/.test(trimmed)) return null;
+  return `enter a whole number of ${example}`;
+}
+
+/**
+ * The idle timeout's own check: empty is "wait for me"; anything else must be a whole number
+ * (the range is Rust's to check). Returns the reason, or `null`.
+ */
+export function optionalWholeNumberProblem(text, badInput = false) {
+  const trimmed = String(text).trim();
+  if (!badInput && (trimmed === "" || /^\d+$/.test(trimmed))) return null;
+  return "enter a whole number of milliseconds, e.g. 10000, or leave it empty to wait for you";
+}
+
+/**
+ * Whether a hands-free field is shown: only with hands-free on, and then the ones for every
+ * detection (`shownFor` "any") or for the detection chosen (`server_vad`, `semantic_vad`).
+ */
+export function handsFreeFieldShown(shownFor, handsFree, voiceDetection) {
+  return Boolean(handsFree) && (shownFor === "any" || shownFor === voiceDetection);
+}
+
+/** The names of the fields whose values differ between two snapshots of the form. */
+export function changedFields(before, after) {
+  const names = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...names].filter((name) => before[name] !== after[name]);
+}
+
+/** One line under a field: its visible label and what to do. */
+export function fieldErrorText(label, reason) {
+  return `${label}: ${reason}`;
+}
+
 /** Wires the dialog. `invoke` is Tauri's. */
-export function createSettingsDialog(dialog, invoke, { onSaved } = {}) {
+export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaultConfirm(dialog) } = {}) {
   const form = dialog.querySelector("form");
   const message = dialog.querySelector("[data-role=message]");
   const keyState = dialog.querySelector("[data-role=key-state]");
+  const keyringMissing = dialog.querySelector("[data-role=keyring-missing]");
+  const advanced = dialog.querySelector("[data-role=advanced]");
   const keyInput = form.elements.namedItem("apiKey");
+  const keyButtons = dialog.querySelectorAll("[data-action=save-key], [data-action=forget-key]");
+  const dataFolderHelp = dialog.querySelector("[data-role=data-folder-help]");
+  const dataFolderHelpText = dataFolderHelp.textContent;
   let view = null;
+  let saved = {};
 
   function field(name) {
     return form.elements.namedItem(name);
@@ -112,10 +208,73 @@ export function createSettingsDialog(dialog, invoke, { onSaved } = {}) {
     message.dataset.kind = kind;
   }
 
+  // Each named field gets a slot for its error, under it, that screen readers read with it.
+  const errorSlots = new Map();
+  for (const element of form.elements) {
+    if (!element.name || element.type === "submit") continue;
+    const slot = document.createElement("p");
+    slot.className = "field-error";
+    slot.id = `settings-${element.name}-error`;
+    slot.dataset.role = "field-error";
+    slot.hidden = true;
+    const anchor = element.closest(".field") ?? element.closest("label") ?? element;
+    if (anchor.classList.contains("field")) {
+      // Under the input (and its row), above the help lines.
+      const row = element.closest(".row") ?? (element.closest("label.check") || element);
+      row.after(slot);
+    } else {
+      anchor.after(slot);
+    }
+    const described = element.getAttribute("aria-describedby");
+    element.setAttribute("aria-describedby", described ? `${slot.id} ${described}` : slot.id);
+    errorSlots.set(element.name, slot);
+  }
+
+  function visibleLabel(element) {
+    const label = element.labels?.[0];
+    if (!label) return element.name;
+    return (label.querySelector("[data-role=label]") ?? label).textContent.trim();
+  }
+
   function clearInvalid() {
     for (const element of form.querySelectorAll("[aria-invalid=true]")) {
       element.removeAttribute("aria-invalid");
     }
+    for (const slot of errorSlots.values()) {
+      slot.hidden = true;
+      slot.textContent = "";
+    }
+  }
+
+  /** Marks every field in `problems` ({ field, reason }) at once; focuses the first. */
+  function showProblems(problems) {
+    let first = null;
+    for (const { field: name, reason } of problems) {
+      const element = field(name);
+      const slot = errorSlots.get(name);
+      if (!element || !slot) continue;
+      element.setAttribute("aria-invalid", "true");
+      slot.textContent = fieldErrorText(visibleLabel(element), reason);
+      slot.hidden = false;
+      if (advanced.contains(element)) advanced.open = true;
+      first ??= element;
+    }
+    const count = problems.length;
+    say(
+      count === 1
+        ? "Not saved: fix the setting marked in red."
+        : `Not saved: fix the ${count} settings marked in red.`,
+      "error",
+    );
+    first?.focus();
+  }
+
+  function showError(error) {
+    if (error?.problems?.length) {
+      showProblems(error.problems);
+      return;
+    }
+    say(describeError(error), "error");
   }
 
   function showProviderFields() {
@@ -125,7 +284,21 @@ export function createSettingsDialog(dialog, invoke, { onSaved } = {}) {
     }
     const account = accountFor(provider);
     const summary = view?.keys.find((key) => key.account === account);
-    keyState.textContent = describeKey(summary);
+    const missing = Boolean(view?.keyringMissing);
+    keyState.textContent = describeKey(summary, missing);
+    keyInput.disabled = missing;
+    for (const button of keyButtons) button.disabled = missing;
+    keyringMissing.hidden = !missing;
+    keyringMissing.textContent = missing ? keyringMissingText(summary?.environmentVariable) : "";
+  }
+
+  /** Shows the hands-free fields that apply to the switch and the voice detection chosen. */
+  function showHandsFreeFields() {
+    const handsFree = field("handsFree").checked;
+    const detection = field("voiceDetection").value;
+    for (const group of form.querySelectorAll("[data-hands-free]")) {
+      group.hidden = !handsFreeFieldShown(group.dataset.handsFree, handsFree, detection);
+    }
   }
 
   function fill(select, options, chosen) {
@@ -147,6 +320,14 @@ export function createSettingsDialog(dialog, invoke, { onSaved } = {}) {
       view.voices.map((voice) => ({ value: voice, label: voice })),
       view.settings.voice,
     );
+    const models = dialog.querySelector("#models");
+    models.replaceChildren(
+      ...(view.models ?? []).map((model) => {
+        const option = document.createElement("option");
+        option.value = model;
+        return option;
+      }),
+    );
     for (const [name, value] of Object.entries(values)) {
       const element = field(name);
       // The device pickers are filled when the device list arrives.
@@ -154,9 +335,12 @@ export function createSettingsDialog(dialog, invoke, { onSaved } = {}) {
       if (element.type === "checkbox") element.checked = value;
       else element.value = value;
     }
-    field("dataFolder").placeholder = view.dataFolderInUse ?? "";
+    const folder = dataFolderField(view.settings.dataFolder, view.dataFolderInUse);
+    field("dataFolder").value = folder.value;
+    dataFolderHelp.textContent = folder.note ? `${folder.note} ${dataFolderHelpText}` : dataFolderHelpText;
     dialog.querySelector("[data-role=config-file]").textContent = view.configFile;
     showProviderFields();
+    showHandsFreeFields();
   }
 
   async function loadDevices() {
@@ -166,32 +350,63 @@ export function createSettingsDialog(dialog, invoke, { onSaved } = {}) {
       fill(field("outputDevice"), deviceOptions(devices.outputs, view.settings.outputDevice), view.settings.outputDevice);
       if (devices.problem) say(`Some devices could not be listed: ${devices.problem}`, "error");
     } catch (error) {
-      say(`The devices could not be listed: ${error.message ?? error}`, "error");
+      say(`The devices could not be listed: ${describeError(error)}`, "error");
     }
+    // Filling the pickers is not an edit.
+    saved.inputDevice = field("inputDevice").value;
+    saved.outputDevice = field("outputDevice").value;
   }
 
-  function readForm() {
+  /** Every field's value as typed, the key included (compared, never sent as a setting). */
+  function snapshot() {
     const values = {};
     for (const element of form.elements) {
-      if (!element.name || element.name === "apiKey") continue;
+      if (!element.name || element.type === "submit") continue;
       values[element.name] = element.type === "checkbox" ? element.checked : element.value;
     }
-    return settingsFromForm(values, view.settings);
+    return values;
   }
 
-  function showError(error) {
-    const text = error?.message ?? String(error);
-    say(text, "error");
-    if (error?.field) {
-      const element = field(error.field);
-      if (element) {
-        element.setAttribute("aria-invalid", "true");
-        element.focus();
+  function unsaved() {
+    return changedFields(saved, snapshot()).length > 0;
+  }
+
+  /** The settings the form holds, and what the form itself found wrong. */
+  function readForm() {
+    const values = snapshot();
+    delete values.apiKey;
+    const problems = [];
+    for (const [name, example] of [
+      ["pushToTalkTailMs", "milliseconds, e.g. 300"],
+      ["preRollMs", "milliseconds, e.g. 300"],
+      ["sessionLimitMinutes", "minutes, e.g. 60"],
+    ]) {
+      const element = field(name);
+      const reason = wholeNumberProblem(element.value, element.validity?.badInput, example);
+      if (reason) {
+        problems.push({ field: name, reason });
+        values[name] = view.settings[name];
       }
     }
+    const idle = field("idleTimeoutMs");
+    if (!handsFreeFieldShown("server_vad", values.handsFree, values.voiceDetection)) {
+      // Hidden, it does not apply: semantic detection takes none; without hands-free the
+      // saved value stays.
+      values.idleTimeoutMs =
+        values.voiceDetection === "semantic_vad" ? "" : formValues(view.settings).idleTimeoutMs;
+    } else {
+      const reason = optionalWholeNumberProblem(idle.value, idle.validity?.badInput);
+      if (reason) {
+        problems.push({ field: "idleTimeoutMs", reason });
+        values.idleTimeoutMs = formValues(view.settings).idleTimeoutMs;
+      }
+    }
+    values.dataFolder = dataFolderSetting(values.dataFolder, view.settings.dataFolder, view.dataFolderInUse);
+    return { settings: settingsFromForm(values, view.settings), problems };
   }
 
-  async function open() {
+  /** Opens the dialog; `focus` names a field to put the cursor in (e.g. "apiKey"). */
+  async function open({ focus } = {}) {
     clearInvalid();
     say("");
     keyInput.value = "";
@@ -203,33 +418,61 @@ export function createSettingsDialog(dialog, invoke, { onSaved } = {}) {
     }
     render();
     if (view.notice) say(view.notice, "error");
+    saved = snapshot();
     dialog.showModal();
+    // WebKitGTK focuses the dialog's first field after showModal returns, autofocus or not:
+    // the field asked for takes the focus once that has happened.
+    const target = focus ? field(focus) : null;
+    if (target) requestAnimationFrame(() => target.focus());
     await loadDevices();
   }
 
+  /** Saves the settings and a typed key together. Resolves to whether it saved. */
   async function save() {
     clearInvalid();
+    const { settings, problems } = readForm();
+    if (problems.length) {
+      // Show Rust's findings on the other fields with the form's own, all at once.
+      let more = [];
+      try {
+        more = await invoke("check_settings", { settings });
+      } catch {
+        more = [];
+      }
+      showProblems([...problems, ...more]);
+      return false;
+    }
+    const account = accountFor(settings.provider);
+    const typedKey = keyInput.value.trim();
+    const key = account && typedKey && !keyInput.disabled ? { account, key: typedKey } : null;
     try {
-      view = await invoke("save_settings", { settings: readForm() });
-      render();
-      say("Saved.");
-      onSaved?.(view.settings);
+      view = await invoke("save_settings", { settings, key });
     } catch (error) {
       showError(error);
+      return false;
     }
+    keyInput.value = "";
+    render();
+    saved = snapshot();
+    await loadDevices();
+    say("Saved.");
+    onSaved?.(view.settings);
+    return true;
   }
 
   async function saveKey() {
     const account = accountFor(field("provider").value);
     if (!account) return;
+    clearInvalid();
     try {
       const summary = await invoke("set_api_key", { account, key: keyInput.value });
       keyInput.value = "";
+      saved.apiKey = "";
       view.keys = view.keys.map((key) => (key.account === account ? summary : key));
       showProviderFields();
       say("The key is saved in your system keyring.");
     } catch (error) {
-      showError({ ...error, field: "apiKey", message: error?.message ?? String(error) });
+      showProblems([{ field: "apiKey", reason: describeError(error) }]);
     }
   }
 
@@ -246,15 +489,66 @@ export function createSettingsDialog(dialog, invoke, { onSaved } = {}) {
     }
   }
 
+  async function browse() {
+    const dataFolder = field("dataFolder");
+    try {
+      const chosen = await invoke("choose_data_folder", { current: dataFolder.value.trim() || null });
+      if (chosen) {
+        dataFolder.value = chosen;
+        dataFolder.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+    } catch (error) {
+      showProblems([{ field: "dataFolder", reason: describeError(error) }]);
+    }
+    dataFolder.focus();
+  }
+
+  /** Closes, asking first when something typed is not saved. */
+  async function requestClose() {
+    if (!unsaved() || !confirm) {
+      dialog.close();
+      return;
+    }
+    const choice = await confirm();
+    if (choice === "discard") dialog.close();
+    else if (choice === "save" && (await save())) dialog.close();
+  }
+
   field("provider").addEventListener("change", showProviderFields);
+  field("handsFree").addEventListener("change", showHandsFreeFields);
+  field("voiceDetection").addEventListener("change", showHandsFreeFields);
   dialog.querySelector("[data-action=save-key]").addEventListener("click", saveKey);
   dialog.querySelector("[data-action=forget-key]").addEventListener("click", forgetKey);
+  dialog.querySelector("[data-action=browse]").addEventListener("click", browse);
+  dialog.querySelector("[data-action=close]").addEventListener("click", requestClose);
+  // Escape: the same as Close, never a silent discard.
+  dialog.addEventListener("cancel", (event) => {
+    event.preventDefault();
+    requestClose();
+  });
+  // Save is the only submit button, so Enter in a field saves.
   form.addEventListener("submit", (event) => {
-    // "Close" closes; "Save" stays open to show the answer.
-    if (event.submitter?.value === "save") {
-      event.preventDefault();
-      save();
-    }
+    event.preventDefault();
+    save();
   });
   return { open };
+}
+
+/** The page's own question, `#settings-confirm`, when it has one. */
+function defaultConfirm(dialog) {
+  const question = dialog.ownerDocument?.getElementById("settings-confirm");
+  return question ? createConfirm(question) : null;
+}
+
+/**
+ * Wires the "keep your changes?" question. Resolves to "keep", "discard" or "save"; Escape
+ * keeps editing.
+ */
+export function createConfirm(dialog) {
+  return () =>
+    new Promise((resolve) => {
+      dialog.returnValue = "keep";
+      dialog.addEventListener("close", () => resolve(dialog.returnValue || "keep"), { once: true });
+      dialog.showModal();
+    });
 }

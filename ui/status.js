@@ -14,13 +14,50 @@ const KNOWN_STATES = new Set([
   "error",
 ]);
 
+/** What the banner's one button does, per the status's `action`. */
+const ACTIONS = {
+  open_settings: { label: "Open Settings", command: "open_settings" },
+  try_again: { label: "Try again", command: "connect" },
+};
+
 /**
- * Applies one status event to the status element. Unknown states still show their text, marked
- * "unknown", so a newer backend never leaves the line blank. A status carrying a `seq` older
- * than the one shown is stale (the page asked for the latest while a newer event was on its
- * way) and is ignored; returns whether the status was shown.
- * @param {{ textContent: string, dataset: Record<string, string> }} element
- * @param {{ state: string, detail: string, seq?: number }} status
+ * How a status is shown. The header keeps one line: for a problem only its headline ("Not
+ * connected"); the sentence saying what went wrong and what to do goes to the banner under the
+ * header, with the one action that fits the cause. The headline and the sentence together are
+ * the status's whole text, so a screen reader hears all of it.
+ * @param {{ state: string, detail: string, action?: string }} status
+ * @returns {{ headline: string, rest: string, banner: null | { text: string, action: { label: string, command: string } } }}
+ */
+export function statusView(status) {
+  const problem = status.state === "error" || status.action != null;
+  const colon = status.detail.indexOf(": ");
+  if (!problem || colon <= 0) {
+    const action = problem ? ACTIONS[status.action] ?? ACTIONS.try_again : null;
+    return {
+      headline: status.detail,
+      rest: "",
+      banner: action ? { text: status.detail, action } : null,
+    };
+  }
+  const reason = status.detail.slice(colon + 2);
+  return {
+    headline: status.detail.slice(0, colon),
+    rest: `: ${reason}`,
+    banner: {
+      text: reason.charAt(0).toUpperCase() + reason.slice(1),
+      action: ACTIONS[status.action] ?? ACTIONS.try_again,
+    },
+  };
+}
+
+/**
+ * Applies one status event to the status element: its headline shown, the rest of its text
+ * kept for screen readers only (the banner shows it). Unknown states still show their text,
+ * marked "unknown", so a newer backend never leaves the line blank. A status carrying a `seq`
+ * older than the one shown is stale (the page asked for the latest while a newer event was on
+ * its way) and is ignored; returns whether the status was shown.
+ * @param {{ dataset: Record<string, string>, title: string, ownerDocument: Document, replaceChildren: Function }} element
+ * @param {{ state: string, detail: string, action?: string, seq?: number }} status
  */
 export function renderStatus(element, status) {
   const shownSeq = Number(element.dataset.seq ?? 0);
@@ -29,6 +66,118 @@ export function renderStatus(element, status) {
     element.dataset.seq = String(status.seq);
   }
   element.dataset.state = KNOWN_STATES.has(status.state) ? status.state : "unknown";
-  element.textContent = status.detail;
+  const view = statusView(status);
+  const headline = element.ownerDocument.createElement("span");
+  headline.textContent = view.headline;
+  const rest = element.ownerDocument.createElement("span");
+  rest.className = "visually-hidden";
+  rest.textContent = view.rest;
+  element.replaceChildren(headline, rest);
+  element.title = status.detail;
   return true;
+}
+
+/**
+ * Shows the banner for a problem status, or hides it.
+ * @param {{ hidden: boolean, querySelector: Function }} banner
+ * @param {{ state: string, detail: string, action?: string }} status
+ */
+export function renderBanner(banner, status) {
+  const view = statusView(status).banner;
+  banner.hidden = view === null;
+  if (view === null) return;
+  banner.querySelector("[data-role=text]").textContent = view.text;
+  const button = banner.querySelector("[data-role=action]");
+  button.textContent = view.action.label;
+  button.dataset.command = view.action.command;
+}
+
+/**
+ * What the big talk control says, and the hint under it, for the conversation's state and how
+ * the user talks. Every instruction comes from the current mode; with no call the control is
+ * off and says why.
+ * @param {string | undefined} state the status's state
+ * @param {{ handsFree: boolean, pressMode: string }} mode
+ * @returns {{ label: string, hint: string, disabled: boolean }}
+ */
+export function talkControl(state, mode) {
+  const toggle = mode.pressMode === "toggle";
+  if (state === "error" || state === "not_connected" || state === "unknown") {
+    return { label: "Not connected", hint: "Connect to talk", disabled: true };
+  }
+  if (state === "connecting" || state === "reconnecting") {
+    return { label: "Connecting…", hint: "Talking works once the call is ready", disabled: true };
+  }
+  if (state === "speaking") {
+    return {
+      label: toggle || mode.handsFree ? "Speaking: tap to stop" : "Speaking: press to stop",
+      hint: mode.handsFree
+        ? "Hands-free: start talking, or press Space, to stop the reply"
+        : "Press Space or the button to stop the reply",
+      disabled: false,
+    };
+  }
+  if (mode.handsFree) {
+    return {
+      label: state === "thinking" ? "Thinking…" : "Listening",
+      hint: "Hands-free: just talk; Walkie answers when you pause",
+      disabled: false,
+    };
+  }
+  if (state === "listening") {
+    return toggle
+      ? { label: "Listening: tap to send", hint: "Press Space or tap the button again to send", disabled: false }
+      : { label: "Listening: release to send", hint: "Let go of Space or the button to send", disabled: false };
+  }
+  if (state === "thinking") {
+    return { label: "Thinking…", hint: "Press Space or the button to stop the reply", disabled: false };
+  }
+  return toggle
+    ? { label: "Tap to talk", hint: "Press Space or tap the button to talk, again to send", disabled: false }
+    : { label: "Hold to talk", hint: "Hold Space or the button while you talk", disabled: false };
+}
+
+/**
+ * The words of a failure, whatever shape it came in: a Tauri command's error is an object
+ * `{ message, field }` or a string, a page error an `Error`. Never "[object Object]".
+ * @param {unknown} error
+ */
+export function describeError(error) {
+  if (typeof error === "string") return error;
+  if (typeof error?.message === "string" && error.message !== "") return error.message;
+  if (error === undefined || error === null) return "an unknown error";
+  try {
+    const json = JSON.stringify(error);
+    if (json !== undefined && json !== "{}") return json;
+  } catch {
+    // A cyclic object: its own words are all there is.
+  }
+  const text = String(error);
+  return text.startsWith("[object ") ? "an unknown error" : text;
+}
+
+/**
+ * The status line for a failure the page ran into.
+ * @param {unknown} error
+ */
+export function failureStatus(error) {
+  return { state: "error", detail: `Something went wrong: ${describeError(error)}` };
+}
+
+const IN_CALL = new Set(["ready", "listening", "thinking", "speaking"]);
+
+/**
+ * What the header's Connect button does in a state: while a dropped call is being brought
+ * back it reads Cancel and stops the attempts; during a call it starts a new conversation
+ * (and says so); otherwise it connects.
+ * @param {string | undefined} state
+ */
+export function connectAction(state) {
+  if (state === "reconnecting") {
+    return { label: "Cancel", title: "Stop trying to reconnect", command: "cancel_reconnect" };
+  }
+  if (IN_CALL.has(state)) {
+    return { label: "New conversation", title: "Hang up and start a new conversation", command: "connect" };
+  }
+  return { label: "Connect", title: "Call the provider again", command: "connect" };
 }

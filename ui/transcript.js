@@ -13,7 +13,8 @@
 //     <p class="message-text">…one text node…</p>
 //     <button class="message-copy" data-action="copy-message">Copy</button>
 //   </article>
-// The container's `.empty` placeholder is removed when the first message appears.
+// The container's `.empty` placeholder is removed when the first message appears. A run of a
+// new thread (the next conversation) adds <p class="conversation-divider"> first.
 
 /** Speaker labels for messages that carry no `name`. */
 export const SPEAKER_LABELS = Object.freeze({
@@ -49,16 +50,53 @@ function contentText(content) {
 /**
  * Creates a transcript bound to a container element.
  * @param {Element} container the transcript element (`<main id="transcript">`)
- * @param {{ document?: Document, follow?: boolean }} [options] `follow` (default true) keeps the
- *   view scrolled to the newest text while the reader is already at the bottom.
+ * @param {{ document?: Document, follow?: boolean, pill?: { hidden: boolean } }} [options]
+ *   `follow` (default true) keeps the view scrolled to the newest text until the reader scrolls
+ *   up; then `pill` (a "↓ New" button, if given) shows when new text arrives below.
  */
 export function createTranscript(container, options = {}) {
   const doc = options.document ?? container.ownerDocument;
   const follow = options.follow ?? true;
+  const pill = options.pill ?? null;
+  // Whether the view follows the newest text. Only the reader's own scrolling changes it: a
+  // window or a banner changing the view's height must not make it stop following.
+  let following = follow;
+  const atBottom = () =>
+    container.scrollHeight - container.scrollTop - container.clientHeight <= NEAR_BOTTOM_PX;
+  container.addEventListener?.("scroll", () => {
+    following = follow && atBottom();
+    if (following && pill) pill.hidden = true;
+  });
+  if (follow && typeof ResizeObserver === "function") {
+    new ResizeObserver(() => {
+      if (following) container.scrollTop = container.scrollHeight;
+    }).observe(container);
+  }
   /** @type {Map<string, {element: Element, text: Text, speaker: Element, role: string}>} */
   const messages = new Map();
   /** The message a TEXT_MESSAGE_CHUNK stream is writing to, per lane (subagentRunId or ""). */
   const pendingChunks = new Map();
+  /** The conversation (AG-UI thread) the messages belong to; `null` before the first run. */
+  let threadId = null;
+
+  /**
+   * A run of another thread is another conversation: what is on screen stays, under a divider,
+   * and is no longer written to. Message ids start over in each conversation, so a new
+   * `user-1` must never reopen the last conversation's.
+   */
+  function beginThread(id) {
+    if (typeof id !== "string" || id === threadId) return;
+    if (threadId !== null && messages.size > 0) {
+      messages.clear();
+      pendingChunks.clear();
+      const divider = doc.createElement("p");
+      divider.className = "conversation-divider";
+      divider.setAttribute?.("role", "separator");
+      divider.textContent = "New conversation";
+      container.appendChild(divider);
+    }
+    threadId = id;
+  }
 
   function removePlaceholder() {
     const placeholder = container.querySelector(".empty");
@@ -172,8 +210,16 @@ export function createTranscript(container, options = {}) {
     }
   }
 
-  function keepNewestInView(wasAtBottom) {
-    if (follow && wasAtBottom) container.scrollTop = container.scrollHeight;
+  function keepNewestInView() {
+    if (following) container.scrollTop = container.scrollHeight;
+    else if (follow && pill) pill.hidden = false;
+  }
+
+  /** Back to the newest text, following it again (the pill's click). */
+  function scrollToNewest() {
+    following = follow;
+    container.scrollTop = container.scrollHeight;
+    if (pill) pill.hidden = true;
   }
 
   /**
@@ -181,8 +227,6 @@ export function createTranscript(container, options = {}) {
    * @param {{ type: string, [field: string]: unknown }} event
    */
   function apply(event) {
-    const wasAtBottom =
-      container.scrollHeight - container.scrollTop - container.clientHeight <= NEAR_BOTTOM_PX;
     const lane = event.subagentRunId ?? "";
     switch (event.type) {
       case "TEXT_MESSAGE_START":
@@ -206,6 +250,9 @@ export function createTranscript(container, options = {}) {
         snapshot(event.messages ?? []);
         break;
       case "RUN_STARTED":
+        closeChunks();
+        beginThread(event.threadId);
+        break;
       case "RUN_FINISHED":
         closeChunks();
         break;
@@ -216,7 +263,7 @@ export function createTranscript(container, options = {}) {
       default:
         return;
     }
-    keepNewestInView(wasAtBottom);
+    keepNewestInView();
   }
 
   /**
@@ -245,6 +292,7 @@ export function createTranscript(container, options = {}) {
     apply,
     markInterrupted,
     plainText,
+    scrollToNewest,
     /** The ids on screen, in display order. */
     messageIds: () => [...messages.keys()],
     /** The text currently shown for a message, or undefined. */

@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 pub mod audio;
+pub mod desktop;
 
 use std::fs::File;
 use std::future::Future;
@@ -20,7 +21,7 @@ use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -136,6 +137,14 @@ fn screenshot_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
 }
 
+/// `target/oracle-trace/`: the cargo target dir is the parent of `CARGO_TARGET_TMPDIR`.
+fn oracle_trace_root() -> PathBuf {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent()
+        .expect("CARGO_TARGET_TMPDIR is <target dir>/tmp")
+        .join("oracle-trace")
+}
+
 /// The folders one test's app may write to, all under `target/tmp/e2e-data/<test>/`: the
 /// user's data, config and log folders are never touched by a test.
 #[derive(Clone, Debug)]
@@ -148,6 +157,9 @@ pub struct AppDirs {
     pub config: PathBuf,
     /// `WALKIE_LOG_DIR`: the rotating log file.
     pub log: PathBuf,
+    /// `WALKIE_LOCAL_TRACE`: what the app's local provider received (client events, call
+    /// setups), under `target/oracle-trace/<test>/`, for the oracle (scripts/oracle/) to check.
+    pub trace: PathBuf,
 }
 
 impl AppDirs {
@@ -157,13 +169,16 @@ impl AppDirs {
             .join("e2e-data")
             .join(test_name);
         let _ = std::fs::remove_dir_all(&root);
+        let trace = oracle_trace_root().join(test_name);
+        let _ = std::fs::remove_dir_all(&trace);
         let dirs = Self {
             data: root.join("data"),
             config: root.join("config"),
             log: root.join("log"),
+            trace,
             root,
         };
-        for dir in [&dirs.data, &dirs.config, &dirs.log] {
+        for dir in [&dirs.data, &dirs.config, &dirs.log, &dirs.trace] {
             std::fs::create_dir_all(dir).expect("creating the test's folders");
         }
         dirs
@@ -327,6 +342,7 @@ impl WebviewApp {
                 .env("WALKIE_DATA_DIR", &dirs.data)
                 .env("WALKIE_CONFIG_DIR", &dirs.config)
                 .env("WALKIE_LOG_DIR", &dirs.log)
+                .env("WALKIE_LOCAL_TRACE", &dirs.trace)
                 .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
                 // A key in the tester's environment must not make the app call OpenAI.
                 .env_remove("OPENAI_API_KEY")
@@ -394,6 +410,18 @@ impl WebviewApp {
             .collect()
     }
 
+    /// The Walkie process itself (not its WebKit helpers), once the window is up.
+    pub fn walkie_pid(&self) -> u32 {
+        let binary = std::fs::canonicalize(env!("CARGO_BIN_EXE_walkie"))
+            .expect("the app binary cargo built");
+        self.app_pids()
+            .into_iter()
+            .find(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == binary)
+            })
+            .expect("Walkie runs in the driver's process group")
+    }
+
     /// All the folders the app was given.
     pub fn dirs(&self) -> &AppDirs {
         &self.dirs
@@ -431,7 +459,8 @@ impl WebviewApp {
             }
             panic!("the test body was cancelled: {failure}");
         }
-        self.client.clone().close().await.ok();
+        // Bounded: after a test that made the app exit, the driver has no browser to end.
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.client.clone().close()).await;
     }
 
     /// Saves what the window shows now as `target/tmp/screenshots/<test>-<label>.png`.
@@ -480,6 +509,17 @@ async fn wait_until_ready(client: &Client, log_path: &std::path::Path) {
 /// Saves what the window shows as `target/tmp/screenshots/<name>.png` (the README's pictures in
 /// docs/screenshots/ are copies of these).
 pub async fn screenshot(client: &Client, name: &str) {
+    // WebKitWebDriver captures the last frame painted, which can be older than the page: wait
+    // for two frames (or half a second, if none comes) first.
+    client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             const timer = setTimeout(done, 500);
+             requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(timer); done(); }));",
+            vec![],
+        )
+        .await
+        .expect("waiting for a frame");
     let png = client
         .screenshot()
         .await
@@ -518,7 +558,18 @@ pub async fn wait_for_text(client: &Client, css: &str, expected: &str) {
 /// Waits until the element's rendered text satisfies `wanted`; returns that text. Polls every
 /// 10 ms, so short-lived states are seen too.
 pub async fn wait_for(client: &Client, css: &str, wanted: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + UI_TIMEOUT;
+    wait_for_within(client, css, UI_TIMEOUT, wanted).await
+}
+
+/// [`wait_for`] with a deadline of its own, for what the app itself takes long to show (a
+/// request timing out).
+pub async fn wait_for_within(
+    client: &Client,
+    css: &str,
+    within: Duration,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = Instant::now() + within;
     let mut last = None;
     while Instant::now() < deadline {
         last = rendered_text(client, css).await;
@@ -529,7 +580,32 @@ pub async fn wait_for(client: &Client, css: &str, wanted: impl Fn(&str) -> bool)
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("{css} still shows {last:?} after {UI_TIMEOUT:?}");
+    panic!("{css} still shows {last:?} after {within:?}");
+}
+
+/// Waits until process `pid` has ended (gone, or a zombie its parent has not reaped yet);
+/// panics after `within`.
+pub async fn wait_until_exited(pid: u32, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let (_, after_comm) = stat.rsplit_once(')')?;
+                after_comm.split_whitespace().next().map(str::to_owned)
+            });
+        if state
+            .as_deref()
+            .is_none_or(|state| state == "Z" || state == "X")
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} is still running (state {state:?}) after {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Every process in process group `group`, its leader included.
@@ -566,4 +642,217 @@ pub async fn space(client: &Client, down: bool) {
         .perform_actions(KeyActions::new("keyboard".into()).then(action))
         .await
         .expect("WebDriver sends the key");
+}
+
+/// Opens the settings dialog and waits until it shows where the settings live.
+/// Saves `token` as the custom provider's key from Settings (the key field, then "Save key")
+/// and closes the dialog. A local provider started by a test wants the token it made for its
+/// run, as any server with keys would.
+pub async fn save_custom_key(client: &Client, token: &str) {
+    open_settings(client).await;
+    client
+        .find(Locator::Css("#settings [name=apiKey]"))
+        .await
+        .expect("the key field")
+        .send_keys(token)
+        .await
+        .expect("typing the key");
+    click(client, "#settings [data-action=save-key]").await;
+    wait_for(client, "#settings [data-role=key-state]", |text| {
+        text.starts_with("A key is saved")
+    })
+    .await;
+    click(client, "#settings button[value=close]").await;
+}
+
+/// Points the custom provider at `base_url` in Settings and saves: the app calls it at once.
+pub async fn choose_custom_server(client: &Client, base_url: &str) {
+    open_settings(client).await;
+    set_field(client, "provider", "custom".into()).await;
+    set_field(client, "customBaseUrl", base_url.into()).await;
+    click(client, "#settings button[value=save]").await;
+    wait_for(client, "#settings [data-role=message]", |text| {
+        text == "Saved."
+    })
+    .await;
+    click(client, "#settings button[value=close]").await;
+}
+
+/// Chooses the server at `base_url` in Settings, with `token` as its key, saves, and waits
+/// for the call to it to be ready.
+pub async fn talk_to_custom_server(client: &Client, base_url: &str, token: &str) {
+    choose_custom_server(client, base_url).await;
+    save_custom_key(client, token).await;
+    wait_for(client, "#status", |status| {
+        status.starts_with("Ready (127.0.0.1)")
+    })
+    .await;
+}
+
+pub async fn open_settings(client: &Client) {
+    click(client, "#open-settings").await;
+    // The dialog keeps its content when closed: wait for it to be open, not for its text.
+    let deadline = Instant::now() + UI_TIMEOUT;
+    while client
+        .execute("return document.getElementById('settings').open;", vec![])
+        .await
+        .expect("reading the dialog")
+        != serde_json::Value::Bool(true)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the settings dialog did not open"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    wait_for(client, "#settings [data-role=config-file]", |text| {
+        text.ends_with("settings.json")
+    })
+    .await;
+}
+
+/// Opens the dialog's Advanced part, as the user would, unless it is open.
+pub async fn open_advanced(client: &Client) {
+    let open = client
+        .execute(
+            "return document.querySelector('#settings [data-role=advanced]').open;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    if open != serde_json::Value::Bool(true) {
+        click(client, "#settings [data-role=advanced] summary").await;
+    }
+}
+
+/// Sets a field the way the user's input would: value (or checkbox state), then the events.
+pub async fn set_field(client: &Client, name: &str, value: serde_json::Value) {
+    let found = client
+        .execute(
+            r#"const [name, value] = arguments;
+               const field = document.querySelector(`#settings [name="${name}"]`);
+               if (!field) return false;
+               if (field.type === "checkbox") field.checked = value; else field.value = value;
+               field.dispatchEvent(new Event("input", { bubbles: true }));
+               field.dispatchEvent(new Event("change", { bubbles: true }));
+               return true;"#,
+            vec![name.into(), value],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        found,
+        serde_json::Value::Bool(true),
+        "no field named {name}"
+    );
+}
+
+/// Types `path` into the native (GTK) file dialog titled `title` and confirms it, the way a
+/// user would: the dialog is a window of its own, out of WebDriver's reach. `reach_field` is
+/// the key that puts the focus in the dialog's path field (`ctrl+a` selects a save dialog's
+/// name; `ctrl+l` opens a folder picker's location).
+pub async fn type_into_native_dialog(
+    display: &str,
+    title: &str,
+    reach_field: &str,
+    path: &std::path::Path,
+) {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    let window = loop {
+        let found = Command::new("xdotool")
+            .args(["search", "--name", title])
+            .env("DISPLAY", display)
+            .output()
+            .expect("xdotool (scripts/deps.sh test installs it)");
+        let ids = String::from_utf8_lossy(&found.stdout);
+        if let Some(id) = ids.lines().next() {
+            break id.trim().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no window titled {title:?} opened"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Let GTK map the dialog and focus its field before typing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = Command::new("xdotool")
+        .args(["windowfocus", "--sync", &window])
+        .args(["key", "--clearmodifiers", reach_field])
+        .args(["type", "--delay", "5", &path.to_string_lossy()])
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool could not type into the dialog");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let status = Command::new("xdotool")
+        .args(["key", "--window", &window, "Return"])
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool could not confirm the dialog");
+}
+
+/// Runs axe-core (the WCAG 2 A and AA rules) on what the window shows now and returns each
+/// violation as "rule: what it asks (how many elements; the first one)". axe-core comes from
+/// npm (`package.json`; scripts/test.sh runs `npm ci` first).
+pub async fn accessibility_violations(client: &Client) -> Vec<String> {
+    let axe_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/axe-core/axe.min.js");
+    let axe = std::fs::read_to_string(&axe_path)
+        .unwrap_or_else(|error| panic!("{}: {error} (run `npm ci`)", axe_path.display()));
+    client
+        .execute(&format!("{axe}\nreturn typeof axe;"), vec![])
+        .await
+        .expect("injecting axe-core");
+    let violations = client
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+               axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa"] } })
+                 .then((result) => done(result.violations.map((violation) =>
+                   `${violation.id}: ${violation.help} (${violation.nodes.length}; ${violation.nodes[0]?.target?.join(" ")})`)))
+                 .catch((error) => done([`axe-core failed: ${error}`]));"#,
+            vec![],
+        )
+        .await
+        .expect("running axe-core");
+    serde_json::from_value(violations).expect("a list of violations")
+}
+
+/// Holds the key, says `seconds` of speech-like sound, releases, and waits for the reply to
+/// be in the transcript and the app ready again.
+pub async fn spoken_exchange(client: &Client, seconds: f64, replies_before: usize) {
+    space(client, true).await;
+    wait_for(client, "#status", |status| status.starts_with("Listening")).await;
+    let words = audio::speech_like(seconds);
+    tokio::task::spawn_blocking(move || audio::PulseStream::speak_into_microphone(&words))
+        .await
+        .expect("the microphone stream");
+    space(client, false).await;
+    let deadline = tokio::time::Instant::now() + UI_TIMEOUT;
+    loop {
+        let replies = texts(client, "assistant").await;
+        if replies.len() > replies_before
+            && replies
+                .last()
+                .is_some_and(|reply| reply.contains("played your"))
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no reply after {replies_before}: {replies:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_for(client, "#status", |status| status.starts_with("Ready")).await;
+}
+
+/// The texts of the transcript's messages of `role`, in order.
+pub async fn texts(client: &Client, role: &str) -> Vec<String> {
+    let css = format!("#transcript article[data-role='{role}'] .message-text");
+    let mut texts = Vec::new();
+    for element in client.find_all(Locator::Css(&css)).await.expect("a query") {
+        texts.push(element.text().await.unwrap_or_default());
+    }
+    texts
 }

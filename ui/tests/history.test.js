@@ -3,15 +3,16 @@ import assert from "node:assert/strict";
 import {
   RETENTION_DAYS,
   audioByMessage,
+  continueState,
   conversationMeta,
   conversationTitle,
+  createHistoryPanel,
   formatClock,
   formatDurationMs,
   formatStarted,
   retentionFromValue,
   retentionLabel,
-  retentionToValue,
-} from "../history.js";
+  retentionToValue, interruptedReplies } from "../history.js";
 
 test("durations read in seconds, minutes or hours, never as raw milliseconds", () => {
   assert.equal(formatDurationMs(0), "0 s");
@@ -105,4 +106,167 @@ test("a player's clock shows minutes and seconds, and a dash while the length is
   assert.equal(formatClock(Number.NaN), "–:––");
   assert.equal(formatClock(Number.POSITIVE_INFINITY), "–:––");
   assert.equal(formatClock(-1), "–:––");
+});
+
+// A tiny DOM: just what createHistoryPanel touches.
+class FakeElement {
+  constructor(tagName, id = "") {
+    this.tagName = tagName.toUpperCase();
+    this.id = id;
+    this.hidden = false;
+    this.disabled = false;
+    this.title = "";
+    this.textContent = "";
+    this.className = "";
+    this.value = "";
+    this.dataset = {};
+    this.children = [];
+    this.options = [];
+    this.listeners = {};
+    this.open = false;
+    this.focused = false;
+  }
+  addEventListener(type, listener) {
+    (this.listeners[type] ??= []).push(listener);
+  }
+  dispatch(type) {
+    for (const listener of this.listeners[type] ?? []) listener({ type, target: this });
+  }
+  click() {
+    if (!this.disabled) this.dispatch("click");
+  }
+  append(...nodes) {
+    this.children.push(...nodes.filter((node) => typeof node === "object"));
+  }
+  replaceChildren(...nodes) {
+    this.children = [];
+    this.append(...nodes);
+  }
+  querySelectorAll() {
+    return [];
+  }
+  setAttribute(name, value) {
+    this[name] = value;
+  }
+  focus() {
+    this.focused = true;
+  }
+  showModal() {
+    this.open = true;
+  }
+  close() {
+    this.open = false;
+    this.dispatch("close");
+  }
+}
+
+/** The panel over a fake page; `answers` says what each command resolves to (or rejects with). */
+function historyPage(answers) {
+  const elements = new Map();
+  const doc = {
+    getElementById(id) {
+      if (!elements.has(id)) elements.set(id, new FakeElement(id === "history" ? "dialog" : "div", id));
+      return elements.get(id);
+    },
+    createElement: (tagName) => new FakeElement(tagName),
+  };
+  const calls = [];
+  const invoke = async (command, args) => {
+    calls.push([command, args]);
+    const answer = answers[command];
+    if (answer instanceof Error) throw answer.message;
+    return typeof answer === "function" ? answer(args) : answer;
+  };
+  const panel = createHistoryPanel({
+    document: doc,
+    invoke,
+    loadAudio: async () => "blob:unused",
+    releaseAudio: () => {},
+    createTranscript: () => ({ apply: () => {} }),
+  });
+  return { panel, calls, byId: (id) => doc.getElementById(id) };
+}
+
+/** Lets the panel's pending promises settle (one turn of the event loop). */
+const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+const PAST = {
+  id: "2024-03-10_09-00-00",
+  title: "What is the capital of Portugal?",
+  startedUnixMs: 0,
+  durationMs: 4_000,
+  turnCount: 1,
+  current: false,
+  open: false,
+  messages: [],
+  turns: [],
+};
+
+test("Continue asks Rust to go on with the opened conversation, then the panel closes", async () => {
+  const { panel, calls, byId } = historyPage({
+    history_list: [PAST],
+    history_retention: { kind: "forever" },
+    history_open: PAST,
+    history_continue: null,
+  });
+  await panel.open();
+  assert.equal(byId("history").open, true);
+  await panel.openConversation(PAST.id);
+  const button = byId("history-continue");
+  assert.equal(button.disabled, false);
+  button.click();
+  await settled();
+  assert.deepEqual(calls.at(-1), ["history_continue", { id: PAST.id }]);
+  assert.equal(byId("history").open, false, "the panel closes on success");
+  assert.equal(byId("history-error").hidden, true);
+});
+
+test("a Continue that fails keeps the panel open and says what to do in one line", async () => {
+  const why =
+    "this conversation cannot be continued: it is no longer in the data folder (deleted or moved); choose another one";
+  const { panel, byId } = historyPage({
+    history_list: [PAST],
+    history_retention: { kind: "forever" },
+    history_open: PAST,
+    history_continue: new Error(why),
+  });
+  await panel.open();
+  await panel.openConversation(PAST.id);
+  byId("history-continue").click();
+  await settled();
+  assert.equal(byId("history").open, true, "the panel stays open");
+  const error = byId("history-error");
+  assert.equal(error.hidden, false);
+  assert.equal(error.textContent, why);
+  assert.doesNotMatch(error.textContent, /\n/);
+});
+
+test("the conversation going on now cannot be continued, and the button says why", async () => {
+  const now = { ...PAST, current: true, open: true };
+  const { panel, calls, byId } = historyPage({
+    history_list: [now],
+    history_retention: { kind: "forever" },
+    history_open: now,
+  });
+  await panel.open();
+  await panel.openConversation(now.id);
+  const button = byId("history-continue");
+  assert.equal(button.disabled, true);
+  assert.match(button.title, /going on now/);
+  button.click();
+  await settled();
+  assert.equal(calls.some(([command]) => command === "history_continue"), false);
+  assert.deepEqual(continueState(PAST), {
+    disabled: false,
+    title: "Hang up the call under way and go on with this conversation",
+  });
+});
+
+test("the replies the user talked over are marked in an opened conversation", () => {
+  const turns = [
+    { turn: 1, assistantMessageId: "assistant-1", interrupted: true },
+    { turn: 2, assistantMessageId: "assistant-2", interrupted: false },
+  ];
+  assert.deepEqual(interruptedReplies(turns), ["assistant-1"]);
+  assert.deepEqual(interruptedReplies([]), []);
 });

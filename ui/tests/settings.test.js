@@ -1,6 +1,20 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { accountFor, describeKey, deviceOptions, formValues, settingsFromForm } from "../settings.js";
+import {
+  accountFor,
+  changedFields,
+  dataFolderField,
+  dataFolderSetting,
+  describeKey,
+  deviceOptions,
+  fieldErrorText,
+  formValues,
+  handsFreeFieldShown,
+  keyringMissingText,
+  optionalWholeNumberProblem,
+  settingsFromForm,
+  wholeNumberProblem,
+} from "../settings.js";
 
 const base = {
   provider: "automatic",
@@ -8,10 +22,15 @@ const base = {
   voice: "marin",
   pushToTalkTailMs: 200,
   preRollMs: 300,
+  sessionLimitMinutes: 60,
   warmMic: true,
   handsFree: false,
   retentionDays: null,
   inputDevice: "",
+  voiceDetection: "server_vad",
+  eagerness: "auto",
+  idleTimeoutMs: null,
+  noiseReduction: "off",
 };
 
 test("form values read back into the same settings", () => {
@@ -24,6 +43,7 @@ test("numbers, checkboxes and retention are read as their types", () => {
     base,
   );
   assert.equal(settings.pushToTalkTailMs, 450);
+  assert.equal(settingsFromForm({ sessionLimitMinutes: " 30 " }, base).sessionLimitMinutes, 30);
   assert.equal(settings.warmMic, false);
   assert.equal(settings.retentionDays, 30);
   assert.equal(settings.voice, "cedar");
@@ -76,4 +96,106 @@ test("a chosen device that is not connected stays in the picker, marked", () => 
     value: "usb-gone",
     label: "usb-gone (not connected)",
   });
+});
+
+test("the idle timeout is a number, empty is none, and anything else goes to Rust to refuse", () => {
+  assert.equal(settingsFromForm({ idleTimeoutMs: "12000" }, base).idleTimeoutMs, 12000);
+  assert.equal(settingsFromForm({ idleTimeoutMs: " " }, base).idleTimeoutMs, null);
+  assert.equal(settingsFromForm({ idleTimeoutMs: "soon" }, base).idleTimeoutMs, "soon");
+  assert.equal(formValues({ ...base, idleTimeoutMs: null }).idleTimeoutMs, "");
+});
+
+test("the voice detection choices are read as the API names them", () => {
+  const settings = settingsFromForm(
+    { voiceDetection: "semantic_vad", eagerness: "high", noiseReduction: "far_field" },
+    base,
+  );
+  assert.equal(settings.voiceDetection, "semantic_vad");
+  assert.equal(settings.eagerness, "high");
+  assert.equal(settings.noiseReduction, "far_field");
+});
+
+test("two devices with one name are told apart by their system names", () => {
+  const devices = [
+    { id: "pulseaudio:alsa_input.usb-A", name: "USB Audio", isDefault: false },
+    { id: "pulseaudio:alsa_input.usb-B", name: "USB Audio", isDefault: true },
+    { id: "pulseaudio:alsa_input.pci", name: "Built-in Audio", isDefault: false },
+  ];
+  assert.deepEqual(
+    deviceOptions(devices, "").map((option) => option.label),
+    ["System default", "USB Audio (alsa_input.usb-A)", "USB Audio (alsa_input.usb-B) (default)", "Built-in Audio"],
+  );
+});
+
+test("without a keyring the key's line says so once, and what to do instead", () => {
+  const summary = { source: "environment", lastFour: "abcd", environmentVariable: "OPENAI_API_KEY", keyringProblem: "no Secret Service" };
+  assert.equal(describeKey(summary, true), "Using the key from OPENAI_API_KEY (ending in abcd).");
+  assert.equal(describeKey({ ...summary, source: "none", lastFour: null }, true), "No key saved.");
+  assert.equal(
+    keyringMissingText("OPENAI_API_KEY"),
+    "No keyring is running, so a key cannot be saved here: start your desktop's keyring and restart Walkie, or set OPENAI_API_KEY before starting Walkie.",
+  );
+  assert.equal(
+    keyringMissingText(null),
+    "No keyring is running, so a key cannot be saved here: start your desktop's keyring and restart Walkie.",
+  );
+});
+
+test("the data folder field shows the folder in use when none is set, and saves no change as none", () => {
+  assert.deepEqual(dataFolderField("", "/home/me/.local/share/walkie"), {
+    value: "/home/me/.local/share/walkie",
+    note: "",
+  });
+  assert.equal(dataFolderSetting("/home/me/.local/share/walkie", "", "/home/me/.local/share/walkie"), "");
+  assert.equal(dataFolderSetting(" /srv/talks ", "", "/home/me/.local/share/walkie"), "/srv/talks");
+  assert.deepEqual(dataFolderField("/srv/talks", "/home/me/.local/share/walkie"), {
+    value: "/srv/talks",
+    note: "Walkie saves in /home/me/.local/share/walkie until it restarts.",
+  });
+  assert.equal(dataFolderSetting("/srv/talks", "/srv/talks", "/old"), "/srv/talks");
+});
+
+test("a number field that holds no whole number says what to type", () => {
+  assert.equal(wholeNumberProblem("300"), null);
+  assert.equal(wholeNumberProblem(" 0 "), null);
+  for (const bad of ["", "lots", "12.5", "-3"]) {
+    assert.equal(wholeNumberProblem(bad), "enter a whole number of milliseconds, e.g. 300", bad);
+  }
+  assert.equal(wholeNumberProblem("", true), "enter a whole number of milliseconds, e.g. 300");
+  assert.equal(wholeNumberProblem("1.5", false, "minutes, e.g. 60"), "enter a whole number of minutes, e.g. 60");
+});
+
+test("only the fields whose values changed count as unsaved", () => {
+  const before = { voice: "marin", warmMic: false, apiKey: "" };
+  assert.deepEqual(changedFields(before, { ...before }), []);
+  assert.deepEqual(changedFields(before, { ...before, apiKey: "sk-typed", warmMic: true }), ["warmMic", "apiKey"]);
+});
+
+test("an error under a field starts with the field's label", () => {
+  assert.equal(fieldErrorText("Server address", "use https://"), "Server address: use https://");
+});
+
+test("the idle timeout may be empty, else it must be a whole number", () => {
+  assert.equal(optionalWholeNumberProblem(""), null);
+  assert.equal(optionalWholeNumberProblem(" 12000 "), null);
+  for (const bad of ["soon", "12.5", "-3"]) {
+    assert.equal(
+      optionalWholeNumberProblem(bad),
+      "enter a whole number of milliseconds, e.g. 10000, or leave it empty to wait for you",
+      bad,
+    );
+  }
+  // A number field holding letters hands over "" with badInput set.
+  assert.notEqual(optionalWholeNumberProblem("", true), null);
+});
+
+test("hands-free fields are shown only with hands-free on and the detection they belong to", () => {
+  for (const shownFor of ["any", "server_vad", "semantic_vad"]) {
+    assert.equal(handsFreeFieldShown(shownFor, false, "server_vad"), false, shownFor);
+  }
+  assert.equal(handsFreeFieldShown("any", true, "semantic_vad"), true);
+  assert.equal(handsFreeFieldShown("server_vad", true, "server_vad"), true);
+  assert.equal(handsFreeFieldShown("server_vad", true, "semantic_vad"), false);
+  assert.equal(handsFreeFieldShown("semantic_vad", true, "semantic_vad"), true);
+  assert.equal(handsFreeFieldShown("semantic_vad", true, "server_vad"), false);
 });

@@ -1,13 +1,44 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { renderStatus } from "../status.js";
+import {
+  connectAction,
+  describeError,
+  failureStatus,
+  renderBanner,
+  renderStatus,
+  statusView,
+  talkControl,
+} from "../status.js";
 
-const statusElement = () => ({ textContent: "", dataset: {} });
+/** The few DOM calls renderStatus makes: spans created and put in, their text read back. */
+const statusElement = () => {
+  const element = {
+    dataset: {},
+    title: "",
+    children: [],
+    ownerDocument: { createElement: () => ({ textContent: "", className: "" }) },
+    replaceChildren(...children) {
+      element.children = children;
+    },
+    get textContent() {
+      return element.children.map((child) => child.textContent).join("");
+    },
+    /** What a sighted user reads: the spans not hidden. */
+    get shownText() {
+      return element.children
+        .filter((child) => child.className !== "visually-hidden")
+        .map((child) => child.textContent)
+        .join("");
+    },
+  };
+  return element;
+};
 
 test("the status line shows the event's sentence and state", () => {
   const line = statusElement();
   renderStatus(line, { state: "connecting", detail: "Connecting…" });
   assert.equal(line.textContent, "Connecting…");
+  assert.equal(line.shownText, "Connecting…");
   assert.equal(line.dataset.state, "connecting");
 });
 
@@ -25,4 +56,106 @@ test("a status older than the one shown is ignored", () => {
   assert.equal(line.textContent, "Ready");
   assert.equal(renderStatus(line, { seq: 4, state: "listening", detail: "Listening…" }), true);
   assert.equal(line.dataset.state, "listening");
+});
+
+test("a command's error object shows its message, never [object Object]", () => {
+  assert.equal(describeError({ message: "the conversation has stopped", field: null }), "the conversation has stopped");
+  assert.equal(failureStatus({ message: "no key" }).detail, "Something went wrong: no key");
+  assert.equal(failureStatus({ message: "no key" }).state, "error");
+});
+
+test("an error that is a string or an Error shows its words", () => {
+  assert.equal(describeError("the shortcut is taken"), "the shortcut is taken");
+  assert.equal(describeError(new Error("boom")), "boom");
+});
+
+test("an error without a message still says something readable", () => {
+  assert.equal(describeError({ code: 7 }), '{"code":7}');
+  assert.equal(describeError(undefined), "an unknown error");
+  assert.equal(describeError(null), "an unknown error");
+  assert.notEqual(describeError({}), "[object Object]");
+});
+
+test("the Connect button reads Cancel and stops the attempts only while reconnecting", () => {
+  assert.deepEqual(connectAction("reconnecting"), {
+    label: "Cancel",
+    title: "Stop trying to reconnect",
+    command: "cancel_reconnect",
+  });
+  for (const state of ["error", "not_connected", "connecting", undefined]) {
+    assert.equal(connectAction(state).command, "connect", `in ${state}`);
+    assert.equal(connectAction(state).label, "Connect");
+  }
+  for (const state of ["ready", "listening", "thinking", "speaking"]) {
+    assert.equal(connectAction(state).command, "connect", `in ${state}`);
+    assert.equal(connectAction(state).label, "New conversation", "during a call it says what it does");
+  }
+});
+
+test("a problem shows its headline on the line and its sentence in the banner, with its action", () => {
+  const status = {
+    state: "error",
+    detail: "Not connected: 127.0.0.1 refused the API key: add a valid key in Settings.",
+    action: "open_settings",
+  };
+  const line = statusElement();
+  renderStatus(line, status);
+  assert.equal(line.shownText, "Not connected");
+  assert.equal(line.textContent, status.detail, "a screen reader hears the whole status");
+  assert.equal(line.title, status.detail);
+  assert.deepEqual(statusView(status).banner, {
+    text: "127.0.0.1 refused the API key: add a valid key in Settings.",
+    action: { label: "Open Settings", command: "open_settings" },
+  });
+  const retry = statusView({ ...status, action: "try_again" }).banner.action;
+  assert.deepEqual(retry, { label: "Try again", command: "connect" });
+  assert.equal(
+    statusView({ state: "error", detail: "Something went wrong: boom" }).banner.action.label,
+    "Try again",
+    "a problem without an action can still be retried",
+  );
+});
+
+test("a status that is no problem has no banner and shows whole", () => {
+  const line = statusElement();
+  renderStatus(line, { state: "ready", detail: "Ready (OpenAI): hold Space or the button to talk." });
+  assert.equal(line.shownText, "Ready (OpenAI): hold Space or the button to talk.");
+  assert.equal(statusView({ state: "listening", detail: "Listening… release to send." }).banner, null);
+  const banner = { hidden: false, querySelector: () => ({ dataset: {} }) };
+  renderBanner(banner, { state: "ready", detail: "Ready." });
+  assert.equal(banner.hidden, true);
+});
+
+test("the banner shows the sentence and one button", () => {
+  const parts = { text: { textContent: "" }, action: { textContent: "", dataset: {} } };
+  const banner = {
+    hidden: true,
+    querySelector: (css) => (css.includes("text") ? parts.text : parts.action),
+  };
+  renderBanner(banner, { state: "error", detail: "Not connected: the provider is down. Press Connect to try again.", action: "try_again" });
+  assert.equal(banner.hidden, false);
+  assert.equal(parts.text.textContent, "The provider is down. Press Connect to try again.");
+  assert.equal(parts.action.textContent, "Try again");
+  assert.equal(parts.action.dataset.command, "connect");
+});
+
+test("the talk control says what a press does in each mode and state", () => {
+  const hold = { handsFree: false, pressMode: "hold" };
+  const toggle = { handsFree: false, pressMode: "toggle" };
+  const handsFree = { handsFree: true, pressMode: "hold" };
+  assert.equal(talkControl("ready", hold).label, "Hold to talk");
+  assert.equal(talkControl("listening", hold).label, "Listening: release to send");
+  assert.equal(talkControl("ready", toggle).label, "Tap to talk");
+  assert.equal(talkControl("listening", toggle).label, "Listening: tap to send");
+  assert.match(talkControl("listening", toggle).hint, /again to send/);
+  assert.doesNotMatch(talkControl("ready", toggle).hint, /release|let go|hold/i);
+  assert.equal(talkControl("speaking", toggle).label, "Speaking: tap to stop");
+  assert.equal(talkControl("ready", handsFree).label, "Listening");
+  assert.doesNotMatch(talkControl("ready", handsFree).label, /interrupt/, "nothing plays yet");
+  assert.equal(talkControl("speaking", handsFree).label, "Speaking: tap to stop");
+  for (const state of ["error", "not_connected", "connecting", "reconnecting"]) {
+    assert.equal(talkControl(state, hold).disabled, true, state);
+  }
+  assert.equal(talkControl("error", toggle).label, "Not connected");
+  assert.equal(talkControl("ready", hold).disabled, false);
 });

@@ -28,6 +28,15 @@ class FakeElement {
     this.scrollTop = 0;
     this.scrollHeight = 0;
     this.clientHeight = 0;
+    this.listeners = {};
+  }
+  addEventListener(type, listener) {
+    (this.listeners[type] ??= []).push(listener);
+  }
+  /** The reader scrolls to `top`, as a browser reports it. */
+  readerScrollsTo(top) {
+    this.scrollTop = top;
+    for (const listener of this.listeners.scroll ?? []) listener();
   }
   appendChild(child) {
     if (child.parent) child.remove();
@@ -71,7 +80,8 @@ function transcriptPage() {
   const placeholder = container.appendChild(new FakeElement("p"));
   placeholder.className = "empty";
   container.insertions = 0;
-  const transcript = createTranscript(container, { document: fakeDocument });
+  const pill = { hidden: true };
+  const transcript = createTranscript(container, { document: fakeDocument, pill });
   const feed = (...events) => events.forEach((event) => transcript.apply(event));
   const articles = () => container.children.filter((child) => child.className === "message");
   const shown = () =>
@@ -81,7 +91,7 @@ function transcriptPage() {
       speaker: article.children[0].textContent,
       text: article.children[1].textContent,
     }));
-  return { container, transcript, feed, articles, shown };
+  return { container, transcript, feed, articles, shown, pill };
 }
 
 const run = (runId = "r1") => ({ type: "RUN_STARTED", threadId: "t", runId });
@@ -229,19 +239,47 @@ test("events outside the text-message family are ignored", () => {
   assert.deepEqual(page.shown(), []);
 });
 
-test("the view follows new text only while the reader is at the bottom", () => {
+test("the view follows new text until the reader scrolls up, then offers the pill", () => {
   const page = transcriptPage();
-  const { container } = page;
+  const { container, pill } = page;
   Object.assign(container, { clientHeight: 100, scrollHeight: 100, scrollTop: 0 });
   page.feed(run(), start("m1"));
-  container.scrollHeight = 400; // the reader is at the bottom when the next text lands
-  container.scrollTop = 300;
+  container.scrollHeight = 400;
   page.feed(content("m1", "long text"));
   assert.equal(container.scrollTop, 400, "followed to the bottom");
-  container.scrollTop = 50; // the reader scrolled up to read
+  // The view gets shorter (a banner appears): it still follows.
+  container.clientHeight = 60;
+  container.scrollHeight = 500;
+  page.feed(content("m1", " and more"));
+  assert.equal(container.scrollTop, 500, "still following after the view changed height");
+  assert.equal(pill.hidden, true);
+  container.readerScrollsTo(50); // the reader scrolls up to read
   container.scrollHeight = 800;
   page.feed(content("m1", " more"));
   assert.equal(container.scrollTop, 50, "left where the reader is");
+  assert.equal(pill.hidden, false, "the pill says there is more below");
+  page.transcript.scrollToNewest();
+  assert.equal(container.scrollTop, 800);
+  assert.equal(pill.hidden, true);
+  container.scrollHeight = 900;
+  page.feed(content("m1", " again"));
+  assert.equal(container.scrollTop, 900, "following again");
+});
+
+test("scrolling back down to the newest text follows again and hides the pill", () => {
+  const page = transcriptPage();
+  const { container, pill } = page;
+  Object.assign(container, { clientHeight: 100, scrollHeight: 300, scrollTop: 200 });
+  page.feed(run(), start("m1"));
+  container.readerScrollsTo(0);
+  container.scrollHeight = 400;
+  page.feed(content("m1", "text"));
+  assert.equal(pill.hidden, false);
+  container.readerScrollsTo(300 - 10); // within the last 48 px
+  assert.equal(pill.hidden, true);
+  container.scrollHeight = 600;
+  page.feed(content("m1", " more"));
+  assert.equal(container.scrollTop, 600);
 });
 
 test("every valid conformance case renders the history the Rust assembler expects", async () => {
@@ -290,4 +328,29 @@ test("every message carries its own copy button", () => {
   const copy = page.articles()[0].children[2];
   assert.equal(copy.dataset.action, "copy-message");
   assert.equal(copy.textContent, "Copy");
+});
+
+test("a run of another thread is a new conversation under a divider; its user-1 is a new message", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("user-1", "user"), content("user-1", "First question"), end("user-1"), finished());
+  page.feed(
+    { type: "RUN_STARTED", threadId: "t2", runId: "r2" },
+    start("user-1", "user"),
+    content("user-1", "Second conversation"),
+    end("user-1"),
+  );
+  assert.deepEqual(
+    page.shown().map((message) => message.text),
+    ["First question", "Second conversation"],
+    "the first conversation's message is untouched",
+  );
+  const dividers = page.container.children.filter((child) => child.className === "conversation-divider");
+  assert.equal(dividers.length, 1);
+  assert.equal(page.container.children.indexOf(dividers[0]), 1, "between the two conversations");
+  // A snapshot of the new conversation leaves the old one on screen.
+  page.feed({ type: "MESSAGES_SNAPSHOT", messages: [{ id: "user-1", role: "user", content: "Second conversation" }] });
+  assert.equal(page.shown().length, 2);
+  // More runs of the same thread add no divider.
+  page.feed(finished("r2"), { type: "RUN_STARTED", threadId: "t2", runId: "r3" });
+  assert.equal(page.container.children.filter((child) => child.className === "conversation-divider").length, 1);
 });

@@ -109,6 +109,69 @@ impl TranscriptWriter {
         }
     }
 
+    /// A writer that goes on with a saved conversation: `earlier` holds its messages (id,
+    /// role, text; all closed), which a MESSAGES_SNAPSHOT restates, and whose exchanges keep
+    /// their numbers (ids the writer did not make are kept, never reused).
+    pub fn continuing(
+        thread_id: impl Into<String>,
+        earlier: impl IntoIterator<Item = (String, Role, String)>,
+    ) -> TranscriptWriter {
+        let mut writer = TranscriptWriter::new(thread_id);
+        for (message_id, role, text) in earlier {
+            if let Some(key) = TranscriptWriter::turn_of_message(&message_id) {
+                writer.utterance_by_key.insert(key, writer.utterances.len());
+            }
+            writer.utterances.push(Utterance {
+                message_id,
+                role,
+                text,
+                open: false,
+            });
+        }
+        writer
+    }
+
+    /// The exchange and speaker of a message id this writer makes (`user-3`), if it is one.
+    pub fn turn_of_message(message_id: &str) -> Option<(TurnId, Speaker)> {
+        let (label, number) = message_id.split_once('-')?;
+        let speaker = match label {
+            "user" => Speaker::User,
+            "assistant" => Speaker::Assistant,
+            _ => return None,
+        };
+        Some((TurnId(number.parse().ok()?), speaker))
+    }
+
+    /// Restates every message so far (what a view that starts now must show) in a run of its
+    /// own: RUN_STARTED, MESSAGES_SNAPSHOT, RUN_FINISHED, so the stream keeps AG-UI's rule that
+    /// events come inside a run even after earlier runs finished. The active run, if any, is
+    /// finished first. The run's id (`run-restated-<at_ms>`) is none the writer gives a turn.
+    pub fn restate(&mut self, at_ms: TimestampMs, out: &mut Vec<Event>) {
+        if self.active_run.is_some() {
+            self.finish_run(at_ms, out);
+        }
+        let run_id = format!("run-restated-{at_ms}");
+        out.push(Event::RunStarted(Box::new(RunStarted {
+            thread_id: self.thread_id.clone(),
+            run_id: run_id.clone(),
+            parent_run_id: None,
+            input: None,
+            protocol_version: None,
+            timestamp: Some(at_ms),
+            raw_event: None,
+        })));
+        out.push(self.snapshot(at_ms));
+        out.push(Event::RunFinished(Box::new(RunFinished {
+            thread_id: self.thread_id.clone(),
+            run_id,
+            result: None,
+            outcome: None,
+            usage: None,
+            timestamp: Some(at_ms),
+            raw_event: None,
+        })));
+    }
+
     /// The message id the writer uses for a speaker's utterance in a turn.
     pub fn message_id(turn: TurnId, speaker: Speaker) -> String {
         format!("{}-{}", speaker.label(), turn.0)

@@ -331,3 +331,75 @@ fn the_synthetic_benchmark_conversation_passes_strict_verification() {
             .all(|m| !m.content().unwrap_or_default().is_empty())
     );
 }
+
+#[test]
+fn a_continued_transcript_restates_the_saved_messages_in_a_run_and_numbers_on() {
+    use TranscriptInput::*;
+    // The saved conversation's stream, ended (its last run finished).
+    let mut saved = write(&[
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::User,
+            transcript: "My cat is called Miso.",
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            transcript: "A lovely name.",
+        },
+        TurnComplete { turn: T1 },
+    ]);
+    let earlier: Vec<(String, walkie_agui::Role, String)> = strict_consumer(&saved)
+        .messages()
+        .iter()
+        .map(|message| {
+            (
+                message.id().to_owned(),
+                message.role().expect("a text message"),
+                message.content().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let mut writer = TranscriptWriter::continuing("thread-1", earlier);
+    let mut continued = Vec::new();
+    writer.restate(20_000, &mut continued);
+    assert_eq!(
+        types(&continued),
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    );
+    let next = TurnId(2);
+    writer.push(
+        20_100,
+        SpeechStarted {
+            turn: next,
+            speaker: Speaker::User,
+        },
+        &mut continued,
+    );
+    writer.push(
+        20_200,
+        TranscriptDone {
+            turn: next,
+            speaker: Speaker::User,
+            transcript: "What does it eat?",
+        },
+        &mut continued,
+    );
+    writer.finish(20_300, &mut continued);
+    // The new view's stream, and the saved one followed by it, are both valid.
+    assert_passes_agui_verify_strict(&continued);
+    saved.extend(continued);
+    assert_passes_agui_verify_strict(&saved);
+    assert_eq!(
+        texts(&strict_consumer(&saved)),
+        owned(&[
+            ("user-1", "user", "My cat is called Miso."),
+            ("assistant-1", "assistant", "A lovely name."),
+            ("user-2", "user", "What does it eat?"),
+        ])
+    );
+}

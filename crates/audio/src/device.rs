@@ -114,7 +114,7 @@ fn device_info(device: &cpal::Device, default_id: Option<&str>) -> Option<Device
 
 /// The devices that can capture (`Direction::Input`) or play (`Direction::Output`).
 pub fn list_devices(direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
-    list_on(&cpal::default_host(), direction)
+    list_on(sound_system(), direction)
 }
 
 fn list_on(host: &cpal::Host, direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
@@ -137,7 +137,7 @@ fn list_on(host: &cpal::Host, direction: Direction) -> Result<Vec<DeviceInfo>, D
 
 /// The chosen device, or the default when none is chosen.
 fn find_device(direction: Direction, id: Option<&str>) -> Result<cpal::Device, DeviceError> {
-    let host = cpal::default_host();
+    let host = sound_system();
     let unavailable = || DeviceError::Unavailable {
         direction,
         id: id.map(str::to_owned),
@@ -155,11 +155,20 @@ fn find_device(direction: Direction, id: Option<&str>) -> Result<cpal::Device, D
     }
 }
 
+/// The process's one connection to the sound system. cpal's PulseAudio host keeps its server
+/// connection after it is dropped, so a host per call (each engine start, each device list)
+/// would pile up connections until the server refuses more (64 by default; a redial soak hit
+/// it after 34 calls); one host for the process keeps them constant.
+fn sound_system() -> &'static cpal::Host {
+    static HOST: std::sync::OnceLock<cpal::Host> = std::sync::OnceLock::new();
+    HOST.get_or_init(cpal::default_host)
+}
+
 /// Watches the devices on one long-lived connection to the sound system, for the engine's
 /// periodic checks (a chosen device that vanished, a default that moved). Opening a host per
 /// check would open a new server connection each time.
 pub struct DeviceProbe {
-    host: cpal::Host,
+    host: &'static cpal::Host,
 }
 
 impl std::fmt::Debug for DeviceProbe {
@@ -171,12 +180,12 @@ impl std::fmt::Debug for DeviceProbe {
 impl DeviceProbe {
     pub fn new() -> Self {
         Self {
-            host: cpal::default_host(),
+            host: sound_system(),
         }
     }
 
     pub fn list(&self, direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
-        list_on(&self.host, direction)
+        list_on(self.host, direction)
     }
 
     /// The id of the current default device, if there is one.

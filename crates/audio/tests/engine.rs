@@ -697,3 +697,33 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_once_per_delta_played_not_more(
         "the downlink woke {wakeups_per_second:.0} times a second"
     );
 }
+
+/// The sound server's clients now (`pactl list short clients`).
+fn sound_server_clients() -> usize {
+    let listed = std::process::Command::new("pactl")
+        .args(["list", "short", "clients"])
+        .output()
+        .expect("pactl (pulseaudio-utils) runs");
+    String::from_utf8_lossy(&listed.stdout).lines().count()
+}
+
+#[test]
+fn engines_started_and_dropped_one_after_another_leave_no_sound_server_connection_behind() {
+    let _sinks = one_at_a_time();
+    // The first engine of the process opens the one connection it keeps for device checks.
+    drop(start_woken());
+    let before = sound_server_clients();
+    for _ in 0..6 {
+        let (engine, _events, _wakes) = start_woken();
+        wait_until("the devices to open", Duration::from_secs(5), || {
+            engine.stats().output_rate_hz == 48_000 && engine.stats().mic_open
+        });
+        drop(engine);
+    }
+    let after = sound_server_clients();
+    assert!(
+        after <= before,
+        "six engines left {} connections to the sound server behind",
+        after - before
+    );
+}

@@ -15,7 +15,7 @@ use walkie_local::scenario::{encode_opus, speech_like};
 use walkie_local::{LocalProvider, ProviderConfig};
 use walkie_openai::ClientEvent;
 use walkie_rtc::peer::{self, PeerConfig, PeerEvent};
-use walkie_rtc::{Auth, Call, CallConfig, CallEvent, Endpoint};
+use walkie_rtc::{Call, CallConfig, CallEvent};
 
 /// Process CPU time (user + system) from `/proc/self/stat`, in seconds.
 fn process_cpu_seconds() -> Option<f64> {
@@ -54,8 +54,7 @@ async fn calls(count: usize) -> Result<(), String> {
     let mut open = Vec::with_capacity(count);
     let mut first_packet = Vec::with_capacity(count);
     for _ in 0..count {
-        let endpoint = Endpoint::custom(&provider.base_url(), Auth::None)
-            .map_err(|error| error.to_string())?;
+        let endpoint = provider.endpoint();
         let mut call = Call::connect(CallConfig::new(endpoint))
             .await
             .map_err(|error| format!("connect: {error}"))?;

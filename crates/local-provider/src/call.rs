@@ -2,9 +2,11 @@
 //! clock, its outputs onto the data channel and the audio track, its timed work
 //! ([`ProviderSession::tick`]) at its deadlines, and the call's injected faults.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
+use walkie_openai::SessionConfig;
 use walkie_rtc::{Peer, PeerEvent};
 
 use crate::fault::{FaultPlan, Injection};
@@ -61,6 +63,17 @@ enum Stop {
     PeerGone,
     /// A fault ended the call.
     Fault,
+    /// The session hit its maximum duration (its `session_expired` error went first).
+    Expired,
+}
+
+/// How a call starts: the session it was created with, its faults, the trace it writes to.
+pub(crate) struct CallSetup {
+    pub initial: Option<SessionConfig>,
+    pub faults: FaultPlan,
+    pub trace: Option<Arc<crate::trace::Trace>>,
+    /// The session's maximum duration.
+    pub limit_ms: u64,
 }
 
 /// Runs one call until the client hangs up, the connection ends, `hangup` fires, or a fault
@@ -69,11 +82,17 @@ pub(crate) async fn run(
     call_id: String,
     mut peer: Peer,
     mut hangup: oneshot::Receiver<()>,
-    mut faults: FaultPlan,
+    setup: CallSetup,
 ) {
+    let CallSetup {
+        initial,
+        mut faults,
+        trace,
+        limit_ms,
+    } = setup;
     let started = Instant::now();
     let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut session = ProviderSession::new(&call_id);
+    let mut session = ProviderSession::with_session(&call_id, initial).with_limit_ms(limit_ms);
     let mut meter = Meter::new();
     loop {
         let wake = session.next_deadline_ms().map_or_else(
@@ -85,7 +104,12 @@ pub(crate) async fn run(
             _ = &mut hangup => break,
             event = peer.events.recv() => match event {
                 Some(PeerEvent::DataChannelOpen { .. }) => session.on_connect(now_ms()),
-                Some(PeerEvent::Text { text, .. }) => session.on_client_text(&text, now_ms()),
+                Some(PeerEvent::Text { text, .. }) => {
+                    if let Some(trace) = &trace {
+                        trace.client_text(&call_id, &text);
+                    }
+                    session.on_client_text(&text, now_ms())
+                }
                 Some(PeerEvent::Audio(audio)) => {
                     let (samples, rms) = meter.measure(&audio.payload);
                     session.on_audio(InputFrame { opus: audio.payload, samples, rms }, now_ms())
@@ -105,6 +129,10 @@ pub(crate) async fn run(
         match send(&peer, outputs, &mut faults).await {
             Ok(()) => {}
             Err(Stop::PeerGone) => break,
+            Err(Stop::Expired) => {
+                log::info!("call {call_id} hit the session's maximum duration");
+                break;
+            }
             Err(Stop::Fault) => {
                 log::info!("call {call_id} ended by an injected fault");
                 return;
@@ -123,7 +151,10 @@ async fn send(peer: &Peer, outputs: Vec<Output>, faults: &mut FaultPlan) -> Resu
                     .send_audio(opus, samples)
                     .map_err(|_| Stop::PeerGone)?;
             }
-            event @ Output::Event { .. } => {
+            Output::Event { event_id, event } => {
+                if faults.suppresses(event.event_type()) {
+                    continue;
+                }
                 for injection in faults.before_event() {
                     match injection {
                         Injection::SendText(text) => send_text(peer, text).await?,
@@ -138,11 +169,9 @@ async fn send(peer: &Peer, outputs: Vec<Output>, faults: &mut FaultPlan) -> Resu
                         }
                     }
                 }
-                let Some(text) = event.to_json() else {
-                    continue;
-                };
-                send_text(peer, text).await?;
+                send_text(peer, event.to_json(&event_id)).await?;
             }
+            Output::HangUp => return Err(Stop::Expired),
         }
     }
     Ok(())

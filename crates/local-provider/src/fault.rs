@@ -5,12 +5,14 @@
 //! The client's documented answer to each (see `tests/faults.rs`):
 //! - [`Fault::Malformed`]: a [`walkie_rtc::CallEvent::Undecodable`], and the call goes on;
 //! - [`Fault::Delay`]: the events arrive late, in order; nothing times out in the transport;
-//! - [`Fault::Error`]: a `ServerEvent::Error`, recoverable or not by its code; the transport
+//! - [`Fault::Error`]: a `ServerEvent::Error`, recoverable unless its code is fatal; the transport
 //!   keeps the call, the session decides;
 //! - [`Fault::AbruptClose`]: `CallEvent::Ended` (data channel closed), then sends fail with a
 //!   typed error;
 //! - [`Fault::DropConnection`]: `CallEvent::Disconnected`, then `CallEvent::Ended` with
-//!   `ConnectionFailed` once ICE consent is lost (bounded by the client's ICE timeouts).
+//!   `ConnectionFailed` once ICE consent is lost (bounded by the client's ICE timeouts);
+//! - [`Fault::Suppress`]: the events of one type never arrive (e.g. a lost
+//!   `output_audio_buffer.stopped`); the client's turn watchdog ends what they would have.
 
 use serde::{Deserialize, Serialize};
 use walkie_openai::{ErrorDetail, ServerEvent};
@@ -33,6 +35,9 @@ pub enum Fault {
     },
     /// This event, and so everything after it, waits `ms` milliseconds.
     Delay { at_event: u64, ms: u64 },
+    /// Events of this type are never sent, on the whole call. They are not counted: `at_event`
+    /// numbers count what is sent.
+    Suppress { event_type: String },
     /// An `error` event is sent first.
     Error {
         at_event: u64,
@@ -53,13 +58,15 @@ pub const MALFORMED_TEXT: &str =
     r#"{"type":"response.output_audio_transcript.delta","event_id":"event_bad","delta":"cut sh"#;
 
 impl Fault {
-    pub fn at_event(&self) -> u64 {
+    /// The event the fault comes before, for the faults that fire once.
+    pub fn at_event(&self) -> Option<u64> {
         match self {
             Fault::DropConnection { at_event }
             | Fault::AbruptClose { at_event }
             | Fault::Malformed { at_event, .. }
             | Fault::Delay { at_event, .. }
-            | Fault::Error { at_event, .. } => *at_event,
+            | Fault::Error { at_event, .. } => Some(*at_event),
+            Fault::Suppress { .. } => None,
         }
     }
 }
@@ -85,37 +92,49 @@ impl FaultPlan {
         Self { faults, sent: 0 }
     }
 
+    /// Whether events of this type are never to be sent.
+    pub fn suppresses(&self, event_type: &str) -> bool {
+        self.faults.iter().any(
+            |fault| matches!(fault, Fault::Suppress { event_type: suppressed } if suppressed == event_type),
+        )
+    }
+
     /// Called before each server event goes out: what to do first, in the listed order.
     pub fn before_event(&mut self) -> Vec<Injection> {
         self.sent += 1;
         let number = self.sent;
         self.faults
             .iter()
-            .filter(|fault| fault.at_event() == number)
-            .map(|fault| match fault {
-                Fault::DropConnection { .. } => Injection::Drop,
-                Fault::AbruptClose { .. } => Injection::Close,
-                Fault::Malformed { text, .. } => {
-                    Injection::SendText(text.clone().unwrap_or_else(|| MALFORMED_TEXT.to_owned()))
-                }
-                Fault::Delay { ms, .. } => Injection::Wait(std::time::Duration::from_millis(*ms)),
-                Fault::Error {
-                    error_type,
-                    code,
-                    message,
-                    ..
-                } => Injection::SendText(
-                    ServerEvent::Error {
-                        error: ErrorDetail {
-                            kind: error_type.clone(),
-                            code: code.clone(),
-                            message: message.clone(),
-                            param: None,
-                            event_id: None,
-                        },
+            .filter(|fault| fault.at_event() == Some(number))
+            .filter_map(|fault| {
+                Some(match fault {
+                    Fault::DropConnection { .. } => Injection::Drop,
+                    Fault::AbruptClose { .. } => Injection::Close,
+                    Fault::Malformed { text, .. } => Injection::SendText(
+                        text.clone().unwrap_or_else(|| MALFORMED_TEXT.to_owned()),
+                    ),
+                    Fault::Delay { ms, .. } => {
+                        Injection::Wait(std::time::Duration::from_millis(*ms))
                     }
-                    .to_json(&format!("event_fault{number:04}")),
-                ),
+                    Fault::Suppress { .. } => return None,
+                    Fault::Error {
+                        error_type,
+                        code,
+                        message,
+                        ..
+                    } => Injection::SendText(
+                        ServerEvent::Error {
+                            error: ErrorDetail {
+                                kind: error_type.clone(),
+                                code: code.clone(),
+                                message: message.clone(),
+                                param: None,
+                                event_id: None,
+                            },
+                        }
+                        .to_json(&format!("event_fault{number:04}")),
+                    ),
+                })
             })
             .collect()
     }
@@ -154,6 +173,13 @@ mod tests {
         );
         assert!(plan.before_event().is_empty());
         assert_eq!(plan.before_event(), [Injection::Drop]);
+        let suppress: Fault = serde_json::from_str(
+            r#"{"kind":"suppress","event_type":"output_audio_buffer.stopped"}"#,
+        )
+        .expect("a valid fault");
+        let plan = FaultPlan::new(vec![suppress]);
+        assert!(plan.suppresses("output_audio_buffer.stopped"));
+        assert!(!plan.suppresses("response.done"));
         assert!(
             serde_json::from_str::<Fault>(r#"{"kind":"delay","at_event":1,"ms":5,"extra":1}"#)
                 .is_err(),

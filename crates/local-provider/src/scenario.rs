@@ -302,7 +302,7 @@ pub async fn run(
         .map_err(ScenarioError::Connect)?;
     let mut runner = Runner {
         report: ScenarioReport {
-            call_id: call.call_id().to_owned(),
+            call_id: call.call_id().unwrap_or_default().to_owned(),
             ..ScenarioReport::default()
         },
         call,

@@ -51,6 +51,8 @@ const TRANSCRIPT_DELAY_MS: u64 = 300;
 const MAX_INPUT_MS: u64 = 15 * 60 * 1000;
 /// At most this many overdue frames are sent at once; further behind, playback re-times.
 const MAX_CATCH_UP_FRAMES: u64 = 5;
+/// OpenAI ends a Realtime session this long after it starts (GA).
+pub const DEFAULT_SESSION_LIMIT_MS: u64 = 60 * 60 * 1000;
 
 /// One received audio frame as the session keeps it.
 #[derive(Clone, Debug)]
@@ -84,6 +86,8 @@ pub enum Output {
     },
     /// Send this Opus frame as RTP now.
     Audio { opus: Bytes, samples: u32 },
+    /// End the call after what came before it is sent: the session hit its maximum duration.
+    HangUp,
 }
 
 impl Output {
@@ -91,7 +95,7 @@ impl Output {
     pub fn to_json(&self) -> Option<String> {
         match self {
             Output::Event { event_id, event } => Some(event.to_json(event_id)),
-            Output::Audio { .. } => None,
+            Output::Audio { .. } | Output::HangUp => None,
         }
     }
 }
@@ -243,6 +247,62 @@ pub struct ProviderSession {
     playback: Option<Playback>,
     /// Assistant items with audio, and their length in ms (for truncate).
     assistant_audio_ms: Vec<(String, u64)>,
+    /// Whether the session has produced assistant audio: the voice is fixed from then on.
+    produced_audio: bool,
+    /// Items the client created (`conversation.item.create`), in order.
+    created_items: Vec<Item>,
+    /// The session's maximum duration, counted from the data channel opening.
+    limit_ms: u64,
+    /// When the data channel opened; `None` before, and after the limit ended the session.
+    connected_at_ms: Option<u64>,
+}
+
+/// What is wrong with an item a client asked to create, by the GA reference's rules for
+/// `conversation.item.create`; `None` for an item the local provider accepts.
+fn item_problem(item: &Item) -> Option<String> {
+    match item {
+        Item::Message { role, content, .. } => {
+            if content.is_empty() {
+                return Some("Invalid 'item.content': empty array.".to_owned());
+            }
+            content.iter().enumerate().find_map(|(index, part)| {
+                let allowed = matches!(
+                    (role, part),
+                    (
+                        Role::User,
+                        ContentPart::InputText { .. } | ContentPart::InputAudio { .. }
+                    ) | (Role::System, ContentPart::InputText { .. })
+                        | (
+                            Role::Assistant,
+                            ContentPart::OutputText { .. } | ContentPart::OutputAudio { .. },
+                        )
+                );
+                (!allowed).then(|| {
+                    let role = match role {
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                        Role::System => "system",
+                    };
+                    format!(
+                        "Invalid value for 'item.content[{index}].type': not allowed in a {role} message."
+                    )
+                })
+            })
+        }
+        Item::FunctionCallOutput { .. } => None,
+        Item::FunctionCall { .. } | Item::Other(_) => {
+            Some("The local provider creates messages and function call outputs only.".to_owned())
+        }
+    }
+}
+
+/// A session limit as OpenAI's error says it ("60 minutes"); seconds when not whole minutes.
+fn duration_words(limit_ms: u64) -> String {
+    match (limit_ms / 60_000, limit_ms % 60_000) {
+        (1, 0) => "1 minute".to_owned(),
+        (minutes, 0) => format!("{minutes} minutes"),
+        _ => format!("{} seconds", limit_ms.div_ceil(1000)),
+    }
 }
 
 impl ProviderSession {
@@ -262,7 +322,37 @@ impl ProviderSession {
             generating: None,
             playback: None,
             assistant_audio_ms: Vec::new(),
+            produced_audio: false,
+            created_items: Vec::new(),
+            limit_ms: DEFAULT_SESSION_LIMIT_MS,
+            connected_at_ms: None,
         }
+    }
+
+    /// The session ends with `session_expired` this long after the data channel opens, as
+    /// OpenAI's does after [`DEFAULT_SESSION_LIMIT_MS`].
+    pub fn with_limit_ms(mut self, limit_ms: u64) -> Self {
+        self.limit_ms = limit_ms;
+        self
+    }
+
+    /// A call created with a session (the multipart `session` part, or the session of the
+    /// ephemeral key it was placed with): it starts as if a `session.update` had set it, the
+    /// model included (the model belongs to call creation), and `session.created` shows it.
+    pub fn with_session(call_id: &str, initial: Option<SessionConfig>) -> Self {
+        let mut session = Self::new(call_id);
+        if let Some(initial) = initial {
+            if let Some(model) = initial.model.clone() {
+                session.session.model = Some(model);
+            }
+            session.apply_session(initial);
+        }
+        session
+    }
+
+    /// The session as it is now (what `session.created`/`session.updated` would show).
+    pub fn session(&self) -> &SessionConfig {
+        &self.session
     }
 
     fn id(&mut self, prefix: &str) -> String {
@@ -279,7 +369,8 @@ impl ProviderSession {
     }
 
     /// The data channel opened: `session.created` comes first.
-    pub fn on_connect(&mut self, _now_ms: u64) -> Vec<Output> {
+    pub fn on_connect(&mut self, now_ms: u64) -> Vec<Output> {
+        self.connected_at_ms = Some(now_ms);
         let mut out = Vec::new();
         let session = Box::new(self.session.clone());
         self.emit(&mut out, ServerEvent::SessionCreated { session });
@@ -305,6 +396,9 @@ impl ProviderSession {
     pub fn next_deadline_ms(&self) -> Option<u64> {
         let mut deadline: Option<u64> = None;
         let mut consider = |ms: u64| deadline = Some(deadline.map_or(ms, |d| d.min(ms)));
+        if let Some(connected_at_ms) = self.connected_at_ms {
+            consider(connected_at_ms.saturating_add(self.limit_ms));
+        }
         if let Some(generating) = &self.generating {
             if generating.deltas_sent < generating.deltas.len() {
                 consider(generating.delta_due_ms(generating.deltas_sent));
@@ -329,9 +423,23 @@ impl ProviderSession {
 
     /// Advances the timed work to `now_ms`: transcript deltas and the end of generation,
     /// playback frames and the end of playback, the VAD's silence without audio, late user
-    /// transcripts.
+    /// transcripts, and the session's maximum duration (`session_expired`, then the call ends).
     pub fn tick(&mut self, now_ms: u64) -> Vec<Output> {
         let mut out = Vec::new();
+        if let Some(connected_at_ms) = self.connected_at_ms
+            && now_ms >= connected_at_ms.saturating_add(self.limit_ms)
+        {
+            self.connected_at_ms = None;
+            self.generating = None;
+            self.playback = None;
+            let message = format!(
+                "Your session hit the maximum duration of {}.",
+                duration_words(self.limit_ms)
+            );
+            self.error(&mut out, None, "session_expired", message);
+            out.push(Output::HangUp);
+            return out;
+        }
         self.advance_generation(&mut out, now_ms);
         self.advance_playback(&mut out, now_ms);
         if let Some((settings, VadState::Speaking { .. })) = &self.vad
@@ -660,6 +768,10 @@ impl ProviderSession {
                 content_index,
                 audio_end_ms,
             } => self.truncate(out, event_id, item_id, content_index, audio_end_ms),
+            ClientEvent::ConversationItemCreate {
+                previous_item_id,
+                item,
+            } => self.create_item(out, event_id, previous_item_id, item),
             ClientEvent::InputAudioBufferAppend { .. } => self.error(
                 out,
                 event_id,
@@ -699,6 +811,63 @@ impl ProviderSession {
                 response_id: playback.response_id,
             },
         );
+    }
+
+    /// `conversation.item.create`: a message (the conversation so far, restored by a client
+    /// whose call dropped) or a tool's output joins the conversation, as
+    /// `conversation.item.added` then `conversation.item.done`. Each role's content must have
+    /// the types the GA reference allows: a user's `input_text`/`input_audio`, a system
+    /// message's `input_text`, the assistant's `output_text`/`output_audio`. The items are
+    /// kept ([`ProviderSession::created_items`]).
+    fn create_item(
+        &mut self,
+        out: &mut Vec<Output>,
+        event_id: Option<String>,
+        previous_item_id: Option<String>,
+        item: Item,
+    ) {
+        if let Some(problem) = item_problem(&item) {
+            return self.error(out, event_id, "invalid_value", problem);
+        }
+        let id = self.id("item");
+        let item = match item {
+            Item::Message { role, content, .. } => Item::Message {
+                id: Some(id.clone()),
+                role,
+                status: Some(ItemStatus::Completed),
+                content,
+            },
+            Item::FunctionCallOutput {
+                call_id, output, ..
+            } => Item::FunctionCallOutput {
+                id: Some(id.clone()),
+                call_id,
+                output,
+            },
+            other => other,
+        };
+        let previous_item_id = previous_item_id.or_else(|| self.last_item_id.clone());
+        self.last_item_id = Some(id);
+        self.created_items.push(item.clone());
+        self.emit(
+            out,
+            ServerEvent::ConversationItemAdded {
+                item: item.clone(),
+                previous_item_id: previous_item_id.clone(),
+            },
+        );
+        self.emit(
+            out,
+            ServerEvent::ConversationItemDone {
+                item,
+                previous_item_id,
+            },
+        );
+    }
+
+    /// The items the client created with `conversation.item.create`, in order.
+    pub fn created_items(&self) -> &[Item] {
+        &self.created_items
     }
 
     fn truncate(
@@ -746,9 +915,66 @@ impl ProviderSession {
     fn update_session(
         &mut self,
         out: &mut Vec<Output>,
-        _event_id: Option<String>,
+        event_id: Option<String>,
         update: SessionConfig,
     ) {
+        if let Some(error) = self.refuse_update(&update, event_id) {
+            // Rejected whole, as the real API does: nothing of the update applies.
+            self.emit(out, ServerEvent::Error { error });
+            return;
+        }
+        self.apply_session(update);
+        let session = Box::new(self.session.clone());
+        self.emit(out, ServerEvent::SessionUpdated { session });
+    }
+
+    /// Why a `session.update` is refused, if it is. The docs allow updating "any field except
+    /// for voice and model", and `voice` "only if there have been no other audio outputs yet"
+    /// (openai-python `session_update_event.py`; developers.openai.com realtime client events).
+    fn refuse_update(
+        &self,
+        update: &SessionConfig,
+        event_id: Option<String>,
+    ) -> Option<ErrorDetail> {
+        if update.model.is_some() {
+            // The API documents no code for this. `invalid_value` on `session.model` is what
+            // OpenAI answered a `session.update` carrying a model (observed in
+            // github.com/vierisid/jarvis PR #433); the message is the local provider's own.
+            return Some(ErrorDetail {
+                kind: "invalid_request_error".to_owned(),
+                code: Some("invalid_value".to_owned()),
+                message: "Invalid 'session.model': the model is set when the call is created and cannot be changed with session.update.".to_owned(),
+                param: Some("session.model".to_owned()),
+                event_id,
+            });
+        }
+        let voice = update
+            .audio
+            .as_ref()
+            .and_then(|audio| audio.output.as_ref())
+            .and_then(|output| output.voice.as_ref());
+        let current = self
+            .session
+            .audio
+            .as_ref()
+            .and_then(|audio| audio.output.as_ref())
+            .and_then(|output| output.voice.as_ref());
+        if self.produced_audio && voice.is_some() && voice != current {
+            // Code and message as the real API sends them (openai/openai-python issue #2607).
+            return Some(ErrorDetail {
+                kind: "invalid_request_error".to_owned(),
+                code: Some("cannot_update_voice".to_owned()),
+                message: "Cannot update a conversation's voice if assistant audio is present."
+                    .to_owned(),
+                param: None,
+                event_id,
+            });
+        }
+        None
+    }
+
+    /// Applies the fields present in `update` and restarts or stops the VAD to match.
+    fn apply_session(&mut self, update: SessionConfig) {
         merge_session(&mut self.session, update);
         let detection = self
             .session
@@ -780,8 +1006,6 @@ impl ProviderSession {
             }
             None => self.vad = None,
         }
-        let session = Box::new(self.session.clone());
-        self.emit(out, ServerEvent::SessionUpdated { session });
     }
 
     fn transcription_enabled(&self) -> bool {
@@ -942,6 +1166,7 @@ impl ProviderSession {
             },
         );
         if !frames.is_empty() {
+            self.produced_audio = true;
             // A new reply replaces what was still playing.
             self.clear_output(out);
             self.emit(
@@ -1189,7 +1414,7 @@ fn default_session(call_id: &str) -> SessionConfig {
 
 /// Applies the fields present in `update` (GA semantics: absent = unchanged; the model and
 /// the session type stay).
-fn merge_session(current: &mut SessionConfig, update: SessionConfig) {
+pub(crate) fn merge_session(current: &mut SessionConfig, update: SessionConfig) {
     if update.instructions.is_some() {
         current.instructions = update.instructions;
     }
@@ -1269,7 +1494,7 @@ mod tests {
             .iter()
             .filter_map(|output| match output {
                 Output::Event { event, .. } => Some(event.event_type().to_owned()),
-                Output::Audio { .. } => None,
+                Output::Audio { .. } | Output::HangUp => None,
             })
             .collect()
     }
@@ -1279,7 +1504,7 @@ mod tests {
             .iter()
             .filter_map(|output| match output {
                 Output::Event { event, .. } => Some(event.as_ref().clone()),
-                Output::Audio { .. } => None,
+                Output::Audio { .. } | Output::HangUp => None,
             })
             .collect()
     }
@@ -1289,7 +1514,7 @@ mod tests {
             .iter()
             .filter_map(|output| match output {
                 Output::Audio { opus, .. } => Some(opus.clone()),
-                Output::Event { .. } => None,
+                Output::Event { .. } | Output::HangUp => None,
             })
             .collect()
     }
@@ -1454,7 +1679,10 @@ mod tests {
 
     /// A PTT session that has just started a reply to 2 s of audio at t = 2000.
     fn replying() -> (ProviderSession, Timeline, String) {
-        let mut session = ptt_session(false);
+        replying_from(ptt_session(false))
+    }
+
+    fn replying_from(mut session: ProviderSession) -> (ProviderSession, Timeline, String) {
         for (i, frame) in frames(&[true; 100]).into_iter().enumerate() {
             session.on_audio(frame, i as u64 * 20);
         }
@@ -1526,7 +1754,11 @@ mod tests {
         let clear = session.on_client_text(r#"{"type":"output_audio_buffer.clear"}"#, 2460);
         assert_eq!(types(&clear), ["output_audio_buffer.cleared"]);
         assert!(!session.is_playing());
-        assert_eq!(session.next_deadline_ms(), None, "nothing more is sent");
+        assert_eq!(
+            session.next_deadline_ms(),
+            Some(DEFAULT_SESSION_LIMIT_MS),
+            "nothing more is sent before the session's limit"
+        );
 
         // 23 frames (460 ms) were played: the item keeps that much audio.
         let truncate = |ms: u64| {
@@ -1799,6 +2031,64 @@ mod tests {
         );
     }
 
+    fn voice_and_instructions(session: &ProviderSession) -> (Option<String>, Option<String>) {
+        let config = session.session();
+        (
+            config
+                .audio
+                .as_ref()
+                .and_then(|audio| audio.output.as_ref())
+                .and_then(|output| output.voice.clone()),
+            config.instructions.clone(),
+        )
+    }
+
+    #[test]
+    fn a_session_update_carrying_a_model_is_refused_whole() {
+        let mut session = ptt_session(false);
+        let update = r#"{"type":"session.update","event_id":"evt_model","session":{"type":"realtime","model":"gpt-realtime","instructions":"lost","audio":{"input":{"turn_detection":{"type":"server_vad"}}}}}"#;
+        let error = only_error(&session.on_client_text(update, 0));
+        assert_eq!(error.kind, "invalid_request_error");
+        assert_eq!(error.code.as_deref(), Some("invalid_value"));
+        assert_eq!(error.param.as_deref(), Some("session.model"));
+        assert_eq!(error.event_id.as_deref(), Some("evt_model"));
+        assert_eq!(session.session().model.as_deref(), Some(LOCAL_MODEL));
+        assert_eq!(voice_and_instructions(&session).1.as_deref(), Some(""));
+        assert!(
+            !session.is_hands_free(),
+            "the turn detection was not applied"
+        );
+    }
+
+    #[test]
+    fn a_voice_change_after_assistant_audio_is_refused_whole() {
+        let mut session = ptt_session(false);
+        // Before any audio the voice may change.
+        let before = r#"{"type":"session.update","session":{"type":"realtime","audio":{"output":{"voice":"marin"}}}}"#;
+        assert_eq!(
+            types(&session.on_client_text(before, 0)),
+            ["session.updated"]
+        );
+        let (mut session, _, _) = replying_from(session);
+        let change = r#"{"type":"session.update","event_id":"evt_voice","session":{"type":"realtime","instructions":"lost","audio":{"output":{"voice":"cedar"}}}}"#;
+        let error = only_error(&session.on_client_text(change, 2100));
+        assert_eq!(error.code.as_deref(), Some("cannot_update_voice"));
+        assert_eq!(error.kind, "invalid_request_error");
+        assert_eq!(error.event_id.as_deref(), Some("evt_voice"));
+        assert_eq!(
+            voice_and_instructions(&session),
+            (Some("marin".to_owned()), Some(String::new())),
+            "nothing of the refused update applied"
+        );
+        // Restating the same voice is not a change.
+        let same = r#"{"type":"session.update","session":{"type":"realtime","instructions":"kept","audio":{"output":{"voice":"marin"}}}}"#;
+        assert_eq!(
+            types(&session.on_client_text(same, 2200)),
+            ["session.updated"]
+        );
+        assert_eq!(voice_and_instructions(&session).1.as_deref(), Some("kept"));
+    }
+
     #[test]
     fn errors_are_the_real_ones() {
         let mut session = ProviderSession::new("rtc_test");
@@ -1816,5 +2106,70 @@ mod tests {
 
         let out = session.on_client_text("{not json", 0);
         assert_eq!(only_error(&out).code.as_deref(), Some("invalid_event"));
+    }
+
+    #[test]
+    fn a_session_at_its_limit_ends_with_session_expired_as_openai_does() {
+        let mut session = ProviderSession::new("rtc_limit").with_limit_ms(120_000);
+        assert_eq!(
+            session.next_deadline_ms(),
+            None,
+            "the limit counts from the connection"
+        );
+        session.on_connect(500);
+        assert_eq!(session.next_deadline_ms(), Some(120_500));
+        assert!(session.tick(120_499).is_empty());
+        let out = session.tick(120_500);
+        let error = only_error(&out[..1]);
+        assert_eq!(error.code.as_deref(), Some("session_expired"));
+        assert_eq!(
+            error.message,
+            "Your session hit the maximum duration of 2 minutes."
+        );
+        assert_eq!(out.last(), Some(&Output::HangUp), "then the call ends");
+        assert_eq!(session.next_deadline_ms(), None, "it ends once");
+        assert_eq!(duration_words(60 * 60 * 1000), "60 minutes");
+        assert_eq!(duration_words(20_000), "20 seconds");
+    }
+
+    #[test]
+    fn restored_messages_join_the_conversation_and_a_wrong_content_type_is_refused() {
+        let mut session = ProviderSession::new("rtc_restore");
+        session.on_connect(0);
+        let user = r#"{"type":"conversation.item.create","event_id":"e1","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"My cat is called Miso."}]}}"#;
+        let assistant = r#"{"type":"conversation.item.create","event_id":"e2","item":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"A lovely name."}]}}"#;
+        assert_eq!(
+            types(&session.on_client_text(user, 10)),
+            ["conversation.item.added", "conversation.item.done"]
+        );
+        let outputs = session.on_client_text(assistant, 20);
+        let previous = events(&outputs).into_iter().find_map(|event| match event {
+            ServerEvent::ConversationItemAdded {
+                previous_item_id, ..
+            } => Some(previous_item_id),
+            _ => None,
+        });
+        assert_eq!(
+            previous.flatten().as_deref(),
+            session.created_items()[0].id(),
+            "each item follows the one before"
+        );
+        assert_eq!(session.created_items().len(), 2);
+
+        let wrong = r#"{"type":"conversation.item.create","event_id":"e3","item":{"type":"message","role":"assistant","content":[{"type":"input_text","text":"spoken as the user"}]}}"#;
+        let outputs = session.on_client_text(wrong, 30);
+        let refused = events(&outputs).into_iter().find_map(|event| match event {
+            ServerEvent::Error { error } => Some(error),
+            _ => None,
+        });
+        let refused = refused.expect("an error");
+        assert_eq!(refused.code.as_deref(), Some("invalid_value"));
+        assert_eq!(refused.event_id.as_deref(), Some("e3"));
+        assert!(
+            refused.message.contains("item.content[0].type"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(session.created_items().len(), 2);
     }
 }

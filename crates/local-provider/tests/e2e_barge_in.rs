@@ -11,7 +11,7 @@ use walkie_openai::{
     AudioConfig, AudioInput, ClientEvent, Item, ItemStatus, Response, ResponseStatus, ServerEvent,
     SessionConfig, SessionKind,
 };
-use walkie_rtc::{Auth, Call, CallConfig, CallEvent, Endpoint};
+use walkie_rtc::{Call, CallConfig, CallEvent};
 
 async fn next(call: &mut Call, what: &str) -> CallEvent {
     tokio::time::timeout(Duration::from_secs(10), call.next_event())
@@ -79,7 +79,7 @@ async fn a_push_to_talk_barge_in_cuts_the_streaming_reply() {
     let provider = LocalProvider::start(ProviderConfig::default())
         .await
         .expect("the provider listens");
-    let endpoint = Endpoint::custom(&provider.base_url(), Auth::None).expect("loopback http");
+    let endpoint = provider.endpoint();
     let mut call = Call::connect(CallConfig::new(endpoint))
         .await
         .expect("the call connects");
@@ -235,7 +235,7 @@ async fn a_hands_free_barge_in_is_cut_by_the_server_vad() {
         .expect("the provider listens");
     let report = tokio::time::timeout(
         Duration::from_secs(60),
-        scenario::run(&scenario, &provider.base_url(), Auth::None),
+        scenario::run(&scenario, &provider.base_url(), provider.auth()),
     )
     .await
     .expect("the scenario does not hang")

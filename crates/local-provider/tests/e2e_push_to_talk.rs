@@ -138,8 +138,9 @@ async fn a_push_to_talk_turn_is_echoed_over_real_webrtc() {
         .expect("the call connects");
     let timings = call.timings();
     assert!(
-        call.call_id().starts_with("rtc_local_"),
-        "{}",
+        call.call_id()
+            .is_some_and(|id| id.starts_with("rtc_local_")),
+        "{:?}",
         call.call_id()
     );
 
@@ -334,11 +335,10 @@ async fn refusals_are_typed_errors_and_the_call_survives_them() {
     let wrong = Endpoint::custom(&provider.base_url(), Auth::Bearer("wrong".to_owned()))
         .expect("valid URL");
     match Call::connect(CallConfig::new(wrong)).await {
-        Err(RtcError::Http {
-            status: 401,
-            error: Some(detail),
-            ..
-        }) => assert_eq!(detail.code.as_deref(), Some("invalid_api_key")),
+        Err(RtcError::KeyRefused(failure)) => {
+            assert_eq!(failure.status, 401);
+            assert_eq!(failure.code.as_deref(), Some("invalid_api_key"));
+        }
         Err(other) => panic!("expected a 401 with a JSON error, got {other}"),
         Ok(_) => panic!("a wrong key must not connect"),
     }

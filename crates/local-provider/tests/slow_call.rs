@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use walkie_local::scenario::{encode_opus, speech_like};
 use walkie_local::{LocalProvider, ProviderConfig};
 use walkie_openai::{ClientEvent, ServerEvent};
-use walkie_rtc::{Auth, Call, CallConfig, CallEvent, Endpoint};
+use walkie_rtc::{Call, CallConfig, CallEvent};
 
 const CALL_LENGTH: Duration = Duration::from_secs(300);
 const PROBE_EVERY: Duration = Duration::from_secs(30);
@@ -37,7 +37,7 @@ async fn slow_call_stays_connected_for_five_minutes() {
     let provider = LocalProvider::start(ProviderConfig::default())
         .await
         .expect("the provider listens");
-    let endpoint = Endpoint::custom(&provider.base_url(), Auth::None).expect("loopback http");
+    let endpoint = provider.endpoint();
     // The default ICE timing: disconnected after 5 s without consent, keepalives every 2 s.
     let mut call = Call::connect(CallConfig::new(endpoint))
         .await

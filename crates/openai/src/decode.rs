@@ -8,6 +8,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::client::ClientEvent;
+use crate::item::{ContentPart, Item};
+use crate::session::Tool;
+
+mod fallback;
 use crate::server::{KNOWN_SERVER_EVENT_TYPES, ServerEvent, UnknownEvent};
 
 /// Where in the received text a problem is: 1-based line and column, and the byte offset.
@@ -51,6 +55,15 @@ pub enum DecodeError {
     /// A client event in the retired beta shape; the GA server refuses these.
     #[error("{event_type} uses the retired beta shape: {reason}")]
     BetaShape { event_type: String, reason: String },
+    /// Valid JSON that cannot be held in memory as a JSON value: a number beyond `f64` (`1e999`),
+    /// a lone UTF-16 surrogate escape (`"\ud800"`, no Rust string), or nesting deeper than
+    /// serde_json's recursion limit (128).
+    #[error("{event_type} event cannot be read at {position}: {message}")]
+    Unrepresentable {
+        event_type: String,
+        position: TextPosition,
+        message: String,
+    },
     /// A client event type outside the GA union.
     #[error("{event_type} is not a client event of the GA protocol")]
     UnknownClientEvent { event_type: String },
@@ -127,15 +140,28 @@ fn schema_error(event_type: &str, text: &str, error: serde_json::Error) -> Decod
     }
 }
 
+/// The whole event as a JSON value. The type probe skips what it does not read without holding
+/// it, so text it accepted can still fail here: a number beyond `f64`, a lone surrogate escape,
+/// nesting deeper than serde_json's recursion limit.
+fn value_of(event_type: &str, text: &str) -> Result<Value, DecodeError> {
+    serde_json::from_str(text).map_err(|error| DecodeError::Unrepresentable {
+        event_type: event_type.to_owned(),
+        position: position_of(text, &error),
+        message: error.to_string(),
+    })
+}
+
 /// Decodes one server event. Unknown event types are not an error: they come back as
 /// [`ServerEvent::Unknown`] so that a newer server never ends an older client's session.
 pub fn decode_server_event(text: &str) -> Result<ServerEvent, DecodeError> {
     let event_type = probe_type(text)?;
     if KNOWN_SERVER_EVENT_TYPES.contains(&event_type.as_ref()) {
-        return serde_json::from_str(text).map_err(|error| schema_error(&event_type, text, error));
+        return serde_json::from_str(text).or_else(|error| {
+            fallback::decode(&event_type, text)
+                .ok_or_else(|| schema_error(&event_type, text, error))
+        });
     }
-    let raw: Value = serde_json::from_str(text)
-        .expect("the text parsed as a JSON object a moment ago, so it parses as a Value");
+    let raw = value_of(&event_type, text)?;
     Ok(ServerEvent::Unknown(UnknownEvent {
         event_type: event_type.into_owned(),
         raw,
@@ -221,8 +247,7 @@ fn beta_shape_of(event_type: &str, raw: &Value) -> Option<String> {
 /// client's `event_id`, if it sent one, with the event.
 pub fn decode_client_event(text: &str) -> Result<(Option<String>, ClientEvent), DecodeError> {
     let event_type = probe_type(text)?;
-    let raw: Value = serde_json::from_str(text)
-        .expect("the text parsed as a JSON object a moment ago, so it parses as a Value");
+    let raw = value_of(&event_type, text)?;
     if let Some(reason) = beta_shape_of(&event_type, &raw) {
         return Err(DecodeError::BetaShape {
             event_type: event_type.into_owned(),
@@ -240,7 +265,53 @@ pub fn decode_client_event(text: &str) -> Result<(Option<String>, ClientEvent), 
         .map(str::to_owned);
     let event =
         serde_json::from_str(text).map_err(|error| schema_error(&event_type, text, error))?;
+    if let Some((field, what)) = unmodelled_in(&event) {
+        return Err(DecodeError::Schema {
+            event_type: event_type.into_owned(),
+            position: position_of_field(text, field),
+            message: format!("{what} this crate does not model"),
+        });
+    }
     Ok((event_id, event))
+}
+
+/// Client events stay strict: the shapes kept raw when the server sends them (`Other` items,
+/// content parts and tools) are refused from a client, so the local provider still holds
+/// Walkie to the shapes it models. Returns the JSON field holding one, and what it is.
+fn unmodelled_in(event: &ClientEvent) -> Option<(&'static str, &'static str)> {
+    match event {
+        ClientEvent::ConversationItemCreate { item, .. } => match item {
+            Item::Other(_) => Some(("item", "an item")),
+            Item::Message { content, .. }
+                if content
+                    .iter()
+                    .any(|part| matches!(part, ContentPart::Other(_))) =>
+            {
+                Some(("content", "a content part"))
+            }
+            _ => None,
+        },
+        ClientEvent::SessionUpdate { session } => session
+            .tools
+            .iter()
+            .flatten()
+            .any(|tool| matches!(tool, Tool::Other(_)))
+            .then_some(("tools", "a tool")),
+        _ => None,
+    }
+}
+
+/// Where the first `"field":` key is in the text (the start of the text if it is not found).
+fn position_of_field(text: &str, field: &str) -> TextPosition {
+    let byte_offset = text.find(&format!("\"{field}\"")).unwrap_or(0);
+    let before = &text[..byte_offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+    TextPosition {
+        line,
+        column: byte_offset - line_start + 1,
+        byte_offset,
+    }
 }
 
 /// Serialises an event and adds its `event_id` after the `type`.

@@ -1,6 +1,12 @@
 //! Conversation items: messages (user, assistant, system), function calls and their outputs.
+//!
+//! Items and content parts the server may send that Walkie does not model (MCP calls and
+//! approvals, `input_image` parts, a function call without `call_id`, a part without `type`, ...)
+//! are kept whole as `Other`, so an event that carries one (`response.done` lists every item of
+//! the response) is never lost over a part Walkie does not read.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -42,6 +48,10 @@ pub enum ContentPart {
         #[serde(default)]
         text: String,
     },
+    /// A part this crate does not model (or a known type with fields it cannot read), as
+    /// received.
+    #[serde(untagged)]
+    Other(Value),
 }
 
 /// A conversation item.
@@ -73,6 +83,10 @@ pub enum Item {
         call_id: String,
         output: String,
     },
+    /// An item this crate does not model (MCP items, or a known type with fields it cannot
+    /// read, such as a function call without `call_id`), as received.
+    #[serde(untagged)]
+    Other(Value),
 }
 
 impl Item {
@@ -82,6 +96,7 @@ impl Item {
             Item::Message { id, .. }
             | Item::FunctionCall { id, .. }
             | Item::FunctionCallOutput { id, .. } => id.as_deref(),
+            Item::Other(raw) => raw.get("id").and_then(Value::as_str),
         }
     }
 

@@ -7,8 +7,11 @@
 //! turn controller be tested with scripted event sequences alone.
 //!
 //! Decoding is lenient where the provider is allowed to grow (unknown fields are ignored,
-//! unknown event types are kept as [`ServerEvent::Unknown`]) and strict where a mistake would
-//! hide a bug (a known event with a missing field is a [`DecodeError::Schema`]). Legacy (beta)
+//! unknown event types are kept as [`ServerEvent::Unknown`], unknown items, content parts and
+//! tools are kept raw as `Other`) and strict where a mistake would hide a bug (a known event
+//! with a missing field Walkie reads is a [`DecodeError::Schema`]). An event that ends
+//! something (`response.done`, `output_audio_buffer.stopped`, ...) or confirms the session is
+//! never lost over a field Walkie does not read: see `decode/fallback.rs`. Legacy (beta)
 //! event names are recognised on receipt and mapped to their GA meaning; beta shapes are never
 //! produced.
 
@@ -21,6 +24,7 @@ mod session;
 pub use client::{ClientEvent, ResponseConfig};
 pub use decode::{DecodeError, TextPosition, decode_client_event, decode_server_event};
 pub use item::{ContentPart, Item, ItemStatus, Role};
+pub use server::KEPT_RAW_SERVER_EVENT_TYPES;
 pub use server::{
     ErrorDetail, RateLimit, Response, ResponseStatus, ServerEvent, StatusDetails, UnknownEvent,
 };

@@ -62,6 +62,8 @@ pub enum ServerEvent {
         item_id: String,
         #[serde(default)]
         content_index: u32,
+        /// Empty when the server left it out (the SDK makes it optional): nothing to add.
+        #[serde(default)]
         delta: String,
     },
     /// The user's whole transcript. Asynchronous to the response: it may come before or after
@@ -277,9 +279,16 @@ pub(crate) const KNOWN_SERVER_EVENT_TYPES: &[&str] = &[
     "response.audio.done",
 ];
 
-/// A response as `response.created` / `response.done` describe it.
+/// A response as `response.created` / `response.done` describe it. Walkie reads its `id`,
+/// `status` and `status_details`; the rest is read leniently (unknown output items are kept as
+/// [`Item::Other`], unknown modalities drop the list) so that the event that ends a response is
+/// never lost over a field Walkie does not use.
+#[serde_with::serde_as]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Response {
+    /// Empty when the server left it out (the SDK makes every field of a response optional):
+    /// the event is then about the active response, there being one at a time.
+    #[serde(default)]
     pub id: String,
     pub status: ResponseStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -288,6 +297,7 @@ pub struct Response {
     pub output: Vec<Item>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
+    #[serde_as(as = "serde_with::DefaultOnError")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_modalities: Option<Vec<Modality>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -309,8 +319,8 @@ pub enum ResponseStatus {
 /// Why a response ended other than completed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatusDetails {
-    /// `cancelled`, `incomplete` or `failed`.
-    #[serde(rename = "type")]
+    /// `cancelled`, `incomplete` or `failed` (empty when the server left it out).
+    #[serde(rename = "type", default)]
     pub kind: String,
     /// `turn_detected`, `client_cancelled`, `max_output_tokens`, `content_filter`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -319,21 +329,30 @@ pub struct StatusDetails {
     pub error: Option<Value>,
 }
 
+/// One rate limit. Walkie does not read these; every field is optional, as in the SDK, so a
+/// partial entry never loses the event (absent stays absent, never a made-up zero).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RateLimit {
-    pub name: String,
-    pub limit: u64,
-    pub remaining: u64,
-    pub reset_seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remaining: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_seconds: Option<f64>,
 }
 
-/// The body of an `error` event (and of a failed transcription).
+/// The body of an `error` event (and of a failed transcription). `type` and `message` read as
+/// empty when absent: the SDK makes every field of a failed transcription's error optional,
+/// and an error without a message is still an error to report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorDetail {
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default)]
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    #[serde(default)]
     pub message: String,
     /// The offending parameter. The GA error shape always carries it (`"param": null` when
     /// none), so it is always written; reading accepts it absent as well as null.
@@ -344,24 +363,40 @@ pub struct ErrorDetail {
     pub event_id: Option<String>,
 }
 
-/// Error codes after which the session goes on as if the request had not been sent: a race
-/// with the server (the response already ended) or a request with nothing to act on.
-const RECOVERABLE_ERROR_CODES: &[&str] = &[
-    "response_cancel_not_active",
-    "input_audio_buffer_commit_empty",
-    "conversation_already_has_active_response",
-    "invalid_event",
-    "item_truncate_invalid_item_id",
+/// Error codes after which the session cannot go on. Everything else leaves it usable: the
+/// reference says of the `error` event that "most errors are recoverable and the session will
+/// stay open", and agents-js keeps its session open on any `error`. So the list is short and
+/// explicit:
+/// - `session_expired`: the session hit its maximum duration ("Your session hit the maximum
+///   duration of 60 minutes"); the server closes it;
+/// - `beta_api_shape_disabled`: the session was opened in the retired beta shape; nothing sent
+///   on it will work;
+/// - `invalid_api_key`, `insufficient_quota`: the key or the account cannot pay for more; every
+///   further request fails the same way.
+///
+/// A closed data channel is not an `error` event: the transport reports it.
+const FATAL_ERROR_CODES: &[&str] = &[
+    "session_expired",
+    "beta_api_shape_disabled",
+    "invalid_api_key",
+    "insufficient_quota",
 ];
 
+/// The message of a session that reached its maximum duration, for servers that send it
+/// without the `session_expired` code.
+const SESSION_EXPIRED_MESSAGE: &str = "Your session hit the maximum duration";
+
 impl ErrorDetail {
-    /// Whether the session can go on after this error. Unknown codes are not recoverable: an
-    /// error the client cannot explain ends the session visibly rather than hanging it.
+    /// Whether the session can go on after this error: yes, unless the code is one of the
+    /// few that end it (`session_expired`, `beta_api_shape_disabled`, `invalid_api_key`,
+    /// `insufficient_quota`) or the message says the session hit its maximum duration. An
+    /// error the client does not know is a notice, not the end of the call.
     pub fn is_recoverable(&self) -> bool {
-        self.code
+        let fatal_code = self
+            .code
             .as_deref()
-            .is_some_and(|code| RECOVERABLE_ERROR_CODES.contains(&code))
-            || self.message.starts_with("Audio content of")
+            .is_some_and(|code| FATAL_ERROR_CODES.contains(&code));
+        !fatal_code && !self.message.starts_with(SESSION_EXPIRED_MESSAGE)
     }
 }
 
@@ -420,6 +455,47 @@ impl ServerEvent {
             ServerEvent::RateLimitsUpdated { .. } => "rate_limits.updated",
             ServerEvent::Error { .. } => "error",
             ServerEvent::Unknown(unknown) => &unknown.event_type,
+        }
+    }
+}
+
+/// GA server event types Walkie does not model on purpose: they reach the caller as
+/// [`ServerEvent::Unknown`], kept whole, and are logged and ignored. The oracle
+/// (scripts/oracle/) checks that every other type of the SDK's server-event union is decoded.
+pub const KEPT_RAW_SERVER_EVENT_TYPES: &[&str] = &[
+    // Walkie has one conversation per call and never reads its id.
+    "conversation.created",
+    // DTMF keypresses arrive on SIP calls only; Walkie calls over WebRTC.
+    "input_audio_buffer.dtmf_event_received",
+    // Diarized transcription segments; Walkie's transcription models send plain deltas.
+    "conversation.item.input_audio_transcription.segment",
+    // MCP tools run on the server; Walkie configures no MCP servers, so these are progress only.
+    "mcp_list_tools.in_progress",
+    "mcp_list_tools.completed",
+    "mcp_list_tools.failed",
+    "response.mcp_call_arguments.delta",
+    "response.mcp_call_arguments.done",
+    "response.mcp_call.in_progress",
+    "response.mcp_call.completed",
+    "response.mcp_call.failed",
+];
+
+#[cfg(test)]
+mod kept_raw_tests {
+    use super::{KEPT_RAW_SERVER_EVENT_TYPES, KNOWN_SERVER_EVENT_TYPES, ServerEvent};
+
+    #[test]
+    fn every_type_kept_raw_on_purpose_is_one_the_decoder_does_not_model() {
+        for event_type in KEPT_RAW_SERVER_EVENT_TYPES {
+            assert!(
+                !KNOWN_SERVER_EVENT_TYPES.contains(event_type),
+                "{event_type} is modelled"
+            );
+            let text = format!(r#"{{"type":"{event_type}","event_id":"event_1"}}"#);
+            match crate::decode_server_event(&text) {
+                Ok(ServerEvent::Unknown(unknown)) => assert_eq!(unknown.event_type, *event_type),
+                other => panic!("{event_type} decoded as {other:?}"),
+            }
         }
     }
 }

@@ -187,4 +187,7 @@ pub enum Tool {
         /// JSON Schema of the arguments.
         parameters: Value,
     },
+    /// A tool this crate does not model (`mcp`, ...) as the server restated it.
+    #[serde(untagged)]
+    Other(Value),
 }

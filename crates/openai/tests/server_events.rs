@@ -216,40 +216,41 @@ fn error_with(code: Option<&str>, message: &str) -> ErrorDetail {
 }
 
 #[test]
-fn races_and_empty_requests_are_recoverable_errors() {
+fn races_empty_requests_and_unknown_errors_are_recoverable() {
     for code in [
         "response_cancel_not_active",
         "input_audio_buffer_commit_empty",
         "conversation_already_has_active_response",
+        "invalid_value",
+        "server_error",
+        "rate_limit_exceeded",
+        "a_code_from_next_year",
     ] {
         assert!(error_with(Some(code), "x").is_recoverable(), "{code}");
     }
-    assert!(
-        error_with(
-            None,
-            "Audio content of 900ms is already shorter than 1200ms"
-        )
-        .is_recoverable()
-    );
+    assert!(error_with(None, "something else").is_recoverable());
 }
 
 #[test]
-fn errors_the_client_cannot_explain_are_fatal() {
+fn only_the_short_fatal_list_ends_the_session() {
+    for (code, message) in [
+        (
+            "beta_api_shape_disabled",
+            "The Realtime Beta API is no longer supported.",
+        ),
+        (
+            "session_expired",
+            "Your session hit the maximum duration of 60 minutes.",
+        ),
+        ("invalid_api_key", "Incorrect API key provided."),
+        ("insufficient_quota", "You exceeded your current quota."),
+    ] {
+        assert!(!error_with(Some(code), message).is_recoverable(), "{code}");
+    }
     assert!(
-        !error_with(
-            Some("beta_api_shape_disabled"),
-            "The Realtime Beta API is no longer supported."
-        )
-        .is_recoverable()
+        !error_with(None, "Your session hit the maximum duration of 15 minutes.").is_recoverable(),
+        "an expired session without its code"
     );
-    assert!(
-        !error_with(
-            Some("session_expired"),
-            "Your session hit the maximum duration of 60 minutes."
-        )
-        .is_recoverable()
-    );
-    assert!(!error_with(None, "something else").is_recoverable());
 }
 
 const OTHER_EVENTS: &str = include_str!("data/other-events-ga.jsonl");

@@ -8,16 +8,56 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
-use walkie_openai::{ClientEvent, DecodeError, ServerEvent, decode_server_event};
+use walkie_openai::{ClientEvent, DecodeError, ServerEvent, SessionConfig, decode_server_event};
 
 use crate::error::{RtcError, Stage};
 use crate::peer::{self, PeerConfig, PeerEvent, PeerHandle, RtpAudio};
 use crate::signalling::{Endpoint, Signalling};
 
+/// The largest session (as JSON) a call is placed with. The server restates the whole session
+/// in `session.created` and `session.updated` on the data channel, whose messages hold at most
+/// 64 KiB (RFC 8841's default `max-message-size`, and this peer's receive limit); the rest is
+/// room for the event's envelope and the fields the server adds. A larger session would end
+/// the call at its first event, so it is refused before anything is dialled.
+pub const MAX_SESSION_BYTES: usize = 60 * 1024;
+
+/// Refuses a session that could not travel on the data channel, naming the field that makes
+/// it too large (`instructions` or `tools`, else `session`).
+pub fn check_session_size(session: &SessionConfig) -> Result<(), RtcError> {
+    let size_bytes = serde_json::to_string(session)
+        .map_err(|error| RtcError::BadOffer(format!("the session: {error}")))?
+        .len();
+    if size_bytes <= MAX_SESSION_BYTES {
+        return Ok(());
+    }
+    let instructions_bytes = session.instructions.as_ref().map_or(0, String::len);
+    let tools_bytes = session
+        .tools
+        .as_ref()
+        .and_then(|tools| serde_json::to_string(tools).ok())
+        .map_or(0, |text| text.len());
+    let field = if instructions_bytes >= tools_bytes && instructions_bytes > 0 {
+        "instructions"
+    } else if tools_bytes > 0 {
+        "tools"
+    } else {
+        "session"
+    };
+    Err(RtcError::SessionTooLarge {
+        field,
+        size_bytes,
+        limit_bytes: MAX_SESSION_BYTES,
+    })
+}
+
 /// How to place a call.
 #[derive(Clone, Debug)]
 pub struct CallConfig {
     pub endpoint: Endpoint,
+    /// The session the call is created with (the multipart `session` part, or the session of
+    /// the minted ephemeral key): the same one `session.update` then restates, so the call
+    /// never runs on the server's defaults.
+    pub session: SessionConfig,
     pub peer: PeerConfig,
     /// Bound on each HTTP request (SDP exchange, hang-up).
     pub signalling_timeout: Duration,
@@ -27,7 +67,8 @@ pub struct CallConfig {
 
 impl CallConfig {
     /// Defaults: sockets on loopback for a loopback server, else one per IPv4 interface
-    /// address; 15 s for the SDP exchange and for connecting.
+    /// address; 15 s for the SDP exchange and for connecting; the bare session
+    /// (`{"type":"realtime"}`) until [`Self::with_session`].
     pub fn new(endpoint: Endpoint) -> Self {
         let bind = if endpoint.is_loopback() {
             vec![SocketAddr::from(([127, 0, 0, 1], 0))]
@@ -36,6 +77,7 @@ impl CallConfig {
         };
         Self {
             endpoint,
+            session: SessionConfig::default(),
             peer: PeerConfig {
                 bind,
                 ..PeerConfig::default()
@@ -43,6 +85,12 @@ impl CallConfig {
             signalling_timeout: Duration::from_secs(15),
             connect_timeout: Duration::from_secs(15),
         }
+    }
+
+    /// Creates the call with this session.
+    pub fn with_session(mut self, session: SessionConfig) -> Self {
+        self.session = session;
+        self
     }
 }
 
@@ -93,6 +141,9 @@ pub enum CallEvent {
     /// Connectivity lost for now; may come back.
     Disconnected,
     Reconnected,
+    /// A client event given to [`Call::queue`] could not be sent (why). The transport stays up;
+    /// the caller decides whether the call can go on without that event.
+    SendFailed(String),
     /// The call is over: the data channel closed, the connection failed, or it was closed.
     Ended(EndReason),
 }
@@ -106,7 +157,8 @@ pub enum EndReason {
 
 /// A connected call.
 pub struct Call {
-    call_id: String,
+    /// `None` when the provider's answer had no usable `Location`: no REST hang-up then.
+    call_id: Option<String>,
     endpoint: Endpoint,
     signalling: Signalling,
     peer: PeerHandle,
@@ -138,16 +190,19 @@ impl Call {
     /// Places the call and waits until the data channel is open.
     pub async fn connect(config: CallConfig) -> Result<Call, RtcError> {
         let started = Instant::now();
+        check_session_size(&config.session)?;
         let signalling = Signalling::new(config.signalling_timeout)?;
         let pending = peer::offer(&config.peer).await?;
         let answer = signalling
-            .post_offer(&config.endpoint, pending.sdp())
+            .post_offer(&config.endpoint, pending.sdp(), &config.session)
             .await?;
         let answered = Instant::now();
         let peer = match pending.accept(&answer.sdp) {
             Ok(peer) => peer,
             Err(error) => {
-                let _ = signalling.hangup(&config.endpoint, &answer.call_id).await;
+                if let Some(call_id) = &answer.call_id {
+                    let _ = signalling.hangup(&config.endpoint, call_id).await;
+                }
                 return Err(error);
             }
         };
@@ -211,12 +266,14 @@ impl Call {
     /// Closes the peer and tells the server, ignoring failures: used when connecting failed.
     async fn abandon(&mut self) {
         self.peer.close().await;
-        let _ = self.signalling.hangup(&self.endpoint, &self.call_id).await;
+        if let Some(call_id) = &self.call_id {
+            let _ = self.signalling.hangup(&self.endpoint, call_id).await;
+        }
     }
 
-    /// The provider's id of this call (from `Location`).
-    pub fn call_id(&self) -> &str {
-        &self.call_id
+    /// The provider's id of this call (from `Location`); `None` when it sent none.
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
     }
 
     pub fn timings(&self) -> CallTimings {
@@ -237,6 +294,13 @@ impl Call {
     /// Sends one client event as JSON text on the data channel.
     pub async fn send(&self, event: &ClientEvent, event_id: Option<&str>) -> Result<(), RtcError> {
         self.peer.send_text(event.to_json(event_id)).await
+    }
+
+    /// Queues one client event for the data channel and returns at once, as audio is sent: a
+    /// failure to send comes back as [`CallEvent::SendFailed`]. Fails at once only when the
+    /// connection's loop has ended.
+    pub fn queue(&self, event: &ClientEvent, event_id: Option<&str>) -> Result<(), RtcError> {
+        self.peer.queue_text(event.to_json(event_id))
     }
 
     /// Sends one Opus frame of `samples` 48 kHz samples (960 for 20 ms).
@@ -265,6 +329,7 @@ impl Call {
             PeerEvent::Audio(audio) => CallEvent::Audio(audio),
             PeerEvent::Disconnected => CallEvent::Disconnected,
             PeerEvent::Reconnected => CallEvent::Reconnected,
+            PeerEvent::SendFailed { error } => CallEvent::SendFailed(error),
             PeerEvent::DataChannelClosed => CallEvent::Ended(EndReason::DataChannelClosed),
             PeerEvent::Failed { reason } => CallEvent::Ended(EndReason::ConnectionFailed(reason)),
             PeerEvent::Closed => CallEvent::Ended(EndReason::Closed),
@@ -279,12 +344,69 @@ impl Call {
         Some(translated)
     }
 
-    /// Asks the server to end the call (`/hangup`), then closes the data channel and the
-    /// connection — also when the request failed, whose error is returned.
+    /// Asks the server to end the call (`/hangup`, when the call has an id), then closes the
+    /// data channel and the connection — also when the request failed, whose error is
+    /// returned.
     pub async fn hangup(mut self) -> Result<(), RtcError> {
-        let result = self.signalling.hangup(&self.endpoint, &self.call_id).await;
+        let result = match &self.call_id {
+            Some(call_id) => self.signalling.hangup(&self.endpoint, call_id).await,
+            None => Ok(()),
+        };
         self.peer.close().await;
         self.ended = true;
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use walkie_openai::Tool;
+
+    #[test]
+    fn a_session_that_fits_a_data_channel_message_passes() {
+        let session = SessionConfig {
+            instructions: Some("a".repeat(MAX_SESSION_BYTES - 100)),
+            ..SessionConfig::default()
+        };
+        assert!(check_session_size(&session).is_ok());
+    }
+
+    #[test]
+    fn a_session_too_large_names_the_field_that_makes_it_so() {
+        let long_instructions = SessionConfig {
+            instructions: Some("a".repeat(MAX_SESSION_BYTES)),
+            ..SessionConfig::default()
+        };
+        let error = check_session_size(&long_instructions).expect_err("too large");
+        assert!(matches!(
+            error,
+            RtcError::SessionTooLarge {
+                field: "instructions",
+                limit_bytes: MAX_SESSION_BYTES,
+                size_bytes,
+            } if size_bytes > MAX_SESSION_BYTES
+        ));
+        assert_eq!(
+            error.user_sentence(),
+            "The instructions are too long for a call (61 KiB; at most 60 KiB fit in one message): shorten them in Settings."
+        );
+        let many_tools = SessionConfig {
+            instructions: Some("Be brief.".to_owned()),
+            tools: Some(
+                (0..2_000)
+                    .map(|index| Tool::Function {
+                        name: format!("tool_{index}"),
+                        description: Some("A tool among very many.".to_owned()),
+                        parameters: serde_json::json!({"type": "object"}),
+                    })
+                    .collect(),
+            ),
+            ..SessionConfig::default()
+        };
+        assert!(matches!(
+            check_session_size(&many_tools),
+            Err(RtcError::SessionTooLarge { field: "tools", .. })
+        ));
     }
 }

@@ -9,8 +9,9 @@
 //! - [`peer`]: one peer connection and its loop. The loop flushes the core's writes after
 //!   every event, which is what opens the data channel milliseconds (not 200–400 ms) after ICE
 //!   connects. Used by the client ([`peer::offer`]) and by the local provider ([`peer::answer`]).
-//! - [`signalling`]: `POST {base}/v1/realtime/calls` and the hang-up; OpenAI, Azure and custom
-//!   base URLs; plain http only to loopback.
+//! - [`signalling`]: call setup in the documented forms (multipart with the session, or an
+//!   ephemeral key minted at `client_secrets` then the raw offer) and the hang-up; OpenAI,
+//!   Azure and custom base URLs; no redirects; plain http only to loopback.
 //! - [`call`]: offer → SDP exchange → open data channel, as one typed, time-bounded step.
 
 pub mod call;
@@ -18,10 +19,13 @@ pub mod error;
 pub mod peer;
 pub mod signalling;
 
-pub use call::{Call, CallConfig, CallEvent, CallSender, CallTimings, EndReason};
-pub use error::{RtcError, Stage};
-pub use peer::{
-    DATA_CHANNEL_LABEL, OPUS_CLOCK_RATE, Peer, PeerConfig, PeerEvent, PeerHandle, PeerStats,
-    PendingOffer, RtpAudio,
+pub use call::{
+    Call, CallConfig, CallEvent, CallSender, CallTimings, EndReason, MAX_SESSION_BYTES,
+    check_session_size,
 };
-pub use signalling::{Answer, Auth, Endpoint, Signalling};
+pub use error::{HttpFailure, RtcError, Stage};
+pub use peer::{
+    DATA_CHANNEL_LABEL, OPUS_CLOCK_RATE, ParsedAnswer, Peer, PeerConfig, PeerEvent, PeerHandle,
+    PeerStats, PendingOffer, RtpAudio, parse_answer,
+};
+pub use signalling::{Answer, Auth, CallForm, EPHEMERAL_KEY_PREFIX, Endpoint, Signalling};

@@ -21,7 +21,9 @@ use rtc::interceptor::Registry;
 use rtc::media_stream::MediaStreamTrack;
 use rtc::peer_connection::configuration::interceptor_registry::register_default_interceptors;
 use rtc::peer_connection::configuration::media_engine::{MIME_TYPE_OPUS, MediaEngine};
-use rtc::peer_connection::configuration::setting_engine::SettingEngineBuilder;
+use rtc::peer_connection::configuration::setting_engine::{
+    SctpMaxMessageSize, SettingEngineBuilder,
+};
 use rtc::peer_connection::event::{RTCDataChannelEvent, RTCPeerConnectionEvent};
 use rtc::peer_connection::message::{RTCMessage, TaggedRTCMessage};
 use rtc::peer_connection::sdp::RTCSessionDescription;
@@ -51,6 +53,9 @@ pub const OPUS_PAYLOAD_TYPE: u8 = 111;
 const OPUS_FMTP: &str = "minptime=10;useinbandfec=1";
 const UDP_RECV_BUFFER: usize = 2048;
 const NO_TIMEOUT: Duration = Duration::from_secs(86_400);
+/// The largest data-channel message a peer takes by default: RFC 8841's default
+/// `max-message-size`, 64 KiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 64 * 1024;
 
 /// Tuning of one peer. The defaults suit a desktop client and the local provider.
 #[derive(Clone, Debug)]
@@ -66,6 +71,12 @@ pub struct PeerConfig {
     pub ice_failed_timeout: Duration,
     /// Interval of ICE keepalives / consent checks once connected.
     pub ice_keepalive_interval: Duration,
+    /// The largest data-channel message this peer takes, advertised in its SDP
+    /// (`a=max-message-size`; the WebRTC core holds it to at most 256 KiB). The limit in force
+    /// is the smaller of this and the remote's own. A longer message from a peer that ignores
+    /// it is never delivered: the core drops it once reassembled and logs a warning (it tells
+    /// this loop nothing, so no event reports it); the call goes on.
+    pub max_message_bytes: u32,
 }
 
 impl Default for PeerConfig {
@@ -76,6 +87,7 @@ impl Default for PeerConfig {
             ice_disconnected_timeout: Duration::from_secs(5),
             ice_failed_timeout: Duration::from_secs(25),
             ice_keepalive_interval: Duration::from_secs(2),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 }
@@ -118,6 +130,8 @@ pub enum PeerEvent {
     Failed { reason: String },
     /// The loop ended after a local close.
     Closed,
+    /// A text given to [`PeerHandle::queue_text`] could not be sent (why).
+    SendFailed { error: String },
 }
 
 /// Counters the loop keeps, readable at any time.
@@ -134,8 +148,12 @@ pub struct PeerStats {
 }
 
 enum Command {
-    Text(String, oneshot::Sender<Result<(), RtcError>>),
-    Audio { payload: Bytes, samples: u32 },
+    /// A text to send; the result goes to the sender, or (none) comes back as an event.
+    Text(String, Option<oneshot::Sender<Result<(), RtcError>>>),
+    Audio {
+        payload: Bytes,
+        samples: u32,
+    },
     Close(oneshot::Sender<()>),
     Abort(oneshot::Sender<()>),
 }
@@ -153,9 +171,18 @@ impl PeerHandle {
     pub async fn send_text(&self, text: impl Into<String>) -> Result<(), RtcError> {
         let (reply, answer) = oneshot::channel();
         self.commands
-            .send(Command::Text(text.into(), reply))
+            .send(Command::Text(text.into(), Some(reply)))
             .map_err(|_| RtcError::Closed)?;
         answer.await.map_err(|_| RtcError::Closed)?
+    }
+
+    /// Queues one text message for the data channel without waiting for it to go out: a
+    /// failure comes back as [`PeerEvent::SendFailed`]. Fails at once only when the loop has
+    /// ended.
+    pub fn queue_text(&self, text: impl Into<String>) -> Result<(), RtcError> {
+        self.commands
+            .send(Command::Text(text.into(), None))
+            .map_err(|_| RtcError::Closed)
     }
 
     /// Sends one Opus packet of `samples` 48 kHz samples (960 for 20 ms) as one RTP packet.
@@ -220,14 +247,26 @@ impl PendingOffer {
 
     /// Applies the remote answer and starts the loop.
     pub fn accept(mut self, answer_sdp: &str) -> Result<Peer, RtcError> {
-        let answer = RTCSessionDescription::answer(answer_sdp.to_owned())
-            .map_err(|error| RtcError::BadAnswer(error.to_string()))?;
+        let ParsedAnswer(answer) = parse_answer(answer_sdp)?;
         self.setup
             .pc
             .set_remote_description(Instant::now(), answer)
             .map_err(|error| RtcError::BadAnswer(error.to_string()))?;
         Ok(self.setup.spawn())
     }
+}
+
+/// An SDP answer that parsed, ready to be set as the remote description.
+#[derive(Debug)]
+pub struct ParsedAnswer(RTCSessionDescription);
+
+/// Parses the body of the provider's answer (`POST /v1/realtime/calls`) the way
+/// [`PendingOffer::accept`] does before applying it. Pure: no sockets, no clock; any text gives
+/// a typed result, never a panic (the fuzz target `sdp_answer` holds it to that).
+pub fn parse_answer(answer_sdp: &str) -> Result<ParsedAnswer, RtcError> {
+    RTCSessionDescription::answer(answer_sdp.to_owned())
+        .map(ParsedAnswer)
+        .map_err(|error| RtcError::BadAnswer(error.to_string()))
 }
 
 /// Creates the offering side: the `oai-events` data channel and one sendrecv Opus track,
@@ -322,6 +361,7 @@ impl Setup {
                 Some(config.ice_failed_timeout),
                 Some(config.ice_keepalive_interval),
             )
+            .with_sctp_max_message_size(SctpMaxMessageSize::Bounded(config.max_message_bytes))
             .build();
         let mut pc = RTCPeerConnectionBuilder::new()
             .with_media_engine(media)
@@ -540,7 +580,15 @@ impl EventLoop {
                 command = commands.recv() => match command {
                     Some(Command::Text(text, reply)) => {
                         let result = self.send_text(text);
-                        let _ = reply.send(result);
+                        match (reply, result) {
+                            (Some(reply), result) => {
+                                let _ = reply.send(result);
+                            }
+                            (None, Err(error)) => self.emit(PeerEvent::SendFailed {
+                                error: error.to_string(),
+                            }),
+                            (None, Ok(())) => {}
+                        }
                     }
                     Some(Command::Audio { payload, samples }) => self.send_audio(payload, samples),
                     Some(Command::Close(reply)) => {

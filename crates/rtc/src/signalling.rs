@@ -1,21 +1,35 @@
-//! The SDP exchange over HTTP(S): `POST {base}/v1/realtime/calls` with the offer as
-//! `application/sdp`, the answer in the body, the call id in `Location`; and the hang-up,
-//! `POST {base}/v1/realtime/calls/{id}/hangup`.
+//! Call setup over HTTP(S), as the Realtime API documents it, and the hang-up.
 //!
-//! Three variants of the same exchange: OpenAI (Bearer key), Azure (`api-key` header, the
-//! deployment as the model) and any compatible base URL (the local provider, a proxy).
-//! Plain `http://` is refused except to a loopback address, so a key never travels in clear.
+//! `POST {base}/v1/realtime/calls` has two documented forms (reference §1.3):
+//! - with a standard key, `multipart/form-data`: the offer in part `sdp`
+//!   (`application/sdp`) and the session in part `session` (`application/json`, a
+//!   `RealtimeSessionCreateRequest`), so the call starts configured, not on server defaults;
+//! - with an ephemeral key (`ek_…`), the raw offer as `application/sdp`: the session came with
+//!   the key, minted by `POST {base}/v1/realtime/client_secrets` (`{"session":{…}}`).
+//!
+//! OpenAI and any other base URL use the multipart form (or, asked for, mint a key first);
+//! Azure always mints with its `api-key` (the deployment as `session.model`) and then posts the
+//! raw offer with the minted token: no `api-version`, no `?model=`. The answer is the body, the
+//! call id the last segment of `Location`; a missing `Location` only turns off the REST
+//! hang-up. Requests never follow redirects (a key must not travel to another host), and plain
+//! `http://` is refused except to a loopback address, so a key never travels in clear. A base
+//! URL with a user name or password in it (`https://user:pass@host`) is refused: credentials
+//! belong in the key field, not in an address that is shown and logged. A loopback server is
+//! reached directly, never through the proxy the environment names (`HTTP_PROXY` and the like
+//! still apply to every other host). An answer's body is read up to [`MAX_RESPONSE_BYTES`].
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::Url;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION};
-use serde::Deserialize;
-use walkie_openai::ErrorDetail;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION, RETRY_AFTER};
+use reqwest::multipart::{Form, Part};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use walkie_openai::{SessionConfig, SessionKind};
 
-use crate::error::{RtcError, Stage};
+use crate::error::{HttpFailure, RtcError, Stage};
 
 /// How requests authenticate.
 #[derive(Clone, PartialEq, Eq)]
@@ -39,47 +53,102 @@ impl std::fmt::Debug for Auth {
     }
 }
 
+/// Which documented form of call creation an endpoint uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallForm {
+    /// `multipart/form-data` with the `sdp` and `session` parts, authenticated with the
+    /// endpoint's key (a standard key, or none).
+    Multipart,
+    /// Mint an ephemeral key at `client_secrets` with the session (authenticated with the
+    /// endpoint's key), then post the raw offer with `Authorization: Bearer <minted key>`.
+    EphemeralKey,
+    /// The raw offer with the endpoint's key, which is itself an ephemeral key (`ek_…`): the
+    /// session was fixed when it was minted, and `session.update` adjusts it.
+    RawSdp,
+}
+
+/// The prefix of OpenAI's ephemeral keys (as the Agents SDK recognises them).
+pub const EPHEMERAL_KEY_PREFIX: &str = "ek_";
+
 /// Where and how to place a call.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
     base: Url,
     auth: Auth,
-    /// Sent as `?model=` on the calls request (Azure: the deployment name).
-    model: Option<String>,
+    form: CallForm,
+    /// Azure: the deployment, always sent as `session.model`.
+    deployment: Option<String>,
+    /// How the window names the provider.
+    name: String,
 }
 
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com";
 
 impl Endpoint {
-    /// OpenAI: `https://api.openai.com`, Bearer key.
+    /// OpenAI: `https://api.openai.com`, Bearer key. A standard key places the call in the
+    /// multipart form; an ephemeral key (`ek_…`) posts the raw offer.
     pub fn openai(api_key: impl Into<String>) -> Result<Self, RtcError> {
-        Self::new(OPENAI_BASE_URL, Auth::Bearer(api_key.into()), None)
+        let auth = Auth::Bearer(api_key.into());
+        let form = form_for(&auth);
+        Self::new(OPENAI_BASE_URL, auth, form, None, "OpenAI")
     }
 
-    /// Azure OpenAI: `resource` is `https://{name}.openai.azure.com` (the `/openai` path is
-    /// added), the key goes in `api-key`, the deployment is sent as the model.
+    /// Azure OpenAI (GA): `resource` is `https://{name}.openai.azure.com` (the `/openai` path
+    /// is added). The key (`api-key`) mints an ephemeral key whose session names the
+    /// deployment as its model; the offer goes with the minted key.
     pub fn azure(
         resource: &str,
         api_key: impl Into<String>,
         deployment: impl Into<String>,
     ) -> Result<Self, RtcError> {
-        let base = format!("{}/openai", resource.trim_end_matches('/'));
-        Self::new(&base, Auth::ApiKey(api_key.into()), Some(deployment.into()))
+        let base = format!("{}/openai", resource.trim().trim_end_matches('/'));
+        Self::new(
+            &base,
+            Auth::ApiKey(api_key.into()),
+            CallForm::EphemeralKey,
+            Some(deployment.into()),
+            "Azure OpenAI",
+        )
     }
 
     /// Any compatible server (the local provider, a proxy): `base` is the part before
-    /// `/v1/realtime/calls`.
+    /// `/v1/realtime/calls`. OpenAI's shape: multipart, or the raw offer with an `ek_` key.
     pub fn custom(base: &str, auth: Auth) -> Result<Self, RtcError> {
-        Self::new(base, auth, None)
+        let form = form_for(&auth);
+        let mut endpoint = Self::new(base, auth, form, None, "")?;
+        endpoint.name = endpoint.host().to_owned();
+        Ok(endpoint)
     }
 
-    fn new(base: &str, auth: Auth, model: Option<String>) -> Result<Self, RtcError> {
+    /// Mints an ephemeral key with the endpoint's key before each call, and places the call
+    /// with it (the raw-SDP form). Azure always does.
+    pub fn with_ephemeral_key(mut self) -> Self {
+        self.form = CallForm::EphemeralKey;
+        self
+    }
+
+    /// How the window names the provider in errors ("the local provider").
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    fn new(
+        base: &str,
+        auth: Auth,
+        form: CallForm,
+        deployment: Option<String>,
+        name: &str,
+    ) -> Result<Self, RtcError> {
         let invalid = |reason: &str| RtcError::InvalidUrl {
             url: base.to_owned(),
             reason: reason.to_owned(),
         };
         let mut url = Url::parse(base).map_err(|error| invalid(&error.to_string()))?;
         let host = url.host_str().ok_or_else(|| invalid("no host"))?.to_owned();
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(RtcError::CredentialsInUrl { host });
+        }
         match url.scheme() {
             "https" => {}
             "http" if is_loopback_host(&host) => {}
@@ -94,7 +163,9 @@ impl Endpoint {
         Ok(Self {
             base: url,
             auth,
-            model,
+            form,
+            deployment,
+            name: name.to_owned(),
         })
     }
 
@@ -108,23 +179,45 @@ impl Endpoint {
         self.base.host_str().unwrap_or_default()
     }
 
-    /// `{base}/v1/realtime/calls` (with `?model=` for Azure).
+    /// How the window names the provider.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The form call creation takes.
+    pub fn form(&self) -> CallForm {
+        self.form
+    }
+
+    /// `{base}/v1/realtime/calls`.
     pub fn calls_url(&self) -> Url {
-        let mut url = self.joined("/v1/realtime/calls");
-        if let Some(model) = &self.model {
-            url.query_pairs_mut().append_pair("model", model);
-        }
-        url
+        self.joined("/v1/realtime/calls")
+    }
+
+    /// `{base}/v1/realtime/client_secrets`.
+    pub fn client_secrets_url(&self) -> Url {
+        self.joined("/v1/realtime/client_secrets")
     }
 
     /// `{base}/v1/realtime/calls/{call_id}/hangup`.
     pub fn hangup_url(&self, call_id: &str) -> Url {
-        let mut url = self.joined("/v1/realtime/calls");
+        let mut url = self.calls_url();
         url.path_segments_mut()
             .expect("an http(s) URL has path segments")
             .push(call_id)
             .push("hangup");
         url
+    }
+
+    /// The session sent with the call: `type` is `realtime`, and for Azure the model is the
+    /// deployment, whatever the settings say.
+    pub fn call_session(&self, session: &SessionConfig) -> SessionConfig {
+        let mut session = session.clone();
+        session.kind = SessionKind::Realtime;
+        if let Some(deployment) = &self.deployment {
+            session.model = Some(deployment.clone());
+        }
+        session
     }
 
     fn joined(&self, suffix: &str) -> Url {
@@ -136,19 +229,12 @@ impl Endpoint {
 
     fn auth_headers(&self) -> Result<HeaderMap, RtcError> {
         let mut headers = HeaderMap::new();
-        let bad_key = || RtcError::InvalidUrl {
-            url: self.base.to_string(),
-            reason: "the API key is not a valid header value".to_owned(),
-        };
         match &self.auth {
             Auth::Bearer(key) => {
-                let mut value =
-                    HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| bad_key())?;
-                value.set_sensitive(true);
-                headers.insert(AUTHORIZATION, value);
+                headers.insert(AUTHORIZATION, bearer(key)?);
             }
             Auth::ApiKey(key) => {
-                let mut value = HeaderValue::from_str(key).map_err(|_| bad_key())?;
+                let mut value = HeaderValue::from_str(key).map_err(|_| RtcError::InvalidKey)?;
                 value.set_sensitive(true);
                 headers.insert("api-key", value);
             }
@@ -156,6 +242,20 @@ impl Endpoint {
         }
         Ok(headers)
     }
+}
+
+fn form_for(auth: &Auth) -> CallForm {
+    match auth {
+        Auth::Bearer(key) if key.starts_with(EPHEMERAL_KEY_PREFIX) => CallForm::RawSdp,
+        _ => CallForm::Multipart,
+    }
+}
+
+fn bearer(key: &str) -> Result<HeaderValue, RtcError> {
+    let mut value =
+        HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| RtcError::InvalidKey)?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 fn is_loopback_host(host: &str) -> bool {
@@ -168,19 +268,50 @@ fn is_loopback_host(host: &str) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     pub sdp: String,
-    pub call_id: String,
+    /// From `Location`; `None` when the provider sent no usable one (the call works, but it
+    /// cannot be hung up over REST).
+    pub call_id: Option<String>,
 }
 
-/// An HTTP client for the SDP exchange and the hang-up.
+/// The most of an HTTP answer's body that is read (the SDP answer, the minted key, an error's
+/// explanation): a real one is a few KiB. A successful answer with a longer body is refused
+/// ([`RtcError::ResponseTooLarge`]); an error answer's explanation is cut there.
+pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// An HTTP client for call setup and the hang-up.
 #[derive(Clone)]
 pub struct Signalling {
+    /// For every host but this machine: the environment's proxy applies.
     client: reqwest::Client,
+    /// For a loopback server: never through a proxy.
+    loopback: reqwest::Client,
     timeout: Duration,
 }
 
+/// The JSON error body, read leniently: OpenAI sends `type`, `code`, `message`, `param`;
+/// Azure's may lack `type` and carry a code of another shape.
 #[derive(Deserialize)]
 struct ErrorBody {
-    error: ErrorDetail,
+    error: ErrorFields,
+}
+
+#[derive(Deserialize)]
+struct ErrorFields {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    code: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct ClientSecretRequest<'a> {
+    session: &'a SessionConfig,
+}
+
+#[derive(Deserialize)]
+struct ClientSecret {
+    #[serde(default)]
+    value: Option<String>,
 }
 
 impl Signalling {
@@ -195,68 +326,158 @@ impl Signalling {
             .map_err(|error| RtcError::WebRtc(format!("TLS setup: {error}")))?
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(timeout)
-            .timeout(timeout)
-            .build()
-            .map_err(|error| RtcError::WebRtc(format!("HTTP client setup: {error}")))?;
-        Ok(Self { client, timeout })
+        let builder = || {
+            reqwest::Client::builder()
+                .tls_backend_preconfigured(tls.clone())
+                .connect_timeout(timeout)
+                .timeout(timeout)
+                .redirect(reqwest::redirect::Policy::none())
+        };
+        let setup_error =
+            |error: reqwest::Error| RtcError::WebRtc(format!("HTTP client setup: {error}"));
+        let client = builder().build().map_err(setup_error)?;
+        let loopback = builder().no_proxy().build().map_err(setup_error)?;
+        Ok(Self {
+            client,
+            loopback,
+            timeout,
+        })
     }
 
-    /// Posts the SDP offer; returns the answer and the call id.
+    /// The client for `endpoint`: a loopback server is reached without a proxy.
+    fn client_for(&self, endpoint: &Endpoint) -> &reqwest::Client {
+        if endpoint.is_loopback() {
+            &self.loopback
+        } else {
+            &self.client
+        }
+    }
+
+    /// Places the call in the endpoint's form: posts the SDP offer (with `session`, or with a
+    /// key minted for it) and returns the answer and the call id.
     pub async fn post_offer(
         &self,
         endpoint: &Endpoint,
         offer_sdp: &str,
+        session: &SessionConfig,
     ) -> Result<Answer, RtcError> {
-        let response = self
-            .client
-            .post(endpoint.calls_url())
-            .headers(endpoint.auth_headers()?)
-            .header(CONTENT_TYPE, "application/sdp")
-            .body(offer_sdp.to_owned())
+        let session = endpoint.call_session(session);
+        let request = self.client_for(endpoint).post(endpoint.calls_url());
+        let request = match endpoint.form {
+            CallForm::Multipart => {
+                let session_json = serde_json::to_string(&session)
+                    .map_err(|error| RtcError::BadOffer(format!("the session: {error}")))?;
+                let form = Form::new()
+                    .part(
+                        "sdp",
+                        Part::text(offer_sdp.to_owned())
+                            .mime_str("application/sdp")
+                            .expect("a constant MIME type parses"),
+                    )
+                    .part(
+                        "session",
+                        Part::text(session_json)
+                            .mime_str("application/json")
+                            .expect("a constant MIME type parses"),
+                    );
+                request.headers(endpoint.auth_headers()?).multipart(form)
+            }
+            CallForm::EphemeralKey => {
+                let key = self.mint_key(endpoint, &session).await?;
+                request
+                    .header(AUTHORIZATION, bearer(&key)?)
+                    .header(CONTENT_TYPE, "application/sdp")
+                    .body(offer_sdp.to_owned())
+            }
+            CallForm::RawSdp => request
+                .headers(endpoint.auth_headers()?)
+                .header(CONTENT_TYPE, "application/sdp")
+                .body(offer_sdp.to_owned()),
+        };
+        let response = request
             .send()
             .await
             .map_err(|error| self.request_error(Stage::Signalling, error))?;
         let status = response.status();
-        let location = response
-            .headers()
-            .get(LOCATION)
-            .map(|value| value.to_str().map(str::to_owned));
-        let body = response
-            .text()
-            .await
-            .map_err(|error| self.request_error(Stage::Signalling, error))?;
+        let headers = response.headers().clone();
+        let body = self.read_body(response, Stage::Signalling).await?;
         if !status.is_success() {
-            return Err(http_error(status.as_u16(), body));
+            return Err(http_error(
+                endpoint.name(),
+                Stage::Signalling,
+                status.as_u16(),
+                &headers,
+                &body.text,
+                SystemTime::now(),
+            ));
         }
-        let location = match location {
-            None => {
-                return Err(RtcError::MissingCallId {
-                    reason: "no Location header".to_owned(),
-                });
-            }
-            Some(Err(_)) => {
-                return Err(RtcError::MissingCallId {
-                    reason: "the Location header is not text".to_owned(),
-                });
-            }
-            Some(Ok(location)) => location,
-        };
-        let call_id = call_id_from_location(&location)?;
+        let body = body.whole(Stage::Signalling)?;
         if !body.trim_start().starts_with("v=") {
             return Err(RtcError::BadAnswer(format!(
                 "the body of the {status} answer is not SDP"
             )));
         }
+        let call_id = headers
+            .get(LOCATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(call_id_from_location);
+        if call_id.is_none() {
+            log::warn!(
+                "{} answered without a usable Location header: the call cannot be hung up over REST",
+                endpoint.name()
+            );
+        }
         Ok(Answer { sdp: body, call_id })
+    }
+
+    /// `POST {base}/v1/realtime/client_secrets` with `{"session":{…}}`: the ephemeral key's
+    /// `value`.
+    async fn mint_key(
+        &self,
+        endpoint: &Endpoint,
+        session: &SessionConfig,
+    ) -> Result<String, RtcError> {
+        let body = serde_json::to_string(&ClientSecretRequest { session })
+            .map_err(|error| RtcError::BadOffer(format!("the session: {error}")))?;
+        let response = self
+            .client_for(endpoint)
+            .post(endpoint.client_secrets_url())
+            .headers(endpoint.auth_headers()?)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| self.request_error(Stage::ClientSecret, error))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = self.read_body(response, Stage::ClientSecret).await?;
+        if !status.is_success() {
+            return Err(http_error(
+                endpoint.name(),
+                Stage::ClientSecret,
+                status.as_u16(),
+                &headers,
+                &body.text,
+                SystemTime::now(),
+            ));
+        }
+        let text = body.whole(Stage::ClientSecret)?;
+        let bad = |reason: &str| RtcError::BadClientSecret {
+            provider: endpoint.name().to_owned(),
+            reason: reason.to_owned(),
+        };
+        let secret: ClientSecret =
+            serde_json::from_str(&text).map_err(|_| bad("the answer is not the expected JSON"))?;
+        match secret.value {
+            Some(value) if !value.trim().is_empty() => Ok(value),
+            _ => Err(bad("the answer has no `value`")),
+        }
     }
 
     /// Ends the call on the server.
     pub async fn hangup(&self, endpoint: &Endpoint, call_id: &str) -> Result<(), RtcError> {
         let response = self
-            .client
+            .client_for(endpoint)
             .post(endpoint.hangup_url(call_id))
             .headers(endpoint.auth_headers()?)
             .header(reqwest::header::ACCEPT, "*/*")
@@ -267,44 +488,194 @@ impl Signalling {
         if status.is_success() {
             return Ok(());
         }
-        let body = response.text().await.unwrap_or_default();
-        Err(http_error(status.as_u16(), body))
+        let headers = response.headers().clone();
+        let body = match self.read_body(response, Stage::Hangup).await {
+            Ok(body) => body.text,
+            Err(_) => String::new(),
+        };
+        Err(http_error(
+            endpoint.name(),
+            Stage::Hangup,
+            status.as_u16(),
+            &headers,
+            &body,
+            SystemTime::now(),
+        ))
+    }
+
+    /// Reads at most [`MAX_RESPONSE_BYTES`] of the body (decoded as UTF-8, lossily), and whether
+    /// there was more; nothing beyond is read.
+    async fn read_body(
+        &self,
+        mut response: reqwest::Response,
+        stage: Stage,
+    ) -> Result<Body, RtcError> {
+        let mut bytes = Vec::new();
+        let mut cut = false;
+        while !cut {
+            let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|error| self.request_error(stage, error))?
+            else {
+                break;
+            };
+            let room = MAX_RESPONSE_BYTES - bytes.len();
+            cut = chunk.len() > room;
+            bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+        Ok(Body {
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+            cut,
+        })
     }
 
     fn request_error(&self, stage: Stage, error: reqwest::Error) -> RtcError {
         if error.is_timeout() {
-            RtcError::Timeout {
+            return RtcError::Timeout {
                 stage,
                 after: self.timeout,
+            };
+        }
+        // The chain of sources says what failed (DNS, refused, TLS); its last link says it
+        // without the request around it, short enough for the window.
+        let mut message = error.to_string();
+        let mut innermost = message.clone();
+        let mut tls = false;
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            tls |= is_tls_error(cause);
+            innermost = cause.to_string();
+            message.push_str(": ");
+            message.push_str(&innermost);
+            source = cause.source();
+        }
+        let cause = innermost;
+        if tls {
+            RtcError::Tls {
+                stage,
+                message,
+                cause,
             }
         } else {
-            // The chain of sources says what failed (DNS, refused, TLS).
-            let mut message = error.to_string();
-            let mut source = std::error::Error::source(&error);
-            while let Some(cause) = source {
-                message.push_str(": ");
-                message.push_str(&cause.to_string());
-                source = cause.source();
+            RtcError::Network {
+                stage,
+                message,
+                cause,
             }
-            RtcError::Network { stage, message }
         }
     }
 }
 
-fn http_error(status: u16, body: String) -> RtcError {
-    let error = serde_json::from_str::<ErrorBody>(&body)
-        .ok()
-        .map(|parsed| Box::new(parsed.error));
-    RtcError::Http {
-        status,
-        error,
-        body,
+/// An answer's body as read: at most [`MAX_RESPONSE_BYTES`].
+struct Body {
+    text: String,
+    /// The body was longer and the rest was not read.
+    cut: bool,
+}
+
+impl Body {
+    /// The whole body, or [`RtcError::ResponseTooLarge`] when it was cut.
+    fn whole(self, stage: Stage) -> Result<String, RtcError> {
+        if self.cut {
+            return Err(RtcError::ResponseTooLarge {
+                stage,
+                limit_bytes: MAX_RESPONSE_BYTES,
+            });
+        }
+        Ok(self.text)
     }
 }
 
+/// Whether `error` is a TLS failure: a rustls error, also when wrapped in (nested)
+/// `io::Error`s, whose `source()` skips the error they wrap.
+fn is_tls_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if error.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        current = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|inner| inner as &(dyn std::error::Error + 'static));
+    }
+    false
+}
+
+/// The typed error for a non-2xx answer.
+pub fn http_error(
+    provider: &str,
+    stage: Stage,
+    status: u16,
+    headers: &HeaderMap,
+    body: &str,
+    now: SystemTime,
+) -> RtcError {
+    let parsed = serde_json::from_str::<ErrorBody>(body).ok();
+    let code = parsed
+        .as_ref()
+        .and_then(|parsed| parsed.error.code.as_ref())
+        .and_then(|code| match code {
+            Value::String(code) => Some(code.clone()),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        });
+    let message = match parsed.and_then(|parsed| parsed.error.message) {
+        Some(message) => message,
+        None => {
+            let body = body.trim();
+            let mut shown: String = body.chars().take(200).collect();
+            if shown.len() < body.len() {
+                shown.push('…');
+            }
+            shown
+        }
+    };
+    let failure = HttpFailure {
+        provider: provider.to_owned(),
+        stage,
+        status,
+        code,
+        message,
+    };
+    match status {
+        300..=399 => RtcError::Redirected {
+            failure,
+            location: headers
+                .get(LOCATION)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned),
+        },
+        400 => RtcError::BadRequest(failure),
+        401 | 403 => RtcError::KeyRefused(failure),
+        404 => RtcError::NotFound(failure),
+        429 => RtcError::RateLimited {
+            failure,
+            retry_after: headers
+                .get(RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| parse_retry_after(value, now)),
+        },
+        500..=599 => RtcError::ServerError(failure),
+        _ => RtcError::Http(failure),
+    }
+}
+
+/// `Retry-After` as a delay from `now`: delay-seconds, or an HTTP date (a past date is no
+/// delay). `None` when it is neither.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
 /// The call id is the last path segment of `Location` (query ignored), e.g.
-/// `/v1/realtime/calls/rtc_u1_9c65…` → `rtc_u1_9c65…`.
-pub fn call_id_from_location(location: &str) -> Result<String, RtcError> {
+/// `/v1/realtime/calls/rtc_u1_9c65…` → `rtc_u1_9c65…`. `None` when there is none.
+pub fn call_id_from_location(location: &str) -> Option<String> {
     let path = location.split(['?', '#']).next().unwrap_or_default();
     let segment = path
         .trim_end_matches('/')
@@ -312,11 +683,9 @@ pub fn call_id_from_location(location: &str) -> Result<String, RtcError> {
         .next()
         .unwrap_or_default();
     if segment.is_empty() || segment == "calls" || segment.contains(':') {
-        return Err(RtcError::MissingCallId {
-            reason: format!("no call id in Location {location:?}"),
-        });
+        return None;
     }
-    Ok(segment.to_owned())
+    Some(segment.to_owned())
 }
 
 #[cfg(test)]
@@ -348,11 +717,48 @@ mod tests {
     }
 
     #[test]
-    fn urls_of_the_three_variants() {
+    fn a_base_url_with_a_user_name_or_password_is_refused() {
+        for base in [
+            "https://walkie:pa55word@realtime.example.com",
+            "https://walkie@realtime.example.com/v1",
+            "https://:pa55word@realtime.example.com",
+            "http://walkie:pa55word@127.0.0.1:8080",
+        ] {
+            let error = Endpoint::custom(base, Auth::None).expect_err(base);
+            assert!(
+                matches!(&error, RtcError::CredentialsInUrl { host } if host == "realtime.example.com" || host == "127.0.0.1"),
+                "{base}: {error:?}"
+            );
+            for shown in [
+                error.to_string(),
+                error.user_sentence(),
+                format!("{error:?}"),
+            ] {
+                assert!(!shown.contains("pa55word"), "{shown}");
+            }
+        }
+        let azure = Endpoint::azure("https://walkie:pa55word@res.openai.azure.com", "k", "d")
+            .expect_err("credentials in the Azure resource URL");
+        assert!(
+            matches!(azure, RtcError::CredentialsInUrl { .. }),
+            "{azure:?}"
+        );
+        assert_eq!(
+            azure.user_sentence(),
+            "The provider address for res.openai.azure.com contains a user name or password: remove the part before @ in Settings and put the key in the API key field."
+        );
+    }
+
+    #[test]
+    fn urls_of_the_three_variants_carry_no_model_and_no_api_version() {
         let openai = Endpoint::openai("sk-x").expect("the OpenAI base URL is valid");
         assert_eq!(
             openai.calls_url().as_str(),
             "https://api.openai.com/v1/realtime/calls"
+        );
+        assert_eq!(
+            openai.client_secrets_url().as_str(),
+            "https://api.openai.com/v1/realtime/client_secrets"
         );
         assert_eq!(
             openai.hangup_url("rtc_1").as_str(),
@@ -362,7 +768,11 @@ mod tests {
             .expect("the Azure base URL is valid");
         assert_eq!(
             azure.calls_url().as_str(),
-            "https://res.openai.azure.com/openai/v1/realtime/calls?model=my-deploy"
+            "https://res.openai.azure.com/openai/v1/realtime/calls"
+        );
+        assert_eq!(
+            azure.client_secrets_url().as_str(),
+            "https://res.openai.azure.com/openai/v1/realtime/client_secrets"
         );
         assert_eq!(
             azure.hangup_url("rtc_2").as_str(),
@@ -373,6 +783,44 @@ mod tests {
         assert_eq!(
             custom.calls_url().as_str(),
             "http://127.0.0.1:9/proxy/v1/realtime/calls"
+        );
+    }
+
+    #[test]
+    fn each_variant_takes_its_documented_form() {
+        let standard = Endpoint::openai("sk-abc").expect("valid");
+        assert_eq!(standard.form(), CallForm::Multipart);
+        assert_eq!(standard.name(), "OpenAI");
+        let ephemeral = Endpoint::openai("ek_abc").expect("valid");
+        assert_eq!(ephemeral.form(), CallForm::RawSdp);
+        assert_eq!(standard.with_ephemeral_key().form(), CallForm::EphemeralKey);
+        let azure = Endpoint::azure("https://r.openai.azure.com", "k", "d").expect("valid");
+        assert_eq!(azure.form(), CallForm::EphemeralKey);
+        assert_eq!(azure.name(), "Azure OpenAI");
+        let local = Endpoint::custom("http://127.0.0.1:9", Auth::None).expect("valid");
+        assert_eq!(local.form(), CallForm::Multipart);
+        assert_eq!(local.name(), "127.0.0.1");
+        assert_eq!(
+            local.named("the local provider").name(),
+            "the local provider"
+        );
+    }
+
+    #[test]
+    fn azure_always_sends_the_deployment_as_the_model() {
+        let azure = Endpoint::azure("https://r.openai.azure.com", "k", "my-deploy").expect("valid");
+        let asked = SessionConfig {
+            model: Some("gpt-realtime".to_owned()),
+            ..SessionConfig::default()
+        };
+        assert_eq!(
+            azure.call_session(&asked).model.as_deref(),
+            Some("my-deploy")
+        );
+        let openai = Endpoint::openai("sk-x").expect("valid");
+        assert_eq!(
+            openai.call_session(&asked).model.as_deref(),
+            Some("gpt-realtime")
         );
     }
 
@@ -392,39 +840,180 @@ mod tests {
             "keys are never printed"
         );
         let broken = Endpoint::openai("sk\nx").expect("valid URL");
-        assert!(broken.auth_headers().is_err());
+        assert!(matches!(broken.auth_headers(), Err(RtcError::InvalidKey)));
     }
 
     #[test]
     fn call_id_is_the_last_segment_of_location() {
         assert_eq!(
-            call_id_from_location("/v1/realtime/calls/rtc_u1_9c65").expect("has an id"),
-            "rtc_u1_9c65"
+            call_id_from_location("/v1/realtime/calls/rtc_u1_9c65").as_deref(),
+            Some("rtc_u1_9c65")
         );
         assert_eq!(
-            call_id_from_location("https://h/v1/realtime/calls/rtc_x?a=b").expect("has an id"),
-            "rtc_x"
+            call_id_from_location("https://h/v1/realtime/calls/rtc_x?a=b").as_deref(),
+            Some("rtc_x")
         );
-        assert!(call_id_from_location("/v1/realtime/calls/").is_err());
-        assert!(call_id_from_location("").is_err());
+        assert_eq!(call_id_from_location("/v1/realtime/calls/"), None);
+        assert_eq!(call_id_from_location(""), None);
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).expect("a test header"));
+        }
+        map
+    }
+
+    fn answer(status: u16, pairs: &[(&'static str, &str)], body: &str) -> RtcError {
+        http_error(
+            "OpenAI",
+            Stage::Signalling,
+            status,
+            &headers(pairs),
+            body,
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+        )
     }
 
     #[test]
-    fn a_json_error_body_is_surfaced() {
-        let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key","param":null}}"#;
-        let error = http_error(401, body.to_owned());
-        let RtcError::Http {
-            status,
-            error: Some(detail),
-            ..
-        } = &error
-        else {
-            panic!("expected an HTTP error with a parsed body, got {error:?}");
+    fn a_400_shows_the_apis_own_message() {
+        let body = r#"{"error":{"message":"Invalid value: 'robot'. Supported values are: 'alloy', 'marin'.","type":"invalid_request_error","code":"invalid_value","param":"session.audio.output.voice"}}"#;
+        let error = answer(400, &[], body);
+        let RtcError::BadRequest(failure) = &error else {
+            panic!("expected BadRequest, got {error:?}");
         };
-        assert_eq!(*status, 401);
-        assert_eq!(detail.code.as_deref(), Some("invalid_api_key"));
-        assert!(error.to_string().contains("Incorrect API key provided"));
-        let plain = http_error(502, "Bad Gateway".to_owned());
-        assert!(plain.to_string().contains("502") && plain.to_string().contains("Bad Gateway"));
+        assert_eq!(failure.code.as_deref(), Some("invalid_value"));
+        assert_eq!(
+            error.user_sentence(),
+            "OpenAI refused the call: Invalid value: 'robot'. Supported values are: 'alloy', 'marin'. Check the model, voice and instructions in Settings."
+        );
+    }
+
+    #[test]
+    fn a_401_or_403_is_a_refused_key() {
+        let body = r#"{"error":{"message":"Incorrect API key provided: sk-ab***cd.","type":"invalid_request_error","code":"invalid_api_key","param":null}}"#;
+        let error = answer(401, &[], body);
+        assert!(matches!(&error, RtcError::KeyRefused(failure) if failure.status == 401));
+        assert_eq!(
+            error.user_sentence(),
+            "OpenAI refused the API key: add a valid key in Settings."
+        );
+        let forbidden = answer(403, &[], "");
+        assert!(matches!(&forbidden, RtcError::KeyRefused(failure) if failure.status == 403));
+        assert!(
+            forbidden
+                .user_sentence()
+                .contains("access to the Realtime API")
+        );
+    }
+
+    #[test]
+    fn a_404_names_the_model_or_deployment() {
+        // Azure's error body has a code but no type.
+        let body = r#"{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist."}}"#;
+        let error = http_error(
+            "Azure OpenAI",
+            Stage::ClientSecret,
+            404,
+            &HeaderMap::new(),
+            body,
+            SystemTime::UNIX_EPOCH,
+        );
+        let RtcError::NotFound(failure) = &error else {
+            panic!("expected NotFound, got {error:?}");
+        };
+        assert_eq!(failure.code.as_deref(), Some("DeploymentNotFound"));
+        assert_eq!(failure.stage, Stage::ClientSecret);
+        assert_eq!(
+            error.user_sentence(),
+            "Azure OpenAI knows no such model or deployment (The API deployment for this resource does not exist): check the model (for Azure, the deployment name) and the address in Settings."
+        );
+    }
+
+    #[test]
+    fn a_429_keeps_retry_after_in_seconds_or_as_an_http_date() {
+        let error = answer(429, &[("retry-after", "42")], "");
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(42)));
+        assert!(matches!(
+            &error,
+            RtcError::RateLimited { retry_after: Some(after), .. } if *after == Duration::from_secs(42)
+        ));
+        assert_eq!(
+            error.user_sentence(),
+            "OpenAI is rate-limiting this key: reconnect in 42 seconds."
+        );
+        // 1_700_000_000 is Tue, 14 Nov 2023 22:13:20 GMT; the date is 100 s later.
+        let dated = answer(429, &[("retry-after", "Tue, 14 Nov 2023 22:15:00 GMT")], "");
+        assert!(matches!(
+            &dated,
+            RtcError::RateLimited { retry_after: Some(after), .. } if *after == Duration::from_secs(100)
+        ));
+        let past = answer(429, &[("retry-after", "Mon, 13 Nov 2023 00:00:00 GMT")], "");
+        assert!(matches!(
+            &past,
+            RtcError::RateLimited { retry_after: Some(after), .. } if after.is_zero()
+        ));
+        let none = answer(429, &[("retry-after", "soon")], "");
+        assert!(matches!(
+            &none,
+            RtcError::RateLimited {
+                retry_after: None,
+                ..
+            }
+        ));
+        assert!(none.user_sentence().contains("wait a minute"));
+        let quota = answer(
+            429,
+            &[],
+            r#"{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","code":"insufficient_quota","param":null}}"#,
+        );
+        assert!(quota.user_sentence().contains("billing"));
+    }
+
+    #[test]
+    fn a_5xx_is_a_server_error() {
+        let error = answer(503, &[("retry-after", "5")], "upstream connect error");
+        assert_eq!(
+            error.retry_after(),
+            None,
+            "only a 429 asks the client to wait"
+        );
+        assert!(
+            matches!(&error, RtcError::ServerError(failure) if failure.status == 503 && failure.message == "upstream connect error")
+        );
+        assert!(
+            error
+                .user_sentence()
+                .starts_with("OpenAI had a server error (503)")
+        );
+    }
+
+    #[test]
+    fn a_redirect_is_an_error_that_says_where_it_pointed() {
+        let error = answer(307, &[("location", "https://elsewhere.example/v1")], "");
+        assert!(matches!(
+            &error,
+            RtcError::Redirected { location: Some(to), .. } if to == "https://elsewhere.example/v1"
+        ));
+        assert!(error.user_sentence().contains("does not follow"));
+    }
+
+    #[test]
+    fn any_other_status_keeps_its_number_and_body() {
+        let error = answer(415, &[], "Unsupported Media Type");
+        assert!(
+            matches!(&error, RtcError::Http(failure) if failure.status == 415 && failure.message == "Unsupported Media Type")
+        );
+        assert!(error.to_string().contains("415"));
+        let long = "x".repeat(500);
+        let RtcError::Http(failure) = answer(418, &[], &long) else {
+            panic!("a 418 is a plain HTTP error");
+        };
+        assert_eq!(
+            failure.message.chars().count(),
+            201,
+            "200 characters and an ellipsis"
+        );
     }
 }

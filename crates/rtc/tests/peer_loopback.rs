@@ -259,3 +259,91 @@ async fn data_channel_one_way_latency_is_milliseconds() {
     offerer.handle.close().await;
     answerer.handle.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_text_arrives_in_order_and_a_failed_one_comes_back_as_an_event() {
+    let config = PeerConfig::default();
+    let pending = peer::offer(&config).await.expect("the offer is made");
+    let offer = pending.sdp().to_owned();
+    let (mut answerer, answer) = peer::answer(&config, &offer)
+        .await
+        .expect("the offer is answered");
+    let mut offerer = pending.accept(&answer).expect("the answer is accepted");
+    offerer
+        .handle
+        .queue_text("too early")
+        .expect("queueing returns at once while the loop runs");
+    loop {
+        match next_event(&mut offerer, "the early text's failure").await {
+            PeerEvent::SendFailed { error } => {
+                assert!(error.contains("not open"), "says why: {error}");
+                break;
+            }
+            PeerEvent::Failed { reason } => panic!("offerer failed: {reason}"),
+            _ => {}
+        }
+    }
+    wait_open(&mut offerer, "offerer").await;
+    wait_open(&mut answerer, "answerer").await;
+
+    for text in ["first", "second", "third"] {
+        offerer.handle.queue_text(text).expect("queued");
+    }
+    let mut received = Vec::new();
+    while received.len() < 3 {
+        if let PeerEvent::Text { text, .. } = next_event(&mut answerer, "the queued texts").await {
+            received.push(text);
+        }
+    }
+    assert_eq!(received, ["first", "second", "third"]);
+
+    offerer.handle.close().await;
+    assert!(matches!(
+        offerer.handle.queue_text("late"),
+        Err(RtcError::Closed)
+    ));
+    answerer.handle.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_longer_than_the_limit_is_never_delivered_and_the_call_goes_on() {
+    // The offerer takes at most 4 KiB and says so; the answerer is told 64 KiB, as a hostile
+    // provider would ignore the limit.
+    let small = PeerConfig {
+        max_message_bytes: 4096,
+        ..PeerConfig::default()
+    };
+    let pending = peer::offer(&small).await.expect("the offer is made");
+    let offer = pending.sdp().to_owned();
+    assert!(offer.contains("a=max-message-size:4096"), "{offer}");
+    let ignored = offer.replace("a=max-message-size:4096", "a=max-message-size:65536");
+    let (mut answerer, answer) = peer::answer(&PeerConfig::default(), &ignored)
+        .await
+        .expect("the offer is answered");
+    let mut offerer = pending.accept(&answer).expect("the answer is accepted");
+    wait_open(&mut offerer, "offerer").await;
+    wait_open(&mut answerer, "answerer").await;
+
+    for text in ["x".repeat(10_000), "y".repeat(4096), "after".to_owned()] {
+        answerer
+            .handle
+            .send_text(text)
+            .await
+            .expect("the answerer believes 64 KiB fit");
+    }
+    let mut delivered = Vec::new();
+    while delivered.last().is_none_or(|text: &String| text != "after") {
+        match next_event(&mut offerer, "the texts").await {
+            PeerEvent::Text { text, .. } => delivered.push(text),
+            PeerEvent::Audio(_) => {}
+            other => panic!("unexpected event: {other:?}"),
+        }
+    }
+    assert_eq!(
+        delivered,
+        ["y".repeat(4096), "after".to_owned()],
+        "the 10 000-byte message is dropped, the ones within the limit arrive"
+    );
+    offerer.handle.close().await;
+    answerer.handle.close().await;
+}

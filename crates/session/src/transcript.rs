@@ -91,6 +91,30 @@ impl TranscriptBridge {
         }
     }
 
+    /// A bridge that goes on with a saved conversation (see
+    /// [`TranscriptWriter::continuing`]): its exchanges are numbered after the earlier ones.
+    pub fn continuing(
+        thread_id: impl Into<String>,
+        earlier: Vec<(String, walkie_agui::Role, String)>,
+    ) -> Self {
+        let latest_turn = earlier
+            .iter()
+            .filter_map(|(id, _, _)| TranscriptWriter::turn_of_message(id))
+            .map(|(turn, _)| turn)
+            .max();
+        Self {
+            writer: TranscriptWriter::continuing(thread_id, earlier),
+            latest_turn,
+            ..Self::new(String::new())
+        }
+    }
+
+    /// Restates every message so far, earlier ones included, in a run of its own (see
+    /// [`TranscriptWriter::restate`]).
+    pub fn restate(&mut self, at_ms: i64, out: &mut Vec<Event>) {
+        self.writer.restate(at_ms, out);
+    }
+
     fn new_turn(&mut self) -> TurnId {
         let turn = TurnId(self.latest_turn.map_or(1, |TurnId(n)| n.saturating_add(1)));
         self.latest_turn = Some(turn);
@@ -270,6 +294,34 @@ impl TranscriptBridge {
     /// Ends the conversation's transcript: closes what is open, finishes the last run.
     pub fn finish(&mut self, at_ms: i64, out: &mut Vec<Event>) {
         self.writer.finish(at_ms, out);
+    }
+
+    /// The call carrying the conversation ended, and another may carry it on: what is open
+    /// closes and the run finishes, as in [`TranscriptBridge::finish`], and the call's parts
+    /// are forgotten (the next session numbers its parts from the start again). The exchanges
+    /// keep their numbers, so the next call's messages get ids of their own.
+    pub fn call_ended(&mut self, at_ms: i64, out: &mut Vec<Event>) {
+        self.writer.finish(at_ms, out);
+        self.parts.clear();
+        self.user_turn = None;
+        self.reply_turn = None;
+        self.reply_ended = false;
+    }
+
+    /// Whether a part of either speaker has started and not ended.
+    pub fn has_open_parts(&self) -> bool {
+        !self.parts.is_empty()
+    }
+
+    /// The message id of the assistant's reply still in progress (started, its turn not yet
+    /// complete), if there is one.
+    pub fn reply_in_progress(&self) -> Option<String> {
+        let turn = self.reply_turn.filter(|_| !self.reply_ended)?;
+        let message_id = TranscriptWriter::message_id(turn, TranscriptSpeaker::Assistant);
+        self.writer
+            .transcript()
+            .any(|(id, _, _)| id == message_id)
+            .then_some(message_id)
     }
 
     /// The transcript so far: (message id, role, text) in order of first appearance.

@@ -1,14 +1,15 @@
 //! The decoder feeding the controller meets whatever arrives on the data channel: arbitrary text,
 //! valid GA events cut short or with fields replaced, in any order, interleaved with key presses,
 //! ticks, playback reports and channel changes. Nothing panics, everything sent is a GA client
-//! event with an id, and the session stream stays whole (every delta and end follows its start).
+//! event with an id, no `session.update` carries `model` (nor `voice` once assistant audio
+//! played), and the session stream stays whole (every delta and end follows its start).
 
 mod turn_support;
 
 use std::collections::HashSet;
 
 use proptest::prelude::*;
-use walkie_openai::{SessionConfig, decode_client_event};
+use walkie_openai::{AudioConfig, AudioOutput, SessionConfig, decode_client_event};
 use walkie_session::turn::{DeviceKind, PressMode, Transport, TurnConfig, TurnMode};
 use walkie_session::{AudioChunk, SessionEvent};
 
@@ -124,15 +125,31 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// The session the app asks for: a model and a voice, which updates must not carry (the
+/// model never, the voice not after the assistant's audio).
+fn session() -> SessionConfig {
+    SessionConfig {
+        model: Some("gpt-realtime".to_owned()),
+        audio: Some(AudioConfig {
+            output: Some(AudioOutput {
+                voice: Some("marin".to_owned()),
+                ..AudioOutput::default()
+            }),
+            ..AudioConfig::default()
+        }),
+        ..SessionConfig::default()
+    }
+}
+
 fn config(mode: u8) -> TurnConfig {
     let mut config = match mode % 4 {
-        0 => TurnConfig::push_to_talk(SessionConfig::default()),
+        0 => TurnConfig::push_to_talk(session()),
         1 => {
-            let mut c = TurnConfig::push_to_talk(SessionConfig::default());
+            let mut c = TurnConfig::push_to_talk(session());
             c.mode = TurnMode::PushToTalk(PressMode::Toggle);
             c
         }
-        _ => TurnConfig::hands_free(SessionConfig::default(), server_vad(None)),
+        _ => TurnConfig::hands_free(session(), server_vad(None)),
     };
     if mode % 4 == 3 {
         config.transport = Transport::WebSocket;
@@ -145,9 +162,20 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
     let mut talk = Conversation::with(config(mode));
     talk.controller.data_channel_open(0);
     talk.at(1).server(&session_updated_with_transcription());
+    // The update on open, before any audio: no model, the voice.
+    let opened = talk.sent();
+    prop_assert!(opened[0]["session"].get("model").is_none());
+    prop_assert_eq!(&opened[0]["session"]["audio"]["output"]["voice"], "marin");
     let mut started = HashSet::new();
     let mut now_ms = 1u64;
+    // RTP audio always counts as the assistant's audio; a closed channel ends the session.
+    let mut voice_fixed = false;
     for step in steps {
+        match &step {
+            Step::Audio(_) => voice_fixed = true,
+            Step::ChannelClosed => voice_fixed = false,
+            _ => {}
+        }
         match step {
             Step::KeyDown => {
                 talk.at(now_ms).key_down();
@@ -208,6 +236,16 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
                     .as_str()
                     .is_some_and(|id| id.starts_with("walkie_"))
             );
+            if sent["type"] == "session.update" {
+                prop_assert!(
+                    sent["session"].get("model").is_none(),
+                    "model in a session.update: {text}"
+                );
+                prop_assert!(
+                    !voice_fixed || sent["session"]["audio"]["output"].get("voice").is_none(),
+                    "voice in a session.update after assistant audio: {text}"
+                );
+            }
         }
         for event in talk.events() {
             match &event {

@@ -6,9 +6,9 @@ mod turn_support;
 use serde_json::json;
 use walkie_openai::SessionConfig;
 use walkie_session::turn::{
-    AudioCommand, CURRENT_LOCAL_TIME_TOOL, Diagnostic, LATE_AUDIO_GRACE_MS, PressMode,
-    SESSION_CONFIRM_GRACE_MS, ToolRegistry, Transport, TurnConfig, TurnController, TurnMode,
-    UiHint,
+    AudioCommand, CURRENT_LOCAL_TIME_TOOL, ControllerOutput, Diagnostic, LATE_AUDIO_GRACE_MS,
+    PressMode, SESSION_CONFIRM_GRACE_MS, ToolRegistry, Transport, TurnConfig, TurnController,
+    TurnMode, UiHint,
 };
 use walkie_session::{SessionEvent, Speaker};
 
@@ -419,12 +419,169 @@ fn key_down_while_the_assistant_is_audible_barges_in() {
             (3_100, speech_starts(2, Speaker::User)),
             (3_600, user_speech_ends(None)),
         ],
-        "the barging press counted once it was 150 ms long, and is stamped at key-down"
+        "the barging press counted once it was 400 ms long, and is stamped at key-down"
     );
     assert_eq!(
         talk.sent(),
         [commit("walkie_8"), create_response("walkie_9")],
         "the cancelled response is done, so the new one is asked for at once"
+    );
+}
+
+#[test]
+fn a_tap_while_the_assistant_is_audible_only_stops_the_reply_and_sends_no_turn() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"))
+        .server(&output_started("resp_R1"))
+        .server(&assistant_says("resp_R1", "item_A1", "Once upon a time"));
+    talk.sent();
+    talk.audio();
+    talk.events();
+    talk.hints();
+
+    talk.at(3_100)
+        .key_down()
+        .at(3_350)
+        .key_up()
+        .at(3_800)
+        .tick();
+    assert_eq!(
+        talk.sent(),
+        [
+            cancel_response("walkie_5", "resp_R1"),
+            clear_output("walkie_6"),
+            clear_input("walkie_7"),
+            clear_input("walkie_8"),
+        ],
+        "the reply is cancelled; what the tap captured is cleared, not committed or answered"
+    );
+    assert_eq!(
+        talk.audio(),
+        [
+            AudioCommand::FlushPlayback,
+            AudioCommand::GateMic { gated: false },
+            AudioCommand::OpenCapture { pre_roll_ms: 300 },
+            AudioCommand::CloseCapture,
+        ]
+    );
+    assert_eq!(
+        talk.events(),
+        [SessionEvent::OutputSpeechEnd],
+        "no user speech part: the tap said nothing"
+    );
+    assert_eq!(
+        talk.hints(),
+        [],
+        "a tap that stopped a reply is not 'too short'"
+    );
+
+    // The next press, with nothing playing, is an ordinary turn.
+    talk.at(4_000)
+        .server(&response_done("resp_R1", "cancelled"));
+    talk.events();
+    talk.at(5_000)
+        .key_down()
+        .at(5_200)
+        .key_up()
+        .at(5_600)
+        .tick();
+    let sent = talk.sent();
+    assert_eq!(
+        sent.last(),
+        Some(&create_response("walkie_11")),
+        "the next press is answered: {sent:?}"
+    );
+}
+
+#[test]
+fn in_toggle_mode_a_tap_while_the_assistant_is_audible_only_stops_the_reply() {
+    let mut talk = Conversation::ready(TurnConfig {
+        mode: TurnMode::PushToTalk(PressMode::Toggle),
+        ..TurnConfig::push_to_talk(SessionConfig::default())
+    });
+    talk.at(1_000)
+        .key_down()
+        .key_up()
+        .at(2_000)
+        .key_down()
+        .key_up();
+    talk.at(2_600)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"))
+        .server(&output_started("resp_R1"));
+    talk.sent();
+    talk.audio();
+    talk.events();
+
+    talk.at(3_100)
+        .key_down()
+        .at(3_250)
+        .key_up()
+        .at(4_000)
+        .tick();
+    assert!(
+        !talk.controller.is_capturing(),
+        "the microphone is not left open"
+    );
+    assert!(
+        !talk.sent().contains(&create_response("walkie_9")),
+        "nothing is answered"
+    );
+    assert_eq!(talk.events(), [SessionEvent::OutputSpeechEnd]);
+
+    // Held past the threshold, the press that stops a reply is a turn, toggled off as usual.
+    talk.at(4_100)
+        .server(&response_done("resp_R1", "cancelled"))
+        .server(&response_created("resp_R2"))
+        .server(&audio_part_added("resp_R2", "item_A2"))
+        .server(&output_started("resp_R2"));
+    talk.events();
+    talk.at(5_000)
+        .key_down()
+        .at(5_600)
+        .key_up()
+        .at(5_700)
+        .tick();
+    assert!(
+        talk.controller.is_capturing(),
+        "still listening after the key came up"
+    );
+    talk.at(6_500).key_down().key_up().at(7_000).tick();
+    assert!(!talk.controller.is_capturing());
+}
+
+#[test]
+fn a_barge_in_flushes_playback_before_any_data_channel_text_leaves() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    reply_audible(&mut talk);
+    talk.outputs();
+
+    talk.at(3_100).key_down();
+    let kinds: Vec<String> = talk
+        .outputs()
+        .into_iter()
+        .map(|output| match output {
+            ControllerOutput::Send(sent) => sent.event.event_type().to_owned(),
+            ControllerOutput::Audio(command) => format!("{command:?}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "FlushPlayback",
+            "GateMic { gated: false }",
+            "response.cancel",
+            "output_audio_buffer.clear",
+            "input_audio_buffer.clear",
+            "OpenCapture { pre_roll_ms: 300 }",
+        ],
+        "the speaker falls silent first; the server hears of it after"
     );
 }
 
@@ -707,7 +864,7 @@ fn a_create_that_races_an_unseen_active_response_is_asked_again_after_it() {
     assert_eq!(
         talk.events(),
         [recoverable_error(
-            message,
+            &format!("{message} (answering response.create walkie_4)"),
             "invalid_request_error",
             "conversation_already_has_active_response"
         )]
@@ -743,7 +900,7 @@ fn an_empty_commit_ends_the_utterance_untranscribed_and_withdraws_its_response()
         [
             speech_ends(0, Speaker::User, None, None),
             recoverable_error(
-                message,
+                &format!("{message} (answering input_audio_buffer.commit walkie_3)"),
                 "invalid_request_error",
                 "input_audio_buffer_commit_empty"
             ),
@@ -990,7 +1147,7 @@ fn malformed_json_is_a_recoverable_session_error_and_the_turn_goes_on() {
     assert_eq!(talk.controller.stats().undecodable_events, 1);
 
     talk.at(2_200)
-        .server(r#"{"type":"response.done","event_id":"e","response":{"status":"completed"}}"#);
+        .server(r#"{"type":"response.done","event_id":"e","response":"resp_R1"}"#);
     let events = talk.events();
     assert!(
         matches!(&events[..], [SessionEvent::SessionError(e)] if e.code.as_deref() == Some("schema_mismatch"))
@@ -1004,7 +1161,7 @@ fn malformed_json_is_a_recoverable_session_error_and_the_turn_goes_on() {
 }
 
 #[test]
-fn harmless_errors_are_recoverable_and_an_unexplained_one_is_a_fatal_failure() {
+fn harmless_and_unknown_errors_are_recoverable_and_an_expired_session_is_a_fatal_failure() {
     let mut talk = Conversation::ready_for_push_to_talk();
     talk.at(100).server(&server_error(
         "response_cancel_not_active",
@@ -1019,6 +1176,21 @@ fn harmless_errors_are_recoverable_and_an_unexplained_one_is_a_fatal_failure() {
             "response_cancel_not_active"
         )]
     );
+
+    talk.at(150).server(&server_error(
+        "a_code_from_next_year",
+        "Something new went wrong",
+        None,
+    ));
+    assert_eq!(
+        talk.events(),
+        [recoverable_error(
+            "Something new went wrong",
+            "invalid_request_error",
+            "a_code_from_next_year"
+        )]
+    );
+    assert!(talk.failures().is_empty(), "an unknown error is a notice");
 
     talk.at(200).server(&server_error(
         "session_expired",
@@ -1079,18 +1251,32 @@ fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
         TurnConfig::push_to_talk(SessionConfig::default()),
         ToolRegistry::empty(),
     );
-    assert_eq!(controller.poll_outgoing(), None);
+    controller.push_to_talk_down(0);
+    assert_eq!(
+        controller.poll_output(),
+        Some(ControllerOutput::Hint(UiHint::NotReady))
+    );
+    assert_eq!(controller.poll_output(), None, "nothing sent before open");
     controller.data_channel_open(0);
-    let update = controller.poll_outgoing().expect("session.update on open");
-    assert!(update.to_json().contains(r#""event_id":"walkie_1""#));
+    let Some(ControllerOutput::Send(update)) = controller.poll_output() else {
+        panic!("session.update on open");
+    };
+    assert_eq!(update.event.event_type(), "session.update");
     assert!(
         !update.to_json().contains("tools"),
         "no registry tools, no tools field"
     );
+    controller.push_to_talk_down(5);
     controller.data_channel_closed(10);
     controller.push_to_talk_down(20);
-    assert_eq!(controller.poll_outgoing(), None);
-    assert_eq!(controller.poll_hint(), Some(UiHint::NotReady));
+    assert_eq!(
+        std::iter::from_fn(|| controller.poll_output()).collect::<Vec<_>>(),
+        [
+            ControllerOutput::Hint(UiHint::NotReady),
+            ControllerOutput::Hint(UiHint::NotReady)
+        ],
+        "nothing is sent after the channel closed"
+    );
 }
 
 #[test]
@@ -1162,7 +1348,7 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
     );
     controller.data_channel_open(1_000);
     assert!(
-        controller.poll_outgoing().is_some(),
+        matches!(controller.poll_output(), Some(ControllerOutput::Send(_))),
         "session.update is sent"
     );
     assert_eq!(
@@ -1175,16 +1361,21 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
     controller.tick(1_000 + SESSION_CONFIRM_GRACE_MS);
     assert!(controller.is_ready(), "gone ahead without the confirmation");
     assert_eq!(
-        controller.poll_diagnostic(),
-        Some(Diagnostic::SessionNotConfirmed {
-            waited_ms: SESSION_CONFIRM_GRACE_MS
-        })
+        controller.poll_output(),
+        Some(ControllerOutput::Diagnostic(
+            Diagnostic::SessionNotConfirmed {
+                waited_ms: SESSION_CONFIRM_GRACE_MS
+            }
+        ))
     );
-    assert_eq!(controller.poll_hint(), Some(UiHint::Ready));
-    controller.push_to_talk_down(7_000);
     assert_eq!(
-        controller.poll_audio_command(),
-        Some(AudioCommand::OpenCapture { pre_roll_ms: 300 }),
+        controller.poll_output(),
+        Some(ControllerOutput::Hint(UiHint::Ready))
+    );
+    controller.push_to_talk_down(7_000);
+    assert!(
+        std::iter::from_fn(|| controller.poll_output()).any(|output| output
+            == ControllerOutput::Audio(AudioCommand::OpenCapture { pre_roll_ms: 300 })),
         "the key works"
     );
 }
@@ -1197,5 +1388,54 @@ fn a_confirmation_in_time_leaves_no_timer_behind() {
         None
     );
     talk.controller.tick(1_000_000);
-    assert_eq!(talk.controller.poll_diagnostic(), None);
+    assert_eq!(talk.diagnostics(), []);
+}
+
+#[test]
+fn an_unknown_error_answering_a_create_is_a_notice_naming_it_and_the_next_turn_is_answered() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 1_400);
+    assert_eq!(
+        talk.sent(),
+        [
+            clear_input("walkie_2"),
+            commit("walkie_3"),
+            create_response("walkie_4")
+        ]
+    );
+    talk.at(1_450).server(&committed("item_U1"));
+    talk.events();
+
+    talk.at(1_500).server(&server_error(
+        "invalid_value",
+        "Invalid value: 'x'.",
+        Some("walkie_4"),
+    ));
+    assert_eq!(
+        talk.events(),
+        [recoverable_error(
+            "Invalid value: 'x'. (answering response.create walkie_4)",
+            "invalid_request_error",
+            "invalid_value"
+        )]
+    );
+    assert!(talk.failures().is_empty(), "the call goes on");
+    assert!(
+        talk.diagnostics()
+            .iter()
+            .any(|diagnostic| matches!(diagnostic,
+        Diagnostic::ClientEventFailed { event_id, event_type: Some("response.create"), .. }
+            if event_id == "walkie_4"))
+    );
+
+    // The refused create holds nothing back: the next turn's create goes out at once.
+    talk.utterance(3_000, 3_400);
+    assert_eq!(
+        talk.sent(),
+        [
+            clear_input("walkie_5"),
+            commit("walkie_6"),
+            create_response("walkie_7")
+        ]
+    );
 }

@@ -19,7 +19,7 @@ use walkie_agui::{
 use walkie_session::{Part, PartIndex, SessionEvent, Speaker};
 
 use crate::civil_time::{CivilTime, format_duration_ms};
-use crate::journal::{AudioSource, ConversationStarted, Record, Recovered, WavClosed};
+use crate::journal::{AudioSource, ConversationStarted, Record, Recovered, Reopened, WavClosed};
 
 /// Relative path of a turn WAV inside the conversation folder.
 pub fn turn_wav_file(turn: u32, speaker: Speaker) -> String {
@@ -53,11 +53,14 @@ pub struct WavInfo {
 }
 
 impl WavInfo {
+    /// The length of the audio; a journal may say anything, so a count too large for the
+    /// rate reads as `u64::MAX` rather than overflowing.
     pub fn duration_ms(&self) -> u64 {
         if self.sample_rate_hz == 0 {
             return 0;
         }
-        self.sample_count * 1000 / u64::from(self.sample_rate_hz)
+        let duration_ms = u128::from(self.sample_count) * 1000 / u128::from(self.sample_rate_hz);
+        u64::try_from(duration_ms).unwrap_or(u64::MAX)
     }
 }
 
@@ -94,7 +97,12 @@ pub struct Conversation {
     open_parts: BTreeMap<PartIndex, Option<u32>>,
     turns: BTreeMap<u32, TurnInfo>,
     last_unix_ms: i64,
+    /// Time between a close and the reopening after it, not part of the conversation's length.
+    gaps_ms: u64,
     last_record_closed: bool,
+    /// The AG-UI thread of the transcript (the first run's).
+    thread_id: Option<String>,
+    reopenings: Vec<Reopened>,
     recoveries: Vec<Recovered>,
     problems: Vec<String>,
 }
@@ -182,6 +190,16 @@ impl Conversation {
                 self.recoveries.push(recovered.clone());
             }
             Record::Closed { unix_ms } => self.saw_time(*unix_ms),
+            Record::Reopened(reopened) => {
+                let gap_ms = i128::from(reopened.unix_ms) - i128::from(self.last_unix_ms);
+                self.gaps_ms = self
+                    .gaps_ms
+                    .saturating_add(u64::try_from(gap_ms.max(0)).unwrap_or(u64::MAX));
+                self.saw_time(reopened.unix_ms);
+                // The earlier calls' session parts ended with them; the new call numbers its own.
+                self.open_parts.clear();
+                self.reopenings.push(reopened.clone());
+            }
         }
     }
 
@@ -254,6 +272,7 @@ impl Conversation {
                 self.open_messages.remove(&end.message_id);
             }
             Event::RunStarted(run) => {
+                self.thread_id.get_or_insert_with(|| run.thread_id.clone());
                 self.active_run = Some((run.thread_id.clone(), run.run_id.clone()));
             }
             Event::RunFinished(_) | Event::RunError(_) => self.active_run = None,
@@ -306,6 +325,37 @@ impl Conversation {
         self.turns.values()
     }
 
+    /// The highest turn number used so far (0 before the first turn).
+    pub fn last_turn(&self) -> u32 {
+        self.turns.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// The AG-UI thread id of the transcript (its first run's), if a run was recorded.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+
+    /// The times the conversation was reopened after a close, in order.
+    pub fn reopenings(&self) -> &[Reopened] {
+        &self.reopenings
+    }
+
+    /// The rates (user, assistant) the conversation records new audio at: the start record's,
+    /// or the latest reopening's.
+    pub fn sample_rates_hz(&self) -> Option<(u32, u32)> {
+        match (self.reopenings.last(), &self.started) {
+            (Some(reopened), _) => Some((
+                reopened.user_sample_rate_hz,
+                reopened.assistant_sample_rate_hz,
+            )),
+            (None, Some(started)) => Some((
+                started.user_sample_rate_hz,
+                started.assistant_sample_rate_hz,
+            )),
+            (None, None) => None,
+        }
+    }
+
     pub fn turn(&self, turn: u32) -> Option<&TurnInfo> {
         self.turns.get(&turn)
     }
@@ -343,11 +393,17 @@ impl Conversation {
         self.started.as_ref().map_or(0, |started| started.unix_ms)
     }
 
+    /// From the start record to the latest record, less the time between each close and the
+    /// reopening after it; 0 when the journal's clock went backwards.
     pub fn duration_ms(&self) -> u64 {
-        u64::try_from(self.last_unix_ms - self.started_unix_ms()).unwrap_or(0)
+        let duration_ms = i128::from(self.last_unix_ms)
+            - i128::from(self.started_unix_ms())
+            - i128::from(self.gaps_ms);
+        u64::try_from(duration_ms).unwrap_or(if duration_ms < 0 { 0 } else { u64::MAX })
     }
 
-    /// Whether the last record is a close (clean, or written by a recovery).
+    /// Whether the last record is a close (clean, or written by a recovery); a reopening makes
+    /// the conversation open again until its next close.
     pub fn is_closed(&self) -> bool {
         self.last_record_closed
     }
@@ -513,5 +569,66 @@ impl Conversation {
             "messages": self.messages(),
             "turns": turns,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::parse_journal;
+
+    fn conversation_of(journal: &str) -> Conversation {
+        let parsed = parse_journal(journal.as_bytes());
+        assert!(parsed.garbage.is_empty(), "{:?}", parsed.garbage);
+        Conversation::from_records(parsed.records.iter().map(|(_, record)| record))
+    }
+
+    /// Found by the `journal` fuzz target (`fuzz/regressions/journal/`): 3e16 samples at 4 Hz
+    /// overflowed `sample_count * 1000` while History built the conversation's JSON (a panic in
+    /// debug builds, a wrong duration in release ones).
+    #[test]
+    fn a_wav_whose_samples_times_1000_overflow_still_gets_its_exact_duration() {
+        let conversation = conversation_of(concat!(
+            r#"{"record":"turn_started","turn":4,"unix_ms":0,"opened_by":"user"}"#,
+            "\n",
+            r#"{"record":"wav_closed","turn":4,"speaker":"user","sample_count":30000000000000000,"#,
+            r#""sample_rate_hz":4,"source":"captured","unix_ms":0}"#,
+            "\n",
+        ));
+        let wav = conversation
+            .turn(4)
+            .and_then(|turn| turn.user_wav.as_ref())
+            .expect("the WAV is kept");
+        assert_eq!(wav.duration_ms(), 7_500_000_000_000_000_000);
+        let json = conversation.to_json().to_string();
+        assert!(json.contains("7500000000000000000"), "{json}");
+        let _ = conversation.render_markdown(true);
+    }
+
+    #[test]
+    fn a_wav_longer_than_u64_milliseconds_reads_as_the_longest_duration() {
+        let wav = WavInfo {
+            file: "0001-user.wav".to_owned(),
+            sample_count: u64::MAX,
+            sample_rate_hz: 1,
+            source: AudioSource::Captured,
+        };
+        assert_eq!(wav.duration_ms(), u64::MAX);
+    }
+
+    #[test]
+    fn a_journal_spanning_the_whole_clock_range_has_the_longest_duration_not_an_overflow() {
+        let started = format!(
+            r#"{{"record":"started","format_version":1,"id":"x","unix_ms":{},"utc_offset_minutes":0,"user_sample_rate_hz":24000,"assistant_sample_rate_hz":24000}}"#,
+            i64::MIN
+        );
+        let turn = format!(
+            r#"{{"record":"turn_started","turn":1,"unix_ms":{},"opened_by":"user"}}"#,
+            i64::MAX
+        );
+        let conversation = conversation_of(&format!("{started}\n{turn}\n"));
+        assert_eq!(conversation.duration_ms(), u64::MAX);
+        let _ = conversation.render_markdown(true);
+        let _ = conversation.to_json();
     }
 }

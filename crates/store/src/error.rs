@@ -70,6 +70,12 @@ pub enum StoreError {
         /// Its id.
         id: String,
     },
+    /// The conversation is being recorded right now, so it cannot be reopened to go on.
+    #[error("conversation '{id}' is being recorded now; it can be continued once it has ended")]
+    BeingRecorded {
+        /// Its id.
+        id: String,
+    },
     /// A conversation id that would escape the data directory or is otherwise not a folder name.
     #[error("'{id}' is not a valid conversation id")]
     InvalidId {

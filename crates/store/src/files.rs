@@ -1,10 +1,15 @@
-//! Small file helpers: atomic replacement of derived files, and the folder layout.
+//! Small file helpers: atomic replacement of derived files, private creation, and the folder
+//! layout.
 //!
 //! Why atomic replacement: `transcript.md` and `transcript.json` are rewritten whole; writing them
 //! in place would leave a half file if the process died mid-write. A temporary file renamed over
 //! the old one is either the old or the new transcript, never a mix.
+//!
+//! Why private creation: recordings, transcripts, settings and logs are the user's alone. On
+//! Unix every folder Walkie creates for them is made 0700 and every file 0600 (before the umask,
+//! which can only take permissions away), so other accounts on the machine cannot read them.
 
-use std::fs::{self, File};
+use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
@@ -20,15 +25,60 @@ pub const WRITING_MARKER_FILE: &str = ".writing";
 /// Folder of the turn WAVs.
 pub const TURNS_DIR: &str = "turns";
 
-/// Replaces `path` with `bytes` atomically (temporary file, sync, rename).
+/// Mode of the folders Walkie creates for its data (Unix).
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+/// Mode of the files Walkie creates for its data (Unix).
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Creates `path` and any missing parents, each one created 0700 on Unix; folders that already
+/// exist are left as they are.
+pub fn create_private_dir_all(path: &Path) -> std::io::Result<()> {
+    private_dir_builder().recursive(true).create(path)
+}
+
+/// Creates the folder `path` (0700 on Unix); fails if it exists.
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    private_dir_builder().create(path)
+}
+
+fn private_dir_builder() -> DirBuilder {
+    let mut builder = DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
+    builder
+}
+
+/// Options that create a file 0600 on Unix (the mode applies only when the file is created);
+/// add `write`, `append`, `create`… as needed.
+pub fn private_file_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+    options
+}
+
+/// Creates or truncates `path` for writing, as [`File::create`] does, but 0600 on Unix when it
+/// is new.
+pub fn create_private_file(path: &Path) -> std::io::Result<File> {
+    private_file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+}
+
+/// Replaces `path` with `bytes` atomically (temporary file, sync, rename). A new file is
+/// private (0600 on Unix).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let file_name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temporary = path.with_file_name(format!(".{file_name}.tmp"));
-    let mut file =
-        File::create(&temporary).map_err(|error| StoreError::io("create", &temporary, error))?;
+    // A temporary file left by a crash may carry other permissions: start afresh.
+    let _ = fs::remove_file(&temporary);
+    let mut file = create_private_file(&temporary)
+        .map_err(|error| StoreError::io("create", &temporary, error))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_data())
         .map_err(|error| StoreError::io("write", &temporary, error))?;

@@ -41,6 +41,21 @@ pub struct ConversationStarted {
     pub assistant_sample_rate_hz: u32,
 }
 
+/// The conversation was opened again after its close, to go on in a new call (Continue in the
+/// history). The records of the new part follow, numbered after the earlier turns, until the
+/// next close. Older versions read this line as one they do not know and skip it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reopened {
+    /// Wall time of the reopening.
+    pub unix_ms: i64,
+    /// The user's offset from UTC now (the start record keeps the first one).
+    pub utc_offset_minutes: i32,
+    /// Rate of the captured user audio from now on.
+    pub user_sample_rate_hz: u32,
+    /// Rate of the assistant's played audio from now on.
+    pub assistant_sample_rate_hz: u32,
+}
+
 /// One turn WAV was finished: how many samples it holds and where they came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WavClosed {
@@ -123,8 +138,10 @@ pub enum Record {
     },
     /// A recovery mended the folder after an unclean stop.
     Recovered(Recovered),
-    /// The conversation was closed; nothing follows.
+    /// The conversation was closed; nothing follows but a reopening.
     Closed { unix_ms: i64 },
+    /// The closed conversation goes on ([`Reopened`]).
+    Reopened(Reopened),
 }
 
 impl Record {
@@ -136,7 +153,8 @@ impl Record {
             | Record::TurnEnded { .. }
             | Record::WavClosed(_)
             | Record::Recovered(_)
-            | Record::Closed { .. } => true,
+            | Record::Closed { .. }
+            | Record::Reopened(_) => true,
             Record::Agui { event } => matches!(event, walkie_agui::Event::TextMessageEnd(_)),
             Record::Session { event, .. } => {
                 matches!(event.event, walkie_session::SessionEvent::PartEnd(_))
@@ -264,9 +282,9 @@ pub struct JournalFile {
 }
 
 impl JournalFile {
-    /// Creates a new journal; fails if one exists.
+    /// Creates a new journal (0600 on Unix); fails if one exists.
     pub fn create_new(path: &Path) -> Result<JournalFile, StoreError> {
-        let file = OpenOptions::new()
+        let file = crate::files::private_file_options()
             .create_new(true)
             .append(true)
             .open(path)

@@ -13,7 +13,8 @@
 //! ```
 //!
 //! * [`Store`] ([`library`]): recovery at start, list, open, delete, retention, export, and
-//!   [`Store::start`] for a new [`Recorder`].
+//!   [`Store::start`] for a new [`Recorder`], [`Store::continue_conversation`] for one that goes
+//!   on in the same folder.
 //! * [`Recorder`] ([`recorder`]): fed session events and captured samples from a worker thread;
 //!   returns the AG-UI events it derived (for the webview). It reads no clock: every call takes
 //!   the wall time.
@@ -34,7 +35,7 @@ pub mod wav;
 
 pub use conversation::{Conversation, TurnInfo, WavInfo, message_id, turn_wav_file};
 pub use error::StoreError;
-pub use journal::{AudioSource, Record, parse_journal};
+pub use journal::{AudioSource, JOURNAL_FILE, Record, parse_journal};
 pub use library::{
     ConversationSummary, DATA_DIR_ENV, Retention, Store, conversations_dir, data_dir_from,
     default_data_dir,

@@ -1,5 +1,5 @@
 //! The library: every conversation under one root folder — list, open, delete, retention,
-//! export, recovery at start, and the recorder for a new conversation.
+//! export, recovery at start, and the recorder for a new conversation or one that goes on.
 //!
 //! Why a root passed in: the shell owns settings. It resolves the folder (the setting, else
 //! [`default_data_dir`]: `WALKIE_DATA_DIR`, else the platform data directory) and hands the
@@ -88,6 +88,23 @@ impl Store {
     /// Starts recording a new conversation.
     pub fn start(&self, config: RecorderConfig, now_unix_ms: i64) -> Result<Recorder, StoreError> {
         Recorder::start(&self.root, config, now_unix_ms)
+    }
+
+    /// Goes on recording conversation `id` (Continue in the history; see [`Recorder::reopen`]):
+    /// same folder, earlier records and files kept, new turns numbered after its last one.
+    /// Never `current`, which a recorder is writing.
+    pub fn continue_conversation(
+        &self,
+        id: &str,
+        current: Option<&str>,
+        config: RecorderConfig,
+        now_unix_ms: i64,
+    ) -> Result<Recorder, StoreError> {
+        let dir = self.dir_of(id)?;
+        if Some(id) == current {
+            return Err(StoreError::BeingRecorded { id: id.to_owned() });
+        }
+        Recorder::reopen(&dir, config, now_unix_ms)
     }
 
     /// Repairs every conversation left by an unclean stop (call once at start, before

@@ -1,10 +1,10 @@
 //! The recorder: one conversation being written, fed by the shell's worker thread.
 //!
-//! Why it derives the AG-UI transcript itself: the journal must hold the transcript events that
-//! `transcript.json` is assembled from, and those are a pure function of the session events. The
-//! recorder feeds every session event to a [`TranscriptBridge`] — the same mapping the shell
-//! uses — and returns the events it journaled, so the shell can forward the very same events to
-//! the webview.
+//! Why it derives no transcript itself: the journal must hold the transcript events that
+//! `transcript.json` is assembled from, and they must be the very events the webview showed.
+//! So the one [`TranscriptBridge`](walkie_session::transcript::TranscriptBridge) lives in the conversation machine; the recorder is given each
+//! session event together with what the bridge made of it ([`BridgeNote`]) and the AG-UI events
+//! it produced, and journals those (same ids, thread id and numbering as the webview).
 //!
 //! Turns are the bridge's exchanges, numbered by the bridge: the number in `turns/NNNN-*.wav` and
 //! in the journal is the one in the message ids (`user-N`, `assistant-N`), because there is only
@@ -32,16 +32,21 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use walkie_agui::{Event, TurnId};
-use walkie_session::transcript::{BridgeNote, TranscriptBridge};
+use walkie_session::transcript::BridgeNote;
 use walkie_session::{Part, PartDelta, PartIndex, SessionEvent, Speaker, SpeechPart, StampedEvent};
 
 use crate::civil_time::CivilTime;
 use crate::conversation::{Conversation, turn_wav_file};
 use crate::error::StoreError;
-use crate::files::{TURNS_DIR, WRITING_MARKER_FILE, sync_dir, write_transcripts};
-use crate::journal::{
-    AudioSource, ConversationStarted, FORMAT_VERSION, JOURNAL_FILE, JournalFile, Record, WavClosed,
+use crate::files::{
+    TURNS_DIR, WRITING_MARKER_FILE, create_private_dir, create_private_dir_all,
+    create_private_file, sync_dir, write_transcripts,
 };
+use crate::journal::{
+    AudioSource, ConversationStarted, FORMAT_VERSION, JOURNAL_FILE, JournalFile, Record, Reopened,
+    WavClosed, read_journal,
+};
+use crate::recovery::{needs_recovery, recover_conversation};
 use crate::wav::TurnWav;
 
 /// How a conversation is recorded.
@@ -104,9 +109,7 @@ pub struct Recorder {
     config: RecorderConfig,
     journal: JournalFile,
     model: Conversation,
-    /// The transcript and the turn numbering (see the module docs).
-    bridge: TranscriptBridge,
-    agui_out: Vec<Event>,
+    /// The AG-UI events of the session event being recorded, journaled after it.
     scratch: Vec<Event>,
     turns: BTreeMap<u32, LiveTurn>,
     /// The latest turn opened, while it is live.
@@ -118,6 +121,9 @@ pub struct Recorder {
     last_retry_unix_ms: i64,
     transcripts_stale: bool,
     closed: bool,
+    /// The first turn this recorder may write: the turns before it were saved by an earlier
+    /// part of a reopened conversation, and their files are never written again.
+    first_new_turn: u32,
 }
 
 impl Recorder {
@@ -127,13 +133,13 @@ impl Recorder {
         config: RecorderConfig,
         now_unix_ms: i64,
     ) -> Result<Recorder, StoreError> {
-        fs::create_dir_all(root).map_err(|error| StoreError::io("create", root, error))?;
+        create_private_dir_all(root).map_err(|error| StoreError::io("create", root, error))?;
         let stamp = CivilTime::from_unix_ms(now_unix_ms, config.utc_offset_minutes).folder_stamp();
         let (id, dir) = create_unique_dir(root, &stamp)?;
         let turns = dir.join(TURNS_DIR);
-        fs::create_dir(&turns).map_err(|error| StoreError::io("create", &turns, error))?;
+        create_private_dir(&turns).map_err(|error| StoreError::io("create", &turns, error))?;
         let marker = dir.join(WRITING_MARKER_FILE);
-        fs::write(&marker, b"").map_err(|error| StoreError::io("create", &marker, error))?;
+        create_private_file(&marker).map_err(|error| StoreError::io("create", &marker, error))?;
         let mut journal = JournalFile::create_new(&dir.join(JOURNAL_FILE))?;
         let started = Record::Started(ConversationStarted {
             format_version: FORMAT_VERSION,
@@ -149,14 +155,80 @@ impl Recorder {
         let mut model = Conversation::new();
         model.apply(&started);
         write_transcripts(&dir, &model)?;
-        Ok(Recorder {
-            bridge: TranscriptBridge::new(id.clone()),
+        Ok(Recorder::writing(
             dir,
             id,
             config,
             journal,
             model,
-            agui_out: Vec::new(),
+            now_unix_ms,
+        ))
+    }
+
+    /// Goes on recording the conversation in `dir` (Continue in the history): its journal is
+    /// appended to after a `reopened` record, its records and files are kept as they are, and new
+    /// turns are numbered after its last one. A conversation an unclean stop left open is
+    /// repaired first. Until [`Recorder::close`] it is open again.
+    pub fn reopen(
+        dir: &Path,
+        config: RecorderConfig,
+        now_unix_ms: i64,
+    ) -> Result<Recorder, StoreError> {
+        if needs_recovery(dir) {
+            recover_conversation(dir, now_unix_ms)?;
+        }
+        let journal_path = dir.join(JOURNAL_FILE);
+        let parsed = read_journal(&journal_path)?;
+        let Some(started) = parsed.started() else {
+            return Err(StoreError::NotAConversation {
+                path: dir.to_path_buf(),
+                reason: "its journal does not begin with a start record".into(),
+            });
+        };
+        let id = started.id.clone();
+        let mut model = Conversation::from_records(parsed.records.iter().map(|(_, record)| record));
+        for garbage in &parsed.garbage {
+            model.note_problem(format!(
+                "journal line {} skipped: {}",
+                garbage.line_number, garbage.reason
+            ));
+        }
+        let turns = dir.join(TURNS_DIR);
+        fs::create_dir_all(&turns).map_err(|error| StoreError::io("create", &turns, error))?;
+        // Marked before the journal changes: a stop from now on is repaired at the next start.
+        let marker = dir.join(WRITING_MARKER_FILE);
+        fs::write(&marker, b"").map_err(|error| StoreError::io("create", &marker, error))?;
+        let mut journal = JournalFile::open_for_repair(&journal_path, &parsed)?;
+        let reopened = Record::Reopened(Reopened {
+            unix_ms: now_unix_ms,
+            utc_offset_minutes: config.utc_offset_minutes,
+            user_sample_rate_hz: config.user_sample_rate_hz,
+            assistant_sample_rate_hz: config.assistant_sample_rate_hz,
+        });
+        journal.append(&reopened)?;
+        sync_dir(dir)?;
+        model.apply(&reopened);
+        write_transcripts(dir, &model)?;
+        let mut recorder =
+            Recorder::writing(dir.to_path_buf(), id, config, journal, model, now_unix_ms);
+        recorder.first_new_turn = recorder.model.last_turn().saturating_add(1);
+        Ok(recorder)
+    }
+
+    fn writing(
+        dir: PathBuf,
+        id: String,
+        config: RecorderConfig,
+        journal: JournalFile,
+        model: Conversation,
+        now_unix_ms: i64,
+    ) -> Recorder {
+        Recorder {
+            dir,
+            id,
+            config,
+            journal,
+            model,
             scratch: Vec::new(),
             turns: BTreeMap::new(),
             current_turn: None,
@@ -166,7 +238,8 @@ impl Recorder {
             last_retry_unix_ms: now_unix_ms,
             transcripts_stale: false,
             closed: false,
-        })
+            first_new_turn: 1,
+        }
     }
 
     /// The conversation's id (its folder name).
@@ -198,19 +271,24 @@ impl Recorder {
         self.save_error.as_ref()
     }
 
-    /// Records one session event observed at wall time `unix_ms`. Returns the AG-UI transcript
-    /// events it produced (for the webview). Never fails: see [`Recorder::save_problem`].
-    pub fn record(&mut self, event: &StampedEvent, unix_ms: i64) -> &[Event] {
-        self.agui_out.clear();
+    /// Records one session event observed at wall time `unix_ms`, with what the transcript
+    /// bridge noted about it and the AG-UI events it produced
+    /// ([`TranscriptBridge::on_event_noted`](walkie_session::transcript::TranscriptBridge::on_event_noted)). Never fails: see [`Recorder::save_problem`].
+    pub fn record(
+        &mut self,
+        event: &StampedEvent,
+        note: BridgeNote,
+        transcript: &[Event],
+        unix_ms: i64,
+    ) {
         if self.closed {
-            return &self.agui_out;
+            return;
         }
         self.retry_if_due(unix_ms);
-        // The bridge's AG-UI events wait in `scratch` until the session event is journaled, so
-        // the journal keeps cause before effect.
-        let note = self
-            .bridge
-            .on_event_noted(unix_ms, &event.event, &mut self.scratch);
+        // The AG-UI events wait in `scratch` until the session event is journaled, so the
+        // journal keeps cause before effect.
+        self.scratch.clear();
+        self.scratch.extend_from_slice(transcript);
         match (&event.event, note) {
             (
                 SessionEvent::PartStart(start),
@@ -258,7 +336,18 @@ impl Recorder {
             }
             _ => self.journal_session(event, None, unix_ms),
         }
-        &self.agui_out
+    }
+
+    /// Records AG-UI events that no session event caused: the messages the bridge closed when
+    /// the conversation ended ([`TranscriptBridge::finish`](walkie_session::transcript::TranscriptBridge::finish)).
+    pub fn transcript(&mut self, transcript: &[Event], unix_ms: i64) {
+        if self.closed {
+            return;
+        }
+        self.retry_if_due(unix_ms);
+        self.scratch.clear();
+        self.scratch.extend_from_slice(transcript);
+        self.journal_transcript_events();
     }
 
     /// Captured user audio, exactly what was sent (mono, `user_sample_rate_hz`).
@@ -300,13 +389,12 @@ impl Recorder {
         }
     }
 
-    /// Closes the conversation: open parts are cut, open turns end, open messages close, the
-    /// journal gets its close record and the transcripts are written. Returns the AG-UI events
-    /// of the close. On a saving failure the error is returned and `close` can be called again.
-    pub fn close(&mut self, unix_ms: i64) -> Result<Vec<Event>, StoreError> {
-        let mut events = Vec::new();
+    /// Closes the conversation: open parts are cut, open turns end, the journal gets its close
+    /// record and the transcripts are written (the messages the bridge closed at the end come
+    /// first, through [`Recorder::transcript`]). On a saving failure the error is returned and
+    /// `close` can be called again.
+    pub fn close(&mut self, unix_ms: i64) -> Result<(), StoreError> {
         if !self.closed {
-            self.agui_out.clear();
             let open: Vec<u32> = self.turns.keys().copied().collect();
             for turn in open {
                 if let Some(live) = self.turns.get_mut(&turn) {
@@ -316,12 +404,9 @@ impl Recorder {
                 }
                 self.end_turn(turn, unix_ms);
             }
-            self.bridge.finish(unix_ms, &mut self.scratch);
-            self.journal_transcript_events();
             self.append(Record::Closed { unix_ms });
             self.closed = true;
             self.transcripts_stale = true;
-            events = std::mem::take(&mut self.agui_out);
         }
         self.try_resume();
         if let Some(error) = self.save_error.take() {
@@ -334,7 +419,7 @@ impl Recorder {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(StoreError::io("remove", &marker, error)),
         }
-        Ok(events)
+        Ok(())
     }
 
     /// Bookkeeping of a part the bridge placed in `turn`: its count, and the WAV it will write.
@@ -456,7 +541,12 @@ impl Recorder {
     }
 
     /// A part opened `turn`: every earlier turn is superseded (it ends once its parts are done).
+    /// A turn number an earlier part of a reopened conversation used is not opened again: its
+    /// saved WAVs and turn record stay as they are, and the new part's audio is not saved.
     fn begin_turn(&mut self, turn: u32, opened_by: Speaker, unix_ms: i64) {
+        if turn < self.first_new_turn {
+            return;
+        }
         let earlier: Vec<u32> = self
             .turns
             .range(..turn)
@@ -553,7 +643,6 @@ impl Recorder {
                 event: event.clone(),
             });
         }
-        self.agui_out.extend(events.iter().cloned());
         self.scratch = events;
         self.scratch.clear();
     }
@@ -631,11 +720,22 @@ impl Recorder {
     }
 }
 
-/// The event as journaled: without audio samples; `None` for an audio-only delta.
+/// The event as journaled: without audio samples, and a speech delta that appends text without
+/// the whole transcript it repeats (the deltas add up to it; a revision, which appends nothing,
+/// keeps it). So the journal grows with the transcript, not with its square. `None` for an
+/// audio-only delta.
 fn without_audio(event: &StampedEvent) -> Option<Cow<'_, StampedEvent>> {
     match &event.event {
         SessionEvent::PartDelta(delta) => match &delta.delta {
-            PartDelta::Speech(speech) if speech.audio_chunk.is_some() => {
+            PartDelta::Speech(speech) => {
+                let appends = speech
+                    .transcript_delta
+                    .as_deref()
+                    .is_some_and(|appended| !appended.is_empty());
+                let repeats_whole = appends && speech.transcript.is_some();
+                if speech.audio_chunk.is_none() && !repeats_whole {
+                    return Some(Cow::Borrowed(event));
+                }
                 if speech.transcript_delta.is_none() && speech.transcript.is_none() {
                     return None;
                 }
@@ -644,6 +744,9 @@ fn without_audio(event: &StampedEvent) -> Option<Cow<'_, StampedEvent>> {
                     && let PartDelta::Speech(speech) = &mut delta.delta
                 {
                     speech.audio_chunk = None;
+                    if repeats_whole {
+                        speech.transcript = None;
+                    }
                 }
                 Some(Cow::Owned(stripped))
             }
@@ -681,7 +784,7 @@ fn create_unique_dir(root: &Path, stamp: &str) -> Result<(String, PathBuf), Stor
             format!("{stamp}-{attempt}")
         };
         let dir = root.join(&id);
-        match fs::create_dir(&dir) {
+        match create_private_dir(&dir) {
             Ok(()) => return Ok((id, dir)),
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(error) => return Err(StoreError::io("create", &dir, error)),

@@ -86,11 +86,16 @@ pub fn recover_conversation(dir: &Path, now_unix_ms: i64) -> Result<RecoveryRepo
         });
     };
     let mut model = Conversation::from_records(parsed.records.iter().map(|(_, record)| record));
+    // A WAV whose header cannot be read is taken to be at the rates in force last.
+    let fallback_rates_hz = model.sample_rates_hz().unwrap_or((
+        started.user_sample_rate_hz,
+        started.assistant_sample_rate_hz,
+    ));
     let marker = dir.join(WRITING_MARKER_FILE);
 
     if !parsed.closed_cleanly() || parsed.torn_tail_bytes > 0 || parsed.missing_final_newline {
         let mut journal = JournalFile::open_for_repair(&journal_path, &parsed)?;
-        let open_wavs = repair_wavs(dir, &model, &started, &mut report);
+        let open_wavs = repair_wavs(dir, &model, fallback_rates_hz, &mut report);
         if !parsed.closed_cleanly() {
             let last_unix_ms = model.last_unix_ms();
             let recovered = Recovered {
@@ -151,7 +156,7 @@ pub fn recover_conversation(dir: &Path, now_unix_ms: i64) -> Result<RecoveryRepo
             report.recovered = Some(recovered);
         }
     } else {
-        repair_wavs(dir, &model, &started, &mut report);
+        repair_wavs(dir, &model, fallback_rates_hz, &mut report);
     }
     write_transcripts(dir, &model)?;
     match fs::remove_file(&marker) {
@@ -167,7 +172,7 @@ pub fn recover_conversation(dir: &Path, now_unix_ms: i64) -> Result<RecoveryRepo
 fn repair_wavs(
     dir: &Path,
     model: &Conversation,
-    started: &crate::journal::ConversationStarted,
+    (user_rate_hz, assistant_rate_hz): (u32, u32),
     report: &mut RecoveryReport,
 ) -> Vec<WavClosed> {
     let mut owed = Vec::new();
@@ -178,8 +183,8 @@ fn repair_wavs(
                 continue;
             }
             let fallback_rate_hz = match speaker {
-                Speaker::User => started.user_sample_rate_hz,
-                Speaker::Assistant => started.assistant_sample_rate_hz,
+                Speaker::User => user_rate_hz,
+                Speaker::Assistant => assistant_rate_hz,
             };
             match repair_wav(&path, fallback_rate_hz) {
                 Ok(repair) => {

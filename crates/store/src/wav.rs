@@ -248,13 +248,16 @@ impl TurnWav {
             cut_wav(&self.path, self.sample_rate_hz, self.written_samples)?;
             hound::WavWriter::append(&self.path)
         } else {
-            hound::WavWriter::create(&self.path, wav_spec(self.sample_rate_hz)).and_then(
-                |mut writer| {
+            crate::files::create_private_file(&self.path)
+                .map_err(hound::Error::IoError)
+                .and_then(|file| {
+                    hound::WavWriter::new(BufWriter::new(file), wav_spec(self.sample_rate_hz))
+                })
+                .and_then(|mut writer| {
                     // Puts the header on disk now: an empty turn is a valid empty WAV.
                     writer.flush()?;
                     Ok(writer)
-                },
-            )
+                })
         }
         .map_err(|error| StoreError::wav(&self.path, error))?;
         self.created = true;

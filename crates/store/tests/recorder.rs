@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use support::scripted_conversation::{
-    BARGE_IN_TURN, SNAPSHOT_TURN, START_UNIX_MS, Step, assistant_text, config, expected_after,
+    BARGE_IN_TURN, Feed, SNAPSHOT_TURN, START_UNIX_MS, assistant_text, config, expected_after,
     script, user_text,
 };
 use walkie_agui::{Consumer, Mode};
@@ -21,34 +21,39 @@ use walkie_store::{
     Recorder, SaveState, Store, StoreError, needs_recovery, repair_wav, turn_wav_file,
 };
 
-/// Plays the whole script into a recorder; returns it (open) and every AG-UI event it produced.
-fn play(store: &Store) -> (Recorder, Vec<walkie_agui::Event>) {
+/// Plays the whole script into a recorder; returns it (open), its feed and every AG-UI event the
+/// feed produced.
+fn play(store: &Store) -> (Recorder, Feed, Vec<walkie_agui::Event>) {
     let mut recorder = store
         .start(config(), START_UNIX_MS)
         .expect("the recorder starts");
+    let mut feed = Feed::new(&recorder);
     let mut events = Vec::new();
     for step in script() {
         match &step.step {
-            Step::Event(event) => events.extend_from_slice(recorder.record(event, step.unix_ms)),
-            Step::UserAudio(samples) => recorder.user_audio(samples, step.unix_ms),
+            support::scripted_conversation::Step::Event(event) => {
+                events.extend(feed.event(&mut recorder, event, step.unix_ms))
+            }
+            support::scripted_conversation::Step::UserAudio(samples) => {
+                recorder.user_audio(samples, step.unix_ms)
+            }
         }
     }
-    (recorder, events)
+    (recorder, feed, events)
 }
 
 #[test]
 fn a_recorded_conversation_has_its_journal_transcripts_and_turn_wavs() {
     let root = tempfile::tempdir().expect("a temporary root");
     let store = Store::new(root.path());
-    let (mut recorder, mut events) = play(&store);
+    let (mut recorder, mut feed, mut events) = play(&store);
     let dir = recorder.dir().to_path_buf();
     assert!(
         dir.join(WRITING_MARKER_FILE).exists(),
         "marked while writing"
     );
     events.extend(
-        recorder
-            .close(START_UNIX_MS + 60_000)
+        feed.close(&mut recorder, START_UNIX_MS + 60_000)
             .expect("the close saves"),
     );
     assert_eq!(recorder.save_state(), SaveState::Saving);
@@ -143,9 +148,8 @@ fn a_recorded_conversation_has_its_journal_transcripts_and_turn_wavs() {
 fn garbage_lines_in_a_journal_are_named_and_skipped_never_fatal() {
     let root = tempfile::tempdir().expect("a temporary root");
     let store = Store::new(root.path());
-    let (mut recorder, _) = play(&store);
-    recorder
-        .close(START_UNIX_MS + 60_000)
+    let (mut recorder, mut feed, _) = play(&store);
+    feed.close(&mut recorder, START_UNIX_MS + 60_000)
         .expect("the close saves");
     let journal_path = recorder.dir().join(JOURNAL_FILE);
     let mut lines: Vec<String> = fs::read_to_string(&journal_path)
@@ -188,9 +192,8 @@ fn garbage_lines_in_a_journal_are_named_and_skipped_never_fatal() {
 fn a_torn_or_truncated_wav_is_repaired_to_the_samples_present() {
     let root = tempfile::tempdir().expect("a temporary root");
     let store = Store::new(root.path());
-    let (mut recorder, _) = play(&store);
-    recorder
-        .close(START_UNIX_MS + 60_000)
+    let (mut recorder, mut feed, _) = play(&store);
+    feed.close(&mut recorder, START_UNIX_MS + 60_000)
         .expect("the close saves");
     let path = recorder.dir().join(turn_wav_file(1, Speaker::User));
     let (_, original) = read_wav_samples(&path).expect("the WAV opens");
@@ -232,18 +235,14 @@ fn a_missing_turns_folder_pauses_wav_saving_and_it_resumes_with_every_sample() {
     let mut recorder = store
         .start(config(), START_UNIX_MS)
         .expect("the recorder starts");
+    let mut feed = Feed::new(&recorder);
     let turns = recorder.dir().join("turns");
     fs::remove_dir(&turns).expect("remove turns/");
     fs::write(&turns, b"in the way").expect("a file where the folder was");
     let script = script();
     let half = script.len() / 2;
     for step in &script[..half] {
-        match &step.step {
-            Step::Event(event) => {
-                recorder.record(event, step.unix_ms);
-            }
-            Step::UserAudio(samples) => recorder.user_audio(samples, step.unix_ms),
-        }
+        feed.step(&mut recorder, step, step.unix_ms);
     }
     assert_eq!(recorder.save_state(), SaveState::Failing);
     let problem = recorder.save_problem().expect("the failure is reported");
@@ -262,15 +261,9 @@ fn a_missing_turns_folder_pauses_wav_saving_and_it_resumes_with_every_sample() {
         .retry_saving(script[half].unix_ms)
         .expect("saving resumes once the folder is back");
     for step in &script[half..] {
-        match &step.step {
-            Step::Event(event) => {
-                recorder.record(event, step.unix_ms);
-            }
-            Step::UserAudio(samples) => recorder.user_audio(samples, step.unix_ms),
-        }
+        feed.step(&mut recorder, step, step.unix_ms);
     }
-    recorder
-        .close(START_UNIX_MS + 60_000)
+    feed.close(&mut recorder, START_UNIX_MS + 60_000)
         .expect("the close saves");
     let full = expected_after(&script, script.len());
     for ((turn, speaker), samples) in &full.wavs {
@@ -341,19 +334,17 @@ fn a_full_disk_pauses_saving_until_space_is_free_and_a_read_only_folder_is_a_cle
     let mut recorder = store
         .start(config(), START_UNIX_MS)
         .expect("the recorder starts");
+    let mut feed = Feed::new(&recorder);
     let script = script();
     let third = script.len() / 3;
-    let play = |recorder: &mut Recorder, steps: &[support::scripted_conversation::ScriptStep]| {
+    let play = |recorder: &mut Recorder,
+                feed: &mut Feed,
+                steps: &[support::scripted_conversation::ScriptStep]| {
         for step in steps {
-            match &step.step {
-                Step::Event(event) => {
-                    recorder.record(event, step.unix_ms);
-                }
-                Step::UserAudio(samples) => recorder.user_audio(samples, step.unix_ms),
-            }
+            feed.step(recorder, step, step.unix_ms);
         }
     };
-    play(&mut recorder, &script[..third]);
+    play(&mut recorder, &mut feed, &script[..third]);
     assert_eq!(recorder.save_state(), SaveState::Saving);
 
     // Fill the disk.
@@ -362,7 +353,7 @@ fn a_full_disk_pauses_saving_until_space_is_free_and_a_read_only_folder_is_a_cle
     let block = vec![0u8; 4096];
     while std::io::Write::write_all(&mut filling, &block).is_ok() {}
     drop(filling);
-    play(&mut recorder, &script[third..2 * third]);
+    play(&mut recorder, &mut feed, &script[third..2 * third]);
     let problem = recorder.save_problem().expect("a full disk is reported");
     assert!(problem.is_disk_full(), "typed as a full disk: {problem:?}");
     assert!(
@@ -375,9 +366,8 @@ fn a_full_disk_pauses_saving_until_space_is_free_and_a_read_only_folder_is_a_cle
         .retry_saving(script[2 * third].unix_ms)
         .expect("saving resumes once space is free");
 
-    play(&mut recorder, &script[2 * third..]);
-    recorder
-        .close(START_UNIX_MS + 60_000)
+    play(&mut recorder, &mut feed, &script[2 * third..]);
+    feed.close(&mut recorder, START_UNIX_MS + 60_000)
         .expect("the close saves");
 
     // A read-only folder (a remount is refused while files are open for writing, so the
@@ -475,6 +465,7 @@ fn a_barge_in_saves_the_cut_reply_in_its_turn_and_the_new_question_in_the_next_w
     let mut recorder = store
         .start(config(), START_UNIX_MS)
         .expect("the recorder starts");
+    let mut feed = Feed::new(&recorder);
     let mut events = Vec::new();
     for (seq, step) in steps.into_iter().enumerate() {
         let unix_ms = START_UNIX_MS + 20 * (seq as i64 + 1);
@@ -485,14 +476,13 @@ fn a_barge_in_saves_the_cut_reply_in_its_turn_and_the_new_question_in_the_next_w
                     at_ms: 20 * (seq as u64 + 1),
                     event,
                 };
-                events.extend_from_slice(recorder.record(&stamped, unix_ms));
+                events.extend(feed.event(&mut recorder, &stamped, unix_ms));
             }
             Do::Audio(samples) => recorder.user_audio(&samples, unix_ms),
         }
     }
     events.extend(
-        recorder
-            .close(START_UNIX_MS + 10_000)
+        feed.close(&mut recorder, START_UNIX_MS + 10_000)
             .expect("the close saves"),
     );
 
@@ -541,4 +531,120 @@ fn a_barge_in_saves_the_cut_reply_in_its_turn_and_the_new_question_in_the_next_w
         .map(|turn| (turn.turn, turn.interrupted, turn.ended_unix_ms.is_some()))
         .collect();
     assert_eq!(turns, [(1, true, true), (2, false, true)]);
+}
+
+/// The bytes of the journal after one reply of `reply_chars` characters, streamed ten at a
+/// time, each delta carrying the whole transcript so far as the session gives it.
+fn journal_bytes_after_a_reply_of(reply_chars: usize) -> u64 {
+    use std::sync::Arc;
+    use walkie_session::{
+        Part, PartDelta, PartDeltaEvent, PartIndex, PartStartEvent, SessionEvent, StampedEvent,
+    };
+    let root = tempfile::tempdir().expect("a temporary folder");
+    let store = Store::new(root.path());
+    let mut recorder = store
+        .start(config(), START_UNIX_MS)
+        .expect("the recorder starts");
+    let mut feed = Feed::new(&recorder);
+    let reply = PartIndex(0);
+    let stamped = |seq: u64, event: SessionEvent| StampedEvent {
+        seq,
+        at_ms: seq,
+        event,
+    };
+    feed.event(
+        &mut recorder,
+        &stamped(
+            1,
+            SessionEvent::PartStart(PartStartEvent {
+                index: reply,
+                part: Part::speech(Speaker::Assistant),
+            }),
+        ),
+        START_UNIX_MS,
+    );
+    let mut so_far = String::new();
+    for (seq, _) in (2..).zip(0..reply_chars / 10) {
+        so_far.push_str("abcdefghi ");
+        let delta = PartDelta::transcript(
+            Speaker::Assistant,
+            Arc::from("abcdefghi "),
+            Arc::from(so_far.as_str()),
+        );
+        let event = SessionEvent::PartDelta(PartDeltaEvent {
+            index: reply,
+            delta,
+        });
+        feed.event(
+            &mut recorder,
+            &stamped(seq, event),
+            START_UNIX_MS + seq as i64,
+        );
+    }
+    feed.close(&mut recorder, START_UNIX_MS + 1_000_000)
+        .expect("the conversation closes");
+    fs::metadata(recorder.dir().join(JOURNAL_FILE))
+        .expect("the journal")
+        .len()
+}
+
+#[test]
+fn the_journal_grows_with_the_transcript_not_with_its_square() {
+    let short = journal_bytes_after_a_reply_of(10_000);
+    let long = journal_bytes_after_a_reply_of(20_000);
+    let growth = long as f64 / short as f64;
+    assert!(
+        growth < 2.2,
+        "twice the reply made the journal {growth:.2} times as large ({short} → {long} bytes)"
+    );
+    assert!(
+        long < 20_000 * 200,
+        "{long} bytes of journal for 20,000 characters of reply"
+    );
+}
+
+/// Every folder and file under `dir`, `dir` included.
+#[cfg(unix)]
+fn tree(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = vec![dir.to_path_buf()];
+    for entry in fs::read_dir(dir).expect("a readable folder") {
+        let path = entry.expect("a readable entry").path();
+        if path.is_dir() {
+            found.extend(tree(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[cfg(unix)]
+#[test]
+fn everything_a_recording_creates_is_the_users_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = tempfile::tempdir().expect("a temporary folder");
+    // The data folder does not exist yet: the store creates it, and its parent.
+    let parent = scratch.path().join("data");
+    let root = parent.join("walkie");
+    let store = Store::new(&root);
+    let (mut recorder, mut feed, _) = play(&store);
+    let dir = recorder.dir().to_path_buf();
+    let mode = |path: &Path| fs::metadata(path).expect("it exists").permissions().mode() & 0o777;
+    assert_eq!(mode(&dir.join(WRITING_MARKER_FILE)), 0o600, "the marker");
+    feed.close(&mut recorder, START_UNIX_MS + 60_000)
+        .expect("the close saves");
+    let created = tree(&parent);
+    assert!(
+        created
+            .iter()
+            .any(|path| path.ends_with(TRANSCRIPT_MD_FILE))
+            && created
+                .iter()
+                .any(|path| path.extension().is_some_and(|ext| ext == "wav")),
+        "{created:?}"
+    );
+    for path in created {
+        let expected = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&path), expected, "{}", path.display());
+    }
 }

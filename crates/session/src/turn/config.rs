@@ -24,6 +24,9 @@ pub const SESSION_CONFIRM_GRACE_MS: u64 = 5_000;
 pub const LATE_AUDIO_GRACE_MS: u64 = 300;
 /// Presses shorter than this are ignored, with a hint (the server needs at least 100 ms).
 pub const DEFAULT_MIN_PRESS_MS: u64 = 150;
+/// A press that stops an audible reply counts as a turn only when held this long: a tap just
+/// stops the reply; a user who goes on to speak holds the key longer than this.
+pub const DEFAULT_INTERRUPT_HOLD_MS: u64 = 400;
 /// Warm-mic audio from before the key went down, prepended to the capture.
 pub const DEFAULT_PRE_ROLL_MS: u64 = 300;
 /// A press held this long is released by the controller: a lost key-up cannot wedge it.
@@ -32,6 +35,12 @@ pub const DEFAULT_MAX_PRESS_MS: u64 = 10 * 60 * 1000;
 pub const SESSION_LIMIT_MS: u64 = 60 * 60 * 1000;
 /// How long before the session limit the user is told it is coming.
 pub const DEFAULT_SESSION_LIMIT_WARNING_MS: u64 = 5 * 60 * 1000;
+
+/// How long before a session limit of `session_limit_ms` it is announced: five minutes, or a
+/// quarter of a shorter session (a 2-minute session is announced at 90 s, not at its start).
+pub fn session_limit_warning_ms(session_limit_ms: u64) -> u64 {
+    DEFAULT_SESSION_LIMIT_WARNING_MS.min(session_limit_ms / 4)
+}
 
 /// How a push-to-talk key works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +107,8 @@ pub struct TurnConfig {
     pub pre_roll_ms: u64,
     /// A press held longer is released by the controller (a lost key-up).
     pub max_press_ms: u64,
+    /// A press that stopped a reply counts as a turn only when held at least this long.
+    pub interrupt_hold_ms: u64,
     /// Whether an echo canceller runs on the capture. Without one, the mic is gated while the
     /// assistant is audible, in both modes, so the model does not hear (and answer) itself; in
     /// push-to-talk a press opens the gate (it flushes playback first), and a reply starting
@@ -120,6 +131,7 @@ impl TurnConfig {
             min_press_ms: DEFAULT_MIN_PRESS_MS,
             pre_roll_ms: DEFAULT_PRE_ROLL_MS,
             max_press_ms: DEFAULT_MAX_PRESS_MS,
+            interrupt_hold_ms: DEFAULT_INTERRUPT_HOLD_MS,
             echo_canceller: false,
             session_limit_ms: SESSION_LIMIT_MS,
             session_limit_warning_ms: DEFAULT_SESSION_LIMIT_WARNING_MS,
@@ -134,8 +146,10 @@ impl TurnConfig {
         }
     }
 
-    /// The `session` of the `session.update` sent on data-channel open.
-    pub(crate) fn session_update(&self, tools: Vec<walkie_openai::Tool>) -> SessionConfig {
+    /// The session a call is created with, over HTTP (the multipart `session` part, or the
+    /// session of a minted ephemeral key): `type`, turn detection from `mode`, the tools, and
+    /// everything else as given — `model` included, since only call creation may set it.
+    pub fn call_session(&self, tools: Vec<walkie_openai::Tool>) -> SessionConfig {
         let mut session = self.session.clone();
         session.kind = SessionKind::Realtime;
         let turn_detection = match &self.mode {
@@ -149,5 +163,41 @@ impl TurnConfig {
             session.tools = Some(tools);
         }
         session
+    }
+
+    /// The `session` of a `session.update`: the call's session, less what an update may not
+    /// carry. Never `model` (the API lets an update change any field "except voice and
+    /// model"; the model belongs to call creation), and `voice` only while `voice_allowed`
+    /// (before the first assistant audio; a voice change later reconnects). It is never larger
+    /// than the call's session, which the transport keeps within a data-channel message
+    /// (`walkie_rtc::MAX_SESSION_BYTES`): no update can exceed the channel's limit.
+    pub(crate) fn session_update(
+        &self,
+        tools: Vec<walkie_openai::Tool>,
+        voice_allowed: bool,
+    ) -> SessionConfig {
+        let mut session = self.call_session(tools);
+        session.model = None;
+        if !voice_allowed
+            && let Some(output) = session
+                .audio
+                .as_mut()
+                .and_then(|audio| audio.output.as_mut())
+        {
+            output.voice = None;
+        }
+        session
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_hour_long_session_is_announced_five_minutes_ahead_and_a_short_one_a_quarter_ahead() {
+        assert_eq!(session_limit_warning_ms(SESSION_LIMIT_MS), 5 * 60 * 1000);
+        assert_eq!(session_limit_warning_ms(2 * 60 * 1000), 30_000);
+        assert_eq!(session_limit_warning_ms(20_000), 5_000);
     }
 }

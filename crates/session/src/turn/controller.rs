@@ -5,9 +5,10 @@
 //! response active? has the user's utterance been committed?). Split across drivers, those
 //! decisions race; here they are one state machine. It is sans-IO like the rest of the crate:
 //! every input carries the caller's time (`now_ms`), nothing reads a clock or touches a device,
-//! and the outputs are polled — client events for the transport, audio commands for the audio
-//! driver, hints for the UI, and session events in the [`Session`] it owns. That is what lets the
-//! tests script a whole conversation in virtual time.
+//! and the outputs are polled, in the order they were decided — client events for the
+//! transport, audio commands for the audio driver, hints for the UI — besides the session
+//! events in the [`Session`] it owns. That is what lets the tests script a whole conversation
+//! in virtual time.
 //!
 //! The rules it enforces (reference §4, DESIGN rule 1):
 //! - `session.update` goes out when the data channel opens, and the key does nothing until
@@ -28,7 +29,10 @@
 //!   the cut reply records how much was played (`interrupted_at_ms`), sent as
 //!   `conversation.item.truncate { audio_end_ms }` where the transport needs it;
 //! - the user's speech part starts at their speech start, so it sits before the reply even when
-//!   its transcript arrives after `response.done`.
+//!   its transcript arrives after `response.done`;
+//! - nothing the server fails to send wedges a turn: a reply whose `stopped` never comes ends
+//!   [`STOPPED_WATCHDOG_MS`] after its last audio, a response whose `response.done` never comes
+//!   (or a create never answered) ends after [`RESPONSE_DONE_WATCHDOG_MS`] of server silence.
 //!
 //! The OpenAI → session mapping lives in [`super::openai_map`].
 
@@ -44,17 +48,36 @@ use crate::session::Session;
 use crate::turn::config::{
     LATE_AUDIO_GRACE_MS, PressMode, SESSION_CONFIRM_GRACE_MS, Transport, TurnConfig, TurnMode,
 };
-use crate::turn::output::{AudioCommand, Diagnostic, OutgoingEvent, UiHint};
+use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, UiHint};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
+
+/// User parts open at once, at most: each waits for its item's transcript (a few at most in
+/// any real conversation).
+pub const MAX_OPEN_USER_PARTS: usize = 8;
 
 /// Client event ids remembered for matching a server `error` to the request that caused it.
 const REMEMBERED_EVENT_IDS: usize = 128;
-/// Hints kept while the UI does not poll (oldest dropped first).
-const HINT_CAPACITY: usize = 64;
-/// Diagnostics kept while nobody logs them (oldest dropped first).
-const DIAGNOSTIC_CAPACITY: usize = 256;
+/// Hints and diagnostics kept while nobody polls (the oldest note is dropped first).
+const NOTE_CAPACITY: usize = 320;
 /// Ended user items remembered, so a late duplicate transcript does not open a second part.
 const REMEMBERED_ENDED_ITEMS: usize = 64;
+
+/// Turn watchdog, WebRTC: how long a reply whose response has ended (`response.done`) may stay
+/// audible with no audio arriving before the controller stops waiting for
+/// `output_audio_buffer.stopped` and ends it as if that had come. Over WebRTC the reply's
+/// audio arrives in real time, and the server sends `stopped` as its buffer drains, that is
+/// right after the last packet leaves; with the jitter buffer and network that is well under
+/// a second. Two seconds without audio means the event was lost; until then hands-free stays
+/// gated.
+pub const STOPPED_WATCHDOG_MS: u64 = 2_000;
+
+/// Turn watchdog: how long a response may be active (or a `response.create` unanswered) with
+/// nothing at all arriving from the server before the controller ends it as incomplete, with a
+/// diagnostic and a recoverable session error. A real server streams an active response without
+/// pauses (deltas every few tens of milliseconds; the first within a second or two of the
+/// create, `response.done` right after the last), so thirty silent seconds are far outside any
+/// reply and short enough that a lost `response.done` does not wedge the conversation.
+pub const RESPONSE_DONE_WATCHDOG_MS: u64 = 30_000;
 
 /// Which device changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +102,13 @@ enum Canceller {
 enum Press {
     Idle,
     /// The key is down (or toggled on). `speech_started`: the press lasted long enough to count,
-    /// and the user's speech start was emitted (stamped with `down_at_ms`).
+    /// and the user's speech start was emitted (stamped with `down_at_ms`). `stopped_reply`:
+    /// the press cut an audible reply off, so it counts as a turn only when held past
+    /// [`TurnConfig::interrupt_hold_ms`]; a tap only stops the reply.
     Held {
         down_at_ms: u64,
         speech_started: bool,
+        stopped_reply: bool,
     },
     /// The key is up; capture runs until `ends_at_ms`, then the commit.
     Tail {
@@ -146,15 +172,17 @@ pub struct TurnController {
     pub(super) tools: ToolRegistry,
     pub(super) session: Session,
 
-    outgoing: VecDeque<OutgoingEvent>,
-    audio: VecDeque<AudioCommand>,
-    hints: VecDeque<UiHint>,
-    diagnostics: VecDeque<Diagnostic>,
+    /// Everything for the world, in the order it was decided (see [`ControllerOutput`]).
+    outputs: VecDeque<ControllerOutput>,
+    /// How many of `outputs` are hints and diagnostics (they are bounded; the rest is not).
+    queued_notes: usize,
     next_event_number: u64,
     sent: VecDeque<(String, &'static str)>,
     pub(super) stats: ControllerStats,
 
     channel_open: bool,
+    /// The assistant has produced audio in this session: `voice` can no longer change.
+    assistant_audio_started: bool,
     connected_at_ms: Option<u64>,
     pub(super) session_confirmed: bool,
     pub(super) transcription_enabled: bool,
@@ -186,6 +214,14 @@ pub struct TurnController {
     pub(super) response_done_pending: bool,
     /// After `output_audio_buffer.stopped`: the reply ends when this passes with no more audio.
     late_audio_until_ms: Option<u64>,
+    /// The latest time an input carried (the controller's "now").
+    latest_ms: u64,
+    /// When the reply's output last showed life (audio, `response.done`, output start): the
+    /// [`STOPPED_WATCHDOG_MS`] bound counts from here.
+    pub(super) output_activity_ms: u64,
+    /// When the server last sent anything, or a `response.create` went out: the
+    /// [`RESPONSE_DONE_WATCHDOG_MS`] bound counts from here.
+    response_activity_ms: u64,
     /// When the data channel last opened, while `session.updated` has not come.
     awaiting_confirmation_since_ms: Option<u64>,
     pub(super) suppress_output_audio: bool,
@@ -211,14 +247,13 @@ impl TurnController {
             config,
             tools,
             session,
-            outgoing: VecDeque::new(),
-            audio: VecDeque::new(),
-            hints: VecDeque::new(),
-            diagnostics: VecDeque::new(),
+            outputs: VecDeque::new(),
+            queued_notes: 0,
             next_event_number: 1,
             sent: VecDeque::new(),
             stats: ControllerStats::default(),
             channel_open: false,
+            assistant_audio_started: false,
             connected_at_ms: None,
             session_confirmed: false,
             transcription_enabled: true,
@@ -240,6 +275,9 @@ impl TurnController {
             interrupted_response: None,
             response_done_pending: false,
             late_audio_until_ms: None,
+            latest_ms: 0,
+            output_activity_ms: 0,
+            response_activity_ms: 0,
             awaiting_confirmation_since_ms: None,
             suppress_output_audio: false,
             current_audio_item: None,
@@ -265,10 +303,19 @@ impl TurnController {
         if !self.session_confirmed {
             self.awaiting_confirmation_since_ms = Some(now_ms);
         }
-        let session = self.config.session_update(self.tools.definitions());
-        self.send(ClientEvent::SessionUpdate {
-            session: Box::new(session),
-        });
+        self.send_session_update();
+    }
+
+    /// Puts items into the provider's conversation, in order, after what it already holds:
+    /// the conversation so far, when a new session carries it on. They go out after the
+    /// `session.update` of [`TurnController::data_channel_open`] and before any turn.
+    pub fn restore_items(&mut self, items: impl IntoIterator<Item = walkie_openai::Item>) {
+        for item in items {
+            self.send(ClientEvent::ConversationItemCreate {
+                previous_item_id: None,
+                item,
+            });
+        }
     }
 
     /// The data channel closed: capture stops, the key is gated again, unsent events are dropped
@@ -276,9 +323,12 @@ impl TurnController {
     pub fn data_channel_closed(&mut self, now_ms: u64) {
         self.advance(now_ms);
         self.channel_open = false;
+        // A new data channel is a new session, whose voice can be set again.
+        self.assistant_audio_started = false;
         self.session_confirmed = false;
         self.awaiting_confirmation_since_ms = None;
-        self.outgoing.clear();
+        self.outputs
+            .retain(|output| !matches!(output, ControllerOutput::Send(_)));
         self.press = Press::Idle;
         self.vad_utterance_open = false;
         self.close_capture();
@@ -334,19 +384,28 @@ impl TurnController {
                 self.press = Press::Held {
                     down_at_ms,
                     speech_started: true,
+                    stopped_reply: false,
                 };
             }
         }
     }
 
-    /// The push-to-talk key went up. Ignored in toggle mode and when no press is in progress.
+    /// The push-to-talk key went up. In toggle mode it ends only a tap that stopped a reply
+    /// (a press held long enough to count goes on until the next press); ignored when no
+    /// press is in progress.
     pub fn push_to_talk_up(&mut self, now_ms: u64) {
         self.advance(now_ms);
-        if self.config.mode != TurnMode::PushToTalk(PressMode::Hold) {
-            return;
-        }
-        if let Press::Held { .. } = self.press {
-            self.release(now_ms);
+        match (&self.config.mode, self.press) {
+            (TurnMode::PushToTalk(PressMode::Hold), Press::Held { .. })
+            | (
+                TurnMode::PushToTalk(PressMode::Toggle),
+                Press::Held {
+                    stopped_reply: true,
+                    speech_started: false,
+                    ..
+                },
+            ) => self.release(now_ms),
+            _ => {}
         }
     }
 
@@ -357,10 +416,12 @@ impl TurnController {
             Ok(event) => self.server_event(event, now_ms),
             Err(error) => {
                 self.advance(now_ms);
+                self.response_activity_ms = now_ms;
                 self.stats.undecodable_events += 1;
                 let code = match &error {
                     walkie_openai::DecodeError::Syntax { .. } => "malformed_json",
                     walkie_openai::DecodeError::Schema { .. } => "schema_mismatch",
+                    walkie_openai::DecodeError::Unrepresentable { .. } => "unrepresentable_json",
                     _ => "not_an_event",
                 };
                 self.emit(
@@ -380,6 +441,15 @@ impl TurnController {
     /// A decoded server event.
     pub fn server_event(&mut self, event: ServerEvent, now_ms: u64) {
         self.advance(now_ms);
+        self.response_activity_ms = now_ms;
+        if matches!(
+            event,
+            ServerEvent::OutputAudioBufferStarted { .. }
+                | ServerEvent::OutputAudioDelta { .. }
+                | ServerEvent::OutputAudioTranscriptDelta { .. }
+        ) {
+            self.assistant_audio_started = true;
+        }
         self.map_server_event(event, now_ms);
     }
 
@@ -387,6 +457,9 @@ impl TurnController {
     /// delta. Audio of a reply cut by a barge-in is dropped.
     pub fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
         self.advance(now_ms);
+        self.response_activity_ms = now_ms;
+        self.output_activity_ms = now_ms;
+        self.assistant_audio_started = true;
         self.push_assistant_audio(chunk, now_ms);
     }
 
@@ -412,9 +485,8 @@ impl TurnController {
     pub fn device_changed(&mut self, device: DeviceKind, now_ms: u64) {
         self.advance(now_ms);
         if device == DeviceKind::Input && self.capturing {
-            self.audio.push_back(AudioCommand::CloseCapture);
-            self.audio
-                .push_back(AudioCommand::OpenCapture { pre_roll_ms: 0 });
+            self.command(AudioCommand::CloseCapture);
+            self.command(AudioCommand::OpenCapture { pre_roll_ms: 0 });
             self.diagnose(Diagnostic::CaptureReopened);
         }
     }
@@ -438,14 +510,17 @@ impl TurnController {
             Press::Held {
                 down_at_ms,
                 speech_started,
+                stopped_reply,
             } => Some(if speech_started {
                 down_at_ms.saturating_add(self.config.max_press_ms)
             } else {
-                down_at_ms.saturating_add(self.config.min_press_ms)
+                down_at_ms.saturating_add(self.counts_after_ms(stopped_reply))
             }),
             Press::Tail { ends_at_ms, .. } => Some(ends_at_ms),
         };
         let late_audio = self.late_audio_until_ms;
+        let stopped_watchdog = self.stopped_watchdog_at();
+        let response_watchdog = self.response_watchdog_at();
         let confirmation = self
             .awaiting_confirmation_since_ms
             .map(|since_ms| since_ms.saturating_add(SESSION_CONFIRM_GRACE_MS));
@@ -458,38 +533,35 @@ impl TurnController {
                 None
             }
         });
-        [press, limit, late_audio, confirmation]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            press,
+            limit,
+            late_audio,
+            confirmation,
+            stopped_watchdog,
+            response_watchdog,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     // ----------------------------------------------------------------------------------------
     // Outputs
     // ----------------------------------------------------------------------------------------
 
-    /// The next client event to send. Nothing comes out while the data channel is not open.
-    pub fn poll_outgoing(&mut self) -> Option<OutgoingEvent> {
-        if self.channel_open {
-            self.outgoing.pop_front()
-        } else {
-            None
+    /// The next output, in the order the controller decided them: a barge-in's
+    /// [`AudioCommand::FlushPlayback`] comes before its `response.cancel`. Client events are
+    /// queued only while the data channel is open, and dropped when it closes.
+    pub fn poll_output(&mut self) -> Option<ControllerOutput> {
+        let output = self.outputs.pop_front()?;
+        if matches!(
+            output,
+            ControllerOutput::Hint(_) | ControllerOutput::Diagnostic(_)
+        ) {
+            self.queued_notes -= 1;
         }
-    }
-
-    /// The next audio command.
-    pub fn poll_audio_command(&mut self) -> Option<AudioCommand> {
-        self.audio.pop_front()
-    }
-
-    /// The next hint for the user.
-    pub fn poll_hint(&mut self) -> Option<UiHint> {
-        self.hints.pop_front()
-    }
-
-    /// The next diagnostic for the log.
-    pub fn poll_diagnostic(&mut self) -> Option<Diagnostic> {
-        self.diagnostics.pop_front()
+        Some(output)
     }
 
     /// The session the controller feeds: iterate it for the session events.
@@ -543,15 +615,26 @@ impl TurnController {
     // ----------------------------------------------------------------------------------------
 
     fn begin_press(&mut self, now_ms: u64) {
-        self.barge_in(now_ms);
+        let stopped_reply = self.barge_in(now_ms);
         self.send(ClientEvent::InputAudioBufferClear);
         self.open_capture(self.config.pre_roll_ms);
         self.press = Press::Held {
             down_at_ms: now_ms,
             speech_started: false,
+            stopped_reply,
         };
-        if self.config.min_press_ms == 0 {
+        if self.counts_after_ms(stopped_reply) == 0 {
             self.start_user_speech_at_press(now_ms);
+        }
+    }
+
+    /// How long a press must be held to count as a turn: a press that stopped a reply longer
+    /// than one that did not, so a tap to stop is not answered.
+    fn counts_after_ms(&self, stopped_reply: bool) -> u64 {
+        if stopped_reply {
+            self.config.min_press_ms.max(self.config.interrupt_hold_ms)
+        } else {
+            self.config.min_press_ms
         }
     }
 
@@ -560,6 +643,7 @@ impl TurnController {
         self.press = Press::Held {
             down_at_ms,
             speech_started: true,
+            stopped_reply: false,
         };
         self.emit(SessionEvent::InputSpeechStart(Box::default()), down_at_ms);
         self.open_user_part(None, down_at_ms);
@@ -569,18 +653,24 @@ impl TurnController {
         let Press::Held {
             down_at_ms,
             speech_started,
+            stopped_reply,
         } = self.press
         else {
             return;
         };
         let held_ms = now_ms.saturating_sub(down_at_ms);
-        if !speech_started && held_ms < self.config.min_press_ms {
+        if !speech_started && held_ms < self.counts_after_ms(stopped_reply) {
             self.press = Press::Idle;
             self.close_capture();
-            self.hint(UiHint::PressTooShort {
-                held_ms,
-                min_press_ms: self.config.min_press_ms,
-            });
+            // A tap that stopped a reply did what it was for; any other short press is told.
+            if stopped_reply {
+                self.send(ClientEvent::InputAudioBufferClear);
+            } else {
+                self.hint(UiHint::PressTooShort {
+                    held_ms,
+                    min_press_ms: self.config.min_press_ms,
+                });
+            }
             return self.apply_pending_mode();
         }
         if !speech_started {
@@ -646,10 +736,7 @@ impl TurnController {
             return;
         }
         if self.channel_open {
-            let session = self.config.session_update(self.tools.definitions());
-            self.send(ClientEvent::SessionUpdate {
-                session: Box::new(session),
-            });
+            self.send_session_update();
         }
         if self.session_confirmed {
             if hands_free {
@@ -670,6 +757,7 @@ impl TurnController {
         if self.active_response.is_none() && self.create_in_flight.is_none() {
             let event_id = self.send(ClientEvent::ResponseCreate { response: None });
             self.create_in_flight = Some(event_id.clone());
+            self.response_activity_ms = self.latest_ms;
             PairedCreate::Sent(event_id)
         } else {
             self.create_queued = true;
@@ -683,6 +771,7 @@ impl TurnController {
             self.create_queued = false;
             let event_id = self.send(ClientEvent::ResponseCreate { response: None });
             self.create_in_flight = Some(event_id.clone());
+            self.response_activity_ms = self.latest_ms;
             if let Some(CommitRecord { create, .. }) = &mut self.last_commit
                 && *create == PairedCreate::Queued
             {
@@ -708,7 +797,7 @@ impl TurnController {
         let Some(response_id) = self.audible_response.clone() else {
             return false;
         };
-        self.audio.push_back(AudioCommand::FlushPlayback);
+        self.command(AudioCommand::FlushPlayback);
         self.interrupted_response = Some(response_id.clone());
         self.suppress_output_audio = true;
         let played_ms = self.played_ms_of_current_item();
@@ -726,9 +815,7 @@ impl TurnController {
             && let Some(active) = self.active_response.clone()
             && self.cancel_sent_for.as_deref() != Some(active.as_str())
         {
-            self.send(ClientEvent::ResponseCancel {
-                response_id: Some(active.clone()),
-            });
+            self.send(super::openai_map::cancel_of(&active));
             self.cancel_sent_for = Some(active);
             cancelled = true;
         }
@@ -761,6 +848,7 @@ impl TurnController {
     /// The assistant is audible (output started): session event, and the mic gate without AEC.
     pub(super) fn output_became_audible(&mut self, response_id: String, now_ms: u64) {
         self.audible_response = Some(response_id);
+        self.output_activity_ms = now_ms;
         if !self.session.is_output_audible() {
             self.emit(SessionEvent::OutputSpeechStart, now_ms);
         }
@@ -822,22 +910,21 @@ impl TurnController {
     fn set_mic_gate(&mut self, gated: bool) {
         if self.mic_gated != gated {
             self.mic_gated = gated;
-            self.audio.push_back(AudioCommand::GateMic { gated });
+            self.command(AudioCommand::GateMic { gated });
         }
     }
 
     pub(super) fn open_capture(&mut self, pre_roll_ms: u64) {
         if !self.capturing {
             self.capturing = true;
-            self.audio
-                .push_back(AudioCommand::OpenCapture { pre_roll_ms });
+            self.command(AudioCommand::OpenCapture { pre_roll_ms });
         }
     }
 
     fn close_capture(&mut self) {
         if self.capturing {
             self.capturing = false;
-            self.audio.push_back(AudioCommand::CloseCapture);
+            self.command(AudioCommand::CloseCapture);
         }
     }
 
@@ -918,8 +1005,17 @@ impl TurnController {
         }
     }
 
-    /// Open a user speech part (at the user's speech start).
+    /// Open a user speech part (at the user's speech start). At most [`MAX_OPEN_USER_PARTS`]
+    /// stay open: the oldest, whose transcript never came, ends to make room, so a provider
+    /// inventing item ids cannot open parts (and the store's files) without bound.
     pub(super) fn open_user_part(&mut self, item_id: Option<String>, now_ms: u64) -> Option<usize> {
+        if self.user_parts.len() >= MAX_OPEN_USER_PARTS {
+            self.diagnose(Diagnostic::Ignored {
+                event_type: "conversation.item".to_owned(),
+                reason: "too many user items open: the oldest one's transcript is no longer awaited",
+            });
+            self.end_user_part(0, now_ms);
+        }
         match self.session.start_part(Part::speech(Speaker::User), now_ms) {
             Ok(index) => {
                 self.user_parts.push(UserPart {
@@ -963,7 +1059,19 @@ impl TurnController {
         }
     }
 
-    /// Queue a client event under a fresh id; returns the id.
+    /// `session.update` with the configured session: never `model`, `voice` only before the
+    /// first assistant audio (see [`TurnConfig::session_update`]).
+    fn send_session_update(&mut self) {
+        let session = self
+            .config
+            .session_update(self.tools.definitions(), !self.assistant_audio_started);
+        self.send(ClientEvent::SessionUpdate {
+            session: Box::new(session),
+        });
+    }
+
+    /// Queue a client event under a fresh id; returns the id. While the data channel is
+    /// closed the event is not queued: it would go to a session that no longer exists.
     pub(super) fn send(&mut self, event: ClientEvent) -> String {
         let event_id = format!("walkie_{}", self.next_event_number);
         self.next_event_number += 1;
@@ -971,10 +1079,13 @@ impl TurnController {
             self.sent.pop_front();
         }
         self.sent.push_back((event_id.clone(), event.event_type()));
-        self.outgoing.push_back(OutgoingEvent {
-            event_id: event_id.clone(),
-            event,
-        });
+        if self.channel_open {
+            self.outputs
+                .push_back(ControllerOutput::Send(OutgoingEvent {
+                    event_id: event_id.clone(),
+                    event,
+                }));
+        }
         event_id
     }
 
@@ -1000,19 +1111,33 @@ impl TurnController {
     }
 
     pub(super) fn hint(&mut self, hint: UiHint) {
-        if self.hints.len() == HINT_CAPACITY {
-            self.hints.pop_front();
-            self.stats.dropped_notes += 1;
-        }
-        self.hints.push_back(hint);
+        self.note(ControllerOutput::Hint(hint));
     }
 
     pub(super) fn diagnose(&mut self, diagnostic: Diagnostic) {
-        if self.diagnostics.len() == DIAGNOSTIC_CAPACITY {
-            self.diagnostics.pop_front();
+        self.note(ControllerOutput::Diagnostic(diagnostic));
+    }
+
+    fn command(&mut self, command: AudioCommand) {
+        self.outputs.push_back(ControllerOutput::Audio(command));
+    }
+
+    /// Queue a hint or diagnostic; when too many wait, the oldest of them gives way.
+    fn note(&mut self, note: ControllerOutput) {
+        if self.queued_notes == NOTE_CAPACITY
+            && let Some(oldest) = self.outputs.iter().position(|output| {
+                matches!(
+                    output,
+                    ControllerOutput::Hint(_) | ControllerOutput::Diagnostic(_)
+                )
+            })
+        {
+            self.outputs.remove(oldest);
+            self.queued_notes -= 1;
             self.stats.dropped_notes += 1;
         }
-        self.diagnostics.push_back(diagnostic);
+        self.queued_notes += 1;
+        self.outputs.push_back(note);
     }
 
     /// `session.updated` arrived for the first time since the channel opened.
@@ -1029,6 +1154,69 @@ impl TurnController {
     // Timers
     // ----------------------------------------------------------------------------------------
 
+    /// When the reply that is still audible after its response ended stops being waited for.
+    fn stopped_watchdog_at(&self) -> Option<u64> {
+        (self.config.transport == Transport::WebRtc
+            && self.audible_response.is_some()
+            && self.active_response.is_none()
+            && self.late_audio_until_ms.is_none())
+        .then(|| self.output_activity_ms.saturating_add(STOPPED_WATCHDOG_MS))
+    }
+
+    /// When an active response (or an unanswered create) that the server went silent on ends.
+    fn response_watchdog_at(&self) -> Option<u64> {
+        (self.active_response.is_some() || self.create_in_flight.is_some()).then(|| {
+            self.response_activity_ms
+                .saturating_add(RESPONSE_DONE_WATCHDOG_MS)
+        })
+    }
+
+    /// The server went silent on the active response: it ends as incomplete, as if its
+    /// `response.done` had come (a create never answered is forgotten), so the next turn can
+    /// be asked for.
+    fn end_silent_response(&mut self, now_ms: u64) {
+        let waited_ms = now_ms.saturating_sub(self.response_activity_ms);
+        let response_id = self.active_response.clone();
+        self.diagnose(Diagnostic::ResponseDoneMissing {
+            response_id: response_id.clone(),
+            waited_ms,
+        });
+        let what = match &response_id {
+            Some(id) if id.is_empty() => "the active response got no response.done".to_owned(),
+            Some(id) => format!("response {id} got no response.done"),
+            None => "response.create got no response.created".to_owned(),
+        };
+        self.emit(
+            SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
+                message: format!("{what} within {waited_ms} ms of silence; it was ended"),
+                error_type: Some("turn_watchdog".to_owned()),
+                code: Some("response_done_missing".to_owned()),
+                recoverable: true,
+            })),
+            now_ms,
+        );
+        self.response_activity_ms = now_ms;
+        match response_id {
+            Some(id) => self.on_response_done(
+                walkie_openai::Response {
+                    id,
+                    status: walkie_openai::ResponseStatus::Incomplete,
+                    status_details: None,
+                    output: Vec::new(),
+                    conversation_id: None,
+                    output_modalities: None,
+                    usage: None,
+                    metadata: None,
+                },
+                now_ms,
+            ),
+            None => {
+                self.create_in_flight = None;
+                self.flush_queued_create();
+            }
+        }
+    }
+
     fn limit_warning_at(&self, connected_at_ms: u64) -> u64 {
         connected_at_ms.saturating_add(
             self.config
@@ -1039,18 +1227,21 @@ impl TurnController {
 
     /// Run every timer due by `now_ms`, each at its own deadline.
     fn advance(&mut self, now_ms: u64) {
+        self.latest_ms = self.latest_ms.max(now_ms);
         loop {
             match self.press {
                 Press::Held {
                     down_at_ms,
                     speech_started: false,
-                } if now_ms >= down_at_ms.saturating_add(self.config.min_press_ms) => {
+                    stopped_reply,
+                } if now_ms >= down_at_ms.saturating_add(self.counts_after_ms(stopped_reply)) => {
                     self.start_user_speech_at_press(down_at_ms);
                     continue;
                 }
                 Press::Held {
                     down_at_ms,
                     speech_started: true,
+                    ..
                 } if now_ms >= down_at_ms.saturating_add(self.config.max_press_ms) => {
                     let released_at_ms = down_at_ms.saturating_add(self.config.max_press_ms);
                     self.hint(UiHint::ReleasedAutomatically {
@@ -1072,6 +1263,20 @@ impl TurnController {
             .is_some_and(|until_ms| now_ms >= until_ms)
         {
             self.output_became_inaudible(now_ms);
+        }
+        if let Some(at_ms) = self.stopped_watchdog_at()
+            && now_ms >= at_ms
+        {
+            self.diagnose(Diagnostic::StoppedMissing {
+                response_id: self.audible_response.clone().unwrap_or_default(),
+                waited_ms: at_ms.saturating_sub(self.output_activity_ms),
+            });
+            self.output_became_inaudible(at_ms);
+        }
+        if let Some(at_ms) = self.response_watchdog_at()
+            && now_ms >= at_ms
+        {
+            self.end_silent_response(at_ms);
         }
         if let Some(since_ms) = self.awaiting_confirmation_since_ms
             && now_ms >= since_ms.saturating_add(SESSION_CONFIRM_GRACE_MS)

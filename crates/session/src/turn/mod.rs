@@ -13,10 +13,10 @@
 //!   [`TurnController::playback_drained`], [`TurnController::device_changed`],
 //!   [`TurnController::wall_clock`], [`TurnController::tick`] (at
 //!   [`TurnController::next_deadline_ms`]);
-//! - outputs: [`TurnController::poll_outgoing`] (client events with their `event_id`, for the
-//!   data channel), [`TurnController::poll_audio_command`] (capture, playback flush, mic gate),
-//!   [`TurnController::poll_hint`] (for the user), [`TurnController::poll_diagnostic`] (for the
-//!   log), and the session events of [`TurnController::session_mut`].
+//! - outputs: [`TurnController::poll_output`], one queue in causal order of client events with
+//!   their `event_id` (for the data channel), audio commands (capture, playback flush, mic
+//!   gate), hints (for the user) and diagnostics (for the log); and the session events of
+//!   [`TurnController::session_mut`].
 
 mod config;
 mod controller;
@@ -25,12 +25,17 @@ mod output;
 mod tools;
 
 pub use config::{
-    DEFAULT_MAX_PRESS_MS, DEFAULT_MIN_PRESS_MS, DEFAULT_PRE_ROLL_MS,
+    DEFAULT_INTERRUPT_HOLD_MS, DEFAULT_MAX_PRESS_MS, DEFAULT_MIN_PRESS_MS, DEFAULT_PRE_ROLL_MS,
     DEFAULT_SESSION_LIMIT_WARNING_MS, DEFAULT_TAIL_MS, LATE_AUDIO_GRACE_MS, PressMode,
     SESSION_CONFIRM_GRACE_MS, SESSION_LIMIT_MS, Transport, TurnConfig, TurnMode,
+    session_limit_warning_ms,
 };
-pub use controller::{ControllerStats, DeviceKind, TurnController};
-pub use output::{AudioCommand, Diagnostic, OutgoingEvent, UiHint};
+pub use controller::{
+    ControllerStats, DeviceKind, MAX_OPEN_USER_PARTS, RESPONSE_DONE_WATCHDOG_MS,
+    STOPPED_WATCHDOG_MS, TurnController,
+};
+pub use openai_map::MAX_TRANSCRIPT_BYTES;
+pub use output::{AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, UiHint};
 pub use tools::{
     CURRENT_LOCAL_TIME_TOOL, CurrentLocalTime, DuplicateTool, LocalDateTime, LocalTool,
     ToolContext, ToolError, ToolRegistry, WallClock,

@@ -16,8 +16,8 @@
 //! | `response.output_audio_transcript.*`, `response.output_text.*` | assistant speech / text parts |
 //! | `response.output_audio.delta` | assistant audio deltas (WebSocket; WebRTC audio comes by RTP) |
 //! | `response.function_call_arguments.done` | tool-call part, `FunctionToolCall`, local execution, `FunctionToolResult`; `function_call_output` + `response.create` |
-//! | `response.done` | cancelled → `RealtimeResponseInterruptedEvent`; parts end; `TurnComplete` unless a tool round goes on |
-//! | `error` | `RealtimeSessionErrorEvent`, recoverable or fatal (a parked failure) |
+//! | `response.done` | cancelled → `RealtimeResponseInterruptedEvent`; parts end; `TurnComplete` unless a tool round goes on; one naming no response ends the active one |
+//! | `error` | `RealtimeSessionErrorEvent` naming the failed request (`event_id` and type); recoverable unless its code is on the short fatal list (a parked failure) |
 //! | unknown types | ignored, counted, a diagnostic |
 
 use std::sync::Arc;
@@ -53,6 +53,24 @@ fn reconcile(running: &mut String, full: &str) -> Option<(Arc<str>, Arc<str>)> {
     running.clear();
     running.push_str(full);
     Some((appended, Arc::from(full)))
+}
+
+/// The longest transcript kept of one message, in bytes: far past any spoken reply (an hour
+/// of speech is about 60 KB of text), and a bound against a provider that streams without end.
+pub const MAX_TRANSCRIPT_BYTES: usize = 256 * 1024;
+
+/// The start of `text` that fits after `kept_bytes` of transcript within
+/// [`MAX_TRANSCRIPT_BYTES`], cut on a character boundary.
+fn fitting(kept_bytes: usize, text: &str) -> &str {
+    let room = MAX_TRANSCRIPT_BYTES.saturating_sub(kept_bytes);
+    if text.len() <= room {
+        return text;
+    }
+    let mut end = room;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 impl TurnController {
@@ -304,6 +322,12 @@ impl TurnController {
         let Some(slot) = self.user_slot_for(item_id, now_ms) else {
             return;
         };
+        let kept_bytes = if is_final {
+            0
+        } else {
+            self.user_parts[slot].transcript.len()
+        };
+        let text = self.within_transcript_cap(kept_bytes, text, is_final);
         let part = &mut self.user_parts[slot];
         let index = part.index;
         let update = if is_final {
@@ -326,6 +350,29 @@ impl TurnController {
         if is_final {
             self.end_user_part(slot, now_ms);
         }
+    }
+
+    /// `text` cut to what fits in a transcript that keeps `kept_bytes` already; the first cut
+    /// of a transcript is diagnosed (later deltas of a full one are dropped without a word).
+    fn within_transcript_cap<'a>(
+        &mut self,
+        kept_bytes: usize,
+        text: &'a str,
+        is_final: bool,
+    ) -> &'a str {
+        let fits = fitting(kept_bytes, text);
+        if fits.len() < text.len() && kept_bytes < MAX_TRANSCRIPT_BYTES {
+            self.diagnose(Diagnostic::Ignored {
+                event_type: if is_final {
+                    "transcript.done"
+                } else {
+                    "transcript.delta"
+                }
+                .to_owned(),
+                reason: "a transcript longer than 256 KiB is cut there",
+            });
+        }
+        fits
     }
 
     fn on_transcription_failed(
@@ -370,6 +417,14 @@ impl TurnController {
         let Some(index) = self.assistant_part_for(Some(item_id), kind, now_ms) else {
             return;
         };
+        let kept_bytes = match (&self.assistant_part, is_final) {
+            (Some(part), false) => part.text.len(),
+            _ => 0,
+        };
+        let text = self.within_transcript_cap(kept_bytes, text, is_final);
+        if !is_final && text.is_empty() {
+            return;
+        }
         let Some(part) = &mut self.assistant_part else {
             return;
         };
@@ -500,29 +555,43 @@ impl TurnController {
         self.request_response();
     }
 
+    /// A `response.created` answers the create in flight. One without an id (the SDK makes it
+    /// optional) makes the active response one whose id is unknown, kept as `""`.
     fn on_response_created(&mut self, response: Response) {
         self.create_in_flight = None;
         if self.discard_next_created {
             // The create that went out with an empty commit: nothing to answer, cancel it.
             self.discard_next_created = false;
             self.discarded_responses.push(response.id.clone());
-            self.send(ClientEvent::ResponseCancel {
-                response_id: Some(response.id.clone()),
-            });
+            self.send(cancel_of(&response.id));
             self.cancel_sent_for = Some(response.id.clone());
         }
         self.active_response = Some(response.id);
     }
 
-    fn on_response_done(&mut self, response: Response, now_ms: u64) {
-        let id = response.id;
-        if self.active_response.as_deref() == Some(id.as_str()) {
-            self.active_response = None;
+    /// A `response.done` ends the response it names. One active at a time, so a done that names
+    /// no response, or a response whose `response.created` named none (an empty id either way),
+    /// ends the active one; with none active, it answers the create in flight (whose
+    /// `response.created` was lost) so that the next create is not held back.
+    pub(super) fn on_response_done(&mut self, response: Response, now_ms: u64) {
+        self.output_activity_ms = now_ms;
+        let named = response.id;
+        let active = self
+            .active_response
+            .take_if(|active| *active == named || active.is_empty() || named.is_empty());
+        if active.is_none() && named.is_empty() {
+            self.create_in_flight = None;
         }
-        if self.cancel_sent_for.as_deref() == Some(id.as_str()) {
+        // Whether a response recorded under `other` (cancelled, discarded, cut) is this one.
+        let is_this = |other: &str| other == named || active.as_deref() == Some(other);
+        let id = active
+            .clone()
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| named.clone());
+        if self.cancel_sent_for.as_deref().is_some_and(is_this) {
             self.cancel_sent_for = None;
         }
-        let discarded = match self.discarded_responses.iter().position(|d| *d == id) {
+        let discarded = match self.discarded_responses.iter().position(|d| is_this(d)) {
             Some(at) => {
                 self.discarded_responses.remove(at);
                 true
@@ -545,9 +614,14 @@ impl TurnController {
                         .and_then(|e| e.get("type"))
                         .and_then(|c| c.as_str())
                         .map(str::to_owned);
+                    let message = if id.is_empty() {
+                        "a response failed".to_owned()
+                    } else {
+                        format!("response {id} failed")
+                    };
                     self.emit(
                         SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
-                            message: format!("response {id} failed"),
+                            message,
                             error_type,
                             code,
                             recoverable: true,
@@ -568,7 +642,7 @@ impl TurnController {
         } else {
             self.finish_response(now_ms);
         }
-        if self.interrupted_response.as_deref() == Some(id.as_str()) {
+        if self.interrupted_response.as_deref().is_some_and(is_this) {
             self.interrupted_response = None;
         }
         self.flush_queued_create();
@@ -603,18 +677,40 @@ impl TurnController {
                 self.create_queued = true;
             }
             Some("response_cancel_not_active") => self.cancel_sent_for = None,
-            _ => {}
+            _ => self.forget_failed_request(error.event_id.as_deref()),
         }
         let recoverable = error.is_recoverable();
+        let message = match (&error.event_id, failed_type) {
+            (Some(event_id), Some(event_type)) => {
+                format!("{} (answering {event_type} {event_id})", error.message)
+            }
+            (Some(event_id), None) => format!("{} (answering {event_id})", error.message),
+            (None, _) => error.message,
+        };
         self.emit(
             SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
-                message: error.message,
+                message,
                 error_type: Some(error.kind),
                 code: error.code,
                 recoverable,
             })),
             now_ms,
         );
+    }
+
+    /// A request the server refused is not waited for: a refused `response.create` no longer
+    /// holds back the next one, a refused `response.cancel` no longer counts as sent.
+    fn forget_failed_request(&mut self, event_id: Option<&str>) {
+        let Some(event_id) = event_id else {
+            return;
+        };
+        if self.create_in_flight.as_deref() == Some(event_id) {
+            self.create_in_flight = None;
+            self.flush_queued_create();
+        }
+        if self.sent_event_type(event_id) == Some("response.cancel") {
+            self.cancel_sent_for = None;
+        }
     }
 
     /// The server heard nothing: the utterance ends untranscribed, and the response asked for
@@ -650,5 +746,13 @@ impl TurnController {
                 }
             }
         }
+    }
+}
+
+/// A `response.cancel` for this response: one whose id is unknown (empty) is cancelled as "the
+/// in-progress response", a cancel without `response_id`, rather than by a made-up id.
+pub(super) fn cancel_of(response_id: &str) -> ClientEvent {
+    ClientEvent::ResponseCancel {
+        response_id: (!response_id.is_empty()).then(|| response_id.to_owned()),
     }
 }

@@ -1,9 +1,10 @@
 //! What the turn controller asks of the world: client events to send, audio commands, hints for
 //! the user, and diagnostics for the log. Session events go into the [`crate::Session`] it owns.
 //!
-//! Why separate queues: each has one driver. The transport drains client events, the audio
-//! driver drains audio commands, the shell shows hints and logs diagnostics. None of them waits
-//! on another, and a slow one never holds up the others.
+//! Why one queue: the order of the outputs is part of what the controller decides. On a
+//! barge-in the playback flush must reach the speaker before the `response.cancel` reaches the
+//! data channel (DESIGN rule 1); separate queues drained in a fixed order would put every send
+//! first. The driver polls [`ControllerOutput`]s and carries each to its edge without waiting.
 
 use walkie_openai::{ClientEvent, DecodeError};
 
@@ -24,6 +25,19 @@ impl OutgoingEvent {
     pub fn to_json(&self) -> String {
         self.event.to_json(Some(&self.event_id))
     }
+}
+
+/// One output of the turn controller, polled in the order it was decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ControllerOutput {
+    /// A client event for the data channel.
+    Send(OutgoingEvent),
+    /// A command for the audio driver.
+    Audio(AudioCommand),
+    /// Something the user should see.
+    Hint(UiHint),
+    /// Something worth a log line.
+    Diagnostic(Diagnostic),
 }
 
 /// What the audio driver must do, in order.
@@ -115,6 +129,27 @@ pub enum Diagnostic {
     /// [`SESSION_CONFIRM_GRACE_MS`]: crate::turn::SESSION_CONFIRM_GRACE_MS
     SessionNotConfirmed {
         /// How long it waited.
+        waited_ms: u64,
+    },
+    /// Turn watchdog: the reply's response had ended and no audio came for
+    /// [`STOPPED_WATCHDOG_MS`], but `output_audio_buffer.stopped` never did; the reply was
+    /// ended as if it had.
+    ///
+    /// [`STOPPED_WATCHDOG_MS`]: crate::turn::STOPPED_WATCHDOG_MS
+    StoppedMissing {
+        /// The reply that was audible.
+        response_id: String,
+        /// How long since its last audio (or its `response.done`).
+        waited_ms: u64,
+    },
+    /// Turn watchdog: nothing came from the server for [`RESPONSE_DONE_WATCHDOG_MS`] while a
+    /// response was active (or a `response.create` unanswered); it was ended as incomplete.
+    ///
+    /// [`RESPONSE_DONE_WATCHDOG_MS`]: crate::turn::RESPONSE_DONE_WATCHDOG_MS
+    ResponseDoneMissing {
+        /// The active response, if `response.created` had named it.
+        response_id: Option<String>,
+        /// How long the server was silent.
         waited_ms: u64,
     },
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use walkie_openai::{SessionConfig, TurnDetection};
 use walkie_session::turn::{
-    AudioCommand, Diagnostic, ToolRegistry, Transport, TurnConfig, TurnController, UiHint,
-    WallClock,
+    AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, ToolRegistry, Transport, TurnConfig,
+    TurnController, UiHint, WallClock,
 };
 use walkie_session::{
     Delivery, EventIterator, Part, PartDelta, PartDeltaEvent, PartEndEvent, PartIndex,
@@ -27,6 +27,17 @@ pub struct Conversation {
     iterator: EventIterator,
     pub now_ms: u64,
     failures: Vec<SessionFailure>,
+    /// The controller's outputs read so far and not yet asked for, by kind.
+    polled: Polled,
+}
+
+/// The controller's one output queue, sorted by kind for tests that ask about one kind.
+#[derive(Default)]
+pub struct Polled {
+    pub sent: Vec<OutgoingEvent>,
+    pub audio: Vec<AudioCommand>,
+    pub hints: Vec<UiHint>,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Conversation {
@@ -41,6 +52,7 @@ impl Conversation {
             iterator,
             now_ms: 0,
             failures: Vec::new(),
+            polled: Polled::default(),
         }
     }
 
@@ -108,25 +120,43 @@ impl Conversation {
         self
     }
 
+    /// The controller's outputs since the last call, in the order it gave them.
+    pub fn outputs(&mut self) -> Vec<ControllerOutput> {
+        std::iter::from_fn(|| self.controller.poll_output()).collect()
+    }
+
+    fn poll(&mut self) -> &mut Polled {
+        for output in std::iter::from_fn(|| self.controller.poll_output()) {
+            match output {
+                ControllerOutput::Send(event) => self.polled.sent.push(event),
+                ControllerOutput::Audio(command) => self.polled.audio.push(command),
+                ControllerOutput::Hint(hint) => self.polled.hints.push(hint),
+                ControllerOutput::Diagnostic(diagnostic) => {
+                    self.polled.diagnostics.push(diagnostic)
+                }
+            }
+        }
+        &mut self.polled
+    }
+
     /// Everything sent since the last call, as JSON (with `event_id`).
     pub fn sent(&mut self) -> Vec<Value> {
-        let mut sent = Vec::new();
-        while let Some(event) = self.controller.poll_outgoing() {
-            sent.push(serde_json::from_str(&event.to_json()).expect("client events are JSON"));
-        }
-        sent
+        std::mem::take(&mut self.poll().sent)
+            .iter()
+            .map(|event| serde_json::from_str(&event.to_json()).expect("client events are JSON"))
+            .collect()
     }
 
     pub fn audio(&mut self) -> Vec<AudioCommand> {
-        std::iter::from_fn(|| self.controller.poll_audio_command()).collect()
+        std::mem::take(&mut self.poll().audio)
     }
 
     pub fn hints(&mut self) -> Vec<UiHint> {
-        std::iter::from_fn(|| self.controller.poll_hint()).collect()
+        std::mem::take(&mut self.poll().hints)
     }
 
     pub fn diagnostics(&mut self) -> Vec<Diagnostic> {
-        std::iter::from_fn(|| self.controller.poll_diagnostic()).collect()
+        std::mem::take(&mut self.poll().diagnostics)
     }
 
     /// Session events since the last call, with the time each was stamped with.

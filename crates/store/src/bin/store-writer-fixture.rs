@@ -9,7 +9,7 @@ mod scripted_conversation;
 use std::io::Write;
 use std::process::ExitCode;
 
-use scripted_conversation::{START_UNIX_MS, Step, config, script};
+use scripted_conversation::{Feed, START_UNIX_MS, config, script};
 use walkie_store::Store;
 
 fn main() -> ExitCode {
@@ -25,15 +25,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut feed = Feed::new(&recorder);
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "0").and_then(|()| out.flush());
     for (index, step) in script().iter().enumerate() {
-        match &step.step {
-            Step::Event(event) => {
-                recorder.record(event, step.unix_ms);
-            }
-            Step::UserAudio(samples) => recorder.user_audio(samples, step.unix_ms),
-        }
+        feed.step(&mut recorder, step, step.unix_ms);
         if let Some(problem) = recorder.save_problem() {
             eprintln!("saving failed: {problem}");
             return ExitCode::FAILURE;
@@ -41,7 +37,7 @@ fn main() -> ExitCode {
         let _ = writeln!(out, "{}", index + 1).and_then(|()| out.flush());
     }
     let last = script().last().map_or(START_UNIX_MS, |step| step.unix_ms);
-    if let Err(error) = recorder.close(last + 20) {
+    if let Err(error) = feed.close(&mut recorder, last + 20) {
         eprintln!("could not close: {error}");
         return ExitCode::FAILURE;
     }

@@ -321,3 +321,62 @@ pub fn expected_after(script: &[ScriptStep], completed_steps: usize) -> Expected
     }
     expected
 }
+
+/// What the conversation machine does for the store: it notes each session event with the one
+/// transcript bridge and hands the recorder the event, the note and the AG-UI events, the same
+/// ones the webview gets.
+pub struct Feed {
+    bridge: walkie_session::transcript::TranscriptBridge,
+}
+
+impl Feed {
+    pub fn new(recorder: &walkie_store::Recorder) -> Feed {
+        Feed {
+            bridge: walkie_session::transcript::TranscriptBridge::new(recorder.id()),
+        }
+    }
+
+    /// A feed whose bridge is `bridge` (one that goes on with a saved conversation).
+    pub fn with_bridge(bridge: walkie_session::transcript::TranscriptBridge) -> Feed {
+        Feed { bridge }
+    }
+
+    /// Records one session event; returns the AG-UI events the webview would be sent.
+    pub fn event(
+        &mut self,
+        recorder: &mut walkie_store::Recorder,
+        event: &walkie_session::StampedEvent,
+        unix_ms: i64,
+    ) -> Vec<walkie_agui::Event> {
+        let mut transcript = Vec::new();
+        let note = self
+            .bridge
+            .on_event_noted(unix_ms, &event.event, &mut transcript);
+        recorder.record(event, note, &transcript, unix_ms);
+        transcript
+    }
+
+    /// One step of the script.
+    pub fn step(&mut self, recorder: &mut walkie_store::Recorder, step: &ScriptStep, unix_ms: i64) {
+        match &step.step {
+            Step::Event(event) => {
+                self.event(recorder, event, unix_ms);
+            }
+            Step::UserAudio(samples) => recorder.user_audio(samples, unix_ms),
+        }
+    }
+
+    /// Ends the transcript (its open messages and run close) and closes the conversation;
+    /// returns the AG-UI events of the end.
+    pub fn close(
+        &mut self,
+        recorder: &mut walkie_store::Recorder,
+        unix_ms: i64,
+    ) -> Result<Vec<walkie_agui::Event>, walkie_store::StoreError> {
+        let mut transcript = Vec::new();
+        self.bridge.finish(unix_ms, &mut transcript);
+        recorder.transcript(&transcript, unix_ms);
+        recorder.close(unix_ms)?;
+        Ok(transcript)
+    }
+}

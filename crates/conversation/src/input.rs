@@ -1,0 +1,119 @@
+//! What the conversation machine is told: the user's commands, the provider's events, the
+//! audio engine's reports, the transport's news and the passing of time.
+//!
+//! The engine's own types live in the audio driver; the machine has its own small ones, and the
+//! driver translates (a core crate never depends on a driver).
+
+use walkie_openai::ServerEvent;
+use walkie_session::AudioChunk;
+use walkie_session::turn::{TurnMode, WallClock};
+
+use crate::redial::DialFailure;
+
+/// One input, with the caller's time passed beside it.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// The push-to-talk control went down.
+    Press,
+    /// The push-to-talk control went up.
+    Release,
+    /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
+    SetTurnMode(TurnMode),
+    /// The user is leaving the conversation (Connect, new settings, the app closing).
+    HangUp,
+    /// The call asked for by [`crate::Output::Dial`] is placed: it carries the conversation on.
+    Dialled,
+    /// The call asked for by [`crate::Output::Dial`] could not be placed.
+    DialFailed(DialFailure),
+    /// The user stops the redialling of a dropped call.
+    CancelRedial,
+    /// A decoded server event from the data channel.
+    ServerEvent(Box<ServerEvent>),
+    /// A data-channel text that is not a server event.
+    ServerText(String),
+    /// A report of the audio engine.
+    Engine(EngineInput),
+    /// News of the call's transport.
+    Transport(TransportInput),
+    /// The wall clock's reading now (for tools that need the date).
+    WallClock(WallClock),
+    /// The conversation cannot be saved (the store could not start), and why.
+    NotSaving(String),
+    /// Time passed (at [`crate::Conversation::next_deadline_ms`]).
+    Tick,
+}
+
+/// Which device a report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceDirection {
+    /// The microphone.
+    Input,
+    /// The speaker.
+    Output,
+}
+
+impl std::fmt::Display for DeviceDirection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeviceDirection::Input => "microphone",
+            DeviceDirection::Output => "speaker",
+        })
+    }
+}
+
+/// One meter reading.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LevelReading {
+    pub rms_dbfs: f32,
+    pub peak_dbfs: f32,
+}
+
+/// What the audio engine reports.
+#[derive(Debug, Clone)]
+pub enum EngineInput {
+    /// Decoded assistant audio from the call (not yet played).
+    AssistantAudio(AudioChunk),
+    /// Microphone audio exactly as it was sent.
+    SentAudio(AudioChunk),
+    /// The device has played `played_ms` of the assistant item `item_id`.
+    PlayedProgress { item_id: String, played_ms: u64 },
+    /// Everything queued for the speaker was played.
+    Drained,
+    /// The chosen device could not be used; `using` is used instead.
+    DeviceFellBack {
+        direction: DeviceDirection,
+        using: String,
+        reason: String,
+    },
+    /// The stream moved to another device.
+    DeviceChanged {
+        direction: DeviceDirection,
+        using: String,
+    },
+    /// No device of this direction can be opened.
+    DeviceUnavailable {
+        direction: DeviceDirection,
+        reason: String,
+    },
+    /// A level reading for the meters.
+    Level {
+        direction: DeviceDirection,
+        level: LevelReading,
+    },
+}
+
+/// What the transport reports once the call is placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportInput {
+    /// The data channel is open: the session can be configured.
+    Open,
+    /// Connectivity was lost for a while; it may come back.
+    Disconnected,
+    /// Connectivity came back.
+    Reconnected,
+    /// A client event could not be sent (why).
+    SendFailed(String),
+    /// The call ended under the conversation (why, as a phrase: "the provider closed the
+    /// call"); a new call will be dialled.
+    Closed(String),
+}

@@ -1,0 +1,26 @@
+//! The conversation machine: everything the app decides about one conversation and the calls
+//! that carry it, as a pure state machine.
+//!
+//! Why a crate of its own: the turn controller decides what happens to a turn; around it, the
+//! app decides what the user reads (the status line and its hints), which assistant item the
+//! played audio belongs to, when a reply was cut off, what the transcript and the saved
+//! conversation hold, and when a dropped call is dialled again with the conversation so far. Those decisions used to live in the shell's task, out of reach of
+//! virtual-time tests. Here they are one machine in str0m's shape: one [`Input`] type fed with
+//! the caller's time ([`Conversation::handle_input`]), one ordered [`Output`] queue
+//! ([`Conversation::poll_output`]) and the next timer ([`Conversation::next_deadline_ms`]).
+//! No clock, no I/O, no threads: the shell's driver reads the clock and carries each output to
+//! the call, the audio engine, the store or the webview, and decides nothing itself.
+
+mod input;
+mod machine;
+mod output;
+mod redial;
+mod restore;
+mod status;
+
+pub use input::{DeviceDirection, EngineInput, Input, LevelReading, TransportInput};
+pub use machine::{Conversation, ConversationConfig};
+pub use output::{Output, Record};
+pub use redial::{DialFailure, RedialPolicy, Retry};
+pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};
+pub use status::{ConnectionState, StatusAction, StatusEvent, sentence};

@@ -1,0 +1,701 @@
+//! The machine: the turn controller of the call under way, the one transcript bridge of the
+//! conversation, and the policy around them — redialling a dropped call included.
+
+use std::collections::VecDeque;
+
+use walkie_session::transcript::{BridgeNote, TranscriptBridge};
+use walkie_session::turn::{
+    ControllerOutput, DeviceKind, PressMode, ToolRegistry, TurnConfig, TurnController, TurnMode,
+    UiHint,
+};
+use walkie_session::{
+    Delivery, EventIterator, FailureSource, Part, PartDelta, SessionEvent, Speaker,
+};
+
+use crate::input::{DeviceDirection, EngineInput, Input, TransportInput};
+use crate::output::{Output, Record};
+use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
+use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
+use crate::status::{ConnectionState, StatusEvent, sentence};
+
+/// How one call's conversation is set up.
+#[derive(Debug, Clone)]
+pub struct ConversationConfig {
+    /// The turn controller's settings (mode, timings, the session to ask for).
+    pub turn: TurnConfig,
+    /// The provider's name as the status line says it.
+    pub provider_label: String,
+    /// The AG-UI thread id of the transcript (the first call's id).
+    pub thread_id: String,
+    /// How a dropped call is dialled again.
+    pub redial: RedialPolicy,
+    /// Seeds the jitter of redial waits (the machine reads no randomness of its own).
+    pub jitter_seed: u64,
+}
+
+/// Where the conversation stands with its calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    /// A call carries the conversation.
+    InCall,
+    /// The call dropped: attempt `attempt` dials at `at_ms`.
+    Redialing {
+        attempt: u32,
+        at_ms: u64,
+        reason: String,
+    },
+    /// Attempt `attempt` is being dialled ([`Output::Dial`] went out).
+    Dialing { attempt: u32, reason: String },
+    /// The call was ended at a quiet moment before the provider's session cap, and its
+    /// successor is being dialled ([`Output::Dial`] went out).
+    Renewing,
+    /// The conversation is over.
+    Ended,
+}
+
+/// One conversation (sans-IO), carried by one call after another. See the crate documentation.
+#[derive(Debug)]
+pub struct Conversation {
+    /// The call under way's controller (after a drop, the dropped call's, until the next).
+    controller: TurnController,
+    iterator: EventIterator,
+    bridge: TranscriptBridge,
+    /// The turn settings each new call starts from (the mode follows the user's switches).
+    turn: TurnConfig,
+    tools: fn() -> ToolRegistry,
+    provider_label: String,
+    redial: RedialPolicy,
+    jitter: Jitter,
+    phase: Phase,
+    /// The conversation so far goes to this call's session once its data channel opens.
+    restore_on_open: bool,
+    /// The call's connectivity is lost for now (it may come back by itself).
+    link_down: bool,
+    /// The session nears the provider's cap: the next quiet moment renews it.
+    renew_due: bool,
+    /// A push-to-talk press that came while the call was being replaced (renewed or
+    /// redialled) and is still held: it starts once the next call is ready, so a key pressed
+    /// during a renewal is not lost.
+    carried_press: bool,
+    /// The last hint, shown until something new happens.
+    hint: Option<String>,
+    /// The status last put out, so only changes go out.
+    shown: Option<StatusEvent>,
+    /// The assistant item the audio being played belongs to.
+    playing_item: Option<String>,
+    outputs: VecDeque<Output>,
+}
+
+impl Conversation {
+    /// A conversation whose first call has been placed; `tools` makes each call's tools.
+    pub fn new(config: ConversationConfig, tools: fn() -> ToolRegistry) -> Self {
+        let (controller, iterator) = new_controller(config.turn.clone(), tools);
+        Self {
+            controller,
+            iterator,
+            bridge: TranscriptBridge::new(config.thread_id),
+            turn: config.turn,
+            tools,
+            provider_label: config.provider_label,
+            redial: config.redial,
+            jitter: Jitter::new(config.jitter_seed),
+            phase: Phase::InCall,
+            restore_on_open: false,
+            link_down: false,
+            renew_due: false,
+            carried_press: false,
+            hint: None,
+            shown: None,
+            playing_item: None,
+            outputs: VecDeque::new(),
+        }
+    }
+
+    /// A conversation that goes on with a saved one (Continue in the history): `earlier` is
+    /// its messages (id, role, text) in order. The view is shown them at once (a
+    /// MESSAGES_SNAPSHOT in a run of its own, saved too), the call's session is given them once
+    /// its data channel opens, and new messages are numbered after them.
+    pub fn continuing(
+        config: ConversationConfig,
+        tools: fn() -> ToolRegistry,
+        earlier: Vec<(String, walkie_agui::Role, String)>,
+        now_ms: u64,
+    ) -> Self {
+        let thread_id = config.thread_id.clone();
+        let mut conversation = Self::new(config, tools);
+        conversation.bridge = TranscriptBridge::continuing(thread_id, earlier);
+        conversation.restore_on_open = true;
+        let mut restated = Vec::new();
+        conversation.bridge.restate(now_ms as i64, &mut restated);
+        for event in &restated {
+            conversation
+                .outputs
+                .push_back(Output::Transcript(event.clone()));
+        }
+        conversation
+            .outputs
+            .push_back(Output::Record(Record::Transcript {
+                unix_ms: now_ms as i64,
+                transcript: restated,
+            }));
+        conversation
+    }
+
+    /// Feeds one input at `now_ms` (Unix milliseconds that never go backwards). After the
+    /// conversation ended, inputs are ignored; between calls, only what concerns the next call.
+    pub fn handle_input(&mut self, input: Input, now_ms: u64) {
+        match (&self.phase, input) {
+            (Phase::Ended, _) => return,
+            (_, Input::HangUp) => return self.hang_up(now_ms),
+            (_, Input::SetTurnMode(mode)) => {
+                self.turn.mode = mode.clone();
+                if self.phase == Phase::InCall {
+                    self.controller.set_turn_mode(mode, now_ms);
+                }
+            }
+            (_, Input::NotSaving(reason)) => self.hint = Some(sentence::not_saving(&reason)),
+            (_, Input::WallClock(clock)) => self.controller.wall_clock(now_ms, clock),
+            (_, Input::Engine(report)) => self.engine(report, now_ms),
+            (Phase::InCall, input) => self.in_call(input, now_ms),
+            (Phase::Redialing { at_ms, .. }, Input::Tick) if now_ms >= *at_ms => {
+                let Phase::Redialing {
+                    attempt, reason, ..
+                } = std::mem::replace(&mut self.phase, Phase::Ended)
+                else {
+                    unreachable!("matched as redialing just above");
+                };
+                self.phase = Phase::Dialing { attempt, reason };
+                self.outputs.push_back(Output::Dial);
+            }
+            (Phase::Dialing { .. } | Phase::Renewing, Input::Dialled) => self.next_call(),
+            (Phase::Dialing { attempt, .. }, Input::DialFailed(failure)) => {
+                let attempt = *attempt;
+                self.dial_failed(attempt, failure, now_ms)
+            }
+            (Phase::Renewing, Input::DialFailed(failure)) => {
+                self.phase = Phase::Dialing {
+                    attempt: 0,
+                    reason: "the session could not be renewed".to_owned(),
+                };
+                self.dial_failed(0, failure, now_ms)
+            }
+            (
+                Phase::Redialing { .. } | Phase::Dialing { .. } | Phase::Renewing,
+                Input::CancelRedial,
+            ) => {
+                return self.finish("reconnecting was cancelled".to_owned(), now_ms);
+            }
+            (Phase::Redialing { .. } | Phase::Dialing { .. } | Phase::Renewing, Input::Press) => {
+                if self.carried_press {
+                    self.press_again_while_carried();
+                } else {
+                    self.carried_press = self.pushes_to_talk();
+                }
+                // A renewal is over in a moment; a redial may not be, and says so.
+                if self.phase != Phase::Renewing {
+                    self.hint = Some(sentence::press_while_redialing());
+                }
+            }
+            (Phase::Redialing { .. } | Phase::Dialing { .. } | Phase::Renewing, Input::Release) => {
+                self.release_carried_press();
+            }
+            // The dropped call's last words, and inputs for a call there is not.
+            _ => {}
+        }
+        self.flush(now_ms);
+    }
+
+    fn in_call(&mut self, input: Input, now_ms: u64) {
+        let controller = &mut self.controller;
+        match input {
+            // A press carried over starts when the call is ready; a second press (toggle mode)
+            // takes it back.
+            Input::Press if self.carried_press => self.press_again_while_carried(),
+            Input::Press => controller.push_to_talk_down(now_ms),
+            Input::Release if self.carried_press => self.release_carried_press(),
+            Input::Release => controller.push_to_talk_up(now_ms),
+            Input::ServerEvent(event) => controller.server_event(*event, now_ms),
+            Input::ServerText(text) => controller.server_text(&text, now_ms),
+            Input::Transport(TransportInput::Open) => {
+                controller.data_channel_open(now_ms);
+                if std::mem::take(&mut self.restore_on_open) {
+                    let so_far = self.bridge.transcript().map(|(_, role, text)| (role, text));
+                    controller.restore_items(restore_items(so_far, RESTORE_BUDGET_CHARS));
+                }
+            }
+            Input::Transport(TransportInput::Disconnected) => {
+                // Shown until the conversation's own status changes, or the link is back.
+                self.link_down = true;
+                self.outputs
+                    .push_back(Output::Status(StatusEvent::reconnecting()));
+            }
+            Input::Transport(TransportInput::Reconnected) => {
+                self.link_down = false;
+                self.shown = None;
+            }
+            Input::CancelRedial if self.link_down => {
+                controller.data_channel_closed(now_ms);
+                self.drain(now_ms);
+                self.finish("reconnecting was cancelled".to_owned(), now_ms);
+            }
+            Input::Transport(TransportInput::SendFailed(error)) => {
+                self.lose_call(format!("could not send to the provider: {error}"), now_ms)
+            }
+            Input::Transport(TransportInput::Closed(reason)) => self.lose_call(reason, now_ms),
+            Input::Tick => controller.tick(now_ms),
+            // Handled for every phase, or meaningless during a call.
+            Input::HangUp
+            | Input::SetTurnMode(_)
+            | Input::NotSaving(_)
+            | Input::WallClock(_)
+            | Input::Engine(_)
+            | Input::Dialled
+            | Input::DialFailed(_)
+            | Input::CancelRedial => {}
+        }
+    }
+
+    /// The user leaves the conversation: the call winds down and the transcript closes.
+    fn hang_up(&mut self, now_ms: u64) {
+        if self.phase == Phase::InCall {
+            self.controller.data_channel_closed(now_ms);
+            self.flush(now_ms);
+        }
+        // The flush may have ended the conversation already (a session failure), transcript
+        // closed included.
+        if self.phase != Phase::Ended {
+            self.phase = Phase::Ended;
+            self.close_transcript(now_ms);
+        }
+    }
+
+    /// The call dropped under the conversation: it ends, and the first redial is scheduled.
+    fn lose_call(&mut self, reason: String, now_ms: u64) {
+        if self.end_call(now_ms) {
+            self.schedule_redial(1, None, reason, now_ms);
+        }
+    }
+
+    /// A quiet moment near the provider's session cap: the call ends and its successor is
+    /// dialled at once, so the cap never cuts a turn.
+    fn renew(&mut self, now_ms: u64) {
+        self.renew_due = false;
+        if self.end_call(now_ms) {
+            self.phase = Phase::Renewing;
+            self.outputs.push_back(Output::Dial);
+        }
+    }
+
+    /// Ends the call under way and keeps the conversation: the call's transcript closes (a
+    /// reply it cut is marked), and the driver hangs it up. `false` when the conversation
+    /// itself ended meanwhile (a failure the wind-down delivered).
+    fn end_call(&mut self, now_ms: u64) -> bool {
+        if self.phase != Phase::InCall {
+            return false;
+        }
+        let cut_reply = self.bridge.reply_in_progress();
+        // Failures the wind-down delivers belong to this call's end.
+        self.phase = Phase::Renewing;
+        self.controller.data_channel_closed(now_ms);
+        self.drain(now_ms);
+        if self.phase == Phase::Ended {
+            return false;
+        }
+        let mut transcript = Vec::new();
+        self.bridge.call_ended(now_ms as i64, &mut transcript);
+        self.outputs
+            .extend(transcript.iter().cloned().map(Output::Transcript));
+        if let Some(message_id) = cut_reply {
+            self.outputs.push_back(Output::Interrupted { message_id });
+        }
+        self.outputs.push_back(Output::Record(Record::Transcript {
+            unix_ms: now_ms as i64,
+            transcript,
+        }));
+        self.playing_item = None;
+        self.outputs.push_back(Output::HangUpCall);
+        true
+    }
+
+    /// Attempt `attempt` will dial after its wait, or, past the bound, the user decides.
+    fn schedule_redial(
+        &mut self,
+        attempt: u32,
+        retry_after_ms: Option<u64>,
+        reason: String,
+        now_ms: u64,
+    ) {
+        if attempt > self.redial.max_attempts {
+            let attempts = self.redial.max_attempts;
+            return self.finish(sentence::redial_gave_up(&reason, attempts), now_ms);
+        }
+        let wait_ms = self
+            .redial
+            .delay_ms(attempt, self.jitter.next_unit(), retry_after_ms);
+        self.phase = Phase::Redialing {
+            attempt,
+            at_ms: now_ms.saturating_add(wait_ms),
+            reason,
+        };
+    }
+
+    fn dial_failed(&mut self, attempt: u32, failure: DialFailure, now_ms: u64) {
+        match failure.retry {
+            Retry::Later { after_ms } => {
+                let reason = match &self.phase {
+                    Phase::Dialing { reason, .. } => reason.clone(),
+                    _ => failure.sentence.clone(),
+                };
+                self.schedule_redial(attempt + 1, after_ms, reason, now_ms)
+            }
+            Retry::Never => {
+                self.phase = Phase::Ended;
+                self.close_transcript(now_ms);
+                self.outputs
+                    .push_back(Output::Status(StatusEvent::call_refused(
+                        &self.provider_label,
+                        &failure.sentence,
+                    )));
+                self.outputs.push_back(Output::Ended {
+                    reason: failure.sentence,
+                });
+            }
+        }
+    }
+
+    /// A new call was placed: a fresh controller and session carry the conversation on, and
+    /// the conversation so far goes to the provider once the data channel opens.
+    fn next_call(&mut self) {
+        let (controller, iterator) = new_controller(self.turn.clone(), self.tools);
+        self.controller = controller;
+        self.iterator = iterator;
+        self.phase = Phase::InCall;
+        self.restore_on_open = true;
+        self.link_down = false;
+        self.renew_due = false;
+        self.shown = None;
+    }
+
+    /// The next output, in causal order.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// When to feed [`Input::Tick`] next.
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        match &self.phase {
+            Phase::InCall => self.controller.next_deadline_ms(),
+            Phase::Redialing { at_ms, .. } => Some(*at_ms),
+            Phase::Dialing { .. } | Phase::Renewing | Phase::Ended => None,
+        }
+    }
+
+    fn engine(&mut self, report: EngineInput, now_ms: u64) {
+        let controller = &mut self.controller;
+        match report {
+            EngineInput::AssistantAudio(chunk) => controller.assistant_audio(chunk, now_ms),
+            EngineInput::SentAudio(chunk) => {
+                self.outputs.push_back(Output::Record(Record::UserAudio {
+                    unix_ms: now_ms as i64,
+                    chunk,
+                }))
+            }
+            EngineInput::PlayedProgress { item_id, played_ms } => {
+                controller.playback_progress(&item_id, played_ms)
+            }
+            EngineInput::Drained => controller.playback_drained(now_ms),
+            EngineInput::DeviceFellBack {
+                direction,
+                using,
+                reason,
+            } => {
+                if direction == DeviceDirection::Input {
+                    controller.device_changed(DeviceKind::Input, now_ms);
+                }
+                self.hint = Some(sentence::device_fell_back(direction, &using, &reason));
+            }
+            EngineInput::DeviceChanged { direction, using } => {
+                if direction == DeviceDirection::Input {
+                    controller.device_changed(DeviceKind::Input, now_ms);
+                }
+                self.hint = Some(sentence::device_changed(direction, &using));
+            }
+            EngineInput::DeviceUnavailable { direction, reason } => {
+                self.hint = Some(sentence::device_unavailable(direction, &reason));
+            }
+            EngineInput::Level { direction, level } => {
+                self.outputs.push_back(Output::Level { direction, level })
+            }
+        }
+    }
+
+    /// The conversation is over: the transcript closes, and the status says why.
+    fn finish(&mut self, reason: String, now_ms: u64) {
+        if self.phase == Phase::Ended {
+            return;
+        }
+        self.phase = Phase::Ended;
+        self.close_transcript(now_ms);
+        self.outputs
+            .push_back(Output::Status(StatusEvent::not_connected(&reason)));
+        self.outputs.push_back(Output::Ended { reason });
+    }
+
+    /// Moves what the controller and its session produced to the outputs, in their order, then
+    /// the status if it changed.
+    fn flush(&mut self, now_ms: u64) {
+        self.drain(now_ms);
+        if self.carried_press && self.phase == Phase::InCall && self.controller.is_ready() {
+            self.carried_press = false;
+            self.hint = None;
+            self.controller.push_to_talk_down(now_ms);
+            self.drain(now_ms);
+        }
+        if self.renew_due && self.phase == Phase::InCall && self.is_quiet() {
+            self.renew(now_ms);
+        }
+        self.show_status();
+    }
+
+    /// Nobody is talking and nothing is on its way: no reply pending or audible, no part of
+    /// either side open, no press (in push-to-talk).
+    fn is_quiet(&self) -> bool {
+        let controller = &self.controller;
+        controller.active_response_id().is_none()
+            && !controller.is_assistant_audible()
+            && (self.hands_free() || !controller.is_capturing())
+            && !self.bridge.has_open_parts()
+    }
+
+    /// Moves what the controller and its session produced to the outputs, in their order.
+    fn drain(&mut self, now_ms: u64) {
+        while let Some(output) = self.controller.poll_output() {
+            match output {
+                ControllerOutput::Send(event) => self.outputs.push_back(Output::Send(event)),
+                ControllerOutput::Audio(command) => self.outputs.push_back(Output::Audio(command)),
+                // Near the cap the session is renewed, not announced.
+                ControllerOutput::Hint(
+                    UiHint::SessionEndingSoon { .. } | UiHint::SessionLimitReached,
+                ) => self.renew_due = true,
+                ControllerOutput::Hint(hint) => {
+                    if let Some(sentence) = sentence::hint(&hint) {
+                        self.hint = Some(sentence);
+                    }
+                }
+                ControllerOutput::Diagnostic(diagnostic) => {
+                    self.outputs.push_back(Output::Diagnostic(diagnostic))
+                }
+            }
+        }
+        loop {
+            match self.controller.session_mut().poll_event(&self.iterator) {
+                Ok(Some(Delivery::Event(stamped))) => {
+                    self.route(&stamped.event);
+                    let mut transcript = Vec::new();
+                    let unix_ms = stamped.at_ms as i64;
+                    let note = self
+                        .bridge
+                        .on_event_noted(unix_ms, &stamped.event, &mut transcript);
+                    let interrupted = interrupted_reply(&stamped.event, &note);
+                    self.outputs
+                        .extend(transcript.iter().cloned().map(Output::Transcript));
+                    if let Some(message_id) = interrupted {
+                        self.outputs.push_back(Output::Interrupted { message_id });
+                    }
+                    self.outputs.push_back(Output::Record(Record::Event {
+                        unix_ms,
+                        event: Box::new(stamped),
+                        note,
+                        transcript,
+                    }));
+                }
+                Ok(Some(Delivery::Failure(stamped))) => {
+                    let failure = stamped.failure;
+                    let reason = format!("the session failed: {}", failure.message);
+                    if redial_helps(&failure.source) {
+                        self.lose_call(reason, now_ms);
+                    } else {
+                        self.controller.data_channel_closed(now_ms);
+                        return self.finish(reason, now_ms);
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    let reason = format!("the session's events can no longer be read: {error}");
+                    return self.finish(reason, now_ms);
+                }
+            }
+        }
+    }
+
+    /// The call is over: the transcript's open messages and run close, on the screen and on
+    /// disk alike.
+    fn close_transcript(&mut self, now_ms: u64) {
+        let unix_ms = now_ms as i64;
+        let mut transcript = Vec::new();
+        self.bridge.finish(unix_ms, &mut transcript);
+        self.outputs
+            .extend(transcript.iter().cloned().map(Output::Transcript));
+        self.outputs.push_back(Output::Record(Record::Transcript {
+            unix_ms,
+            transcript,
+        }));
+    }
+
+    /// Assistant speech deltas — only they — go to the speaker, each counted against the item
+    /// the controller says the reply's audio carries (DESIGN rule 2).
+    fn route(&mut self, event: &SessionEvent) {
+        let SessionEvent::PartDelta(delta) = event else {
+            return;
+        };
+        let PartDelta::Speech(speech) = &delta.delta else {
+            return;
+        };
+        let Some(chunk) = &speech.audio_chunk else {
+            return;
+        };
+        if speech.speaker != Speaker::Assistant {
+            return;
+        }
+        let item = self.controller.current_audio_item();
+        if let Some(item) = item
+            && self.playing_item.as_deref() != Some(item)
+        {
+            self.playing_item = Some(item.to_owned());
+            self.outputs.push_back(Output::BeginItem(item.to_owned()));
+        }
+        self.outputs.push_back(Output::Play(chunk.clone()));
+    }
+
+    fn show_status(&mut self) {
+        let (attempt, reason) = match &self.phase {
+            Phase::Redialing {
+                attempt, reason, ..
+            }
+            | Phase::Dialing { attempt, reason } => (*attempt, reason.clone()),
+            Phase::Renewing => {
+                return self.show(StatusEvent::renewing(
+                    &self.provider_label,
+                    self.turn.session_limit_ms,
+                ));
+            }
+            Phase::Ended => return,
+            Phase::InCall => return self.show_call_status(),
+        };
+        let status = StatusEvent::redialing(attempt, self.redial.max_attempts, &reason);
+        if let Some(hint) = self.hint.take() {
+            let status = StatusEvent::new(status.state, format!("{} {hint}", status.detail));
+            self.show(status);
+        } else {
+            self.show(status);
+        }
+    }
+
+    fn show(&mut self, status: StatusEvent) {
+        if self.shown.as_ref() != Some(&status) {
+            self.shown = Some(status.clone());
+            self.outputs.push_back(Output::Status(status));
+        }
+    }
+
+    fn show_call_status(&mut self) {
+        let state = self.state();
+        // A hint answers the last press, so it stays while nothing new happens (the session
+        // may still be winding that press down) and gives way as soon as there is news of its
+        // own.
+        let detail = match (&self.hint, state) {
+            (Some(sentence), ConnectionState::Ready | ConnectionState::Thinking) => {
+                sentence.clone()
+            }
+            _ => {
+                self.hint = None;
+                sentence::default(state, &self.provider_label, &self.controller.config().mode)
+            }
+        };
+        self.show(StatusEvent::new(state, detail));
+    }
+
+    /// Whether the key is a turn control (push-to-talk), not only a way to stop a reply.
+    fn pushes_to_talk(&self) -> bool {
+        matches!(self.turn.mode, TurnMode::PushToTalk(_))
+    }
+
+    /// A second press before the next call was ready: in toggle mode it takes the first back.
+    fn press_again_while_carried(&mut self) {
+        if self.turn.mode == TurnMode::PushToTalk(PressMode::Toggle) {
+            self.carried_press = false;
+        }
+    }
+
+    /// The key came up before the next call was ready: in hold mode the press is over (nothing
+    /// was heard); in toggle mode a key-up changes nothing.
+    fn release_carried_press(&mut self) {
+        if self.turn.mode == TurnMode::PushToTalk(PressMode::Hold) {
+            self.carried_press = false;
+        }
+    }
+
+    fn hands_free(&self) -> bool {
+        matches!(self.controller.config().mode, TurnMode::HandsFree(_))
+    }
+
+    fn state(&self) -> ConnectionState {
+        let controller = &self.controller;
+        // Hands-free captures all the time: listening is what it does when nothing else happens.
+        if !controller.is_ready() {
+            ConnectionState::Connecting
+        } else if controller.is_capturing() && !self.hands_free() {
+            ConnectionState::Listening
+        } else if controller.is_assistant_audible() {
+            ConnectionState::Speaking
+        } else if controller.active_response_id().is_some() {
+            ConnectionState::Thinking
+        } else if controller.is_capturing() {
+            ConnectionState::Listening
+        } else {
+            ConnectionState::Ready
+        }
+    }
+}
+
+fn new_controller(
+    turn: TurnConfig,
+    tools: fn() -> ToolRegistry,
+) -> (TurnController, EventIterator) {
+    let mut controller = TurnController::new(turn, tools());
+    let iterator = controller
+        .session_mut()
+        .iterate()
+        .expect("a new session has no iterator yet");
+    (controller, iterator)
+}
+
+/// Whether a new call may carry the conversation on after this failure: yes after a lost
+/// connection or an expired session; no when the key, the account or the session's shape is
+/// at fault (the next call fails the same way), or a tool failed.
+fn redial_helps(source: &FailureSource) -> bool {
+    match source {
+        FailureSource::Upstream => true,
+        FailureSource::FatalProviderError { code, .. } => !matches!(
+            code.as_deref(),
+            Some("invalid_api_key" | "insufficient_quota" | "beta_api_shape_disabled")
+        ),
+        FailureSource::Tool { .. } => false,
+    }
+}
+
+/// The transcript message of an assistant reply whose audio ended cut off (a barge-in), if
+/// `event` ends one.
+fn interrupted_reply(event: &SessionEvent, note: &BridgeNote) -> Option<String> {
+    let SessionEvent::PartEnd(end) = event else {
+        return None;
+    };
+    let Part::Speech(speech) = &end.part else {
+        return None;
+    };
+    let BridgeNote::PartInTurn { turn, .. } = note else {
+        return None;
+    };
+    (speech.speaker == Speaker::Assistant && speech.interrupted_at_ms.is_some())
+        .then(|| walkie_agui::TranscriptWriter::message_id(*turn, walkie_agui::Speaker::Assistant))
+}

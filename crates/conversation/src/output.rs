@@ -1,0 +1,69 @@
+//! What the conversation machine asks of the world, in one queue, in causal order: a
+//! barge-in's playback flush comes out before the cancel it causes is sent, a transcript's
+//! END before the mark that the reply was cut.
+
+use walkie_agui::Event;
+use walkie_session::transcript::BridgeNote;
+use walkie_session::turn::{AudioCommand, Diagnostic, OutgoingEvent};
+use walkie_session::{AudioChunk, StampedEvent};
+
+use crate::input::{DeviceDirection, LevelReading};
+use crate::status::StatusEvent;
+
+/// One output. The driver carries each to its edge without waiting on it.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// A client event for the data channel.
+    Send(OutgoingEvent),
+    /// A command for the audio engine.
+    Audio(AudioCommand),
+    /// The assistant audio that follows belongs to this item (the engine counts played time
+    /// against it).
+    BeginItem(String),
+    /// Assistant audio to play: a live speech delta (never a snapshot).
+    Play(AudioChunk),
+    /// A transcript event for the webview (AG-UI).
+    Transcript(Event),
+    /// The transcript message `message_id` is a reply the user cut off (after its END).
+    Interrupted { message_id: String },
+    /// Something to save.
+    Record(Record),
+    /// The status line changed.
+    Status(StatusEvent),
+    /// A meter reading.
+    Level {
+        direction: DeviceDirection,
+        level: LevelReading,
+    },
+    /// Something worth a log line.
+    Diagnostic(Diagnostic),
+    /// The call dropped: the driver hangs it up and stops its audio. The conversation goes on
+    /// in the next call ([`Output::Dial`]).
+    HangUpCall,
+    /// Place a new call for this conversation, then feed [`crate::Input::Dialled`] or
+    /// [`crate::Input::DialFailed`].
+    Dial,
+    /// The conversation is over (the status says why); the driver hangs up.
+    Ended { reason: String },
+}
+
+/// What the store saves, at wall time `unix_ms`.
+#[derive(Debug, Clone)]
+pub enum Record {
+    /// A session event, what the transcript bridge made of it, and the AG-UI events it
+    /// produced: the very events the webview was sent.
+    Event {
+        unix_ms: i64,
+        event: Box<StampedEvent>,
+        note: BridgeNote,
+        transcript: Vec<Event>,
+    },
+    /// Transcript events no session event caused: the messages and run the bridge closed when
+    /// the call ended (also sent to the webview).
+    Transcript {
+        unix_ms: i64,
+        transcript: Vec<Event>,
+    },
+    /// Microphone audio exactly as it was sent.
+    UserAudio { unix_ms: i64, chunk: AudioChunk },
+}

@@ -1,0 +1,122 @@
+//! When a dropped call is dialled again: exponential backoff with jitter, a provider's
+//! `Retry-After` as a floor, and a bound after which the user decides.
+//!
+//! Why jitter: many clients dropped by one provider incident must not all call back at the
+//! same instant. Why a floor of half the delay: the first attempt should come quickly (a
+//! loopback or LAN hiccup heals in a few hundred milliseconds), but never at once.
+
+/// How a dropped call is dialled again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RedialPolicy {
+    /// The wait before the first attempt (at most; jitter takes up to half of it away).
+    pub first_delay_ms: u64,
+    /// The wait never grows beyond this (before jitter).
+    pub max_delay_ms: u64,
+    /// Attempts before the window asks the user.
+    pub max_attempts: u32,
+}
+
+impl Default for RedialPolicy {
+    /// 250 ms, doubling to at most 8 s, six attempts: about 16 s of trying in all.
+    fn default() -> Self {
+        Self {
+            first_delay_ms: 250,
+            max_delay_ms: 8_000,
+            max_attempts: 6,
+        }
+    }
+}
+
+impl RedialPolicy {
+    /// The wait before attempt `attempt` (counted from 1): the delay doubles per attempt up to
+    /// [`RedialPolicy::max_delay_ms`], and its upper half is scaled by `jitter_unit` (in
+    /// `0.0..1.0`). A `Retry-After` the provider sent is waited out in full.
+    pub fn delay_ms(&self, attempt: u32, jitter_unit: f64, retry_after_ms: Option<u64>) -> u64 {
+        let doublings = attempt.saturating_sub(1).min(32);
+        let delay_ms = self
+            .first_delay_ms
+            .saturating_mul(1u64 << doublings)
+            .min(self.max_delay_ms);
+        let half_ms = delay_ms / 2;
+        let jittered_ms =
+            half_ms + ((delay_ms - half_ms) as f64 * jitter_unit.clamp(0.0, 1.0)) as u64;
+        jittered_ms.max(retry_after_ms.unwrap_or(0))
+    }
+}
+
+/// Why placing a call failed, as far as dialling again is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DialFailure {
+    /// What went wrong and what to do next, for the status line.
+    pub sentence: String,
+    /// Whether calling again may work.
+    pub retry: Retry,
+}
+
+/// Whether calling again may work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// The failure may pass (the network, the provider's 5xx, a 429): call again, not before
+    /// `after_ms` when the provider said so.
+    Later { after_ms: Option<u64> },
+    /// Calling again fails the same way (the key, the address, the settings): the user acts.
+    Never,
+}
+
+/// A small deterministic source of jitter (SplitMix64): the machine reads no randomness of
+/// its own, so the caller seeds it and tests replay it.
+#[derive(Debug, Clone)]
+pub(crate) struct Jitter(u64);
+
+impl Jitter {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next value in `0.0..1.0`.
+    pub(crate) fn next_unit(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_doubles_per_attempt_up_to_the_cap_and_jitter_takes_at_most_half() {
+        let policy = RedialPolicy::default();
+        assert_eq!(policy.delay_ms(1, 0.0, None), 125);
+        assert_eq!(policy.delay_ms(1, 1.0, None), 250);
+        assert_eq!(policy.delay_ms(2, 1.0, None), 500);
+        assert_eq!(policy.delay_ms(3, 0.5, None), 750);
+        assert_eq!(policy.delay_ms(10, 1.0, None), 8_000);
+        assert_eq!(policy.delay_ms(u32::MAX, 0.0, None), 4_000);
+    }
+
+    #[test]
+    fn a_retry_after_longer_than_the_backoff_is_waited_out() {
+        let policy = RedialPolicy::default();
+        assert_eq!(policy.delay_ms(1, 0.5, Some(7_000)), 7_000);
+        assert_eq!(policy.delay_ms(6, 1.0, Some(100)), 8_000);
+    }
+
+    #[test]
+    fn jitter_spreads_over_the_unit_interval_and_replays_from_its_seed() {
+        let mut jitter = Jitter::new(42);
+        let values: Vec<f64> = (0..1_000).map(|_| jitter.next_unit()).collect();
+        assert!(values.iter().all(|value| (0.0..1.0).contains(value)));
+        let below_half = values.iter().filter(|value| **value < 0.5).count();
+        assert!(
+            (400..600).contains(&below_half),
+            "{below_half} of 1000 below 0.5"
+        );
+        let mut again = Jitter::new(42);
+        assert_eq!(again.next_unit(), values[0]);
+    }
+}

@@ -1,0 +1,283 @@
+//! What the status line shows: the conversation's state and a sentence about it, and every
+//! sentence the user may read there.
+//!
+//! The webview renders these as they come and derives nothing itself, so the state a user reads
+//! is always the state the machine is in.
+
+use serde::Serialize;
+
+/// Where the conversation stands, as the status line names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionState {
+    /// No session; the user can still read history and change settings.
+    NotConnected,
+    /// A session is being set up.
+    Connecting,
+    /// Connected and configured: the key works.
+    Ready,
+    /// The microphone is being sent.
+    Listening,
+    /// A reply is being generated and is not audible yet.
+    Thinking,
+    /// The assistant is audible.
+    Speaking,
+    /// The connection dropped and may come back.
+    Reconnecting,
+    /// Something failed; the detail says what and what to do.
+    Error,
+}
+
+/// What the user can do about a status that is a problem: the one action the window offers
+/// beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusAction {
+    /// The settings are at fault (the key, the address, the model): calling again fails the
+    /// same way until they change.
+    OpenSettings,
+    /// Calling again may work (the network, the provider's load, a dropped call).
+    TryAgain,
+}
+
+/// One change of the status line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusEvent {
+    pub state: ConnectionState,
+    /// A sentence for the user: what happened and, when it matters, what to do.
+    pub detail: String,
+    /// For a problem, what to do about it; `None` when nothing is wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<StatusAction>,
+}
+
+impl StatusEvent {
+    pub fn new(state: ConnectionState, detail: impl Into<String>) -> Self {
+        Self {
+            state,
+            detail: detail.into(),
+            action: None,
+        }
+    }
+
+    /// The same status, offering `action`.
+    pub fn with_action(mut self, action: StatusAction) -> Self {
+        self.action = Some(action);
+        self
+    }
+
+    /// A call is being placed to the provider named `provider_label`.
+    pub fn connecting(provider_label: &str) -> Self {
+        Self::new(
+            ConnectionState::Connecting,
+            format!("Connecting to {provider_label}…"),
+        )
+    }
+
+    /// There is no call, for this reason (a phrase: "the provider closed the call"); calling
+    /// again may work.
+    pub fn not_connected(reason: &str) -> Self {
+        Self::new(
+            ConnectionState::Error,
+            format!("Not connected: {reason}. Press Connect to try again."),
+        )
+        .with_action(StatusAction::TryAgain)
+    }
+
+    /// There is no call until the settings change, for this reason (a phrase that says what
+    /// to change: "no API key for OpenAI: add one in Settings").
+    pub fn needs_settings(reason: &str) -> Self {
+        Self::new(ConnectionState::Error, format!("Not connected: {reason}."))
+            .with_action(StatusAction::OpenSettings)
+    }
+
+    /// The provider `provider_label` refused the call or could not be reached; `sentence`
+    /// says what went wrong and what to do next. A sentence that names the provider itself
+    /// ("OpenAI refused the API key: …") is not framed by a second naming.
+    pub fn call_refused(provider_label: &str, sentence: &str) -> Self {
+        let detail = if !provider_label.is_empty() && sentence.starts_with(provider_label) {
+            format!("Not connected: {sentence}")
+        } else {
+            format!("Not connected: could not connect to {provider_label}. {sentence}")
+        };
+        Self::new(ConnectionState::Error, detail).with_action(StatusAction::OpenSettings)
+    }
+
+    /// The provider asked to wait `wait` before the next call (a 429's `Retry-After`).
+    pub fn waiting_to_dial(wait: std::time::Duration) -> Self {
+        Self::new(
+            ConnectionState::Connecting,
+            format!(
+                "The provider asked Walkie to wait: calling again in {} s…",
+                wait.as_millis().div_ceil(1000)
+            ),
+        )
+    }
+
+    /// The key was pressed while there is no call.
+    pub fn press_while_not_connected() -> Self {
+        Self::new(
+            ConnectionState::NotConnected,
+            "Not connected: press Connect before talking.",
+        )
+    }
+
+    /// The connection dropped and may come back.
+    pub fn reconnecting() -> Self {
+        Self::new(
+            ConnectionState::Reconnecting,
+            "The connection dropped; trying to get it back…",
+        )
+    }
+
+    /// The call dropped; attempt `attempt` of `max_attempts` to call again is under way or
+    /// waiting. `reason` is a phrase ("the provider closed the call").
+    pub fn redialing(attempt: u32, max_attempts: u32, reason: &str) -> Self {
+        Self::new(
+            ConnectionState::Reconnecting,
+            format!("Reconnecting… (attempt {attempt} of {max_attempts}): {reason}."),
+        )
+    }
+
+    /// The session is being renewed before the provider's cap of `session_limit_ms` (a new
+    /// call carries the conversation on).
+    pub fn renewing(provider_label: &str, session_limit_ms: u64) -> Self {
+        let limit = match (session_limit_ms / 60_000, session_limit_ms % 60_000) {
+            (1, 0) => "1 minute".to_owned(),
+            (minutes, 0) => format!("{minutes} minutes"),
+            _ => format!("{} seconds", session_limit_ms.div_ceil(1000)),
+        };
+        Self::new(
+            ConnectionState::Connecting,
+            format!(
+                "Renewing the session with {provider_label} (a session lasts at most {limit})…"
+            ),
+        )
+    }
+
+    /// The conversation's task stopped unexpectedly; Connect starts a new one.
+    pub fn stopped() -> Self {
+        Self::not_connected("the conversation stopped unexpectedly")
+    }
+}
+
+/// The sentences of the status line while connected.
+pub mod sentence {
+    use walkie_session::turn::{PressMode, TurnMode, UiHint};
+
+    use super::ConnectionState;
+    use crate::input::DeviceDirection;
+
+    /// What the status line says in `state` when no hint is shown, its instructions those of
+    /// the turn `mode` (hold, toggle or hands-free).
+    pub fn default(state: ConnectionState, provider_label: &str, mode: &TurnMode) -> String {
+        let hands_free = matches!(mode, TurnMode::HandsFree(_));
+        let toggle = matches!(mode, TurnMode::PushToTalk(PressMode::Toggle));
+        match state {
+            ConnectionState::Connecting => {
+                format!("Setting up the session with {provider_label}…")
+            }
+            ConnectionState::Ready if hands_free => {
+                format!("Ready ({provider_label}): just talk.")
+            }
+            ConnectionState::Ready if toggle => {
+                format!("Ready ({provider_label}): press Space or tap the button to talk.")
+            }
+            ConnectionState::Ready => {
+                format!("Ready ({provider_label}): hold Space or the button to talk.")
+            }
+            // Hands-free listens all the time: the provider answers when the user pauses.
+            ConnectionState::Listening if hands_free => {
+                format!("Listening ({provider_label}): just talk; Walkie answers when you pause.")
+            }
+            ConnectionState::Listening if toggle => "Listening… press again to send.".to_owned(),
+            ConnectionState::Listening => "Listening… release to send.".to_owned(),
+            ConnectionState::Thinking => "Thinking…".to_owned(),
+            ConnectionState::Speaking => "Speaking… press to interrupt.".to_owned(),
+            ConnectionState::NotConnected => "Not connected.".to_owned(),
+            ConnectionState::Reconnecting => "Reconnecting…".to_owned(),
+            ConnectionState::Error => "Something went wrong.".to_owned(),
+        }
+    }
+
+    /// The sentence for a controller hint; `None` for a hint that needs no words.
+    pub fn hint(hint: &UiHint) -> Option<String> {
+        Some(match hint {
+            UiHint::Ready => return None,
+            UiHint::NotReady => "Still setting up: try again in a moment.".to_owned(),
+            UiHint::PressTooShort { min_press_ms, .. } => format!(
+                "Too short to send: hold the key while you speak (at least {min_press_ms} ms)."
+            ),
+            UiHint::ReleasedAutomatically { .. } => {
+                "The key was held too long, so Walkie sent what it had.".to_owned()
+            }
+            UiHint::NothingHeard => "Nothing was heard: no audio reached the provider.".to_owned(),
+            UiHint::SessionEndingSoon { remaining_ms } => format!(
+                "The session ends in {} minutes (providers allow 60).",
+                remaining_ms.div_ceil(60_000)
+            ),
+            UiHint::SessionLimitReached => {
+                "The session reached its 60-minute limit: press Connect for a new one.".to_owned()
+            }
+        })
+    }
+
+    pub fn device_fell_back(direction: DeviceDirection, using: &str, reason: &str) -> String {
+        format!("The chosen {direction} is not available ({reason}); using {using}.")
+    }
+
+    pub fn device_changed(direction: DeviceDirection, using: &str) -> String {
+        format!("Now using {using} as the {direction}.")
+    }
+
+    pub fn device_unavailable(direction: DeviceDirection, reason: &str) -> String {
+        format!("No {direction} can be opened: {reason}.")
+    }
+
+    pub fn not_saving(reason: &str) -> String {
+        format!("Conversations are not being saved: {reason}.")
+    }
+
+    /// The key was pressed while a dropped call is being dialled again: a press still held
+    /// when the call is back starts listening then.
+    pub fn press_while_redialing() -> String {
+        "Not heard yet: Walkie listens once the call is back, or press Cancel.".to_owned()
+    }
+
+    /// Why the conversation ended after `attempts` redials failed (a phrase for
+    /// [`super::StatusEvent::not_connected`]).
+    pub fn redial_gave_up(reason: &str, attempts: u32) -> String {
+        format!("{reason}, and {attempts} attempts to call again failed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_that_names_the_provider_is_not_framed_by_a_second_naming() {
+        let status = StatusEvent::call_refused(
+            "OpenAI",
+            "OpenAI refused the API key: add a valid key in Settings.",
+        );
+        assert_eq!(status.state, ConnectionState::Error);
+        assert_eq!(
+            status.detail,
+            "Not connected: OpenAI refused the API key: add a valid key in Settings."
+        );
+    }
+
+    #[test]
+    fn a_refusal_that_does_not_name_the_provider_is_framed_by_its_name() {
+        let status = StatusEvent::call_refused(
+            "Azure OpenAI",
+            "The provider could not be reached (Connection refused): check the network connection and the address in Settings, then reconnect.",
+        );
+        assert_eq!(
+            status.detail,
+            "Not connected: could not connect to Azure OpenAI. The provider could not be reached (Connection refused): check the network connection and the address in Settings, then reconnect."
+        );
+    }
+}

@@ -1,0 +1,562 @@
+//! The conversation machine in virtual time: what the user reads, what the speaker plays, what
+//! the transcript and the store get, and in which order.
+
+mod support;
+#[path = "../../session/tests/turn_support/mod.rs"]
+mod turn_support;
+
+use support::*;
+use turn_support::{
+    assistant_says, audio_part_added, committed, output_started, output_stopped, response_created,
+    response_done, server_error, server_vad,
+};
+use walkie_conversation::{
+    ConnectionState, DeviceDirection, EngineInput, Input, LevelReading, Output, Record,
+    StatusAction, StatusEvent, TransportInput, sentence,
+};
+use walkie_openai::SessionConfig;
+use walkie_session::AudioChunk;
+use walkie_session::turn::{AudioCommand, LATE_AUDIO_GRACE_MS, PressMode, TurnConfig, TurnMode};
+
+use ConnectionState::*;
+
+fn status(state: ConnectionState, detail: &str) -> Option<(ConnectionState, String)> {
+    Some((state, detail.to_owned()))
+}
+
+/// Asserts that `outputs` open the microphone and say that hands-free listens.
+fn listens_hands_free(outputs: &[Output]) {
+    assert_eq!(
+        audio_commands(outputs),
+        [AudioCommand::OpenCapture { pre_roll_ms: 0 }]
+    );
+    assert_eq!(
+        last_status(outputs),
+        status(
+            Listening,
+            "Listening (Test provider): just talk; Walkie answers when you pause."
+        )
+    );
+}
+
+/// A push-to-talk turn whose reply (resp_R1, item_A1) is audible, outputs read.
+fn reply_audible() -> Call {
+    let mut call = Call::ready();
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    call.server(2_320, &audio_part_added("resp_R1", "item_A1"));
+    call.server(2_330, &output_started("resp_R1"));
+    call.server(
+        2_340,
+        &assistant_says("resp_R1", "item_A1", "Once upon a time"),
+    );
+    call
+}
+
+#[test]
+fn the_status_line_follows_a_push_to_talk_turn_from_setting_up_to_speaking_and_back() {
+    let mut call = Call::placed();
+    assert_eq!(
+        last_status(&call.input(0, Input::Transport(TransportInput::Open))),
+        status(Connecting, "Setting up the session with Test provider…")
+    );
+    assert_eq!(
+        last_status(&call.server(50, &turn_support::session_updated_with_transcription())),
+        status(
+            Ready,
+            "Ready (Test provider): hold Space or the button to talk."
+        )
+    );
+    assert_eq!(
+        last_status(&call.press(1_000)),
+        status(Listening, "Listening… release to send.")
+    );
+    assert_eq!(
+        last_status(&call.release(2_000)),
+        None,
+        "the tail still listens"
+    );
+    assert_eq!(
+        last_status(&call.tick(2_000 + call.config.tail_ms)),
+        status(
+            Ready,
+            "Ready (Test provider): hold Space or the button to talk."
+        )
+    );
+    call.server(2_300, &committed("item_U1"));
+    assert_eq!(
+        last_status(&call.server(2_310, &response_created("resp_R1"))),
+        status(Thinking, "Thinking…")
+    );
+    call.server(2_320, &audio_part_added("resp_R1", "item_A1"));
+    assert_eq!(
+        last_status(&call.server(2_330, &output_started("resp_R1"))),
+        status(Speaking, "Speaking… press to interrupt.")
+    );
+    assert_eq!(
+        last_status(&call.server(2_340, &assistant_says("resp_R1", "item_A1", "Hi."))),
+        None,
+        "only changes are put out"
+    );
+    call.server(3_000, &response_done("resp_R1", "completed"));
+    call.server(3_100, &output_stopped("resp_R1"));
+    assert_eq!(
+        last_status(&call.tick(3_100 + LATE_AUDIO_GRACE_MS)),
+        status(
+            Ready,
+            "Ready (Test provider): hold Space or the button to talk."
+        )
+    );
+}
+
+#[test]
+fn hands_free_listens_all_the_time_and_says_so() {
+    let mut config = TurnConfig::hands_free(SessionConfig::default(), server_vad(None));
+    config.echo_canceller = true;
+    let mut call = Call::placed_with(config);
+    call.input(0, Input::Transport(TransportInput::Open));
+    let outputs = call.server(50, &turn_support::session_updated_with_transcription());
+    listens_hands_free(&outputs);
+    assert_eq!(
+        sentence::default(Ready, PROVIDER, &TurnMode::HandsFree(server_vad(None))),
+        "Ready (Test provider): just talk."
+    );
+}
+
+#[test]
+fn in_toggle_mode_the_status_says_press_never_hold_or_release() {
+    let toggle = TurnMode::PushToTalk(PressMode::Toggle);
+    assert_eq!(
+        sentence::default(Ready, PROVIDER, &toggle),
+        "Ready (Test provider): press Space or tap the button to talk."
+    );
+    assert_eq!(
+        sentence::default(Listening, PROVIDER, &toggle),
+        "Listening… press again to send."
+    );
+    let hold = TurnMode::PushToTalk(PressMode::Hold);
+    assert_eq!(
+        sentence::default(Listening, PROVIDER, &hold),
+        "Listening… release to send."
+    );
+}
+
+#[test]
+fn the_statuses_around_a_call_name_the_provider_and_the_reason() {
+    assert_eq!(
+        StatusEvent::connecting(PROVIDER),
+        StatusEvent::new(Connecting, "Connecting to Test provider…")
+    );
+    assert_eq!(
+        StatusEvent::press_while_not_connected(),
+        StatusEvent::new(NotConnected, "Not connected: press Connect before talking.")
+    );
+    assert_eq!(
+        StatusEvent::stopped(),
+        StatusEvent::new(
+            Error,
+            "Not connected: the conversation stopped unexpectedly. Press Connect to try again."
+        )
+        .with_action(StatusAction::TryAgain)
+    );
+    assert_eq!(
+        StatusEvent::needs_settings("no API key for OpenAI: add one in Settings"),
+        StatusEvent::new(
+            Error,
+            "Not connected: no API key for OpenAI: add one in Settings."
+        )
+        .with_action(StatusAction::OpenSettings),
+        "calling again would fail the same way: no \"Press Connect\""
+    );
+}
+
+#[test]
+fn a_dropped_link_says_reconnecting_until_it_is_back() {
+    let mut call = Call::ready();
+    assert_eq!(
+        last_status(&call.input(100, Input::Transport(TransportInput::Disconnected))),
+        status(
+            Reconnecting,
+            "The connection dropped; trying to get it back…"
+        )
+    );
+    assert_eq!(
+        last_status(&call.input(200, Input::Transport(TransportInput::Reconnected))),
+        status(
+            Ready,
+            "Ready (Test provider): hold Space or the button to talk."
+        )
+    );
+}
+
+#[test]
+fn a_closed_call_stops_capture_says_why_and_is_hung_up_to_be_dialled_again() {
+    let mut call = Call::ready();
+    call.press(1_000);
+    let outputs = call.input(
+        1_100,
+        Input::Transport(TransportInput::Closed(
+            "the provider closed the call".to_owned(),
+        )),
+    );
+    assert_eq!(
+        audio_commands(&outputs),
+        [AudioCommand::CloseCapture],
+        "capture stops with the call"
+    );
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Reconnecting,
+            "Reconnecting… (attempt 1 of 6): the provider closed the call."
+        )
+    );
+    assert!(names(&outputs).contains(&"hang-up-call".to_owned()));
+    assert!(!names(&outputs).contains(&"ended".to_owned()));
+    assert!(
+        sent_types(&call.press(1_150)).is_empty(),
+        "no call to send to"
+    );
+}
+
+#[test]
+fn a_failed_send_drops_the_call_with_the_transports_words() {
+    let mut call = Call::ready();
+    let outputs = call.input(
+        100,
+        Input::Transport(TransportInput::SendFailed(
+            "the data channel is closed".to_owned(),
+        )),
+    );
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Reconnecting,
+            "Reconnecting… (attempt 1 of 6): could not send to the provider: the data channel is closed."
+        )
+    );
+}
+
+#[test]
+fn a_press_before_the_session_is_set_up_keeps_saying_it_is_being_set_up() {
+    let mut call = Call::placed();
+    call.input(0, Input::Transport(TransportInput::Open));
+    let outputs = call.press(10);
+    assert_eq!(sent_types(&outputs), Vec::<&str>::new());
+    assert_eq!(last_status(&outputs), None, "still setting up");
+    assert_eq!(
+        sentence::hint(&walkie_session::turn::UiHint::NotReady).as_deref(),
+        Some("Still setting up: try again in a moment.")
+    );
+}
+
+#[test]
+fn a_press_too_short_says_so_until_the_next_press() {
+    let mut call = Call::ready();
+    call.press(1_000);
+    let outputs = call.release(1_050);
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Ready,
+            "Too short to send: hold the key while you speak (at least 150 ms)."
+        )
+    );
+    assert_eq!(last_status(&call.tick(5_000)), None, "the hint stays");
+    assert_eq!(
+        last_status(&call.press(6_000)),
+        status(Listening, "Listening… release to send."),
+        "news of its own replaces it"
+    );
+}
+
+#[test]
+fn a_key_held_too_long_is_released_and_says_so_once_its_tail_is_sent() {
+    let mut call = Call::ready();
+    call.press(1_000);
+    let released_at_ms = 1_000 + call.config.max_press_ms;
+    let outputs = call.tick(released_at_ms + call.config.tail_ms);
+    assert_eq!(
+        sent_types(&outputs),
+        ["input_audio_buffer.commit", "response.create"]
+    );
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Ready,
+            "The key was held too long, so Walkie sent what it had."
+        )
+    );
+}
+
+#[test]
+fn an_empty_commit_says_nothing_was_heard() {
+    let mut call = Call::ready();
+    let outputs = call.utterance(1_000, 2_000);
+    let commit_id = sent_id(&outputs, "input_audio_buffer.commit");
+    let outputs = call.server(
+        2_300,
+        &server_error(
+            "input_audio_buffer_commit_empty",
+            "buffer too small",
+            Some(&commit_id),
+        ),
+    );
+    assert_eq!(
+        last_status(&outputs),
+        status(Ready, "Nothing was heard: no audio reached the provider.")
+    );
+}
+
+#[test]
+fn device_changes_and_an_unsaved_conversation_are_told_in_the_status_line() {
+    let mut call = Call::ready();
+    let cases = [
+        (
+            Input::Engine(EngineInput::DeviceFellBack {
+                direction: DeviceDirection::Output,
+                using: "Built-in Audio".to_owned(),
+                reason: "it was unplugged".to_owned(),
+            }),
+            "The chosen speaker is not available (it was unplugged); using Built-in Audio.",
+        ),
+        (
+            Input::Engine(EngineInput::DeviceChanged {
+                direction: DeviceDirection::Input,
+                using: "USB Mic".to_owned(),
+            }),
+            "Now using USB Mic as the microphone.",
+        ),
+        (
+            Input::Engine(EngineInput::DeviceUnavailable {
+                direction: DeviceDirection::Output,
+                reason: "the sound server is gone".to_owned(),
+            }),
+            "No speaker can be opened: the sound server is gone.",
+        ),
+        (
+            Input::NotSaving("the folder is read-only".to_owned()),
+            "Conversations are not being saved: the folder is read-only.",
+        ),
+    ];
+    for (at_ms, (input, sentence)) in (100..).step_by(100).zip(cases) {
+        assert_eq!(
+            last_status(&call.input(at_ms, input)),
+            status(Ready, sentence)
+        );
+    }
+}
+
+#[test]
+fn a_new_microphone_while_capturing_reopens_capture() {
+    let mut call = Call::ready();
+    call.press(1_000);
+    let outputs = call.input(
+        1_100,
+        Input::Engine(EngineInput::DeviceChanged {
+            direction: DeviceDirection::Input,
+            using: "USB Mic".to_owned(),
+        }),
+    );
+    assert_eq!(
+        audio_commands(&outputs),
+        [
+            AudioCommand::CloseCapture,
+            AudioCommand::OpenCapture { pre_roll_ms: 0 }
+        ]
+    );
+}
+
+#[test]
+fn a_barge_in_flushes_the_speaker_before_any_data_channel_text_leaves() {
+    let mut call = reply_audible();
+    let outputs = call.press(3_000);
+    let names = names(&outputs);
+    let flush = names
+        .iter()
+        .position(|name| name == "audio:FlushPlayback")
+        .expect("the press flushes playback");
+    let first_send = names
+        .iter()
+        .position(|name| name.starts_with("send:"))
+        .expect("the press tells the server");
+    assert!(flush < first_send, "{names:?}");
+    assert_eq!(
+        sent_types(&outputs),
+        [
+            "response.cancel",
+            "output_audio_buffer.clear",
+            "input_audio_buffer.clear"
+        ]
+    );
+}
+
+#[test]
+fn a_cut_reply_is_marked_interrupted_right_after_its_transcript_ends() {
+    let mut call = reply_audible();
+    call.input(
+        2_400,
+        Input::Engine(EngineInput::PlayedProgress {
+            item_id: "item_A1".to_owned(),
+            played_ms: 600,
+        }),
+    );
+    let outputs = call.press(3_000);
+    assert!(
+        !names(&outputs)
+            .iter()
+            .any(|name| name.starts_with("interrupted")),
+        "the reply's part is still open"
+    );
+    let outputs = call.server(3_100, &response_done("resp_R1", "cancelled"));
+    let names = names(&outputs);
+    let end = names
+        .iter()
+        .position(|name| name == "transcript:TEXT_MESSAGE_END:assistant-1")
+        .unwrap_or_else(|| panic!("the reply's message ends: {names:?}"));
+    assert_eq!(
+        names.get(end + 1).map(String::as_str),
+        Some("interrupted:assistant-1")
+    );
+    assert_eq!(
+        names
+            .iter()
+            .filter(|name| name.starts_with("interrupted"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn played_audio_is_counted_against_the_item_of_each_reply() {
+    let mut call = reply_audible();
+    let first = [call.assistant_audio(2_400), call.assistant_audio(2_420)].concat();
+    assert_eq!(played(&first), ["begin:item_A1", "play", "play"]);
+    call.server(3_000, &response_done("resp_R1", "completed"));
+    call.server(3_100, &output_stopped("resp_R1"));
+    call.tick(3_100 + LATE_AUDIO_GRACE_MS);
+
+    call.utterance(5_000, 6_000);
+    call.server(6_300, &committed("item_U2"));
+    call.server(6_310, &response_created("resp_R2"));
+    call.server(6_320, &audio_part_added("resp_R2", "item_A2"));
+    call.server(6_330, &output_started("resp_R2"));
+    let second = [call.assistant_audio(6_400), call.assistant_audio(6_420)].concat();
+    assert_eq!(played(&second), ["begin:item_A2", "play", "play"]);
+}
+
+/// The speaker's outputs among `outputs`, named.
+fn played(outputs: &[Output]) -> Vec<String> {
+    names(outputs)
+        .into_iter()
+        .filter(|name| name.starts_with("begin:") || name == "play")
+        .collect()
+}
+
+#[test]
+fn switching_to_hands_free_keeps_the_call_and_opens_the_microphone() {
+    let mut call = Call::ready();
+    let outputs = call.set_mode(1_000, TurnMode::HandsFree(server_vad(None)));
+    assert_eq!(sent_types(&outputs), ["session.update"]);
+    listens_hands_free(&outputs);
+    let outputs = call.set_mode(2_000, TurnMode::PushToTalk(PressMode::Hold));
+    assert_eq!(sent_types(&outputs), ["session.update"]);
+    assert_eq!(audio_commands(&outputs), [AudioCommand::CloseCapture]);
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Ready,
+            "Ready (Test provider): hold Space or the button to talk."
+        )
+    );
+}
+
+#[test]
+fn the_store_gets_each_session_event_with_the_transcript_events_the_webview_got() {
+    let mut call = reply_audible();
+    call.press(3_000);
+    call.server(3_100, &response_done("resp_R1", "cancelled"));
+    let mut outputs = call.release(3_500);
+    outputs.extend(call.tick(3_500 + call.config.tail_ms));
+    let shown = transcript(&outputs);
+    let recorded: Vec<serde_json::Value> = outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Record(Record::Event { transcript, .. }) => Some(transcript.clone()),
+            _ => None,
+        })
+        .flatten()
+        .map(|event| serde_json::to_value(event).expect("AG-UI events serialise"))
+        .collect();
+    assert!(!shown.is_empty());
+    assert_eq!(recorded, shown);
+}
+
+#[test]
+fn sent_audio_goes_to_the_store_and_levels_to_the_meters() {
+    let mut call = Call::ready();
+    let outputs = call.input(
+        100,
+        Input::Engine(EngineInput::SentAudio(AudioChunk::from_samples(vec![
+            1;
+            960
+        ]))),
+    );
+    assert!(matches!(
+        outputs.as_slice(),
+        [Output::Record(Record::UserAudio { unix_ms: 100, .. })]
+    ));
+    let level = LevelReading {
+        rms_dbfs: -20.0,
+        peak_dbfs: -6.0,
+    };
+    let outputs = call.input(
+        120,
+        Input::Engine(EngineInput::Level {
+            direction: DeviceDirection::Input,
+            level,
+        }),
+    );
+    assert!(matches!(
+        outputs.as_slice(),
+        [Output::Level {
+            direction: DeviceDirection::Input,
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn hanging_up_closes_the_open_messages_on_the_screen_and_on_disk_alike() {
+    let mut call = reply_audible();
+    let outputs = call.input(3_000, Input::HangUp);
+    let names = names(&outputs);
+    assert!(
+        names.contains(&"transcript:TEXT_MESSAGE_END:assistant-1".to_owned()),
+        "the open reply's message ends: {names:?}"
+    );
+    let closing: Vec<serde_json::Value> = outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Record(Record::Transcript { transcript, .. }) => Some(transcript.clone()),
+            _ => None,
+        })
+        .flatten()
+        .map(|event| serde_json::to_value(event).expect("AG-UI events serialise"))
+        .collect();
+    let shown_at_close: Vec<serde_json::Value> = transcript(&outputs)
+        .into_iter()
+        .skip_while(|event| event["type"] != "TEXT_MESSAGE_END")
+        .collect();
+    assert!(!closing.is_empty());
+    assert_eq!(
+        closing.last().map(|event| event["type"].clone()),
+        Some(serde_json::json!("RUN_FINISHED"))
+    );
+    assert!(
+        shown_at_close.ends_with(&closing),
+        "the store gets the closing events the webview got"
+    );
+    assert!(call.press(4_000).is_empty(), "nothing after the hang-up");
+}

@@ -1,0 +1,653 @@
+//! A conversation outlives its call: a dropped call is dialled again after a short wait, the
+//! new session is given the conversation so far, and the transcript goes on under ids of its
+//! own. In virtual time.
+
+mod support;
+#[path = "../../session/tests/turn_support/mod.rs"]
+mod turn_support;
+
+use support::*;
+use turn_support::{
+    assistant_says, audio_part_added, committed, output_started, output_stopped, response_created,
+    response_done, server_error, session_updated_with_transcription, user_transcript_completed,
+};
+use walkie_conversation::{
+    ConnectionState, DialFailure, Input, Output, RedialPolicy, Retry, TransportInput,
+};
+use walkie_openai::{ClientEvent, ContentPart, Item, Role};
+
+use ConnectionState::*;
+
+const DROPPED: &str = "the provider closed the call";
+
+fn dropped() -> Input {
+    Input::Transport(TransportInput::Closed(DROPPED.to_owned()))
+}
+
+/// A first exchange: "My cat is called Miso." answered "Miso is a lovely name.", finished.
+fn after_one_exchange() -> Call {
+    let mut call = Call::ready();
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    call.server(2_320, &audio_part_added("resp_R1", "item_A1"));
+    call.server(2_330, &output_started("resp_R1"));
+    call.server(
+        2_340,
+        &assistant_says("resp_R1", "item_A1", "Miso is a lovely name."),
+    );
+    call.server(2_400, &response_done("resp_R1", "completed"));
+    call.server(2_500, &output_stopped("resp_R1"));
+    call.server(
+        2_600,
+        &user_transcript_completed("item_U1", "My cat is called Miso."),
+    );
+    call
+}
+
+/// Runs the redial the machine scheduled, from its deadline: the call is placed, its channel
+/// opens and its session is confirmed. All outputs from the dial on.
+fn redial(call: &mut Call) -> Vec<Output> {
+    let at_ms = call
+        .machine
+        .next_deadline_ms()
+        .expect("a redial is scheduled");
+    let mut outputs = call.tick(at_ms);
+    assert!(
+        names(&outputs).contains(&"dial".to_owned()),
+        "dials at its deadline: {:?}",
+        names(&outputs)
+    );
+    outputs.extend(call.input(at_ms + 100, Input::Dialled));
+    outputs.extend(call.input(at_ms + 150, Input::Transport(TransportInput::Open)));
+    outputs.extend(call.server(at_ms + 200, &session_updated_with_transcription()));
+    outputs
+}
+
+/// The messages restored by `conversation.item.create` among `outputs`: (role, part type, text).
+fn restored(outputs: &[Output]) -> Vec<(Role, &'static str, String)> {
+    outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Send(sent) => match &sent.event {
+                ClientEvent::ConversationItemCreate {
+                    item: Item::Message { role, content, .. },
+                    ..
+                } => Some(match &content[..] {
+                    [ContentPart::InputText { text }] => (*role, "input_text", text.clone()),
+                    [ContentPart::OutputText { text }] => (*role, "output_text", text.clone()),
+                    other => panic!("one text part per restored message: {other:?}"),
+                }),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_dropped_call_is_dialled_again_within_the_first_backoff_and_says_which_attempt() {
+    let mut call = after_one_exchange();
+    let outputs = call.input(5_000, dropped());
+    assert_eq!(
+        last_status(&outputs),
+        Some((
+            Reconnecting,
+            format!("Reconnecting… (attempt 1 of 6): {DROPPED}.")
+        ))
+    );
+    let first_delay_ms = RedialPolicy::default().first_delay_ms;
+    let at_ms = call
+        .machine
+        .next_deadline_ms()
+        .expect("a redial is scheduled");
+    assert!(
+        (5_000 + first_delay_ms / 2..=5_000 + first_delay_ms).contains(&at_ms),
+        "dials {} ms after the drop",
+        at_ms - 5_000
+    );
+    assert!(call.tick(at_ms - 1).is_empty(), "not before its time");
+    let outputs = redial(&mut call);
+    assert_eq!(
+        last_status(&outputs),
+        Some((
+            Ready,
+            format!("Ready ({PROVIDER}): hold Space or the button to talk.")
+        ))
+    );
+}
+
+#[test]
+fn the_next_session_is_given_the_conversation_so_far_after_its_session_update_and_before_any_turn()
+{
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    let outputs = redial(&mut call);
+    let types = sent_types(&outputs);
+    assert_eq!(
+        types,
+        [
+            "session.update",
+            "conversation.item.create",
+            "conversation.item.create"
+        ]
+    );
+    assert_eq!(
+        restored(&outputs),
+        [
+            (
+                Role::User,
+                "input_text",
+                "My cat is called Miso.".to_owned()
+            ),
+            (
+                Role::Assistant,
+                "output_text",
+                "Miso is a lovely name.".to_owned()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn messages_after_a_redial_get_ids_of_their_own_in_the_same_thread() {
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    let outputs = redial(&mut call);
+    assert!(
+        transcript(&outputs).is_empty(),
+        "restored messages are not shown again"
+    );
+    let mut outputs = call.utterance(10_000, 11_000);
+    outputs.extend(call.server(11_300, &committed("item_U1")));
+    outputs.extend(call.server(11_310, &response_created("resp_R1")));
+    outputs.extend(call.server(11_320, &audio_part_added("resp_R1", "item_A1")));
+    outputs.extend(call.server(11_330, &output_started("resp_R1")));
+    outputs.extend(call.server(
+        11_340,
+        &assistant_says("resp_R1", "item_A1", "Hello again."),
+    ));
+    let events = transcript(&outputs);
+    let started: Vec<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "TEXT_MESSAGE_START")
+        .map(|event| event["messageId"].as_str().expect("a message id"))
+        .collect();
+    assert_eq!(
+        started,
+        ["user-2", "assistant-2"],
+        "the provider reuses item ids; Walkie does not"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|event| event["type"] == "RUN_STARTED")
+            .all(|event| event["threadId"] == "call_1"),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn a_reply_cut_by_the_drop_is_closed_and_marked_interrupted() {
+    let mut call = Call::ready();
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    call.server(2_320, &audio_part_added("resp_R1", "item_A1"));
+    call.server(2_330, &output_started("resp_R1"));
+    call.server(2_340, &assistant_says("resp_R1", "item_A1", "Once upon"));
+    let outputs = call.input(2_500, dropped());
+    let names = names(&outputs);
+    let end = names
+        .iter()
+        .position(|name| name == "transcript:TEXT_MESSAGE_END:assistant-1")
+        .unwrap_or_else(|| panic!("the cut reply's message ends: {names:?}"));
+    assert!(
+        names[end..].contains(&"interrupted:assistant-1".to_owned()),
+        "{names:?}"
+    );
+    let hang_up = names.iter().position(|name| name == "hang-up-call");
+    assert!(hang_up > Some(end), "{names:?}");
+}
+
+#[test]
+fn a_provider_asking_to_wait_is_waited_out_before_the_next_attempt() {
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    let at_ms = call.machine.next_deadline_ms().expect("scheduled");
+    call.tick(at_ms);
+    let outputs = call.input(
+        at_ms + 50,
+        Input::DialFailed(DialFailure {
+            sentence: "The provider is busy.".to_owned(),
+            retry: Retry::Later {
+                after_ms: Some(7_000),
+            },
+        }),
+    );
+    assert_eq!(
+        last_status(&outputs),
+        Some((
+            Reconnecting,
+            format!("Reconnecting… (attempt 2 of 6): {DROPPED}.")
+        ))
+    );
+    assert!(call.machine.next_deadline_ms() >= Some(at_ms + 50 + 7_000));
+}
+
+#[test]
+fn after_the_last_attempt_fails_the_window_asks_for_connect() {
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    let transient = || {
+        Input::DialFailed(DialFailure {
+            sentence: "The provider is not reachable.".to_owned(),
+            retry: Retry::Later { after_ms: None },
+        })
+    };
+    let mut outputs = Vec::new();
+    for _ in 0..RedialPolicy::default().max_attempts {
+        let at_ms = call.machine.next_deadline_ms().expect("scheduled");
+        call.tick(at_ms);
+        outputs = call.input(at_ms + 10, transient());
+    }
+    assert_eq!(
+        last_status(&outputs),
+        Some((
+            Error,
+            format!(
+                "Not connected: {DROPPED}, and 6 attempts to call again failed. Press Connect to try again."
+            )
+        ))
+    );
+    assert_eq!(names(&outputs).last().map(String::as_str), Some("ended"));
+    assert_eq!(call.machine.next_deadline_ms(), None);
+}
+
+#[test]
+fn a_redial_refused_for_the_key_ends_the_conversation_with_the_providers_words() {
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    let at_ms = call.machine.next_deadline_ms().expect("scheduled");
+    call.tick(at_ms);
+    let outputs = call.input(
+        at_ms + 10,
+        Input::DialFailed(DialFailure {
+            sentence: "The API key was refused: open Settings and check it.".to_owned(),
+            retry: Retry::Never,
+        }),
+    );
+    assert_eq!(
+        last_status(&outputs),
+        Some((
+            Error,
+            format!(
+                "Not connected: could not connect to {PROVIDER}. The API key was refused: open Settings and check it."
+            )
+        ))
+    );
+    assert_eq!(call.machine.next_deadline_ms(), None);
+}
+
+#[test]
+fn cancelling_the_redial_ends_the_conversation_and_says_so() {
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    let outputs = call.input(5_050, Input::CancelRedial);
+    assert_eq!(
+        last_status(&outputs),
+        Some((
+            Error,
+            "Not connected: reconnecting was cancelled. Press Connect to try again.".to_owned()
+        ))
+    );
+    assert_eq!(call.machine.next_deadline_ms(), None);
+}
+
+#[test]
+fn a_press_while_redialing_is_not_sent_and_says_why() {
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    let outputs = call.press(5_010);
+    assert!(sent_types(&outputs).is_empty());
+    assert!(audio_commands(&outputs).is_empty());
+    let (state, detail) = last_status(&outputs).expect("the status answers the press");
+    assert_eq!(state, Reconnecting);
+    assert!(
+        detail.ends_with("Not heard yet: Walkie listens once the call is back, or press Cancel.")
+    );
+}
+
+#[test]
+fn an_expired_session_is_carried_on_by_a_new_call_but_a_refused_key_is_not() {
+    let mut call = after_one_exchange();
+    let outputs = call.server(
+        3_000,
+        &server_error(
+            "session_expired",
+            "Your session hit the maximum duration of 60 minutes.",
+            None,
+        ),
+    );
+    assert_eq!(
+        last_status(&outputs).map(|(state, _)| state),
+        Some(Reconnecting)
+    );
+
+    let mut call = after_one_exchange();
+    let outputs = call.server(
+        3_000,
+        &server_error("invalid_api_key", "Incorrect API key provided.", None),
+    );
+    assert_eq!(last_status(&outputs).map(|(state, _)| state), Some(Error));
+    assert_eq!(names(&outputs).last().map(String::as_str), Some("ended"));
+}
+
+#[test]
+fn the_turn_mode_switched_between_calls_is_the_next_calls() {
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    call.set_mode(
+        5_010,
+        walkie_session::turn::TurnMode::HandsFree(turn_support::server_vad(None)),
+    );
+    let outputs = redial(&mut call);
+    assert!(
+        audio_commands(&outputs)
+            .contains(&walkie_session::turn::AudioCommand::OpenCapture { pre_roll_ms: 0 }),
+        "the new call listens hands-free: {:?}",
+        names(&outputs)
+    );
+}
+
+#[test]
+fn cancelling_while_the_link_is_down_ends_the_conversation_but_not_while_it_is_up() {
+    let mut call = after_one_exchange();
+    let outputs = call.input(3_000, Input::CancelRedial);
+    assert!(
+        statuses(&outputs).is_empty(),
+        "a call that works is not cancelled"
+    );
+    call.input(3_100, Input::Transport(TransportInput::Disconnected));
+    let outputs = call.input(3_200, Input::CancelRedial);
+    assert_eq!(last_status(&outputs).map(|(state, _)| state), Some(Error));
+    assert_eq!(names(&outputs).last().map(String::as_str), Some("ended"));
+}
+
+/// The call's age at which the session is renewed when quiet: the controller's warning time.
+fn renewal_age_ms(call: &Call) -> u64 {
+    call.config.session_limit_ms - call.config.session_limit_warning_ms
+}
+
+/// Runs the machine's timers that fall before `until_ms`, then ticks at `until_ms`; all
+/// outputs.
+fn run_timers_until(call: &mut Call, until_ms: u64) -> Vec<Output> {
+    let mut outputs = Vec::new();
+    while let Some(at_ms) = call.machine.next_deadline_ms().filter(|at| *at < until_ms) {
+        outputs.extend(call.tick(at_ms));
+    }
+    outputs.extend(call.tick(until_ms));
+    outputs
+}
+
+#[test]
+fn a_quiet_session_near_the_providers_cap_is_renewed_at_once_with_the_conversation() {
+    let mut call = after_one_exchange();
+    let renew_at_ms = renewal_age_ms(&call);
+    let outputs = run_timers_until(&mut call, renew_at_ms - 1);
+    assert!(
+        !names(&outputs).contains(&"dial".to_owned()),
+        "not before its time"
+    );
+    assert_eq!(call.machine.next_deadline_ms(), Some(renew_at_ms));
+    let outputs = call.tick(renew_at_ms);
+    assert_eq!(
+        names(&outputs)
+            .iter()
+            .filter(|name| ["hang-up-call", "dial"].contains(&name.as_str()))
+            .collect::<Vec<_>>(),
+        ["hang-up-call", "dial"],
+        "the old call goes, the new one is dialled without a wait"
+    );
+    assert_eq!(
+        last_status(&outputs),
+        Some((
+            Connecting,
+            format!("Renewing the session with {PROVIDER} (a session lasts at most 60 minutes)…")
+        ))
+    );
+    let mut outputs = call.input(renew_at_ms + 300, Input::Dialled);
+    outputs.extend(call.input(renew_at_ms + 350, Input::Transport(TransportInput::Open)));
+    assert_eq!(restored(&outputs).len(), 2, "{:?}", names(&outputs));
+}
+
+/// Renews at the renewal time with the key pressed `press_at` ms into it, and released
+/// `release_at` ms in (if at all); then the new call is placed, opens and is confirmed. All
+/// outputs from the renewal on.
+fn renew_with_a_press(call: &mut Call, press_at: u64, release_at: Option<u64>) -> Vec<Output> {
+    let renew_at_ms = renewal_age_ms(call);
+    run_timers_until(call, renew_at_ms - 1);
+    let mut outputs = call.tick(renew_at_ms);
+    assert!(names(&outputs).contains(&"dial".to_owned()), "renewing");
+    let mut inputs = vec![
+        (renew_at_ms + press_at, Input::Press),
+        (renew_at_ms + 300, Input::Dialled),
+        (renew_at_ms + 350, Input::Transport(TransportInput::Open)),
+    ];
+    if let Some(release_at) = release_at {
+        inputs.push((renew_at_ms + release_at, Input::Release));
+    }
+    inputs.sort_by_key(|(at, _)| *at);
+    for (at, input) in inputs {
+        outputs.extend(call.input(at, input));
+    }
+    outputs.extend(call.server(renew_at_ms + 400, &session_updated_with_transcription()));
+    outputs
+}
+
+#[test]
+fn a_press_held_through_a_renewal_starts_listening_once_the_new_call_is_ready() {
+    let mut call = after_one_exchange();
+    // Pressed 20 ms into the renewal, still held when the new session is confirmed.
+    let outputs = renew_with_a_press(&mut call, 20, None);
+    assert!(
+        audio_commands(&outputs)
+            .contains(&walkie_session::turn::AudioCommand::OpenCapture { pre_roll_ms: 300 }),
+        "the microphone opens for the press: {:?}",
+        names(&outputs)
+    );
+    assert_eq!(
+        last_status(&outputs).map(|(state, _)| state),
+        Some(Listening)
+    );
+    let renew_at_ms = renewal_age_ms(&call);
+    let mut outputs = call.release(renew_at_ms + 1_400);
+    outputs.extend(call.tick(renew_at_ms + 2_000));
+    let sent = sent_types(&outputs);
+    assert!(
+        sent.contains(&"input_audio_buffer.commit"),
+        "the release sends the turn: {sent:?}"
+    );
+}
+
+#[test]
+fn a_press_released_during_a_renewal_is_over_and_nothing_is_sent() {
+    let mut call = after_one_exchange();
+    let outputs = renew_with_a_press(&mut call, 20, Some(120));
+    assert!(
+        !audio_commands(&outputs).iter().any(|command| matches!(
+            command,
+            walkie_session::turn::AudioCommand::OpenCapture { .. }
+        )),
+        "no microphone for a press already over: {:?}",
+        names(&outputs)
+    );
+    assert_eq!(last_status(&outputs).map(|(state, _)| state), Some(Ready));
+}
+
+#[test]
+fn a_reply_under_way_at_the_renewal_time_is_finished_first() {
+    let mut call = after_one_exchange();
+    let renew_at_ms = renewal_age_ms(&call);
+    call.utterance(renew_at_ms - 2_000, renew_at_ms - 1_000);
+    call.server(renew_at_ms - 700, &committed("item_U2"));
+    call.server(renew_at_ms - 690, &response_created("resp_R2"));
+    call.server(renew_at_ms - 680, &audio_part_added("resp_R2", "item_A2"));
+    call.server(renew_at_ms - 670, &output_started("resp_R2"));
+    let outputs = call.tick(renew_at_ms);
+    assert!(
+        !names(&outputs).contains(&"dial".to_owned()),
+        "not while speaking"
+    );
+    call.server(
+        renew_at_ms + 500,
+        &assistant_says("resp_R2", "item_A2", "Still talking."),
+    );
+    call.server(renew_at_ms + 900, &response_done("resp_R2", "completed"));
+    let outputs = [
+        call.server(renew_at_ms + 1_500, &output_stopped("resp_R2")),
+        call.server(
+            renew_at_ms + 1_600,
+            &user_transcript_completed("item_U2", "Tell me more."),
+        ),
+        run_timers_until(&mut call, renew_at_ms + 5_000),
+    ]
+    .concat();
+    assert!(
+        names(&outputs).contains(&"dial".to_owned()),
+        "renewed once the exchange is over: {:?}",
+        names(&outputs)
+    );
+}
+
+#[test]
+fn a_three_hour_conversation_renews_three_times_and_loses_no_turn() {
+    let mut call = Call::ready();
+    let minute_ms = 60_000;
+    let mut renewals = 0;
+    let mut shown = Vec::new();
+    let mut now_ms = 0;
+    for turn in 1..=18u64 {
+        // A turn every ten minutes; the machine's timers run in between.
+        let turn_at_ms = turn * 10 * minute_ms;
+        while let Some(at_ms) = call
+            .machine
+            .next_deadline_ms()
+            .filter(|at| *at < turn_at_ms)
+        {
+            now_ms = at_ms.max(now_ms);
+            let outputs = call.tick(now_ms);
+            if names(&outputs).contains(&"dial".to_owned()) {
+                renewals += 1;
+                call.input(now_ms + 300, Input::Dialled);
+                call.input(now_ms + 350, Input::Transport(TransportInput::Open));
+                call.server(now_ms + 400, &session_updated_with_transcription());
+                now_ms += 400;
+            }
+            shown.extend(transcript(&outputs));
+        }
+        let (user, reply) = (format!("item_U{turn}"), format!("item_A{turn}"));
+        let response = format!("resp_R{turn}");
+        let t = turn_at_ms;
+        let mut outputs = call.utterance(t, t + 1_000);
+        outputs.extend(call.server(t + 1_300, &committed(&user)));
+        outputs.extend(call.server(t + 1_310, &response_created(&response)));
+        outputs.extend(call.server(t + 1_320, &audio_part_added(&response, &reply)));
+        outputs.extend(call.server(t + 1_330, &output_started(&response)));
+        outputs.extend(call.server(t + 1_340, &assistant_says(&response, &reply, "Noted.")));
+        outputs.extend(call.server(t + 1_400, &response_done(&response, "completed")));
+        outputs.extend(call.server(t + 1_500, &output_stopped(&response)));
+        outputs.extend(call.server(
+            t + 1_600,
+            &user_transcript_completed(&user, &format!("Fact number {turn}.")),
+        ));
+        now_ms = t + 1_600;
+        shown.extend(transcript(&outputs));
+    }
+    assert_eq!(renewals, 3, "renewed before each hour's cap");
+    let replies = shown
+        .iter()
+        .filter(|event| event["type"] == "TEXT_MESSAGE_START" && event["role"] == "assistant")
+        .count();
+    assert_eq!(replies, 18, "every turn was answered");
+    let user_texts: Vec<String> = shown
+        .iter()
+        .filter(|event| event["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter(|event| {
+            event["messageId"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("user-"))
+        })
+        .map(|event| event["delta"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        user_texts,
+        (1..=18)
+            .map(|turn| format!("Fact number {turn}."))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered_on() {
+    use walkie_conversation::{Conversation, ConversationConfig};
+    let config = walkie_session::turn::TurnConfig::push_to_talk(Default::default());
+    let machine = Conversation::continuing(
+        ConversationConfig {
+            turn: config.clone(),
+            provider_label: PROVIDER.to_owned(),
+            thread_id: "call_earlier".to_owned(),
+            redial: RedialPolicy::default(),
+            jitter_seed: 3,
+        },
+        walkie_session::turn::ToolRegistry::with_builtins,
+        vec![
+            (
+                "user-1".to_owned(),
+                walkie_agui::Role::User,
+                "My cat is called Miso.".to_owned(),
+            ),
+            (
+                "assistant-1".to_owned(),
+                walkie_agui::Role::Assistant,
+                "A lovely name.".to_owned(),
+            ),
+        ],
+        1_000,
+    );
+    let mut call = Call { machine, config };
+    let shown = transcript(&std::iter::from_fn(|| call.machine.poll_output()).collect::<Vec<_>>());
+    let types: Vec<&str> = shown
+        .iter()
+        .map(|event| event["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        types,
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"],
+        "the earlier messages, restated in a run of their own"
+    );
+    assert_eq!(shown[0]["threadId"], "call_earlier");
+    assert_eq!(shown[1]["messages"][1]["content"], "A lovely name.");
+
+    let mut outputs = call.input(1_100, Input::Transport(TransportInput::Open));
+    outputs.extend(call.server(1_150, &session_updated_with_transcription()));
+    assert_eq!(
+        restored(&outputs),
+        [
+            (
+                Role::User,
+                "input_text",
+                "My cat is called Miso.".to_owned()
+            ),
+            (Role::Assistant, "output_text", "A lovely name.".to_owned()),
+        ]
+    );
+    let mut outputs = call.utterance(2_000, 3_000);
+    outputs.extend(call.server(3_300, &committed("item_U9")));
+    let started: Vec<String> = transcript(&outputs)
+        .iter()
+        .filter(|event| event["type"] == "TEXT_MESSAGE_START")
+        .map(|event| event["messageId"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(started, ["user-2"]);
+}

@@ -1,0 +1,197 @@
+//! One call's conversation in virtual time: inputs at chosen instants, the machine's outputs
+//! read back in the order it gave them.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use walkie_conversation::{
+    ConnectionState, Conversation, ConversationConfig, Input, Output, RedialPolicy, StatusEvent,
+    TransportInput,
+};
+use walkie_openai::SessionConfig;
+use walkie_session::AudioChunk;
+use walkie_session::turn::{AudioCommand, ToolRegistry, TurnConfig, TurnMode};
+
+/// The provider's name in the status sentences of these tests.
+pub const PROVIDER: &str = "Test provider";
+
+pub struct Call {
+    pub machine: Conversation,
+    pub config: TurnConfig,
+}
+
+impl Call {
+    /// A push-to-talk (hold) call whose data channel has not opened yet.
+    pub fn placed() -> Self {
+        Self::placed_with(TurnConfig::push_to_talk(SessionConfig::default()))
+    }
+
+    pub fn placed_with(config: TurnConfig) -> Self {
+        let machine = Conversation::new(
+            ConversationConfig {
+                turn: config.clone(),
+                provider_label: PROVIDER.to_owned(),
+                thread_id: "call_1".to_owned(),
+                redial: RedialPolicy::default(),
+                jitter_seed: 7,
+            },
+            ToolRegistry::with_builtins,
+        );
+        Self { machine, config }
+    }
+
+    /// Push-to-talk, the channel open at 0 and the session confirmed at 50, outputs read.
+    pub fn ready() -> Self {
+        Self::ready_with(TurnConfig::push_to_talk(SessionConfig::default()))
+    }
+
+    pub fn ready_with(config: TurnConfig) -> Self {
+        let mut call = Self::placed_with(config);
+        call.input(0, Input::Transport(TransportInput::Open));
+        call.server(
+            50,
+            &super::turn_support::session_updated_with_transcription(),
+        );
+        call
+    }
+
+    /// Feeds one input and returns what came out.
+    pub fn input(&mut self, now_ms: u64, input: Input) -> Vec<Output> {
+        self.machine.handle_input(input, now_ms);
+        std::iter::from_fn(|| self.machine.poll_output()).collect()
+    }
+
+    /// One data-channel message.
+    pub fn server(&mut self, now_ms: u64, text: &str) -> Vec<Output> {
+        self.input(now_ms, Input::ServerText(text.to_owned()))
+    }
+
+    pub fn press(&mut self, now_ms: u64) -> Vec<Output> {
+        self.input(now_ms, Input::Press)
+    }
+
+    pub fn release(&mut self, now_ms: u64) -> Vec<Output> {
+        self.input(now_ms, Input::Release)
+    }
+
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Output> {
+        self.input(now_ms, Input::Tick)
+    }
+
+    /// 20 ms of decoded assistant audio from the call.
+    pub fn assistant_audio(&mut self, now_ms: u64) -> Vec<Output> {
+        let chunk = AudioChunk::from_samples(vec![100; 960]);
+        self.input(
+            now_ms,
+            Input::Engine(walkie_conversation::EngineInput::AssistantAudio(chunk)),
+        )
+    }
+
+    /// Holds the key from `down_ms` to `up_ms` and lets the tail run out; all outputs.
+    pub fn utterance(&mut self, down_ms: u64, up_ms: u64) -> Vec<Output> {
+        let mut outputs = self.press(down_ms);
+        outputs.extend(self.release(up_ms));
+        outputs.extend(self.tick(up_ms + self.config.tail_ms));
+        outputs
+    }
+
+    /// Switches the turn mode.
+    pub fn set_mode(&mut self, now_ms: u64, mode: TurnMode) -> Vec<Output> {
+        self.input(now_ms, Input::SetTurnMode(mode))
+    }
+}
+
+/// The status lines among `outputs`.
+pub fn statuses(outputs: &[Output]) -> Vec<StatusEvent> {
+    outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Status(status) => Some(status.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The last status line among `outputs`, as (state, sentence).
+pub fn last_status(outputs: &[Output]) -> Option<(ConnectionState, String)> {
+    statuses(outputs)
+        .pop()
+        .map(|status| (status.state, status.detail))
+}
+
+/// The `type`s of the client events among `outputs`.
+pub fn sent_types(outputs: &[Output]) -> Vec<&'static str> {
+    outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Send(sent) => Some(sent.event.event_type()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `event_id` of the first client event of this type among `outputs`.
+pub fn sent_id(outputs: &[Output], event_type: &str) -> String {
+    outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::Send(sent) if sent.event.event_type() == event_type => {
+                Some(sent.event_id.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {event_type} was sent: {outputs:?}"))
+}
+
+pub fn audio_commands(outputs: &[Output]) -> Vec<AudioCommand> {
+    outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Audio(command) => Some(*command),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each output named briefly, in order: `send:<type>`, `audio:<command>`, `begin:<item>`,
+/// `play`, `transcript:<TYPE>:<messageId>`, `interrupted:<messageId>`, `record`, `status`,
+/// `level`, `diagnostic`, `hang-up-call`, `dial`, `ended`.
+pub fn names(outputs: &[Output]) -> Vec<String> {
+    outputs
+        .iter()
+        .map(|output| match output {
+            Output::Send(sent) => format!("send:{}", sent.event.event_type()),
+            Output::Audio(command) => format!("audio:{command:?}"),
+            Output::BeginItem(item) => format!("begin:{item}"),
+            Output::Play(_) => "play".to_owned(),
+            Output::Transcript(event) => {
+                let json = serde_json::to_value(event).expect("AG-UI events serialise");
+                format!(
+                    "transcript:{}:{}",
+                    json["type"].as_str().unwrap_or_default(),
+                    json["messageId"].as_str().unwrap_or_default()
+                )
+            }
+            Output::Interrupted { message_id } => format!("interrupted:{message_id}"),
+            Output::Record(_) => "record".to_owned(),
+            Output::Status(_) => "status".to_owned(),
+            Output::Level { .. } => "level".to_owned(),
+            Output::Diagnostic(_) => "diagnostic".to_owned(),
+            Output::HangUpCall => "hang-up-call".to_owned(),
+            Output::Dial => "dial".to_owned(),
+            Output::Ended { .. } => "ended".to_owned(),
+        })
+        .collect()
+}
+
+/// The transcript events among `outputs`, as JSON.
+pub fn transcript(outputs: &[Output]) -> Vec<Value> {
+    outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Transcript(event) => {
+                Some(serde_json::to_value(event).expect("AG-UI events serialise"))
+            }
+            _ => None,
+        })
+        .collect()
+}

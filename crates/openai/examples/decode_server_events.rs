@@ -1,0 +1,40 @@
+//! Feeds server events through Walkie's decoder, for the oracle (scripts/oracle/): reads one
+//! JSON text per line on stdin and writes one verdict per line on stdout:
+//! `{"type":…,"verdict":"decoded"|"kept_raw"|"unknown"|"error","detail":…}`.
+//!
+//! `kept_raw` is an event Walkie does not model on purpose (listed in
+//! [`KEPT_RAW_SERVER_EVENT_TYPES`]); `unknown` is one kept raw that is not on that list, so a
+//! type the SDK has and Walkie forgot shows up as such instead of passing unnoticed.
+
+use std::io::{BufRead, BufWriter, Write};
+
+use serde_json::json;
+use walkie_openai::{KEPT_RAW_SERVER_EVENT_TYPES, ServerEvent, decode_server_event};
+
+fn verdict(line: &str) -> serde_json::Value {
+    match decode_server_event(line) {
+        Ok(ServerEvent::Unknown(unknown)) => {
+            let kept = KEPT_RAW_SERVER_EVENT_TYPES.contains(&unknown.event_type.as_str());
+            json!({
+                "type": unknown.event_type,
+                "verdict": if kept { "kept_raw" } else { "unknown" },
+                "detail": if kept { "not modelled on purpose" } else { "kept raw, but not on KEPT_RAW_SERVER_EVENT_TYPES" },
+            })
+        }
+        Ok(event) => json!({ "type": event.event_type(), "verdict": "decoded", "detail": null }),
+        Err(error) => json!({ "type": null, "verdict": "error", "detail": error.to_string() }),
+    }
+}
+
+fn main() -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        writeln!(out, "{}", verdict(&line))?;
+    }
+    out.flush()
+}

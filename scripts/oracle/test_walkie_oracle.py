@@ -1,0 +1,228 @@
+"""The oracle's own logic: strict where it must be, and loud on no data."""
+
+import contextlib
+import io
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import walkie_oracle as oracle
+
+SAMPLES = Path(__file__).parent / "samples" / "trace"
+
+PUSH_TO_TALK_UPDATE = {
+    "event_id": "cli_001",
+    "type": "session.update",
+    "session": {
+        "type": "realtime",
+        "instructions": "You are a concise desktop assistant.",
+        "output_modalities": ["audio"],
+        "audio": {
+            "input": {
+                "format": {"type": "audio/pcm", "rate": 24000},
+                "transcription": {"model": "gpt-4o-mini-transcribe"},
+                "turn_detection": None,
+            },
+            "output": {"voice": "marin"},
+        },
+        "tools": [
+            {
+                "type": "function",
+                "name": "get_time",
+                "description": "Current local time",
+                "parameters": {"type": "object", "properties": {}, "required": []},
+            }
+        ],
+    },
+}
+
+
+def with_change(event: dict, path: list, value) -> str:
+    changed = json.loads(json.dumps(event))
+    target = changed
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return json.dumps(changed)
+
+
+class ClientEvents(unittest.TestCase):
+    def test_a_ga_session_update_passes(self):
+        event_type, problems = oracle.check_client_event(json.dumps(PUSH_TO_TALK_UPDATE))
+        self.assertEqual(event_type, "session.update")
+        self.assertEqual(problems, [])
+
+    def test_an_unknown_top_level_field_fails_with_its_path(self):
+        _, problems = oracle.check_client_event(json.dumps({"type": "input_audio_buffer.commit", "bogus": 1}))
+        self.assertEqual([(p.path, p.kind) for p in problems], [("bogus", "unknown field")])
+
+    def test_an_unknown_field_deep_in_the_session_fails_with_its_path(self):
+        text = with_change(
+            PUSH_TO_TALK_UPDATE,
+            ["session", "audio", "input", "turn_detection"],
+            {"type": "server_vad", "silence_ms": 500},
+        )
+        _, problems = oracle.check_client_event(text)
+        self.assertIn(
+            ("session.audio.input.turn_detection.silence_ms", "unknown field"),
+            [(p.path, p.kind) for p in problems],
+        )
+
+    def test_an_unknown_field_inside_a_union_member_fails_and_other_members_are_not_blamed(self):
+        text = json.dumps(
+            {
+                "type": "conversation.item.create",
+                "item": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "hi", "lang": "en"}],
+                },
+            }
+        )
+        _, problems = oracle.check_client_event(text)
+        self.assertEqual(
+            {(p.path, p.kind) for p in problems}, {("item.content[0].lang", "unknown field")}
+        )
+
+    def test_a_function_tool_with_an_unknown_field_fails(self):
+        text = with_change(PUSH_TO_TALK_UPDATE, ["session", "tools", 0, "strict"], True)
+        _, problems = oracle.check_client_event(text)
+        self.assertIn(("session.tools[0].strict", "unknown field"), [(p.path, p.kind) for p in problems])
+
+    def test_model_in_a_session_update_fails(self):
+        text = with_change(PUSH_TO_TALK_UPDATE, ["session", "model"], "gpt-realtime")
+        _, problems = oracle.check_client_event(text)
+        self.assertEqual([p.kind for p in problems], ["model in session.update"])
+
+    def test_the_beta_session_shape_fails(self):
+        text = json.dumps({"type": "session.update", "session": {"type": "realtime", "modalities": ["audio"]}})
+        _, problems = oracle.check_client_event(text)
+        self.assertIn(("session.modalities", "unknown field"), [(p.path, p.kind) for p in problems])
+
+    def test_a_number_sent_as_a_string_fails(self):
+        text = json.dumps(
+            {"type": "conversation.item.truncate", "item_id": "item_A1", "content_index": 0, "audio_end_ms": "1500"}
+        )
+        _, problems = oracle.check_client_event(text)
+        self.assertEqual([p.path for p in problems], ["audio_end_ms"])
+
+    def test_a_type_outside_the_ga_union_fails(self):
+        event_type, problems = oracle.check_client_event(json.dumps({"type": "transcription_session.update"}))
+        self.assertEqual(event_type, "transcription_session.update")
+        self.assertEqual([p.kind for p in problems], ["not a GA client event"])
+
+    def test_every_sdk_model_refuses_unknown_fields_itself(self):
+        # The residual walk over a validated instance is a second line; pydantic refuses first.
+        for model in (oracle.CLIENT_EVENT_MODELS["session.update"], oracle.SESSION_MODEL):
+            self.assertEqual(model.model_config["extra"], "forbid")
+
+    def test_every_member_of_the_client_union_is_known_by_type(self):
+        self.assertIn("session.update", oracle.CLIENT_EVENT_MODELS)
+        self.assertIn("output_audio_buffer.clear", oracle.CLIENT_EVENT_MODELS)
+        self.assertEqual(len(oracle.CLIENT_EVENT_MODELS), 11)
+
+
+class SessionPart(unittest.TestCase):
+    def test_a_session_with_its_model_passes(self):
+        session = dict(PUSH_TO_TALK_UPDATE["session"], model="gpt-realtime")
+        self.assertEqual(oracle.check_session_part(session), [])
+
+    def test_a_session_with_an_unknown_field_fails(self):
+        session = dict(PUSH_TO_TALK_UPDATE["session"], voice="marin")
+        self.assertEqual([(p.path, p.kind) for p in oracle.check_session_part(session)], [("voice", "unknown field")])
+
+
+class TraceRoot(unittest.TestCase):
+    def test_the_sample_trace_is_read_whole(self):
+        report = oracle.check_trace_root(SAMPLES)
+        self.assertEqual(report.client_events, 9)
+        self.assertEqual(report.client_events_by_type["session.update"], 2)
+        self.assertEqual((report.calls, report.session_parts), (2, 1))
+        self.assertEqual(report.failures, [])
+
+    def test_a_bad_event_in_a_trace_is_reported_with_its_file_and_line(self):
+        with tempfile.TemporaryDirectory() as root:
+            test_dir = Path(root) / "some_test"
+            test_dir.mkdir()
+            good = {"call_id": "rtc_1", "received_at_unix_ms": 1, "text": '{"type":"response.create"}'}
+            bad = dict(good, text='{"type":"response.create","response":{"voice":"marin"}}')
+            (test_dir / "client-events.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+            report = oracle.check_trace_root(Path(root))
+        self.assertEqual(report.client_events, 2)
+        self.assertEqual(report.unknown_fields, 1)
+        (failure,) = report.failures
+        self.assertTrue(failure.where.endswith("client-events.jsonl:2"), failure.where)
+        self.assertIn("response.voice", str(failure))
+
+    def test_a_trace_root_without_client_events_fails_loudly(self):
+        with tempfile.TemporaryDirectory() as root:
+            stderr = io.StringIO()
+            with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+                status = oracle.main(["--trace-root", root, "--decoder", sys.executable, "-c", ECHO_DECODED])
+        self.assertEqual(status, 1)
+        self.assertIn("no client events", stderr.getvalue())
+
+
+# A stand-in decoder for the tests of the oracle's logic: it decodes everything.
+ECHO_DECODED = (
+    "import sys, json\n"
+    "for line in sys.stdin:\n"
+    "    print(json.dumps({'type': json.loads(line)['type'], 'verdict': 'decoded', 'detail': None}))\n"
+)
+
+
+class ServerEvents(unittest.TestCase):
+    def test_every_sdk_server_event_type_gets_instances_the_sdk_itself_accepts(self):
+        events = oracle.build_server_events()
+        self.assertEqual({t for t, _ in events}, set(oracle.SERVER_EVENT_MODELS))
+        for event_type, text in events:
+            problems = oracle.validate_strictly(oracle.SERVER_EVENT_MODELS[event_type], text)
+            self.assertEqual(problems, [], text)
+            self.assertEqual(json.loads(text)["type"], event_type)
+
+    def test_successive_variants_reach_every_member_of_a_union(self):
+        items = [json.loads(t)["item"]["type"] for k, t in oracle.build_server_events() if k == "conversation.item.added"]
+        for item_type in ("message", "function_call", "function_call_output", "mcp_call", "mcp_list_tools"):
+            self.assertIn(item_type, items)
+
+    def test_decoded_and_kept_raw_pass_unknown_and_errors_fail(self):
+        events = [("a", "{}"), ("a", "{}"), ("b", "{}"), ("c", "{}"), ("d", "{}")]
+        verdicts = [
+            {"verdict": "decoded"},
+            {"verdict": "decoded"},
+            {"verdict": "kept_raw"},
+            {"verdict": "unknown"},
+            {"verdict": "error", "detail": "missing field `id`"},
+        ]
+        report = oracle.judge_verdicts(events, verdicts)
+        self.assertEqual((report.types_ok, report.types_total), (2, 4))
+        self.assertEqual(sorted(report.failures), ["c", "d"])
+
+    def test_good_traffic_and_a_decoder_that_decodes_everything_pass_with_a_summary(self):
+        stdout = io.StringIO()
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(stdout):
+            status = oracle.main(["--trace-root", str(SAMPLES), "--decoder", sys.executable, "-c", ECHO_DECODED])
+        self.assertEqual(status, 0)
+        types = len(oracle.SERVER_EVENT_MODELS)
+        self.assertIn("oracle: 9 client events (2 session.update, ", stdout.getvalue())
+        self.assertIn("0 unknown fields, 0 model in session.update; 1 session parts checked", stdout.getvalue())
+        self.assertIn(f"{types}/{types} server event types decoded or kept", stdout.getvalue())
+
+    def test_a_decoder_that_dies_fails_the_check(self):
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            status = oracle.main(
+                ["--trace-root", str(SAMPLES), "--decoder", sys.executable, "-c", "raise SystemExit('panicked')"]
+            )
+        self.assertEqual(status, 1)
+        self.assertIn("the decoder gave no verdicts", stderr.getvalue())
+
+    def test_a_decoder_that_answers_too_few_lines_is_an_error(self):
+        with self.assertRaises(ValueError):
+            oracle.judge_verdicts([("a", "{}"), ("b", "{}")], [{"verdict": "decoded"}])
+
+
+if __name__ == "__main__":
+    unittest.main()

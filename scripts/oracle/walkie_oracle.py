@@ -1,0 +1,477 @@
+"""An independent oracle: Walkie's wire traffic checked against the official SDK's GA types.
+
+Walkie's own tests run against its own local provider, which shares Walkie's protocol types, so
+they prove that the two halves agree, not that Walkie speaks OpenAI's protocol. This check uses
+openai-python's GA Realtime models (pinned in requirements.txt) as the reference instead:
+
+1. every client event the local provider received in the end-to-end tests (`client-events.jsonl`
+   under a trace root) must validate as `RealtimeClientEvent`, with unknown fields as errors at
+   every level, and no `session.update` may carry `model`;
+2. every multipart `session` part of a call setup (`calls.jsonl`) must validate as
+   `RealtimeSessionCreateRequest`, unknown fields again errors;
+3. server events built from the SDK's own models, one or more instances for every member of
+   `RealtimeServerEvent`, are fed through Walkie's decoder (a small Rust program), which must
+   decode each one or keep it raw on purpose (`KEPT_RAW_SERVER_EVENT_TYPES`).
+
+The SDK's models allow unknown fields (`extra="allow"`); here every SDK model is switched to
+`extra="forbid"` before any of them is built, so pydantic itself reports an unknown field with
+its path, through unions and nested models alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import subprocess
+import sys
+import types
+import typing
+from pathlib import Path
+
+import pydantic
+
+# Every SDK model must be defined before the switch below, so the realtime types are imported
+# first; nothing may validate with them before `_forbid_unknown_fields` has run.
+import openai.types.realtime as sdk_realtime
+from openai import BaseModel as SdkModel
+
+
+def _sdk_model_classes() -> set[type]:
+    found: set[type] = set()
+    stack = [SdkModel]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                stack.append(sub)
+    return found
+
+
+def _forbid_unknown_fields() -> int:
+    """Makes every SDK model refuse unknown fields. Models build their validators lazily
+    (`defer_build`), so a model already built would keep `extra="allow"` inside the validators
+    of the models that contain it: that is refused here rather than silently tolerated."""
+    classes = _sdk_model_classes()
+    built = sorted(c.__qualname__ for c in classes if c.__pydantic_complete__)
+    if built:
+        raise RuntimeError(
+            "SDK models were built before unknown fields could be forbidden: " + ", ".join(built[:10])
+        )
+    for cls in classes:
+        cls.model_config["extra"] = "forbid"
+    return len(classes)
+
+
+STRICT_MODEL_COUNT = _forbid_unknown_fields()
+
+
+def union_members(alias: object) -> list[type]:
+    """The members of an SDK union alias such as `RealtimeClientEvent` (an `Annotated[Union]`)."""
+    if typing.get_origin(alias) is typing.Annotated:
+        alias = typing.get_args(alias)[0]
+    return list(typing.get_args(alias))
+
+
+def type_literal(model: type) -> str:
+    (literal,) = typing.get_args(model.model_fields["type"].annotation)
+    return literal
+
+
+CLIENT_EVENT_MODELS: dict[str, type] = {
+    type_literal(m): m for m in union_members(sdk_realtime.RealtimeClientEvent)
+}
+SERVER_EVENT_MODELS: dict[str, type] = {
+    type_literal(m): m for m in union_members(sdk_realtime.RealtimeServerEvent)
+}
+SESSION_MODEL = sdk_realtime.RealtimeSessionCreateRequest
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation with unknown fields as errors
+
+
+@dataclasses.dataclass
+class Problem:
+    """One thing wrong in a checked JSON text: where (a dotted path) and what."""
+
+    path: str
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '<root>'}: {self.message} ({self.kind})"
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "none", "any", "list", "dict", "literal"}
+
+
+def _is_union_tag(component: object) -> bool:
+    """pydantic puts the union member tried into an error's location: a model's class name
+    (capitalised), or a type name such as `str` or `literal['x']`. JSON keys are snake_case."""
+    if not isinstance(component, str):
+        return False
+    return component[:1].isupper() or "[" in component or component in _TYPE_TAGS
+
+
+def _json_path(loc: tuple) -> str:
+    parts: list[str] = []
+    for component in loc:
+        if _is_union_tag(component):
+            continue
+        if isinstance(component, int):
+            parts.append(f"[{component}]")
+        else:
+            parts.append(("." if parts else "") + str(component))
+    return "".join(parts)
+
+
+def _mismatched_branches(errors: list[dict]) -> set[tuple]:
+    """Union members that were never meant: their `type` (or `role`) literal did not match."""
+    branches = set()
+    for error in errors:
+        loc = tuple(error["loc"])
+        if error["type"] == "literal_error" and len(loc) >= 2 and loc[-1] in ("type", "role"):
+            if _is_union_tag(loc[-2]):
+                branches.add(loc[:-1])
+    return branches
+
+
+def problems_of(error: pydantic.ValidationError) -> list[Problem]:
+    """The errors of one validation, without the noise of union members that did not apply."""
+    errors = error.errors(include_url=False)
+    branches = _mismatched_branches(errors)
+    relevant = [
+        e
+        for e in errors
+        if not any(tuple(e["loc"])[: len(b)] == b for b in branches)
+    ] or errors
+    seen = set()
+    problems = []
+    for e in relevant:
+        path = _json_path(tuple(e["loc"]))
+        kind = "unknown field" if e["type"] == "extra_forbidden" else e["type"]
+        message = "not a field of the SDK's model" if kind == "unknown field" else e["msg"]
+        if (path, kind, message) not in seen:
+            seen.add((path, kind, message))
+            problems.append(Problem(path, kind, message))
+    return problems
+
+
+def _residual_unknown_fields(value: object, path: str) -> list[Problem]:
+    """A second look at a validated instance: any field kept as an extra is an unknown field."""
+    problems: list[Problem] = []
+    if isinstance(value, pydantic.BaseModel):
+        for key in value.model_extra or {}:
+            problems.append(Problem(f"{path}.{key}".lstrip("."), "unknown field", "kept as an extra"))
+        for name, field in type(value).model_fields.items():
+            key = field.alias or name
+            problems += _residual_unknown_fields(getattr(value, name), f"{path}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            problems += _residual_unknown_fields(item, f"{path}[{index}]")
+    return problems
+
+
+def validate_strictly(model: type, text: str) -> list[Problem]:
+    """Validates JSON text as `model` in strict mode (no coercion), unknown fields as errors."""
+    try:
+        instance = model.model_validate_json(text, strict=True)
+    except pydantic.ValidationError as error:
+        return problems_of(error)
+    return _residual_unknown_fields(instance, "")
+
+
+def check_client_event(text: str) -> tuple[str | None, list[Problem]]:
+    """One data-channel text as Walkie sent it: its type and what is wrong with it."""
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, [Problem("", "json", f"not JSON: {error}")]
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return None, [Problem("type", "not an event", "no string \"type\"")]
+    event_type = event["type"]
+    model = CLIENT_EVENT_MODELS.get(event_type)
+    if model is None:
+        return event_type, [Problem("type", "not a GA client event", repr(event_type))]
+    problems = validate_strictly(model, text)
+    session = event.get("session")
+    if event_type == "session.update" and isinstance(session, dict) and "model" in session:
+        problems.append(
+            Problem("session.model", "model in session.update", "the model cannot change in a session")
+        )
+    return event_type, problems
+
+
+def check_session_part(session: object) -> list[Problem]:
+    """The multipart `session` part of `POST /v1/realtime/calls`."""
+    return validate_strictly(SESSION_MODEL, json.dumps(session))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a trace root
+
+
+@dataclasses.dataclass
+class Failure:
+    where: str
+    text: str
+    problems: list[Problem]
+
+    def __str__(self) -> str:
+        shown = self.text if len(self.text) <= 2000 else self.text[:2000] + " …"
+        lines = [f"{self.where}: {shown}"]
+        lines += [f"    {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class TraceReport:
+    client_events_by_type: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    unknown_fields: int = 0
+    model_in_session_update: int = 0
+    session_parts: int = 0
+    calls: int = 0
+    failures: list[Failure] = dataclasses.field(default_factory=list)
+
+    @property
+    def client_events(self) -> int:
+        return sum(self.client_events_by_type.values())
+
+
+def _jsonl(path: Path):
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                yield f"{path}:{number}", line
+
+
+def check_trace_root(root: Path) -> TraceReport:
+    report = TraceReport()
+    for path in sorted(root.rglob("client-events.jsonl")):
+        for where, line in _jsonl(path):
+            try:
+                record = json.loads(line)
+                text = record["text"]
+                if not isinstance(text, str):
+                    raise TypeError("\"text\" is not a string")
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                report.failures.append(Failure(where, line.strip(), [Problem("text", "trace", str(error))]))
+                continue
+            event_type, problems = check_client_event(text)
+            report.client_events_by_type[event_type or "<none>"] += 1
+            report.unknown_fields += sum(p.kind == "unknown field" for p in problems)
+            report.model_in_session_update += sum(p.kind == "model in session.update" for p in problems)
+            if problems:
+                report.failures.append(Failure(where, text, problems))
+    for path in sorted(root.rglob("calls.jsonl")):
+        for where, line in _jsonl(path):
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise TypeError("not an object")
+            except (json.JSONDecodeError, TypeError) as error:
+                report.failures.append(Failure(where, line.strip(), [Problem("", "trace", str(error))]))
+                continue
+            report.calls += 1
+            session = record.get("session")
+            if session is None:
+                continue
+            problems = check_session_part(session)
+            report.unknown_fields += sum(p.kind == "unknown field" for p in problems)
+            report.session_parts += 1
+            if problems:
+                report.failures.append(Failure(where + " (session part)", json.dumps(session), problems))
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# Server events built from the SDK's models
+
+
+class _Builder:
+    """Fills an SDK model's fields from their annotations: literals, plausible strings and
+    numbers, nested models built the same way. `variant` k picks the k-th member (modulo) of
+    every union and literal, so that successive variants reach every member of a union;
+    `full` fills the optional fields too, otherwise only the required ones are set (a required
+    field that may be null is null)."""
+
+    MAX_DEPTH = 16
+
+    def __init__(self, variant: int, full: bool):
+        self.variant = variant
+        self.full = full
+        self.widest_choice = 1
+
+    def _pick(self, options: list):
+        self.widest_choice = max(self.widest_choice, len(options))
+        return options[self.variant % len(options)]
+
+    def model(self, cls: type, depth: int = 0) -> dict:
+        if depth > self.MAX_DEPTH:
+            raise RecursionError(f"{cls.__name__} nests deeper than {self.MAX_DEPTH} levels")
+        out = {}
+        for name, field in cls.model_fields.items():
+            if not (field.is_required() or self.full):
+                continue
+            nullable = type(None) in typing.get_args(field.annotation)
+            if field.is_required() and nullable and not self.full:
+                out[field.alias or name] = None
+            else:
+                out[field.alias or name] = self.value(field.annotation, name, depth + 1)
+        return out
+
+    def value(self, annotation: object, name: str, depth: int):
+        origin = typing.get_origin(annotation)
+        args = typing.get_args(annotation)
+        if origin is typing.Annotated:
+            return self.value(args[0], name, depth)
+        if origin is typing.Literal:
+            return self._pick(list(args))
+        if origin in (typing.Union, types.UnionType):
+            return self.value(self._pick([a for a in args if a is not type(None)]), name, depth)
+        if origin in (list, typing.List):
+            return [self.value(args[0], name, depth)]
+        if origin in (dict, typing.Dict):
+            return {"key": self.value(args[1], name, depth)}
+        if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+            return self.model(annotation, depth)
+        if annotation is str:
+            return _plausible_string(name)
+        if annotation is bool:
+            return self.variant % 2 == 0
+        if annotation is int:
+            return 1500 if name.endswith("_ms") else 1
+        if annotation is float:
+            return 0.5
+        if annotation in (object, typing.Any):
+            return {"note": f"any JSON for {name}"}
+        if annotation is type(None):
+            return None
+        raise TypeError(f"no sample for {name}: {annotation!r}")
+
+
+def _plausible_string(name: str) -> str:
+    if name == "id" or name.endswith("_id"):
+        return f"{name[:-3] or 'obj'}_001" if name.endswith("_id") else "obj_001"
+    if name in ("delta", "audio"):
+        return "AAAA"
+    return f"sample {name}"
+
+
+def build_server_events(models: dict[str, type] | None = None) -> list[tuple[str, str]]:
+    """(type, JSON text) for every server event type: a minimal and a full instance for each
+    variant needed to reach every union member, each validated by the SDK (unknown fields
+    forbidden) and written by the SDK's own serialiser."""
+    events: list[tuple[str, str]] = []
+    for event_type, cls in (models or SERVER_EVENT_MODELS).items():
+        texts: list[str] = []
+        for full in (False, True):
+            variant, variants = 0, 1
+            while variant < variants:
+                builder = _Builder(variant, full)
+                raw = builder.model(cls)
+                variants = max(variants, builder.widest_choice)
+                instance = cls.model_validate_json(json.dumps(raw), strict=True)
+                text = instance.model_dump_json(by_alias=True, exclude_unset=True)
+                if text not in texts:
+                    texts.append(text)
+                variant += 1
+        events += [(event_type, text) for text in texts]
+    return events
+
+
+@dataclasses.dataclass
+class DecoderReport:
+    types_total: int
+    instances: int
+    verdicts_by_type: dict[str, collections.Counter]
+    failures: dict[str, list[tuple[str, dict]]]
+
+    @property
+    def types_ok(self) -> int:
+        return self.types_total - len(self.failures)
+
+
+ACCEPTED_VERDICTS = ("decoded", "kept_raw")
+
+
+def judge_verdicts(events: list[tuple[str, str]], verdicts: list[dict]) -> DecoderReport:
+    if len(verdicts) != len(events):
+        raise ValueError(f"the decoder answered {len(verdicts)} lines for {len(events)} events")
+    by_type: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    failures: dict[str, list[tuple[str, dict]]] = {}
+    for (event_type, text), verdict in zip(events, verdicts):
+        by_type[event_type][verdict.get("verdict")] += 1
+        if verdict.get("verdict") not in ACCEPTED_VERDICTS:
+            failures.setdefault(event_type, []).append((text, verdict))
+    return DecoderReport(len(by_type), len(events), dict(by_type), failures)
+
+
+def run_decoder(command: list[str], events: list[tuple[str, str]]) -> list[dict]:
+    stdin = "".join(text + "\n" for _, text in events)
+    result = subprocess.run(command, input=stdin, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"the decoder {command} exited with {result.returncode}: {result.stderr.strip()}")
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _by_type(counter: collections.Counter) -> str:
+    return ", ".join(f"{count} {name}" for name, count in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace-root", type=Path, required=True, help="where the local provider's traces are")
+    parser.add_argument(
+        "--decoder", nargs=argparse.REMAINDER, required=True, help="the command that decodes server events (JSONL)"
+    )
+    args = parser.parse_args(argv)
+    ok = True
+
+    trace = check_trace_root(args.trace_root) if args.trace_root.is_dir() else TraceReport()
+    if trace.client_events == 0:
+        print(
+            f"oracle: FAILED: no client events under {args.trace_root} (were the end-to-end tests run "
+            "with WALKIE_LOCAL_TRACE?); a check of nothing is not a pass",
+            file=sys.stderr,
+        )
+        ok = False
+    for failure in trace.failures:
+        print(f"oracle: FAILED: {failure}", file=sys.stderr)
+        ok = False
+
+    events = build_server_events()
+    try:
+        decoder = judge_verdicts(events, run_decoder(args.decoder, events))
+    except (RuntimeError, ValueError) as error:
+        print(f"oracle: FAILED: the decoder gave no verdicts: {error}", file=sys.stderr)
+        return 1
+    for event_type, failed in sorted(decoder.failures.items()):
+        total = sum(decoder.verdicts_by_type[event_type].values())
+        print(f"oracle: FAILED: {event_type}: {len(failed)} of {total} SDK-built instances not decoded", file=sys.stderr)
+        reasons: dict[str, str] = {}
+        for text, verdict in failed:
+            reasons.setdefault(f"{verdict.get('verdict')}: {verdict.get('detail')}", text)
+        for reason, text in reasons.items():
+            shown = text if len(text) <= 1000 else text[:1000] + " …"
+            print(f"    {reason}\n        e.g. {shown}", file=sys.stderr)
+        ok = False
+
+    print(
+        f"oracle: {trace.client_events} client events ({_by_type(trace.client_events_by_type)}), "
+        f"{trace.unknown_fields} unknown fields, {trace.model_in_session_update} model in session.update; "
+        f"{trace.session_parts} session parts checked in {trace.calls} calls, "
+        f"{sum(1 for f in trace.failures if f.where.endswith('(session part)'))} bad; "
+        f"{decoder.types_ok}/{decoder.types_total} server event types decoded or kept "
+        f"({decoder.instances} SDK-built instances)"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,513 @@
+//! The conversation driver's edges: the clock into `now_ms`, the call's and the audio engine's
+//! events into the machine's inputs, and the machine's outputs to the call, the engine, the
+//! store and the webview — each carried without waiting, in the machine's order.
+
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+use walkie_audio::device::Direction;
+use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, Player};
+use walkie_conversation::{
+    Conversation, DeviceDirection, DialFailure, EngineInput, Input, LevelReading, Output, Retry,
+    StatusEvent, TransportInput,
+};
+use walkie_rtc::{Call, CallEvent, EndReason};
+use walkie_session::PlaybackSink;
+use walkie_session::turn::{ToolRegistry, WallClock};
+
+use crate::history::Continuing;
+use crate::plan::{Plan, Provider};
+use crate::recording::{Recording, Saving};
+
+/// Where the conversation's outputs for the webview go. The app's implementation emits Tauri
+/// events.
+pub trait Ui: Send + 'static {
+    fn status(&mut self, status: StatusEvent);
+    fn transcript(&mut self, event: &walkie_agui::Event);
+    /// A level reading (about 30 a second per direction) for the meters.
+    fn level(&mut self, direction: DeviceDirection, level: LevelReading);
+    /// The transcript message `message_id` is a reply the user cut off (after its END).
+    fn interrupted(&mut self, message_id: &str);
+}
+
+/// What the driver does after carrying the machine's outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Go on feeding inputs.
+    Talk,
+    /// Place a new call for the conversation ([`Output::Dial`]).
+    Dial,
+    /// The conversation is over.
+    Over,
+}
+
+/// Where one conversation's inputs come from and its outputs go. Between calls there is no
+/// call and no audio engine.
+pub struct Edges<'a, U> {
+    pub clock: Clock,
+    pub call: Option<Call>,
+    pub audio: Option<Audio>,
+    pub recording: Option<Recording>,
+    pub ui: &'a mut U,
+}
+
+impl<'a, U: Ui> Edges<'a, U> {
+    pub fn new(ui: &'a mut U) -> Self {
+        Self {
+            clock: Clock::start(),
+            call: None,
+            audio: None,
+            recording: None,
+            ui,
+        }
+    }
+
+    /// Starts the audio engine on `call`, which carries the conversation from now on: the
+    /// machine is told the time of day and that the data channel is open.
+    pub fn start_call(
+        &mut self,
+        call: Call,
+        plan: &Plan,
+        machine: &mut Conversation,
+    ) -> Result<(), String> {
+        let audio = match Audio::start(plan.engine.clone(), &call) {
+            Ok(audio) => audio,
+            Err(reason) => {
+                tauri::async_runtime::spawn(async move { call.hangup().await });
+                return Err(reason);
+            }
+        };
+        (self.call, self.audio) = (Some(call), Some(audio));
+        machine.handle_input(
+            Input::WallClock(self.clock.wall_clock()),
+            self.clock.now_ms(),
+        );
+        machine.handle_input(Input::Transport(TransportInput::Open), self.clock.now_ms());
+        Ok(())
+    }
+
+    /// Begins a conversation on its first call: a new one, or the saved one `continuing` names
+    /// going on (its messages shown and given to the session, its folder saving the new turns).
+    /// Starts the call and the saving (after the data folder's repair); when it cannot be
+    /// saved, the machine is told why. `None` when the call could not start (the status says
+    /// why).
+    pub async fn begin(
+        &mut self,
+        call: Call,
+        plan: &Plan,
+        continuing: Option<Box<Continuing>>,
+        saving: &Saving,
+    ) -> Option<Conversation> {
+        let now_ms = self.clock.now_ms();
+        let jitter_seed = now_ms ^ u64::from(std::process::id()).rotate_left(32);
+        let tools = ToolRegistry::with_builtins;
+        let (mut machine, saved_id) = match continuing {
+            Some(saved) => {
+                let config = plan.conversation_config(saved.thread_id, jitter_seed);
+                let machine = Conversation::continuing(config, tools, saved.earlier, now_ms);
+                (machine, Some(saved.id))
+            }
+            None => {
+                // A call answered without `Location` has no id: its transcript needs its own.
+                let thread_id = call
+                    .call_id()
+                    .map_or_else(|| format!("call_{now_ms}"), str::to_owned);
+                let config = plan.conversation_config(thread_id, jitter_seed);
+                (Conversation::new(config, tools), None)
+            }
+        };
+        if let Err(reason) = self.start_call(call, plan, &mut machine) {
+            self.ui.status(StatusEvent::not_connected(&reason));
+            return None;
+        }
+        let wall_clock = self.clock.wall_clock();
+        let recording = match saved_id {
+            Some(id) => saving.continue_saved(&plan.data_dir, &id, wall_clock).await,
+            None => saving.start(&plan.data_dir, wall_clock).await,
+        };
+        match recording {
+            Ok(recording) => self.recording = Some(recording),
+            Err(reason) => {
+                log::warn!("{reason}");
+                machine.handle_input(Input::NotSaving(reason), self.clock.now_ms());
+            }
+        }
+        Some(machine)
+    }
+
+    /// The outcome of the dial the machine asked for, as its inputs.
+    pub fn dialled(
+        &mut self,
+        placed: Result<Call, DialFailure>,
+        plan: &Plan,
+        machine: &mut Conversation,
+    ) {
+        let failure = match placed {
+            Ok(call) => {
+                machine.handle_input(Input::Dialled, self.clock.now_ms());
+                match self.start_call(call, plan, machine) {
+                    Ok(()) => return,
+                    Err(reason) => {
+                        let failed = TransportInput::Closed(reason);
+                        return machine.handle_input(Input::Transport(failed), self.clock.now_ms());
+                    }
+                }
+            }
+            Err(failure) => failure,
+        };
+        log::warn!("redial failed: {}", failure.sentence);
+        machine.handle_input(Input::DialFailed(failure), self.clock.now_ms());
+    }
+
+    /// Carries every output to its edge, in the machine's order, and says what comes next.
+    pub fn carry(&mut self, machine: &mut Conversation) -> Next {
+        let mut next = Next::Talk;
+        while let Some(output) = machine.poll_output() {
+            let audio = self.audio.as_mut();
+            match output {
+                Output::Send(sent) => {
+                    let queued = match &self.call {
+                        Some(call) => call.queue(&sent.event, Some(&sent.event_id)),
+                        None => continue,
+                    };
+                    if let Err(error) = queued {
+                        let failed = TransportInput::SendFailed(error.to_string());
+                        machine.handle_input(Input::Transport(failed), self.clock.now_ms());
+                    }
+                }
+                Output::Audio(command) => {
+                    audio.iter().for_each(|audio| audio.engine.apply(command))
+                }
+                Output::BeginItem(item_id) => audio
+                    .iter()
+                    .for_each(|audio| audio.player.begin_item(&item_id)),
+                Output::Play(chunk) => audio
+                    .into_iter()
+                    .for_each(|audio| audio.player.play(&chunk)),
+                Output::Transcript(event) => self.ui.transcript(&event),
+                Output::Interrupted { message_id } => self.ui.interrupted(&message_id),
+                Output::Record(record) => {
+                    if let Some(recording) = self.recording.as_mut() {
+                        recording.save(record);
+                    }
+                }
+                Output::Status(status) => self.ui.status(status),
+                Output::Level { direction, level } => self.ui.level(direction, level),
+                Output::Diagnostic(diagnostic) => log::info!("session diagnostic: {diagnostic:?}"),
+                Output::HangUpCall => {
+                    log::warn!("the call dropped; the conversation goes on in the next");
+                    self.audio = None;
+                    if let Some(call) = self.call.take() {
+                        tauri::async_runtime::spawn(async move { call.hangup().await });
+                    }
+                }
+                Output::Dial => next = Next::Dial,
+                Output::Ended { reason } => {
+                    log::warn!("conversation ended: {reason}");
+                    next = Next::Over;
+                }
+            }
+        }
+        next
+    }
+
+    /// The user leaves the conversation (or the app closes): the machine winds down, its last
+    /// outputs are carried, and the conversation is closed on disk while the call is hung up,
+    /// so a provider slow to answer the hang-up never holds the close record back.
+    pub async fn hang_up<E>(&mut self, machine: &mut Conversation, ended: E) -> E {
+        machine.handle_input(Input::HangUp, self.clock.now_ms());
+        self.carry(machine);
+        let recording = self.recording.take();
+        let closed = async {
+            if let Some(recording) = recording {
+                recording.close().await;
+            }
+        };
+        let (ended, ()) = tokio::join!(self.hang_up_call(ended), closed);
+        ended
+    }
+
+    /// Hangs up the call, if there is one, and stops its audio.
+    pub async fn hang_up_call<E>(&mut self, ended: E) -> E {
+        self.audio = None;
+        if let Some(call) = self.call.take() {
+            let _ = call.hangup().await;
+        }
+        ended
+    }
+
+    /// A call event as the machine's input; received audio goes to the engine instead.
+    pub fn call_input(&self, event: Option<CallEvent>) -> Option<Input> {
+        Some(match event? {
+            CallEvent::Server(event) => Input::ServerEvent(Box::new(event)),
+            CallEvent::Undecodable { text, .. } => Input::ServerText(text),
+            CallEvent::Audio(audio) => {
+                let (sequence, timestamp) = (audio.sequence_number, audio.timestamp);
+                let (payload, at) = (&audio.payload, audio.received_at);
+                if let Some(engine) = self.audio.as_ref().map(|audio| &audio.engine) {
+                    engine.receive_rtp(sequence, timestamp, payload, at);
+                }
+                return None;
+            }
+            CallEvent::Binary(_) => return None,
+            CallEvent::Disconnected => Input::Transport(TransportInput::Disconnected),
+            CallEvent::Reconnected => Input::Transport(TransportInput::Reconnected),
+            CallEvent::SendFailed(error) => Input::Transport(TransportInput::SendFailed(error)),
+            CallEvent::Ended(reason) => Input::Transport(TransportInput::Closed(describe(&reason))),
+        })
+    }
+
+    /// The audio engine's reports queued since the last call, as the machine's inputs.
+    pub fn audio_inputs(&self) -> Vec<Input> {
+        self.audio.iter().flat_map(Audio::inputs).collect()
+    }
+}
+
+/// The next event of the call, if there is a call (else never).
+pub async fn next_call_event(call: &mut Option<Call>) -> Option<CallEvent> {
+    match call {
+        Some(call) => call.next_event().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves once the audio engine's workers queued reports (never without an engine).
+pub async fn audio_woken(woken: Option<&Notify>) {
+    match woken {
+        Some(woken) => woken.notified().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One call's audio engine, with what its workers' reports come through.
+pub struct Audio {
+    pub engine: ClosedElsewhere,
+    pub player: Player,
+    pub events: Receiver<EngineEvent>,
+    /// Notified once per pass of the workers (20 ms) when they queued reports.
+    pub woken: Arc<Notify>,
+}
+
+impl Audio {
+    /// Starts the engine; the microphone's Opus frames go straight onto the call's audio track.
+    pub fn start(config: EngineConfig, call: &Call) -> Result<Audio, String> {
+        let sender = call.sender();
+        let sink = move |opus: &[u8], samples: u32| {
+            if let Err(error) = sender.send_audio(Bytes::copy_from_slice(opus), samples) {
+                log::debug!("a microphone frame was not sent: {error}");
+            }
+        };
+        let woken = Arc::new(Notify::new());
+        let waker = {
+            let woken = woken.clone();
+            move || woken.notify_one()
+        };
+        let (engine, events) = Engine::start(config, sink, waker)
+            .map_err(|error| format!("the audio engine could not start: {error}"))?;
+        Ok(Audio {
+            player: engine.player(),
+            engine: ClosedElsewhere(Some(engine)),
+            events,
+            woken,
+        })
+    }
+
+    /// The reports queued since the last call, as the machine's inputs.
+    pub fn inputs(&self) -> impl Iterator<Item = Input> + '_ {
+        self.events
+            .try_iter()
+            .map(|event| Input::Engine(engine_input(event)))
+    }
+}
+
+/// The conversation's clock: Unix milliseconds that never go backwards.
+#[derive(Clone, Copy)]
+pub struct Clock {
+    started: Instant,
+    started_unix_ms: u64,
+}
+
+impl Clock {
+    pub fn start() -> Self {
+        let started_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|since| since.as_millis() as u64)
+            .unwrap_or_default();
+        Self {
+            started: Instant::now(),
+            started_unix_ms,
+        }
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.started_unix_ms + self.started.elapsed().as_millis() as u64
+    }
+
+    /// Waits until the machine's next deadline (forever when it has none).
+    pub async fn sleep_until(&self, deadline_ms: Option<u64>) {
+        match deadline_ms {
+            Some(deadline_ms) => {
+                let wait_ms = deadline_ms.saturating_sub(self.now_ms());
+                tokio::time::sleep(Duration::from_millis(wait_ms)).await
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    pub fn wall_clock(&self) -> WallClock {
+        WallClock {
+            unix_ms: self.now_ms() as i64,
+            utc_offset_minutes: chrono::Local::now().offset().local_minus_utc() / 60,
+        }
+    }
+}
+
+/// One engine report, as the conversation machine's input.
+fn engine_input(event: EngineEvent) -> EngineInput {
+    match event {
+        EngineEvent::AssistantAudio(chunk) => EngineInput::AssistantAudio(chunk),
+        EngineEvent::SentAudio(chunk) => EngineInput::SentAudio(chunk),
+        EngineEvent::PlaybackProgress { item_id, played_ms } => EngineInput::PlayedProgress {
+            item_id: item_id.to_string(),
+            played_ms,
+        },
+        EngineEvent::PlaybackDrained => EngineInput::Drained,
+        EngineEvent::DeviceFellBack {
+            direction,
+            using,
+            reason,
+            ..
+        } => EngineInput::DeviceFellBack {
+            direction: device(direction),
+            using,
+            reason,
+        },
+        EngineEvent::DeviceChanged { direction, using } => EngineInput::DeviceChanged {
+            direction: device(direction),
+            using,
+        },
+        EngineEvent::DeviceUnavailable { direction, reason } => EngineInput::DeviceUnavailable {
+            direction: device(direction),
+            reason,
+        },
+        EngineEvent::Level { direction, level } => EngineInput::Level {
+            direction: device(direction),
+            level: LevelReading {
+                rms_dbfs: level.rms_dbfs,
+                peak_dbfs: level.peak_dbfs,
+            },
+        },
+    }
+}
+
+fn device(direction: Direction) -> DeviceDirection {
+    match direction {
+        Direction::Input => DeviceDirection::Input,
+        Direction::Output => DeviceDirection::Output,
+    }
+}
+
+/// Why the call ended, as a phrase for the status line.
+fn describe(reason: &EndReason) -> String {
+    match reason {
+        EndReason::DataChannelClosed => "the provider closed the call".to_owned(),
+        EndReason::ConnectionFailed(why) => format!("the connection failed ({why})"),
+        EndReason::Closed => "the call was closed".to_owned(),
+    }
+}
+
+/// The audio engine, stopped on a thread of its own when the call ends: closing a device
+/// stream can take a second (PulseAudio drains it), and the task must be free for the next
+/// call at once.
+pub struct ClosedElsewhere(pub Option<Engine>);
+
+impl std::ops::Deref for ClosedElsewhere {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        self.0
+            .as_ref()
+            .expect("the engine is taken only when the call ends")
+    }
+}
+
+impl Drop for ClosedElsewhere {
+    fn drop(&mut self) {
+        if let Some(engine) = self.0.take() {
+            let closing = std::thread::Builder::new()
+                .name("walkie-engine-closing".to_owned())
+                .spawn(move || drop(engine));
+            if let Err(error) = closing {
+                log::warn!("closing the audio engine on this task: {error}");
+            }
+        }
+    }
+}
+
+/// Places the call the plan asks for (starting the local provider the first time it is used).
+pub(crate) async fn connect(
+    plan: &Plan,
+    local: &mut Option<walkie_local::LocalProvider>,
+    ui: &mut impl Ui,
+) -> Result<Call, (StatusEvent, Option<Duration>)> {
+    let not_connected = |reason: &str| (StatusEvent::not_connected(reason), None);
+    let needs_settings = |reason: &str| (StatusEvent::needs_settings(reason), None);
+    let provider = plan
+        .provider
+        .as_ref()
+        .map_err(|reason| needs_settings(reason))?;
+    ui.status(StatusEvent::connecting(&provider.label()));
+    if *provider == Provider::Local && local.is_none() {
+        let started = walkie_local::LocalProvider::start(walkie_local::ProviderConfig::from_env())
+            .await
+            .map_err(|error| {
+                not_connected(&format!("the local provider could not start: {error}"))
+            })?;
+        *local = Some(started);
+    }
+    let endpoint = provider
+        .endpoint(local.as_ref().map(walkie_local::LocalProvider::endpoint))
+        .map_err(|reason| needs_settings(&reason))?;
+    Call::connect(plan.call_config(endpoint))
+        .await
+        .map_err(|error| {
+            log::warn!("could not connect to {}: {error}", provider.label());
+            let status = StatusEvent::call_refused(&provider.label(), &error.user_sentence())
+                .with_action(provider.refusal_action(&error));
+            (status, error.retry_after())
+        })
+}
+
+/// Places a call for a conversation whose call dropped, with the plan's provider (the local
+/// provider is already running). Why it failed says whether calling again may work.
+pub(crate) async fn redial(
+    plan: &Plan,
+    local: &Option<walkie_local::LocalProvider>,
+) -> Result<Call, DialFailure> {
+    let never = |sentence: String| DialFailure {
+        sentence,
+        retry: Retry::Never,
+    };
+    let provider = plan
+        .provider
+        .as_ref()
+        .map_err(|reason| never(reason.clone()))?;
+    let endpoint = provider
+        .endpoint(local.as_ref().map(walkie_local::LocalProvider::endpoint))
+        .map_err(never)?;
+    Call::connect(plan.call_config(endpoint))
+        .await
+        .map_err(|error| DialFailure {
+            sentence: error.user_sentence(),
+            retry: if error.is_transient() {
+                Retry::Later {
+                    after_ms: error.retry_after().map(|wait| wait.as_millis() as u64),
+                }
+            } else {
+                Retry::Never
+            },
+        })
+}

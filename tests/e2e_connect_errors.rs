@@ -1,0 +1,239 @@
+//! Every way a call can be refused at connect shows its own sentence in the real window: the
+//! API's 400 message, a refused key (401, 403), an unknown model (404), a rate limit with its
+//! `Retry-After` (429), a server error (500, 503), a provider that never answers, and a peer
+//! that does not speak TLS. Each sentence says what to do next, on one line.
+//!
+//! The refusals come from the real local provider (started in this process, its calls endpoint
+//! failing on purpose), the silence and the TLS mismatch from plain loopback listeners. One app
+//! run: each row points the custom provider's address at its own server in Settings, and saving
+//! the settings places the call again.
+//!
+//! Slow test (X server, WebKitWebDriver); it runs in CI.
+
+mod support;
+
+use std::time::Duration;
+
+use fantoccini::{Client, Locator};
+use support::{UI_TIMEOUT, WebviewApp, choose_custom_server, click, wait_for, wait_for_within};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use walkie_local::{HttpFault, LocalProvider, ProviderConfig};
+
+const TEST: &str = "connect_errors";
+
+/// How the window names a custom provider on this machine.
+const HOST: &str = "127.0.0.1";
+
+/// The app's own bound on one request of call setup (`CallConfig::signalling_timeout`).
+const SIGNALLING_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A local provider whose calls endpoint answers `status` (with `message` and `Retry-After`
+/// when given) to every call.
+async fn refusing_provider(
+    status: u16,
+    message: Option<&str>,
+    retry_after_s: Option<u64>,
+) -> LocalProvider {
+    LocalProvider::start(ProviderConfig {
+        calls_fault: Some(HttpFault::Status {
+            status,
+            message: message.map(str::to_owned),
+            retry_after_s,
+        }),
+        ..ProviderConfig::default()
+    })
+    .await
+    .expect("a local provider on loopback")
+}
+
+/// The status line's text for a call `HOST` refused, its sentence naming `HOST` itself.
+fn refused(sentence: &str) -> String {
+    format!("Not connected: {HOST} {sentence}")
+}
+
+/// The status line's text for a call that never reached `HOST`: the app names it first.
+fn unreached(sentence: &str) -> String {
+    format!("Not connected: could not connect to {HOST}. {sentence}")
+}
+
+/// The status line as the page holds it, line breaks included.
+async fn status_lines(client: &Client) -> String {
+    client
+        .find(Locator::Css("#status"))
+        .await
+        .expect("the status line")
+        .prop("innerText")
+        .await
+        .expect("its text")
+        .unwrap_or_default()
+}
+
+/// Dials `base_url`, waits until the status line shows a refusal other than `previous` (the
+/// last row's), and checks that it is one line in the error state.
+async fn shows(
+    client: &Client,
+    row: &str,
+    base_url: &str,
+    within: Duration,
+    previous: &str,
+) -> String {
+    choose_custom_server(client, base_url).await;
+    let shown = wait_for_within(client, "#status", within, |text| {
+        text.starts_with("Not connected") && text != previous
+    })
+    .await;
+    let raw = status_lines(client).await;
+    assert!(
+        !raw.trim().contains('\n'),
+        "{row}: the status takes more than one line: {raw:?}"
+    );
+    let state = client
+        .find(Locator::Css("#status"))
+        .await
+        .expect("the status line")
+        .attr("data-state")
+        .await
+        .expect("its state");
+    assert_eq!(state.as_deref(), Some("error"), "{row}: {shown}");
+    shown
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
+    let api_message = "Invalid value: 'gpt-walkie-test'. Supported models are 'gpt-realtime'.";
+    let bad_request = refusing_provider(400, Some(api_message), None).await;
+    let bad_key = refusing_provider(401, None, None).await;
+    let forbidden = refusing_provider(403, None, None).await;
+    let no_model = refusing_provider(404, None, None).await;
+    let rate_limited = refusing_provider(429, None, Some(7)).await;
+    let server_error = refusing_provider(500, None, None).await;
+    let unavailable = refusing_provider(503, None, None).await;
+    // Accepted by the kernel, never answered: the request times out.
+    let silent = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let silent_url = format!("http://{}", silent.local_addr().expect("bound"));
+    // https to a server that answers in plain HTTP: the handshake fails.
+    let plain = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let plain_url = format!("https://{}", plain.local_addr().expect("bound"));
+    let plain_server = tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = plain.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                    .await;
+                let mut sink = Vec::new();
+                let _ = stream.read_to_end(&mut sink).await;
+            });
+        }
+    });
+
+    let rows = [
+        (
+            "400",
+            bad_request.base_url(),
+            refused(&format!(
+                "refused the call: {api_message} Check the model, voice and instructions in Settings."
+            )),
+        ),
+        (
+            "401",
+            bad_key.base_url(),
+            refused("refused the API key: add a valid key in Settings."),
+        ),
+        (
+            "403",
+            forbidden.base_url(),
+            refused(
+                "does not serve this country or region (Country, region, or territory not supported): use another provider in Settings.",
+            ),
+        ),
+        (
+            "404",
+            no_model.base_url(),
+            refused(
+                "knows no such model or deployment (The model does not exist or you do not have access to it): check the model (for Azure, the deployment name) and the address in Settings.",
+            ),
+        ),
+        (
+            "429",
+            rate_limited.base_url(),
+            refused("is rate-limiting this key: reconnect in 7 seconds."),
+        ),
+        (
+            "500",
+            server_error.base_url(),
+            refused(
+                "had a server error (500): reconnect in a moment; if it persists, check the provider's status page.",
+            ),
+        ),
+        (
+            "503",
+            unavailable.base_url(),
+            refused(
+                "had a server error (503): reconnect in a moment; if it persists, check the provider's status page.",
+            ),
+        ),
+    ];
+
+    let app = WebviewApp::launch(TEST).await;
+    app.run(|client| async move {
+        let mut previous = String::new();
+        for (row, base_url, expected) in rows {
+            let shown = shows(&client, row, &base_url, UI_TIMEOUT, &previous).await;
+            assert_eq!(shown, expected, "row {row}");
+            if row == "429" {
+                // Connect again: Walkie waits the Retry-After it was given, then dials.
+                click(&client, "#connect").await;
+                wait_for(&client, "#status", |text| {
+                    text.starts_with("The provider asked Walkie to wait: calling again in")
+                })
+                .await;
+                wait_for(&client, "#status", |text| text == expected).await;
+            }
+            previous = shown;
+        }
+
+        let tls = shows(&client, "TLS", &plain_url, UI_TIMEOUT, &previous).await;
+        let tls_start = unreached("The secure connection to the provider failed (");
+        let tls_end = "): check the address, the system clock and any proxy, then reconnect.";
+        assert!(
+            tls.starts_with(&tls_start) && tls.ends_with(tls_end),
+            "row TLS: {tls}"
+        );
+        // The cause is named without the request around it.
+        assert!(!tls.contains("error sending request"), "row TLS: {tls}");
+
+        let timeout = shows(
+            &client,
+            "timeout",
+            &silent_url,
+            SIGNALLING_TIMEOUT + UI_TIMEOUT,
+            &tls,
+        )
+        .await;
+        assert_eq!(
+            timeout,
+            unreached(
+                "The provider did not answer within 15 seconds (the SDP exchange): check the network connection, then reconnect."
+            ),
+            "row timeout"
+        );
+        drop(silent);
+    })
+    .await;
+    plain_server.abort();
+    for provider in [
+        bad_request,
+        bad_key,
+        forbidden,
+        no_model,
+        rate_limited,
+        server_error,
+        unavailable,
+    ] {
+        provider.shutdown().await;
+    }
+}
