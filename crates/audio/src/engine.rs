@@ -245,6 +245,9 @@ pub struct EngineStats {
     pub output_period_frames: u64,
     pub stream_reopens: u64,
     pub flushes: u64,
+    /// Received packets that woke the downlink (those that may start a talkspurt; while one
+    /// plays, the downlink finds packets on its own 20 ms pace).
+    pub packet_wakes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -259,6 +262,7 @@ struct Shared {
     capture_xrun_frames: AtomicU64,
     stream_reopens: AtomicU64,
     flushes: AtomicU64,
+    packet_wakes: AtomicU64,
     /// Bumped by every flush: deltas sent before it are stale.
     flush_epoch: AtomicU64,
     /// Whether the downlink is pacing a talkspurt (it wakes every 20 ms by itself). Cleared
@@ -490,6 +494,7 @@ impl Engine {
         // While a talkspurt plays, the downlink wakes on its 20 ms pace and finds the packet
         // then; only a packet that may start one needs to wake it.
         if !pacing {
+            self.shared.packet_wakes.fetch_add(1, Ordering::Relaxed);
             self.down.send(DownMsg::Wake);
         }
         outcome
@@ -563,6 +568,7 @@ impl Engine {
             output_period_frames,
             stream_reopens: shared.stream_reopens.load(Ordering::Relaxed),
             flushes: shared.flushes.load(Ordering::Relaxed),
+            packet_wakes: shared.packet_wakes.load(Ordering::Relaxed),
         }
     }
 }

@@ -679,22 +679,39 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_once_per_delta_played_not_more(
         }
         // The last two seconds, once the reply flows.
         if wakeups_from.is_none() && started.elapsed() >= Duration::from_secs(1) {
-            wakeups_from = Some((Instant::now(), wakeups_of("walkie-audio-do"), played));
+            let stats = engine.stats();
+            wakeups_from = Some((
+                Instant::now(),
+                wakeups_of("walkie-audio-do"),
+                played,
+                sent,
+                stats.packet_wakes,
+            ));
         }
     }
-    let (from, wakeups_before, played_before) = wakeups_from.expect("the reply ran 3 s");
+    let (from, wakeups_before, played_before, sent_before, packet_wakes_before) =
+        wakeups_from.expect("the reply ran 3 s");
     let seconds = from.elapsed().as_secs_f64();
     let wakeups_per_second = (wakeups_of("walkie-audio-do") - wakeups_before) as f64 / seconds;
     let deltas_per_second = f64::from(played - played_before) / seconds;
+    let packets = u64::from(sent - sent_before);
+    let packet_wakes = engine.stats().packet_wakes - packet_wakes_before;
+    eprintln!(
+        "the downlink woke {wakeups_per_second:.0} times a second for {deltas_per_second:.0} deltas; \
+         {packet_wakes} of {packets} packets woke it"
+    );
     assert!(
         deltas_per_second > 45.0,
         "the reply flowed: {deltas_per_second:.0} deltas a second"
     );
-    // Its 20 ms pace (50 a second) and each delta (50 a second). A wake for each packet
-    // received as well would make about 150; measured here: 86-103, in a debug build.
+    // Its 20 ms pace and each delta played wake it; a packet received while the reply plays
+    // does not (a wake for each would be ~50 more a second); one that comes after the
+    // buffer ran dry (a late sender on a loaded machine) may start the talkspurt again. How
+    // often the thread really wakes depends on the load: that figure is the benches'.
+    assert!(packets >= 80, "packets flowed: {packets}");
     assert!(
-        wakeups_per_second < 125.0,
-        "the downlink woke {wakeups_per_second:.0} times a second"
+        packet_wakes * 10 <= packets,
+        "{packet_wakes} of {packets} packets received mid-reply woke the downlink"
     );
 }
 
