@@ -6,11 +6,12 @@
 //! dialled again — is the machine's, tested in virtual time. This task reads the clock, feeds
 //! each input in the one order it arrives, and carries each output to its edge without waiting
 //! on any: client events are queued on the call like audio, and a failure comes back as an
-//! input. A dial the machine asks for runs while the user's commands still come in.
+//! input. A dial the machine asks for runs while the user's commands still come in, and so does
+//! the wait before a first call is placed again (how long, and whether at all, is `FirstDial`'s).
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use walkie_conversation::{Conversation, Input, StatusEvent};
+use walkie_conversation::{Conversation, FirstDial, Input, RedialPolicy, StatusEvent};
 use walkie_session::turn::TurnMode;
 
 pub use crate::edges::Ui;
@@ -63,6 +64,8 @@ pub async fn run(
     let mut dial_not_before = None;
     // The saved conversation the next call goes on with (else it starts a new one).
     let mut continuing = None;
+    // A first call refused for a reason that may pass is placed again, so far this many times.
+    let mut first_dial = new_first_dial();
     loop {
         if let Some(not_before) = dial_not_before.take() {
             ui.status(StatusEvent::waiting_to_dial(not_before - Instant::now()));
@@ -79,13 +82,36 @@ pub async fn run(
                     None => Ended::Failed,
                 }
             }
-            Err((status, retry_after)) => {
-                log::warn!("no call: {}", status.detail);
-                ui.status(status);
-                dial_not_before = retry_after.map(|wait| Instant::now() + wait);
-                Ended::Failed
-            }
+            Err(refusal) => match first_dial.refused(refusal.retry, &refusal.sentence) {
+                Some((wait_ms, status)) => {
+                    log::warn!(
+                        "no call, calling again in {wait_ms} ms: {}",
+                        refusal.sentence
+                    );
+                    ui.status(status);
+                    let wait = tokio::time::sleep(std::time::Duration::from_millis(wait_ms));
+                    match until_command(wait, &mut commands, &mut plan).await {
+                        Waited::Elapsed => {
+                            continuing = continued;
+                            continue;
+                        }
+                        Waited::Cancelled => {
+                            ui.status(refusal.status);
+                            dial_not_before = refusal.retry_after.map(|wait| Instant::now() + wait);
+                            Ended::Failed
+                        }
+                        Waited::Ended(ended) => ended,
+                    }
+                }
+                None => {
+                    log::warn!("no call: {}", refusal.status.detail);
+                    ui.status(refusal.status);
+                    dial_not_before = refusal.retry_after.map(|wait| Instant::now() + wait);
+                    Ended::Failed
+                }
+            },
         };
+        first_dial = new_first_dial();
         match ended {
             Ended::AppClosing => return,
             Ended::Reconnect => continue,
@@ -120,6 +146,47 @@ pub async fn run(
                 Some(Command::PushToTalk { pressed: false } | Command::CancelRedial) => {}
                 Some(Command::SetTurnMode(mode)) => plan.mode = mode,
             }
+        }
+    }
+}
+
+fn new_first_dial() -> FirstDial {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as u64);
+    FirstDial::new(
+        RedialPolicy::default(),
+        seed ^ u64::from(std::process::id()),
+    )
+}
+
+/// How a wait before calling again ended.
+enum Waited {
+    /// The wait is over: call again.
+    Elapsed,
+    /// The user stopped the calling again.
+    Cancelled,
+    /// The user asked for something else.
+    Ended(Ended),
+}
+
+/// Waits out `wait` unless the user asks for something that ends it first (a key press has
+/// no call to go to; a mode switch is kept for the call).
+async fn until_command(
+    wait: tokio::time::Sleep,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    plan: &mut Plan,
+) -> Waited {
+    tokio::pin!(wait);
+    loop {
+        let command = tokio::select! {
+            () = &mut wait => return Waited::Elapsed,
+            command = commands.recv() => command,
+        };
+        match input_of(command, plan) {
+            Ok(Input::CancelRedial) => return Waited::Cancelled,
+            Ok(_) => {}
+            Err(ended) => return Waited::Ended(ended),
         }
     }
 }

@@ -12,7 +12,7 @@ use walkie_audio::device::Direction;
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, Player};
 use walkie_conversation::{
     Conversation, DeviceDirection, DialFailure, EngineInput, Input, LevelReading, Output, Retry,
-    StatusEvent, TransportInput,
+    StatusAction, StatusEvent, TransportInput,
 };
 use walkie_rtc::{Call, CallEvent, EndReason};
 use walkie_session::PlaybackSink;
@@ -447,14 +447,37 @@ impl Drop for ClosedElsewhere {
     }
 }
 
+/// Why the first call of a conversation was not placed.
+pub(crate) struct Refusal {
+    /// The status once the user decides.
+    pub status: StatusEvent,
+    /// What went wrong, for the status while the call is placed again.
+    pub sentence: String,
+    /// Whether placing it again may work (a 5xx, a 429, the network to the provider).
+    pub retry: Retry,
+    /// How long the provider asked to wait (a 429's `Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+impl Refusal {
+    fn for_good(status: StatusEvent) -> Self {
+        Self {
+            sentence: status.detail.clone(),
+            status,
+            retry: Retry::Never,
+            retry_after: None,
+        }
+    }
+}
+
 /// Places the call the plan asks for (starting the local provider the first time it is used).
 pub(crate) async fn connect(
     plan: &Plan,
     local: &mut Option<walkie_local::LocalProvider>,
     ui: &mut impl Ui,
-) -> Result<Call, (StatusEvent, Option<Duration>)> {
-    let not_connected = |reason: &str| (StatusEvent::not_connected(reason), None);
-    let needs_settings = |reason: &str| (StatusEvent::needs_settings(reason), None);
+) -> Result<Call, Refusal> {
+    let not_connected = |reason: &str| Refusal::for_good(StatusEvent::not_connected(reason));
+    let needs_settings = |reason: &str| Refusal::for_good(StatusEvent::needs_settings(reason));
     let provider = plan
         .provider
         .as_ref()
@@ -475,9 +498,20 @@ pub(crate) async fn connect(
         .await
         .map_err(|error| {
             log::warn!("could not connect to {}: {error}", provider.label());
-            let status = StatusEvent::call_refused(&provider.label(), &error.user_sentence())
-                .with_action(provider.refusal_action(&error));
-            (status, error.retry_after())
+            let sentence = error.user_sentence();
+            let action = provider.refusal_action(&error);
+            let retry_after = error.retry_after();
+            Refusal {
+                status: StatusEvent::call_refused(&provider.label(), &sentence).with_action(action),
+                sentence,
+                retry: match action {
+                    StatusAction::TryAgain => Retry::Later {
+                        after_ms: retry_after.map(|wait| wait.as_millis() as u64),
+                    },
+                    StatusAction::OpenSettings => Retry::Never,
+                },
+                retry_after,
+            }
         })
 }
 

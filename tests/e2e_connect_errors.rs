@@ -1,7 +1,9 @@
 //! Every way a call can be refused at connect shows its own sentence in the real window: the
 //! API's 400 message, a refused key (401, 403), an unknown model (404), a rate limit with its
 //! `Retry-After` (429), a server error (500, 503), a provider that never answers, and a peer
-//! that does not speak TLS. Each sentence says what to do next, on one line.
+//! that does not speak TLS. Each sentence says what to do next, on one line. A refusal that may
+//! pass (429, 5xx, no answer) is first placed again by itself, the Connect button cancelling
+//! that; a provider that answers the next attempt carries the call with no press at all.
 //!
 //! The refusals come from the real local provider (started in this process, its calls endpoint
 //! failing on purpose), the silence and the TLS mismatch from plain loopback listeners. One app
@@ -15,7 +17,10 @@ mod support;
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use support::{UI_TIMEOUT, WebviewApp, choose_custom_server, click, wait_for, wait_for_within};
+use support::{
+    AppDirs, Launch, SecretService, UI_TIMEOUT, WebviewApp, choose_custom_server, click,
+    talk_to_custom_server, wait_for, wait_for_within,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use walkie_local::{HttpFault, LocalProvider, ProviderConfig};
@@ -69,6 +74,16 @@ async fn status_lines(client: &Client) -> String {
         .unwrap_or_default()
 }
 
+/// How a row's refusal reaches the status line.
+#[derive(Clone, Copy, PartialEq)]
+enum Refused {
+    /// At once: calling again fails the same way.
+    ForGood,
+    /// After the call is placed again by itself (the attempts shown, up to `attempt`), which
+    /// the Connect button cancels.
+    CalledAgain { attempt: u32 },
+}
+
 /// Dials `base_url`, waits until the status line shows a refusal other than `previous` (the
 /// last row's), and checks that it is one line in the error state.
 async fn shows(
@@ -77,8 +92,17 @@ async fn shows(
     base_url: &str,
     within: Duration,
     previous: &str,
+    refused: Refused,
 ) -> String {
     choose_custom_server(client, base_url).await;
+    if let Refused::CalledAgain { attempt } = refused {
+        for attempt in 1..=attempt {
+            let calling = format!("Calling again (attempt {attempt} of 6)…");
+            wait_for_within(client, "#status", within, |text| text.starts_with(&calling)).await;
+        }
+        wait_for(client, "#connect", |label| label == "Cancel").await;
+        click(client, "#connect").await;
+    }
     let shown = wait_for_within(client, "#status", within, |text| {
         text.starts_with("Not connected") && text != previous
     })
@@ -182,7 +206,12 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
     app.run(|client| async move {
         let mut previous = String::new();
         for (row, base_url, expected) in rows {
-            let shown = shows(&client, row, &base_url, UI_TIMEOUT, &previous).await;
+            let refused = match row {
+                // Seen twice: the second attempt waits the 7 s Retry-After out.
+                "429" | "500" | "503" => Refused::CalledAgain { attempt: 2 },
+                _ => Refused::ForGood,
+            };
+            let shown = shows(&client, row, &base_url, UI_TIMEOUT, &previous, refused).await;
             assert_eq!(shown, expected, "row {row}");
             if row == "429" {
                 // Connect again: Walkie waits the Retry-After it was given, then dials.
@@ -191,12 +220,25 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
                     text.starts_with("The provider asked Walkie to wait: calling again in")
                 })
                 .await;
+                wait_for(&client, "#status", |text| {
+                    text.starts_with("Calling again (attempt 1 of 6)…")
+                })
+                .await;
+                click(&client, "#connect").await;
                 wait_for(&client, "#status", |text| text == expected).await;
             }
             previous = shown;
         }
 
-        let tls = shows(&client, "TLS", &plain_url, UI_TIMEOUT, &previous).await;
+        let tls = shows(
+            &client,
+            "TLS",
+            &plain_url,
+            UI_TIMEOUT,
+            &previous,
+            Refused::ForGood,
+        )
+        .await;
         let tls_start = unreached("The secure connection to the provider failed (");
         let tls_end = "): check the address, the system clock and any proxy, then reconnect.";
         assert!(
@@ -212,6 +254,7 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
             &silent_url,
             SIGNALLING_TIMEOUT + UI_TIMEOUT,
             &tls,
+            Refused::CalledAgain { attempt: 1 },
         )
         .await;
         assert_eq!(
@@ -236,4 +279,48 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
     ] {
         provider.shutdown().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_first_call_refused_with_a_server_error_is_placed_again_and_comes_up_by_itself() {
+    const NAME: &str = "connect_errors_called_again";
+    let dirs = AppDirs::fresh(NAME);
+    // Two providers with one key: the first answers, and makes Settings keep the key; the
+    // second refuses its first two calls (asking to wait a second, so the window shows each
+    // attempt), then answers.
+    let healthy = LocalProvider::start(ProviderConfig::default())
+        .await
+        .expect("a local provider on loopback");
+    let token = healthy.token().to_owned();
+    let failing_twice = LocalProvider::start(ProviderConfig {
+        token: Some(token.clone()),
+        calls_fault: Some(HttpFault::Status {
+            status: 503,
+            message: None,
+            retry_after_s: Some(1),
+        }),
+        calls_fault_times: Some(2),
+        ..ProviderConfig::default()
+    })
+    .await
+    .expect("a local provider on loopback");
+    let secrets = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(NAME, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    let (healthy_url, failing_url) = (healthy.base_url(), failing_twice.base_url());
+    app.run(|client| async move {
+        talk_to_custom_server(&client, &healthy_url, &token).await;
+        choose_custom_server(&client, &failing_url).await;
+        for attempt in 1..=2 {
+            let calling =
+                format!("Calling again (attempt {attempt} of 6)… {HOST} had a server error (503)");
+            wait_for(&client, "#status", |text| text.starts_with(&calling)).await;
+        }
+        let ready = format!("Ready ({HOST})");
+        wait_for(&client, "#status", |text| text.starts_with(&ready)).await;
+        let connect = wait_for(&client, "#connect", |label| label != "Cancel").await;
+        assert_eq!(connect, "New conversation", "a call is under way");
+    })
+    .await;
+    healthy.shutdown().await;
+    failing_twice.shutdown().await;
 }

@@ -236,7 +236,19 @@ fn shown_and_saved(window: &Window, data_dir: &std::path::Path) -> Vec<(String, 
     assert_eq!(saved.len(), 1, "the calls went on in one conversation");
     let conversation = store.open_strict(&saved[0].id).expect("it reads back");
     let on_disk = ids_and_texts(conversation.messages());
-    assert_eq!(on_disk, shown, "the saved transcript is the one shown");
+    if let Some(first) =
+        (0..on_disk.len().max(shown.len())).find(|&index| on_disk.get(index) != shown.get(index))
+    {
+        panic!(
+            "the saved transcript is not the one shown: message {first} of {} saved, {} shown; \
+             saved {:?}, shown {:?}; the shown messages around it: {:?}",
+            on_disk.len(),
+            shown.len(),
+            on_disk.get(first),
+            shown.get(first),
+            &shown[first.saturating_sub(3)..(first + 3).min(shown.len())]
+        );
+    }
     shown
 }
 
@@ -476,9 +488,10 @@ fn slope(samples: &[(f64, f64)]) -> f64 {
     covariance / variance
 }
 
-/// A long call, a turn every 10 s on one call (renewed at its limit if it runs that long):
-/// every turn is answered, the memory stays flat, and the journal grows in step with the
-/// transcript.
+/// A long call, a turn every 10 s, its session renewed once on the way (the provider's
+/// session lasts two thirds of the soak, and the renewal falls due as a turn begins): every
+/// turn is answered, the transcript saved is the one shown, the memory stays flat, and the
+/// journal grows in step with the transcript.
 ///
 /// Slow test (one minute in the test command). The bench runs an hour:
 /// `WALKIE_SOAK_MINUTES=60 cargo test --release --test slow_redial_soak long_call -- --nocapture`.
@@ -489,8 +502,16 @@ async fn slow_a_long_call_keeps_its_memory_flat_and_its_journal_in_step_with_the
         .ok()
         .and_then(|minutes| minutes.parse().ok())
         .unwrap_or(1);
-    let turns = minutes * 6;
-    let mut bench = start("long-call", None).await;
+    let turn_seconds: u64 = std::env::var("WALKIE_SOAK_TURN_SECONDS")
+        .ok()
+        .and_then(|seconds| seconds.parse().ok())
+        .unwrap_or(10);
+    let turns = minutes * 60 / turn_seconds;
+    let session_limit_ms = std::env::var("WALKIE_SOAK_SESSION_LIMIT_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(minutes * 40_000);
+    let mut bench = start("long-call", Some(session_limit_ms)).await;
     let (commands, window) = (bench.commands.clone(), &mut bench.window);
     window.until_state(ConnectionState::Ready).await;
     let began = tokio::time::Instant::now();
@@ -507,7 +528,7 @@ async fn slow_a_long_call_keeps_its_memory_flat_and_its_journal_in_step_with_the
     let mut journal = Vec::new();
     for turn in 0..turns {
         window.step = format!("turn {turn} of {turns}");
-        tokio::time::sleep_until(began + Duration::from_secs(10 * turn)).await;
+        tokio::time::sleep_until(began + Duration::from_secs(turn_seconds * turn)).await;
         exchange(window, &commands, 1_500).await;
         resident.push((
             began.elapsed().as_secs_f64(),
@@ -516,8 +537,27 @@ async fn slow_a_long_call_keeps_its_memory_flat_and_its_journal_in_step_with_the
         journal.push(journal_bytes());
     }
     drop(commands);
-    let (window, data_dir, _) = bench.finish().await;
+    let (window, data_dir, trace) = bench.finish().await;
 
+    let renewals = window
+        .statuses
+        .iter()
+        .filter(|status| status.detail.starts_with("Renewing the session"))
+        .count();
+    assert_eq!(renewals, 1, "one renewal: {:?}", window.statuses);
+    assert_eq!(
+        client_events_per_call(&trace).len(),
+        2,
+        "two calls, one renewal"
+    );
+    assert!(
+        !window
+            .statuses
+            .iter()
+            .any(|status| status.state == ConnectionState::Reconnecting),
+        "a renewal, not a drop: {:?}",
+        window.statuses
+    );
     let shown = shown_and_saved(&window, &data_dir);
     assert_eq!(
         shown.len() as u64,

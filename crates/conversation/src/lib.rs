@@ -21,6 +21,6 @@ mod status;
 pub use input::{DeviceDirection, EngineInput, Input, LevelReading, TransportInput};
 pub use machine::{Conversation, ConversationConfig};
 pub use output::{Output, Record};
-pub use redial::{DialFailure, RedialPolicy, Retry};
+pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};
 pub use status::{ConnectionState, StatusAction, StatusEvent, sentence};

@@ -2,8 +2,11 @@
 //! `Retry-After` as a floor, and a bound after which the user decides.
 //!
 //! Why jitter: many clients dropped by one provider incident must not all call back at the
-//! same instant. Why a floor of half the delay: the first attempt should come quickly (a
+//! same instant. The first call of a conversation is placed again the same way
+//! ([`FirstDial`]) when its refusal may pass. Why a floor of half the delay: the first attempt should come quickly (a
 //! loopback or LAN hiccup heals in a few hundred milliseconds), but never at once.
+
+use crate::status::StatusEvent;
 
 /// How a dropped call is dialled again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +66,46 @@ pub enum Retry {
     Never,
 }
 
+/// The first call of a conversation, placed again while its refusal may pass (a 5xx, a 429,
+/// the network to the provider): with the same backoff and bound as a dropped call's redial,
+/// decided here so that the driver only waits.
+#[derive(Debug, Clone)]
+pub struct FirstDial {
+    policy: RedialPolicy,
+    jitter: Jitter,
+    /// Calls placed again so far.
+    attempts: u32,
+}
+
+impl FirstDial {
+    /// No attempt made yet; `jitter_seed` seeds the waits' jitter.
+    pub fn new(policy: RedialPolicy, jitter_seed: u64) -> Self {
+        Self {
+            policy,
+            jitter: Jitter::new(jitter_seed),
+            attempts: 0,
+        }
+    }
+
+    /// The call was refused, with `sentence` saying why: how long to wait before the next
+    /// attempt, and the status to show meanwhile; `None` when the user decides (the refusal
+    /// does not pass, or the attempts are spent).
+    pub fn refused(&mut self, retry: Retry, sentence: &str) -> Option<(u64, StatusEvent)> {
+        let Retry::Later { after_ms } = retry else {
+            return None;
+        };
+        if self.attempts >= self.policy.max_attempts {
+            return None;
+        }
+        self.attempts += 1;
+        let wait_ms = self
+            .policy
+            .delay_ms(self.attempts, self.jitter.next_unit(), after_ms);
+        let status = StatusEvent::dialing_again(self.attempts, self.policy.max_attempts, sentence);
+        Some((wait_ms, status))
+    }
+}
+
 /// A small deterministic source of jitter (SplitMix64): the machine reads no randomness of
 /// its own, so the caller seeds it and tests replay it.
 #[derive(Debug, Clone)]
@@ -87,6 +130,53 @@ impl Jitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::status::ConnectionState;
+
+    #[test]
+    fn a_first_call_refused_for_a_passing_reason_is_placed_again_up_to_the_bound() {
+        let policy = RedialPolicy::default();
+        let mut first = FirstDial::new(policy, 7);
+        let sentence = "127.0.0.1 had a server error (503): reconnect in a moment.";
+        for attempt in 1..=policy.max_attempts {
+            let (wait_ms, status) = first
+                .refused(Retry::Later { after_ms: None }, sentence)
+                .expect("attempts are left");
+            let shortest_ms = policy.delay_ms(attempt, 0.0, None);
+            let longest_ms = policy.delay_ms(attempt, 1.0, None);
+            assert!(
+                (shortest_ms..=longest_ms).contains(&wait_ms),
+                "{wait_ms} ms"
+            );
+            assert_eq!(status.state, ConnectionState::Reconnecting);
+            assert!(
+                status
+                    .detail
+                    .starts_with(&format!("Calling again (attempt {attempt} of 6)…")),
+                "{}",
+                status.detail
+            );
+            assert!(status.detail.ends_with(sentence), "{}", status.detail);
+        }
+        assert_eq!(
+            first.refused(Retry::Later { after_ms: None }, sentence),
+            None
+        );
+    }
+
+    #[test]
+    fn a_first_call_refused_for_good_is_not_placed_again_and_a_retry_after_is_waited_out() {
+        let mut first = FirstDial::new(RedialPolicy::default(), 7);
+        assert_eq!(first.refused(Retry::Never, "refused the API key."), None);
+        let (wait_ms, _) = first
+            .refused(
+                Retry::Later {
+                    after_ms: Some(7_000),
+                },
+                "is rate-limiting this key.",
+            )
+            .expect("a 429 passes");
+        assert_eq!(wait_ms, 7_000);
+    }
 
     #[test]
     fn the_wait_doubles_per_attempt_up_to_the_cap_and_jitter_takes_at_most_half() {

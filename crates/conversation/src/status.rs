@@ -131,6 +131,15 @@ impl StatusEvent {
         )
     }
 
+    /// The first call was refused for a reason that may pass, `sentence`; attempt `attempt` of
+    /// `max_attempts` to call again is waiting or under way.
+    pub fn dialing_again(attempt: u32, max_attempts: u32, sentence: &str) -> Self {
+        Self::new(
+            ConnectionState::Reconnecting,
+            format!("Calling again (attempt {attempt} of {max_attempts})… {sentence}"),
+        )
+    }
+
     /// The call dropped; attempt `attempt` of `max_attempts` to call again is under way or
     /// waiting. `reason` is a phrase ("the provider closed the call").
     pub fn redialing(attempt: u32, max_attempts: u32, reason: &str) -> Self {
