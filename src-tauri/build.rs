@@ -9,6 +9,7 @@ const APP_COMMANDS: &[&str] = &[
     "connect",
     "cancel_reconnect",
     "push_to_talk",
+    "cancel_press",
     "copy_text",
     "get_settings",
     "list_devices",

@@ -25,6 +25,8 @@ use crate::recording::Saving;
 pub enum Command {
     /// The push-to-talk control went down (`true`) or up.
     PushToTalk { pressed: bool },
+    /// Take the recording under way back (Escape): nothing of it is sent.
+    CancelPress,
     /// Hang up if connected, then connect again.
     Reconnect,
     /// Stop trying to get a dropped call back.
@@ -143,7 +145,11 @@ pub async fn run(
                 Some(Command::PushToTalk { pressed: true }) => {
                     ui.status(StatusEvent::press_while_not_connected())
                 }
-                Some(Command::PushToTalk { pressed: false } | Command::CancelRedial) => {}
+                Some(
+                    Command::PushToTalk { pressed: false }
+                    | Command::CancelRedial
+                    | Command::CancelPress,
+                ) => {}
                 Some(Command::SetTurnMode(mode)) => plan.mode = mode,
             }
         }
@@ -252,6 +258,7 @@ fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ended> {
         Some(Command::PushToTalk { pressed: true }) => Ok(Input::Press),
         Some(Command::PushToTalk { pressed: false }) => Ok(Input::Release),
         Some(Command::CancelRedial) => Ok(Input::CancelRedial),
+        Some(Command::CancelPress) => Ok(Input::CancelPress),
         Some(Command::SetTurnMode(mode)) => {
             // Kept for the next conversation of this plan; the machine switches now.
             plan.mode = mode.clone();

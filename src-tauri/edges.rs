@@ -31,6 +31,8 @@ pub trait Ui: Send + 'static {
     fn level(&mut self, direction: DeviceDirection, level: LevelReading);
     /// The transcript message `message_id` is a reply the user cut off (after its END).
     fn interrupted(&mut self, message_id: &str);
+    /// The transcript message `message_id` is a recording the user took back, not sent.
+    fn cancelled(&mut self, message_id: &str);
 }
 
 /// What the driver does after carrying the machine's outputs.
@@ -189,6 +191,7 @@ impl<'a, U: Ui> Edges<'a, U> {
                     .for_each(|audio| audio.player.play(&chunk)),
                 Output::Transcript(event) => self.ui.transcript(&event),
                 Output::Interrupted { message_id } => self.ui.interrupted(&message_id),
+                Output::Cancelled { message_id } => self.ui.cancelled(&message_id),
                 Output::Record(record) => {
                     if let Some(recording) = self.recording.as_mut() {
                         recording.save(record);

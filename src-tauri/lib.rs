@@ -38,6 +38,10 @@ pub const TRANSCRIPT_EVENT: &str = "walkie://transcript";
 /// The event name the webview listens on for replies cut off by the user (the message id).
 pub const INTERRUPTED_EVENT: &str = "walkie://interrupted";
 
+/// The event name the webview listens on for recordings the user took back (Escape), not
+/// sent (the message id).
+pub const CANCELLED_EVENT: &str = "walkie://cancelled";
+
 /// The event name the webview listens on for microphone and speaker levels.
 pub const LEVEL_EVENT: &str = "walkie://level";
 
@@ -263,6 +267,12 @@ impl Ui for WindowUi {
         }
     }
 
+    fn cancelled(&mut self, message_id: &str) {
+        if let Err(error) = self.app.emit(CANCELLED_EVENT, message_id) {
+            log::warn!("could not mark a recording as not sent in the window: {error}");
+        }
+    }
+
     fn transcript(&mut self, event: &walkie_agui::Event) {
         if let Err(error) = self.app.emit(TRANSCRIPT_EVENT, event) {
             log::warn!("could not send a transcript event to the window: {error}");
@@ -309,6 +319,12 @@ fn push_to_talk(
     pressed: bool,
 ) -> Result<(), CommandError> {
     conversation.send(Command::PushToTalk { pressed })
+}
+
+/// The user takes the recording under way back (Escape): nothing of it is sent.
+#[tauri::command]
+fn cancel_press(conversation: tauri::State<'_, Conversation>) -> Result<(), CommandError> {
+    conversation.send(Command::CancelPress)
 }
 
 /// Puts text (a message or the whole transcript) on the system clipboard.
@@ -478,6 +494,7 @@ pub fn run() {
             connect,
             cancel_reconnect,
             push_to_talk,
+            cancel_press,
             copy_text,
             settings_commands::get_settings,
             settings_commands::list_devices,

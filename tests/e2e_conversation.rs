@@ -308,6 +308,74 @@ async fn e2e_a_tap_during_the_reply_only_stops_it_and_sends_no_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn e2e_escape_while_talking_takes_the_recording_back_and_sends_nothing() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("escape_cancels").await;
+    let received = app.dirs().trace.join("client-events.jsonl");
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        support::space(&client, true).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        let hint = rendered_text(&client, "#ptt-hint")
+            .await
+            .unwrap_or_default();
+        assert!(
+            hint.ends_with("Esc to cancel"),
+            "the hint says how: {hint:?}"
+        );
+        let spoken = speech_like(1.0);
+        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
+            .await
+            .unwrap();
+        press_escape(&client).await;
+        wait_for_text(&client, "#status", "Not sent: the recording was cancelled.").await;
+        support::space(&client, false).await;
+        // Marked "not sent (cancelled)" after the speaker's name (a CSS label).
+        wait_for(
+            &client,
+            "#transcript article[data-state=cancelled]",
+            |text| text.starts_with("You"),
+        )
+        .await;
+
+        // The next turn is answered, after the one taken back.
+        say_with_the_key(&client, &speech_like(1.0)).await;
+        wait_for(&client, "#transcript article:nth-of-type(3)", |text| {
+            text.contains("played your")
+        })
+        .await;
+        wait_for_text(&client, "#status", READY).await;
+        assert_eq!(
+            transcript_roles(&client).await,
+            serde_json::json!(["user", "user", "assistant"]),
+            "the recording taken back stays, marked, with no reply"
+        );
+    })
+    .await;
+    let commits = std::fs::read_to_string(&received)
+        .expect("the provider's trace")
+        .lines()
+        .filter(|line| line.contains(r#"\"type\":\"input_audio_buffer.commit\""#))
+        .count();
+    assert_eq!(commits, 1, "the provider was sent one turn");
+}
+
+/// The Escape key, down and up.
+async fn press_escape(client: &fantoccini::Client) {
+    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    let escape: char = fantoccini::key::Key::Escape.into();
+    client
+        .perform_actions(
+            KeyActions::new("keyboard".into())
+                .then(KeyAction::Down { value: escape })
+                .then(KeyAction::Up { value: escape }),
+        )
+        .await
+        .expect("WebDriver sends the key");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_the_key_then_only_interrupts() {
     require_test_audio();
     let _devices = AUDIO_DEVICES.lock().await;

@@ -52,6 +52,7 @@ impl Ui for CollectingUi {
     }
     fn level(&mut self, _: DeviceDirection, _: LevelReading) {}
     fn interrupted(&mut self, _: &str) {}
+    fn cancelled(&mut self, _: &str) {}
 }
 
 /// The window's side of the test: statuses as they come, transcript events kept.

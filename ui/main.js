@@ -1,5 +1,5 @@
 // Wires the page to the Rust shell: controls call commands, Rust answers with events.
-import { createPushToTalk, isTalkKey } from "./push-to-talk.js";
+import { createPushToTalk, isCancelKey, isTalkKey } from "./push-to-talk.js";
 import {
   STATUS_EVENT,
   connectAction,
@@ -16,6 +16,7 @@ import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 const INTERRUPTED_EVENT = "walkie://interrupted";
+const CANCELLED_EVENT = "walkie://cancelled";
 
 const { invoke, convertFileSrc } = window.__TAURI__.core;
 const { listen } = window.__TAURI__.event;
@@ -53,11 +54,11 @@ function showTalkControl() {
   const control = talkControl(statusLine.dataset.state, talkMode);
   pttButton.querySelector(".ptt-label").textContent = control.label;
   pttButton.disabled = control.disabled && !talk.pressed;
-  // "Space" is a key: shown as one.
+  // "Space" and "Esc" are keys: shown as such.
   const withKeys = (text) =>
     text
-      .split(/(Space)/)
-      .map((part) => (part === "Space" ? Object.assign(document.createElement("kbd"), { textContent: part }) : part));
+      .split(/(Space|Esc)/)
+      .map((part) => (part === "Space" || part === "Esc" ? Object.assign(document.createElement("kbd"), { textContent: part }) : part));
   document.getElementById("ptt-hint").replaceChildren(...withKeys(control.hint));
   // The empty transcript says the same, unless the first-run card is there.
   const placeholder = document.querySelector("#transcript > .empty:not(.first-run)");
@@ -84,6 +85,7 @@ const latest = await invoke("status");
 if (latest) showStatus(latest);
 await listen(LEVEL_EVENT, (event) => renderLevel(meters, event.payload));
 await listen(INTERRUPTED_EVENT, (event) => transcript.markInterrupted(event.payload));
+await listen(CANCELLED_EVENT, (event) => transcript.markCancelled(event.payload));
 await listen(TRANSCRIPT_EVENT, (event) => {
   try {
     transcript.apply(event.payload);
@@ -102,6 +104,12 @@ pttButton.addEventListener("pointerup", () => talk.release("pointer"));
 pttButton.addEventListener("pointercancel", () => talk.release("pointer"));
 
 document.addEventListener("keydown", (event) => {
+  // Escape takes a recording back before it is sent.
+  if (isCancelKey(event) && statusLine.dataset.state === "listening") {
+    event.preventDefault();
+    invoke("cancel_press").catch(reportFailure);
+    return;
+  }
   if (!isTalkKey(event)) return;
   event.preventDefault(); // Space must not also "click" the focused button
   // With no call the control is off: a press would only replace the reason on screen.

@@ -44,6 +44,20 @@ const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
  */
 export function isTalkKey(event) {
   if (event.code !== "Space" && event.key !== " ") return false;
+  return isForThePage(event);
+}
+
+/**
+ * Whether a keyboard event is the key that takes a recording back: Escape, not meant for a
+ * field or an open dialog (which closes on it).
+ * @param {{ key?: string, target?: any }} event
+ */
+export function isCancelKey(event) {
+  return event.key === "Escape" && isForThePage(event);
+}
+
+/** Whether a key event is for the page itself, not typed into a field or an open dialog. */
+function isForThePage(event) {
   const target = event.target;
   if (target == null) return true;
   if (EDITABLE.has(target.tagName) || target.isContentEditable) return false;

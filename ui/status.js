@@ -126,8 +126,8 @@ export function talkControl(state, mode) {
   }
   if (state === "listening") {
     return toggle
-      ? { label: "Listening: tap to send", hint: "Press Space or tap the button again to send", disabled: false }
-      : { label: "Listening: release to send", hint: "Let go of Space or the button to send", disabled: false };
+      ? { label: "Listening: tap to send", hint: "Press Space or tap the button again to send, Esc to cancel", disabled: false }
+      : { label: "Listening: release to send", hint: "Let go of Space or the button to send, Esc to cancel", disabled: false };
   }
   if (state === "thinking") {
     return { label: "Thinking…", hint: "Press Space or the button to stop the reply", disabled: false };

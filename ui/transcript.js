@@ -8,7 +8,7 @@
 //
 // DOM produced inside the container:
 //   <article class="message" data-message-id="…" data-role="user|assistant|system|developer"
-//            [data-streaming] [data-state="interrupted"]>
+//            [data-streaming] [data-state="interrupted"|"cancelled"]>
 //     <span class="message-speaker">You</span>
 //     <p class="message-text">…one text node…</p>
 //     <button class="message-copy" data-action="copy-message">Copy</button>
@@ -277,6 +277,17 @@ export function createTranscript(container, options = {}) {
     return true;
   }
 
+  /**
+   * Marks a message as a recording the user took back (Escape), never sent. Like an
+   * interruption, not part of AG-UI: Rust sends it on its own channel after the message's END.
+   */
+  function markCancelled(id) {
+    const view = messages.get(id);
+    if (!view) return false;
+    view.element.dataset.state = "cancelled";
+    return true;
+  }
+
   /** The whole transcript as plain text, one paragraph per message, speaker first. */
   function plainText() {
     return [...messages.values()]
@@ -290,6 +301,7 @@ export function createTranscript(container, options = {}) {
 
   return {
     apply,
+    markCancelled,
     markInterrupted,
     plainText,
     scrollToNewest,

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createPushToTalk, isTalkKey } from "../push-to-talk.js";
+import { createPushToTalk, isCancelKey, isTalkKey } from "../push-to-talk.js";
 
 function recorder() {
   const changes = [];
@@ -60,4 +60,15 @@ test("Space typed into a field or inside an open dialog is text, not talk", () =
   );
   const inDialog = element("BUTTON", { closest: (sel) => (sel === "dialog[open]" ? {} : null) });
   assert.equal(isTalkKey({ code: "Space", key: " ", target: inDialog }), false);
+});
+
+test("Escape on the page takes a recording back; in a field or an open dialog it is theirs", () => {
+  assert.equal(isCancelKey({ key: "Escape", target: element("BODY") }), true);
+  assert.equal(isCancelKey({ key: "Escape", target: element("BUTTON") }), true);
+  assert.equal(isCancelKey({ key: "Enter", target: element("BODY") }), false);
+  assert.equal(isCancelKey({ key: "Escape", target: element("INPUT") }), false);
+  assert.equal(
+    isCancelKey({ key: "Escape", target: element("BUTTON", { closest: () => ({ open: true }) }) }),
+    false,
+  );
 });

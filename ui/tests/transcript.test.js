@@ -313,6 +313,15 @@ test("a reply the user talked over is marked interrupted after its end", () => {
   assert.equal(page.transcript.markInterrupted("nobody"), false);
 });
 
+test("a recording taken back with Escape is marked not sent after its end", () => {
+  const page = transcriptPage();
+  page.feed(run(), start("u1", "user"), end("u1"));
+  assert.equal(page.transcript.markCancelled("u1"), true);
+  assert.equal(page.articles()[0].dataset.state, "cancelled");
+  assert.equal(page.transcript.markCancelled("nobody"), false);
+  assert.equal(page.transcript.plainText(), "", "nothing was said");
+});
+
 test("the whole transcript copies as speaker-first paragraphs, cut replies said so", () => {
   const page = transcriptPage();
   page.feed(run(), start("u1", "user"), content("u1", " Tell me a story "), end("u1"));

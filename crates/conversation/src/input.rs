@@ -17,6 +17,8 @@ pub enum Input {
     Press,
     /// The push-to-talk control went up.
     Release,
+    /// The user takes the press under way back (Escape): nothing of it is sent.
+    CancelPress,
     /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
     SetTurnMode(TurnMode),
     /// The user is leaving the conversation (Connect, new settings, the app closing).

@@ -9,7 +9,7 @@ use walkie_session::turn::{
     UiHint,
 };
 use walkie_session::{
-    Delivery, EventIterator, FailureSource, Part, PartDelta, SessionEvent, Speaker,
+    Delivery, EventIterator, FailureSource, Part, PartDelta, PartIndex, SessionEvent, Speaker,
 };
 
 use crate::input::{DeviceDirection, EngineInput, Input, TransportInput};
@@ -77,6 +77,9 @@ pub struct Conversation {
     /// redialled) and is still held: it starts once the next call is ready, so a key pressed
     /// during a renewal is not lost.
     carried_press: bool,
+    /// The user part of a press taken back, until its end reaches the transcript (and its
+    /// message is marked as not sent).
+    cancelled_part: Option<PartIndex>,
     /// The last hint, shown until something new happens.
     hint: Option<String>,
     /// The status last put out, so only changes go out.
@@ -104,6 +107,7 @@ impl Conversation {
             link_down: false,
             renew_due: false,
             carried_press: false,
+            cancelled_part: None,
             hint: None,
             shown: None,
             playing_item: None,
@@ -156,6 +160,11 @@ impl Conversation {
             (_, Input::NotSaving(reason)) => self.hint = Some(sentence::not_saving(&reason)),
             (_, Input::WallClock(clock)) => self.controller.wall_clock(now_ms, clock),
             (_, Input::Engine(report)) => self.engine(report, now_ms),
+            // A press carried to the next call is taken back before it started.
+            (_, Input::CancelPress) if self.carried_press => {
+                self.carried_press = false;
+                self.hint = Some(sentence::press_cancelled());
+            }
             (Phase::InCall, input) => self.in_call(input, now_ms),
             (Phase::Redialing { at_ms, .. }, Input::Tick) if now_ms >= *at_ms => {
                 let Phase::Redialing {
@@ -214,6 +223,12 @@ impl Conversation {
             Input::Press => controller.push_to_talk_down(now_ms),
             Input::Release if self.carried_press => self.release_carried_press(),
             Input::Release => controller.push_to_talk_up(now_ms),
+            Input::CancelPress => {
+                if let Some(part) = controller.cancel_press(now_ms) {
+                    self.cancelled_part = Some(part);
+                    self.hint = Some(sentence::press_cancelled());
+                }
+            }
             Input::ServerEvent(event) => controller.server_event(*event, now_ms),
             Input::ServerText(text) => controller.server_text(&text, now_ms),
             Input::Transport(TransportInput::Open) => {
@@ -497,10 +512,14 @@ impl Conversation {
                         .bridge
                         .on_event_noted(unix_ms, &stamped.event, &mut transcript);
                     let interrupted = interrupted_reply(&stamped.event, &note);
+                    let cancelled = self.cancelled_message(&stamped.event, &note);
                     self.outputs
                         .extend(transcript.iter().cloned().map(Output::Transcript));
                     if let Some(message_id) = interrupted {
                         self.outputs.push_back(Output::Interrupted { message_id });
+                    }
+                    if let Some(message_id) = cancelled {
+                        self.outputs.push_back(Output::Cancelled { message_id });
                     }
                     self.outputs.push_back(Output::Record(Record::Event {
                         unix_ms,
@@ -526,6 +545,24 @@ impl Conversation {
                 }
             }
         }
+    }
+
+    /// The transcript message of the press taken back, if `event` ends its user part.
+    fn cancelled_message(&mut self, event: &SessionEvent, note: &BridgeNote) -> Option<String> {
+        let SessionEvent::PartEnd(end) = event else {
+            return None;
+        };
+        if self.cancelled_part != Some(end.index) {
+            return None;
+        }
+        self.cancelled_part = None;
+        let BridgeNote::PartInTurn { turn, .. } = note else {
+            return None;
+        };
+        Some(walkie_agui::TranscriptWriter::message_id(
+            *turn,
+            walkie_agui::Speaker::User,
+        ))
     }
 
     /// The call is over: the transcript's open messages and run close, on the screen and on

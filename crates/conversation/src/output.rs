@@ -26,6 +26,9 @@ pub enum Output {
     Transcript(Event),
     /// The transcript message `message_id` is a reply the user cut off (after its END).
     Interrupted { message_id: String },
+    /// The transcript message `message_id` is a recording the user took back, not sent
+    /// (after its END).
+    Cancelled { message_id: String },
     /// Something to save.
     Record(Record),
     /// The status line changed.

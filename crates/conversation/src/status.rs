@@ -248,6 +248,11 @@ pub mod sentence {
         format!("Conversations are not being saved: {reason}.")
     }
 
+    /// The user took the recording back (Escape) before it was sent.
+    pub fn press_cancelled() -> String {
+        "Not sent: the recording was cancelled.".to_owned()
+    }
+
     /// The key was pressed while a dropped call is being dialled again: a press still held
     /// when the call is back starts listening then.
     pub fn press_while_redialing() -> String {

@@ -429,6 +429,41 @@ fn a_cut_reply_is_marked_interrupted_right_after_its_transcript_ends() {
 }
 
 #[test]
+fn escape_while_listening_takes_the_recording_back_and_marks_its_message_not_sent() {
+    let mut call = Call::ready();
+    call.press(1_000);
+    call.tick(1_200);
+    let outputs = call.input(1_500, Input::CancelPress);
+    let shown = names(&outputs);
+    let end = shown
+        .iter()
+        .position(|name| name == "transcript:TEXT_MESSAGE_END:user-1")
+        .unwrap_or_else(|| panic!("the user's message ends: {shown:?}"));
+    let cancelled = shown.iter().position(|name| name == "cancelled:user-1");
+    assert!(
+        cancelled.is_some_and(|cancelled| cancelled > end),
+        "marked not sent after its END: {shown:?}"
+    );
+    assert_eq!(sent_types(&outputs), ["input_audio_buffer.clear"]);
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            ConnectionState::Ready,
+            "Not sent: the recording was cancelled."
+        )
+    );
+    // The key-up and the time a tail takes send nothing more.
+    let mut later = call.release(1_600);
+    later.extend(call.tick(2_500));
+    assert_eq!(sent_types(&later), Vec::<&str>::new());
+    // Escape with nothing recorded changes nothing.
+    assert!(
+        names(&call.input(3_000, Input::CancelPress)).is_empty(),
+        "nothing under way"
+    );
+}
+
+#[test]
 fn played_audio_is_counted_against_the_item_of_each_reply() {
     let mut call = reply_audible();
     let first = [call.assistant_audio(2_400), call.assistant_audio(2_420)].concat();

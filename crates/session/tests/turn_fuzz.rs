@@ -80,6 +80,7 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
 enum Step {
     KeyDown,
     KeyUp,
+    Cancel,
     Wait(u64),
     Valid(usize),
     Cut(usize, f64),
@@ -98,6 +99,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         3 => Just(Step::KeyDown),
         3 => Just(Step::KeyUp),
+        1 => Just(Step::Cancel),
         3 => (0u64..400).prop_map(Step::Wait),
         8 => any::<prop::sample::Index>().prop_map(|i| Step::Valid(i.index(1 << 16))),
         2 => (any::<prop::sample::Index>(), 0.0f64..1.0).prop_map(|(i, c)| Step::Cut(i.index(1 << 16), c)),
@@ -182,6 +184,9 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
             }
             Step::KeyUp => {
                 talk.at(now_ms).key_up();
+            }
+            Step::Cancel => {
+                talk.controller.cancel_press(now_ms);
             }
             Step::Wait(ms) => {
                 now_ms += ms;

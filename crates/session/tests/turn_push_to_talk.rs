@@ -1439,3 +1439,69 @@ fn an_unknown_error_answering_a_create_is_a_notice_naming_it_and_the_next_turn_i
         ]
     );
 }
+
+#[test]
+fn escape_while_the_key_is_held_takes_the_press_back_and_nothing_is_committed_or_answered() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.at(1_000).key_down().at(1_400).tick();
+    talk.sent();
+    talk.audio();
+    talk.events();
+
+    let cancelled = talk.controller.cancel_press(1_600);
+    assert!(cancelled.is_some(), "the user part the press opened");
+    assert_eq!(
+        talk.sent(),
+        [clear_input("walkie_3")],
+        "what the provider buffered is cleared"
+    );
+    assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
+    assert_eq!(
+        talk.events(),
+        [
+            user_speech_ends(None),
+            speech_ends(0, Speaker::User, None, None),
+        ],
+        "the user's message ends with no words"
+    );
+    assert!(!talk.controller.is_capturing());
+
+    // The key-up after Escape, and the time a tail would have taken: nothing more.
+    talk.at(1_700).key_up().at(2_500).tick();
+    assert_eq!(talk.sent(), nothing_sent(), "no commit, no response.create");
+    assert_eq!(talk.events(), []);
+
+    // The next press is an ordinary turn.
+    talk.utterance(3_000, 3_500);
+    let sent = talk.sent();
+    assert_eq!(sent.last(), Some(&create_response("walkie_6")), "{sent:?}");
+}
+
+#[test]
+fn escape_in_the_tail_after_the_key_up_still_takes_the_press_back() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.at(1_000).key_down().at(1_500).key_up();
+    talk.sent();
+    talk.audio();
+    talk.events();
+
+    assert!(talk.controller.cancel_press(1_600).is_some());
+    assert_eq!(talk.sent(), [clear_input("walkie_3")]);
+    assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
+    assert_eq!(talk.events(), [speech_ends(0, Speaker::User, None, None)]);
+    talk.at(2_000).tick();
+    assert_eq!(talk.sent(), nothing_sent(), "the tail commits nothing");
+}
+
+#[test]
+fn escape_with_no_press_under_way_does_nothing() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 1_500);
+    talk.sent();
+    talk.audio();
+    talk.events();
+    assert_eq!(talk.controller.cancel_press(2_000), None);
+    assert_eq!(talk.sent(), nothing_sent());
+    assert_eq!(talk.audio(), []);
+    assert_eq!(talk.events(), []);
+}

@@ -153,7 +153,8 @@ pub fn audio_commands(outputs: &[Output]) -> Vec<AudioCommand> {
 }
 
 /// Each output named briefly, in order: `send:<type>`, `audio:<command>`, `begin:<item>`,
-/// `play`, `transcript:<TYPE>:<messageId>`, `interrupted:<messageId>`, `record`, `status`,
+/// `play`, `transcript:<TYPE>:<messageId>`, `interrupted:<messageId>`, `cancelled:<messageId>`,
+/// `record`, `status`,
 /// `level`, `diagnostic`, `hang-up-call`, `dial`, `ended`.
 pub fn names(outputs: &[Output]) -> Vec<String> {
     outputs
@@ -172,6 +173,7 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
                 )
             }
             Output::Interrupted { message_id } => format!("interrupted:{message_id}"),
+            Output::Cancelled { message_id } => format!("cancelled:{message_id}"),
             Output::Record(_) => "record".to_owned(),
             Output::Status(_) => "status".to_owned(),
             Output::Level { .. } => "level".to_owned(),

@@ -409,6 +409,44 @@ impl TurnController {
         }
     }
 
+    /// The user takes the press under way back (Escape) before it is sent: capture stops,
+    /// what the provider buffered is cleared, and no commit or response follows. The user's
+    /// speech part the press opened ends with no transcript; its index is returned, so the
+    /// message it became can be marked. Nothing happens when no press is under way (held, or
+    /// in its tail); in hands-free mode the provider, not a press, decides what is sent.
+    pub fn cancel_press(&mut self, now_ms: u64) -> Option<PartIndex> {
+        self.advance(now_ms);
+        let (opened_part, speaking) = match self.press {
+            Press::Idle => return None,
+            Press::Held { speech_started, .. } => (speech_started, speech_started),
+            // The key-up already ended the user's speech.
+            Press::Tail { .. } => (true, false),
+        };
+        self.press = Press::Idle;
+        self.close_capture();
+        self.send(ClientEvent::InputAudioBufferClear);
+        if speaking {
+            self.emit(SessionEvent::InputSpeechEnd(Box::default()), now_ms);
+        }
+        let cancelled = opened_part
+            .then(|| self.end_uncommitted_user_part(now_ms))
+            .flatten();
+        self.apply_pending_mode();
+        cancelled
+    }
+
+    /// Ends the user part of the press not yet committed (the newest with no item and no
+    /// commit), if there is one, and says which it was.
+    fn end_uncommitted_user_part(&mut self, now_ms: u64) -> Option<PartIndex> {
+        let slot = self
+            .user_parts
+            .iter()
+            .rposition(|part| part.item_id.is_none() && part.commit_event_id.is_none())?;
+        let index = self.user_parts[slot].index;
+        self.end_user_part(slot, now_ms);
+        Some(index)
+    }
+
     /// A data-channel message. Text that is not a server event becomes a recoverable session
     /// error and a diagnostic; the controller goes on.
     pub fn server_text(&mut self, text: &str, now_ms: u64) {
