@@ -505,7 +505,9 @@ pub(crate) async fn connect(
             let action = provider.refusal_action(&error);
             let retry_after = error.retry_after();
             Refusal {
-                status: StatusEvent::call_refused(&provider.label(), &sentence).with_action(action),
+                status: StatusEvent::call_refused(&provider.label(), &sentence)
+                    .with_action(action)
+                    .with_details(error.to_string()),
                 sentence,
                 retry: match action {
                     StatusAction::TryAgain => Retry::Later {

@@ -247,6 +247,21 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
         );
         // The cause is named without the request around it.
         assert!(!tls.contains("error sending request"), "row TLS: {tls}");
+        // The technical account is behind "Details…", and copies for a bug report.
+        click(&client, "#banner [data-role=details] summary").await;
+        let details = wait_for(&client, "#banner [data-role=details-text]", |text| {
+            !text.is_empty()
+        })
+        .await;
+        assert!(
+            details.starts_with("TLS failed during"),
+            "row TLS details: {details}"
+        );
+        click(&client, "#banner [data-action=copy-details]").await;
+        wait_for(&client, "#banner [data-action=copy-details]", |label| {
+            label == "Copied"
+        })
+        .await;
 
         let timeout = shows(
             &client,

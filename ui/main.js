@@ -75,6 +75,15 @@ function showStatus(status) {
   connectButton.dataset.command = action.command;
   showTalkControl();
 }
+banner.querySelector("[data-action=copy-details]").addEventListener("click", (event) => {
+  const button = event.currentTarget;
+  const details = banner.querySelector("[data-role=details-text]").textContent;
+  invoke("copy_text", { text: details })
+    .then(() => {
+      button.textContent = "Copied";
+    })
+    .catch(reportFailure);
+});
 banner.querySelector("[data-role=action]").addEventListener("click", (event) => {
   if (event.currentTarget.dataset.command === "open_settings") settingsDialog.open();
   else invoke("connect").catch(reportFailure);

@@ -25,18 +25,20 @@ const ACTIONS = {
  * connected"); the sentence saying what went wrong and what to do goes to the banner under the
  * header, with the one action that fits the cause. The headline and the sentence together are
  * the status's whole text, so a screen reader hears all of it.
- * @param {{ state: string, detail: string, action?: string }} status
- * @returns {{ headline: string, rest: string, banner: null | { text: string, action: { label: string, command: string } } }}
+ * The technical account behind a problem, when Rust has one, sits behind "Details…".
+ * @param {{ state: string, detail: string, action?: string, details?: string }} status
+ * @returns {{ headline: string, rest: string, banner: null | { text: string, action: { label: string, command: string }, details: string | null } }}
  */
 export function statusView(status) {
   const problem = status.state === "error" || status.action != null;
   const colon = status.detail.indexOf(": ");
+  const details = status.details ?? null;
   if (!problem || colon <= 0) {
     const action = problem ? ACTIONS[status.action] ?? ACTIONS.try_again : null;
     return {
       headline: status.detail,
       rest: "",
-      banner: action ? { text: status.detail, action } : null,
+      banner: action ? { text: status.detail, action, details } : null,
     };
   }
   const reason = status.detail.slice(colon + 2);
@@ -46,6 +48,7 @@ export function statusView(status) {
     banner: {
       text: reason.charAt(0).toUpperCase() + reason.slice(1),
       action: ACTIONS[status.action] ?? ACTIONS.try_again,
+      details,
     },
   };
 }
@@ -90,6 +93,11 @@ export function renderBanner(banner, status) {
   const button = banner.querySelector("[data-role=action]");
   button.textContent = view.action.label;
   button.dataset.command = view.action.command;
+  const details = banner.querySelector("[data-role=details]");
+  details.hidden = view.details === null;
+  details.open = false;
+  details.querySelector("[data-role=details-text]").textContent = view.details ?? "";
+  details.querySelector("[data-action=copy-details]").textContent = "Copy details";
 }
 
 /**

@@ -106,6 +106,7 @@ test("a problem shows its headline on the line and its sentence in the banner, w
   assert.deepEqual(statusView(status).banner, {
     text: "127.0.0.1 refused the API key: add a valid key in Settings.",
     action: { label: "Open Settings", command: "open_settings" },
+    details: null,
   });
   const retry = statusView({ ...status, action: "try_again" }).banner.action;
   assert.deepEqual(retry, { label: "Try again", command: "connect" });
@@ -126,17 +127,53 @@ test("a status that is no problem has no banner and shows whole", () => {
   assert.equal(banner.hidden, true);
 });
 
-test("the banner shows the sentence and one button", () => {
-  const parts = { text: { textContent: "" }, action: { textContent: "", dataset: {} } };
-  const banner = {
-    hidden: true,
-    querySelector: (css) => (css.includes("text") ? parts.text : parts.action),
+/** A banner element whose parts are found by their data-role or data-action. */
+function bannerElement() {
+  const part = () => ({ textContent: "", dataset: {}, hidden: true, open: false });
+  const parts = {
+    text: part(),
+    action: part(),
+    details: part(),
+    "details-text": part(),
+    "copy-details": part(),
   };
+  parts.details.querySelector = (css) => parts[css.match(/=([a-z-]+)\]/)[1]];
+  return {
+    hidden: true,
+    parts,
+    querySelector: (css) => parts[css.match(/=([a-z-]+)\]/)[1]],
+  };
+}
+
+test("the banner shows the sentence and one button", () => {
+  const banner = bannerElement();
+  const { parts } = banner;
   renderBanner(banner, { state: "error", detail: "Not connected: the provider is down. Press Connect to try again.", action: "try_again" });
   assert.equal(banner.hidden, false);
   assert.equal(parts.text.textContent, "The provider is down. Press Connect to try again.");
   assert.equal(parts.action.textContent, "Try again");
   assert.equal(parts.action.dataset.command, "connect");
+  assert.equal(parts.details.hidden, true, "no details to show");
+});
+
+test("a problem's technical account sits behind Details, closed, with a fresh Copy button", () => {
+  const banner = bannerElement();
+  const { parts } = banner;
+  parts.details.open = true;
+  parts["copy-details"].textContent = "Copied";
+  const details = "TLS failed during the SDP exchange: invalid peer certificate: UnknownIssuer";
+  renderBanner(banner, {
+    state: "error",
+    detail: "Not connected: could not connect to 127.0.0.1. The secure connection failed.",
+    action: "open_settings",
+    details,
+  });
+  assert.equal(parts.details.hidden, false);
+  assert.equal(parts.details.open, false, "closed until asked for");
+  assert.equal(parts["details-text"].textContent, details);
+  assert.equal(parts["copy-details"].textContent, "Copy details");
+  renderBanner(banner, { state: "error", detail: "Not connected: the call dropped.", action: "try_again" });
+  assert.equal(parts.details.hidden, true, "the next problem has none");
 });
 
 test("the talk control says what a press does in each mode and state", () => {

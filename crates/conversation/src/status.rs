@@ -50,6 +50,10 @@ pub struct StatusEvent {
     /// For a problem, what to do about it; `None` when nothing is wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<StatusAction>,
+    /// For a problem, the technical account behind the sentence (the error as the library
+    /// gave it), for "Details…" and a bug report; never a secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
 }
 
 impl StatusEvent {
@@ -58,7 +62,14 @@ impl StatusEvent {
             state,
             detail: detail.into(),
             action: None,
+            details: None,
         }
+    }
+
+    /// The same status, with the technical account behind it.
+    pub fn with_details(mut self, details: impl Into<String>) -> Self {
+        self.details = Some(details.into());
+        self
     }
 
     /// The same status, offering `action`.
