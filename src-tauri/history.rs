@@ -153,6 +153,9 @@ pub struct OpenedTurn {
 pub struct OpenedConversation {
     #[serde(flatten)]
     pub summary: ListedConversation,
+    /// The AG-UI thread of its transcript (its first run's), by which the live view knows
+    /// the conversation's messages.
+    pub thread_id: Option<String>,
     /// The assembled AG-UI messages, for the transcript renderer's MESSAGES_SNAPSHOT.
     pub messages: Vec<Message>,
     pub turns: Vec<OpenedTurn>,
@@ -310,6 +313,7 @@ impl History {
                 current,
                 open: current || !conversation.is_closed(),
             },
+            thread_id: conversation.thread_id().map(str::to_owned),
             messages: conversation.messages().to_vec(),
             turns,
             problems: conversation.problems().to_vec(),

@@ -361,6 +361,71 @@ async fn e2e_escape_while_talking_takes_the_recording_back_and_sends_nothing() {
     assert_eq!(commits, 1, "the provider was sent one turn");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_conversation_deleted_in_history_leaves_the_window_too() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("delete_leaves_the_window").await;
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        say_with_the_key(&client, &speech_like(1.0)).await;
+        wait_for(&client, "#transcript", |text| text.contains("played your")).await;
+        wait_for_text(&client, "#status", READY).await;
+        // A new conversation: the first stays on screen.
+        client
+            .execute(
+                "window.statusesSeen = [];
+                 const status = document.getElementById('status');
+                 new MutationObserver(() => window.statusesSeen.push(status.innerText))
+                   .observe(status, {childList: true, subtree: true, characterData: true});",
+                vec![],
+            )
+            .await
+            .unwrap();
+        support::click(&client, "#connect").await;
+        let deadline = tokio::time::Instant::now() + support::UI_TIMEOUT;
+        loop {
+            let seen = client
+                .execute("return window.statusesSeen;", vec![])
+                .await
+                .unwrap();
+            let seen: Vec<String> = serde_json::from_value(seen).unwrap();
+            if seen.iter().any(|status| status.starts_with("Connecting"))
+                && seen.last().is_some_and(|status| status == READY)
+            {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no new call: {seen:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(transcript_roles(&client).await, serde_json::json!(["user", "assistant"]));
+
+        // Delete the first in History.
+        support::click(&client, "#open-history").await;
+        let first = "#history-list .history-item:not([data-current])";
+        wait_for(&client, first, |text| !text.is_empty()).await;
+        support::click(&client, first).await;
+        wait_for(&client, "#history-transcript", |text| text.contains("played your")).await;
+        support::click(&client, "#history-delete").await;
+        support::click(&client, "#history-confirm-delete").await;
+        wait_for_text(&client, "#history-notice", "Conversation deleted.").await;
+        support::click(&client, "#history-close").await;
+
+        let left = client
+            .execute(
+                "return document.querySelectorAll('#transcript .message, #transcript .conversation-divider').length;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(left, serde_json::json!(0), "its messages and divider are gone");
+    })
+    .await;
+}
+
 /// The Escape key, down and up.
 async fn press_escape(client: &fantoccini::Client) {
     use fantoccini::actions::{InputSource, KeyAction, KeyActions};

@@ -162,6 +162,7 @@ export function createHistoryPanel({
   loadAudio,
   releaseAudio,
   createTranscript,
+  onDeleted = () => {},
 }) {
   const byId = (id) => doc.getElementById(id);
   const dialog = byId("history");
@@ -418,8 +419,9 @@ export function createHistoryPanel({
   });
   confirm.addEventListener("close", () => act(async () => {
     if (confirm.returnValue !== "delete" || !opened) return;
-    const id = opened.id;
-    await invoke("history_delete", { id });
+    const deleted = opened;
+    await invoke("history_delete", { id: deleted.id });
+    onDeleted(deleted);
     showList();
     await refreshList();
     notice.textContent = "Conversation deleted.";

@@ -214,6 +214,10 @@ const history = createHistoryPanel({
   },
   releaseAudio: (url) => URL.revokeObjectURL(url),
   createTranscript,
+  // A conversation deleted there is no longer readable here either.
+  onDeleted: (conversation) => {
+    if (conversation.threadId) transcript.forgetThread(conversation.threadId);
+  },
 });
 document.getElementById("open-history").addEventListener("click", () => history.open());
 

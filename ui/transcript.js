@@ -93,9 +93,30 @@ export function createTranscript(container, options = {}) {
       divider.className = "conversation-divider";
       divider.setAttribute?.("role", "separator");
       divider.textContent = "New conversation";
+      divider.dataset.threadId = id;
       container.appendChild(divider);
     }
     threadId = id;
+  }
+
+  /**
+   * Takes the messages of conversation (thread) `id` off the screen, with the divider that
+   * began it: a conversation deleted in the history is no longer readable here. Returns how
+   * many messages went.
+   */
+  function forgetThread(id) {
+    const shown = () =>
+      [...container.children].filter((element) => ["message", "conversation-divider"].includes(element.className));
+    const gone = shown().filter((element) => element.dataset.threadId === id);
+    for (const element of gone) element.remove();
+    if (id === threadId) {
+      messages.clear();
+      pendingChunks.clear();
+    }
+    // A divider with no conversation above it divides nothing.
+    const [first] = shown();
+    if (first?.className === "conversation-divider") first.remove();
+    return gone.filter((element) => element.className === "message").length;
   }
 
   function removePlaceholder() {
@@ -113,6 +134,7 @@ export function createTranscript(container, options = {}) {
     const element = doc.createElement("article");
     element.className = "message";
     element.dataset.messageId = id;
+    if (threadId !== null) element.dataset.threadId = threadId;
     const speaker = doc.createElement("span");
     speaker.className = "message-speaker";
     const paragraph = doc.createElement("p");
@@ -301,6 +323,7 @@ export function createTranscript(container, options = {}) {
 
   return {
     apply,
+    forgetThread,
     markCancelled,
     markInterrupted,
     plainText,

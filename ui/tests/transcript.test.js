@@ -363,3 +363,27 @@ test("a run of another thread is a new conversation under a divider; its user-1 
   page.feed(finished("r2"), { type: "RUN_STARTED", threadId: "t2", runId: "r3" });
   assert.equal(page.container.children.filter((child) => child.className === "conversation-divider").length, 1);
 });
+
+test("a conversation deleted in the history leaves the screen with its divider", () => {
+  const page = transcriptPage();
+  const conversation = (threadId, runId, text) => [
+    { type: "RUN_STARTED", threadId, runId },
+    start("user-1", "user"),
+    content("user-1", text),
+    end("user-1"),
+    { type: "RUN_FINISHED", threadId, runId },
+  ];
+  page.feed(...conversation("t1", "r1", "First"), ...conversation("t2", "r2", "Second"));
+  page.feed(...conversation("t3", "r3", "Third"));
+  assert.equal(page.transcript.forgetThread("t2"), 1);
+  assert.deepEqual(page.shown().map((message) => message.text), ["First", "Third"]);
+  assert.equal(page.container.children.filter((child) => child.className === "conversation-divider").length, 1);
+  // The first one gone, nothing is above the divider: it goes too.
+  assert.equal(page.transcript.forgetThread("t1"), 1);
+  assert.deepEqual(page.shown().map((message) => message.text), ["Third"]);
+  assert.equal(page.container.children[0].className, "message", "no divider over nothing");
+  // The one on screen now, deleted after it ended: gone, and a new message is a new one.
+  assert.equal(page.transcript.forgetThread("t3"), 1);
+  assert.deepEqual(page.shown(), []);
+  assert.equal(page.transcript.forgetThread("unknown"), 0);
+});
