@@ -91,11 +91,12 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
 
         support::space(&client, true).await;
         wait_for_text(&client, "#status", "Listening… release to send.").await;
-        support::screenshot(&client, "listening").await;
         let spoken = words.clone();
-        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
-            .await
-            .unwrap();
+        let speaking =
+            tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken));
+        wait_for_ring(&client, |level| level >= 0.3).await;
+        support::screenshot(&client, "listening").await;
+        speaking.await.unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         support::space(&client, false).await;
 
@@ -325,11 +326,15 @@ async fn e2e_escape_while_talking_takes_the_recording_back_and_sends_nothing() {
             "the hint says how: {hint:?}"
         );
         let spoken = speech_like(1.0);
-        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
-            .await
-            .unwrap();
+        let speaking =
+            tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken));
+        // The ring around the talk control follows the voice.
+        let ring = wait_for_ring(&client, |level| level >= 0.3).await;
+        assert!(ring <= 1.0, "{ring}");
+        speaking.await.unwrap();
         press_escape(&client).await;
         wait_for_text(&client, "#status", "Not sent: the recording was cancelled.").await;
+        assert_eq!(wait_for_ring(&client, |level| level == 0.0).await, 0.0);
         support::space(&client, false).await;
         // Marked "not sent (cancelled)" after the speaker's name (a CSS label).
         wait_for(
@@ -424,6 +429,29 @@ async fn e2e_a_conversation_deleted_in_history_leaves_the_window_too() {
         assert_eq!(left, serde_json::json!(0), "its messages and divider are gone");
     })
     .await;
+}
+
+/// Waits until the talk control's microphone ring (`--mic-level`, 0 to 1) is `wanted`.
+async fn wait_for_ring(client: &fantoccini::Client, wanted: impl Fn(f64) -> bool) -> f64 {
+    let deadline = tokio::time::Instant::now() + support::UI_TIMEOUT;
+    loop {
+        let level = client
+            .execute(
+                "return document.getElementById('ptt').style.getPropertyValue('--mic-level');",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let level: f64 = level.as_str().unwrap_or_default().parse().unwrap_or(0.0);
+        if wanted(level) {
+            return level;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the ring stays at {level}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// The Escape key, down and up.

@@ -9,7 +9,7 @@ import {
   talkControl,
 } from "./status.js";
 import { createTranscript } from "./transcript.js";
-import { LEVEL_EVENT, renderLevel } from "./meters.js";
+import { LEVEL_EVENT, renderLevel, ringLevel } from "./meters.js";
 import { createSettingsDialog } from "./settings.js";
 import { createHistoryPanel } from "./history.js";
 import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
@@ -68,6 +68,7 @@ function showTalkControl() {
 // A problem's sentence and its one action go to the banner under the header.
 function showStatus(status) {
   if (!renderStatus(statusLine, status)) return;
+  if (status.state !== "listening") pttButton.style.setProperty("--mic-level", "0");
   renderBanner(banner, status);
   const action = connectAction(status.state);
   connectButton.textContent = action.label;
@@ -92,7 +93,13 @@ await listen(STATUS_EVENT, (event) => showStatus(event.payload));
 // Statuses emitted before this page listened (the app connects while the page loads).
 const latest = await invoke("status");
 if (latest) showStatus(latest);
-await listen(LEVEL_EVENT, (event) => renderLevel(meters, event.payload));
+// While listening, a ring around the talk control follows the microphone's level.
+await listen(LEVEL_EVENT, (event) => {
+  renderLevel(meters, event.payload);
+  if (event.payload.direction !== "input") return;
+  const level = statusLine.dataset.state === "listening" ? ringLevel(event.payload) : 0;
+  pttButton.style.setProperty("--mic-level", level.toFixed(2));
+});
 await listen(INTERRUPTED_EVENT, (event) => transcript.markInterrupted(event.payload));
 await listen(CANCELLED_EVENT, (event) => transcript.markCancelled(event.payload));
 await listen(TRANSCRIPT_EVENT, (event) => {

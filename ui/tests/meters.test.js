@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { FLOOR_DBFS, renderLevel } from "../meters.js";
+import { FLOOR_DBFS, renderLevel, ringLevel } from "../meters.js";
 
 const meters = () => ({ input: { value: FLOOR_DBFS }, output: { value: FLOOR_DBFS } });
 
@@ -24,4 +24,13 @@ test("a reading for an unknown direction or without a level changes nothing", ()
   assert.equal(renderLevel(m, { direction: "sideways", rmsDbfs: -10 }), false);
   assert.equal(renderLevel(m, { direction: "input" }), false);
   assert.deepEqual(m, meters());
+});
+
+test("the talk control's ring follows the microphone from the floor to full scale", () => {
+  assert.equal(ringLevel({ direction: "input", rmsDbfs: FLOOR_DBFS }), 0);
+  assert.equal(ringLevel({ direction: "input", rmsDbfs: -120 }), 0);
+  assert.equal(ringLevel({ direction: "input", rmsDbfs: -30 }), 0.5);
+  assert.equal(ringLevel({ direction: "input", rmsDbfs: 3 }), 1);
+  assert.equal(ringLevel({ direction: "output", rmsDbfs: -10 }), 0, "the speaker is not the mic");
+  assert.equal(ringLevel({ direction: "input", rmsDbfs: Number.NaN }), 0);
 });
