@@ -246,6 +246,7 @@ async fn converse(
                 }
                 continue;
             }
+            news = edges::saving_news(edges.recording.as_mut()) => news,
             _ = clock.sleep_until(machine.next_deadline_ms()) => Input::Tick,
         };
         machine.handle_input(input, clock.now_ms());

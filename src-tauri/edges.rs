@@ -20,7 +20,7 @@ use walkie_session::turn::{ToolRegistry, WallClock};
 
 use crate::history::Continuing;
 use crate::plan::{Plan, Provider};
-use crate::recording::{Recording, Saving};
+use crate::recording::{Recording, Saving, SavingNews};
 
 /// Where the conversation's outputs for the webview go. The app's implementation emits Tauri
 /// events.
@@ -134,7 +134,11 @@ impl<'a, U: Ui> Edges<'a, U> {
             Ok(recording) => self.recording = Some(recording),
             Err(reason) => {
                 log::warn!("{reason}");
-                machine.handle_input(Input::NotSaving(reason), self.clock.now_ms());
+                let not_saving = Input::NotSaving {
+                    reason,
+                    details: None,
+                };
+                machine.handle_input(not_saving, self.clock.now_ms());
             }
         }
         Some(machine)
@@ -266,6 +270,20 @@ impl<'a, U: Ui> Edges<'a, U> {
     /// The audio engine's reports queued since the last call, as the machine's inputs.
     pub fn audio_inputs(&self) -> Vec<Input> {
         self.audio.iter().flat_map(Audio::inputs).collect()
+    }
+}
+
+/// The next news of the saving, as the machine's input (pending without a recording).
+pub async fn saving_news(recording: Option<&mut Recording>) -> Input {
+    let Some(recording) = recording else {
+        return std::future::pending().await;
+    };
+    match recording.next_news().await {
+        SavingNews::Stopped { reason, details } => Input::NotSaving {
+            reason,
+            details: Some(details),
+        },
+        SavingNews::Resumed => Input::SavingResumed,
     }
 }
 

@@ -18,10 +18,11 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use walkie_conversation::Record;
 use walkie_session::turn::WallClock;
-use walkie_store::{Recorder, RecorderConfig, Store, conversations_dir};
+use walkie_store::{Recorder, RecorderConfig, Store, StoreError, conversations_dir};
 
 use crate::history::CurrentConversation;
 
@@ -93,10 +94,23 @@ impl Saving {
     }
 }
 
+/// How often the recording thread tries again to save what is waiting, while saving fails
+/// and nothing else comes to save.
+const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+
+/// News of the saving, for the window: it stopped (why, as a phrase that says what to do, and
+/// the error behind it), or works again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SavingNews {
+    Stopped { reason: String, details: String },
+    Resumed,
+}
+
 /// The conversation being saved. Dropping it closes the conversation on disk.
 pub struct Recording {
     sender: Option<mpsc::Sender<Record>>,
     thread: Option<JoinHandle<()>>,
+    news: tokio::sync::mpsc::UnboundedReceiver<SavingNews>,
     current: CurrentConversation,
     id: String,
 }
@@ -113,7 +127,7 @@ impl Recording {
         Self::begin(current, data_dir, now, |store, _, config, now_unix_ms| {
             store
                 .start(config, now_unix_ms)
-                .map_err(|error| format!("conversations are not being saved: {error}"))
+                .map_err(|error| error.to_string())
         })
     }
 
@@ -133,7 +147,7 @@ impl Recording {
             |store, current_id, config, now_unix_ms| {
                 store
                     .continue_conversation(id, current_id, config, now_unix_ms)
-                    .map_err(|error| format!("this conversation is not being saved: {error}"))
+                    .map_err(|error| error.to_string())
             },
         )
     }
@@ -164,32 +178,33 @@ impl Recording {
         *current_slot = Some(id.clone());
         drop(current_slot);
         let (sender, receiver) = mpsc::channel::<Record>();
+        let (news_sender, news) = tokio::sync::mpsc::unbounded_channel();
         let thread = std::thread::Builder::new()
             .name("walkie-recording".to_owned())
             .spawn(move || {
                 let mut last_ms = now_unix_ms;
-                while let Ok(record) = receiver.recv() {
-                    match record {
-                        Record::Event {
-                            unix_ms,
-                            event,
-                            note,
-                            transcript,
-                        } => {
-                            last_ms = unix_ms;
-                            recorder.record(&event, note, &transcript, unix_ms);
+                let mut failing = false;
+                loop {
+                    match receiver.recv_timeout(RETRY_INTERVAL) {
+                        Ok(record) => last_ms = save(&mut recorder, record),
+                        Err(mpsc::RecvTimeoutError::Timeout) if failing => {
+                            let now_ms = chrono::Utc::now().timestamp_millis();
+                            let _ = recorder.retry_saving(now_ms);
                         }
-                        Record::Transcript {
-                            unix_ms,
-                            transcript,
-                        } => {
-                            last_ms = unix_ms;
-                            recorder.transcript(&transcript, unix_ms);
-                        }
-                        Record::UserAudio { unix_ms, chunk } => {
-                            last_ms = unix_ms;
-                            recorder.user_audio(chunk.samples(), unix_ms);
-                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                    let problem = recorder.save_problem();
+                    if problem.is_some() != failing {
+                        failing = problem.is_some();
+                        let news = problem.map_or(SavingNews::Resumed, |problem| {
+                            log::warn!("saving stopped: {problem}");
+                            SavingNews::Stopped {
+                                reason: why_not_saving(problem),
+                                details: problem.to_string(),
+                            }
+                        });
+                        let _ = news_sender.send(news);
                     }
                 }
                 if let Err(error) = recorder.close(last_ms) {
@@ -203,9 +218,19 @@ impl Recording {
         Ok(Self {
             sender: Some(sender),
             thread: Some(thread),
+            news,
             current: current.clone(),
             id,
         })
+    }
+
+    /// The next news of the saving; pending while there is none (and forever once the thread
+    /// has ended).
+    pub async fn next_news(&mut self) -> SavingNews {
+        match self.news.recv().await {
+            Some(news) => news,
+            None => std::future::pending().await,
+        }
     }
 
     /// The conversation's id (its folder name).
@@ -229,6 +254,44 @@ impl Recording {
             log::warn!("the recording thread stopped; this conversation is no longer saved");
             self.sender = None;
         }
+    }
+}
+
+/// Hands one record of the conversation machine to the recorder; returns its time.
+fn save(recorder: &mut Recorder, record: Record) -> i64 {
+    match record {
+        Record::Event {
+            unix_ms,
+            event,
+            note,
+            transcript,
+        } => {
+            recorder.record(&event, note, &transcript, unix_ms);
+            unix_ms
+        }
+        Record::Transcript {
+            unix_ms,
+            transcript,
+        } => {
+            recorder.transcript(&transcript, unix_ms);
+            unix_ms
+        }
+        Record::UserAudio { unix_ms, chunk } => {
+            recorder.user_audio(chunk.samples(), unix_ms);
+            unix_ms
+        }
+    }
+}
+
+/// Why saving stopped, as a phrase that says what to do about it (the error itself goes
+/// behind "Details…").
+fn why_not_saving(problem: &StoreError) -> String {
+    if problem.is_disk_full() {
+        "the disk is full. Free some space, or choose another data folder in Settings; until then the transcript waits in memory, the recordings do not".to_owned()
+    } else if problem.is_read_only() {
+        "the data folder cannot be written. Choose another one in Settings".to_owned()
+    } else {
+        "writing to the data folder failed; Walkie tries again every second".to_owned()
     }
 }
 

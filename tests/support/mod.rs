@@ -844,7 +844,30 @@ pub async fn spoken_exchange(client: &Client, seconds: f64, replies_before: usiz
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    wait_for(client, "#status", |status| status.starts_with("Ready")).await;
+    wait_for_state(client, "ready").await;
+}
+
+/// Waits until the status line is in `state` (its `data-state`: "ready", "error"…), whatever
+/// its sentence.
+pub async fn wait_for_state(client: &Client, state: &str) {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    loop {
+        let shown = client
+            .find(Locator::Css("#status"))
+            .await
+            .expect("the status line")
+            .attr("data-state")
+            .await
+            .expect("its state");
+        if shown.as_deref() == Some(state) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the status is still {shown:?}, not {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// The texts of the transcript's messages of `role`, in order.

@@ -39,8 +39,14 @@ pub enum Input {
     Transport(TransportInput),
     /// The wall clock's reading now (for tools that need the date).
     WallClock(WallClock),
-    /// The conversation cannot be saved (the store could not start), and why.
-    NotSaving(String),
+    /// The conversation is not being saved (the store could not start, or writing fails: a
+    /// full disk): `reason` is a phrase that says what to do, `details` the error behind it.
+    NotSaving {
+        reason: String,
+        details: Option<String>,
+    },
+    /// Saving works again: what waited is on disk.
+    SavingResumed,
     /// Time passed (at [`crate::Conversation::next_deadline_ms`]).
     Tick,
 }

@@ -16,7 +16,7 @@ use crate::input::{DeviceDirection, EngineInput, Input, TransportInput};
 use crate::output::{Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
-use crate::status::{ConnectionState, StatusEvent, sentence};
+use crate::status::{ConnectionState, StatusAction, StatusEvent, sentence};
 
 /// How one call's conversation is set up.
 #[derive(Debug, Clone)]
@@ -80,6 +80,9 @@ pub struct Conversation {
     /// The user part of a press taken back, until its end reaches the transcript (and its
     /// message is marked as not sent).
     cancelled_part: Option<PartIndex>,
+    /// Why the conversation is not being saved (and the error behind it), while it is not:
+    /// the ready status says so.
+    not_saving: Option<(String, Option<String>)>,
     /// The last hint, shown until something new happens.
     hint: Option<String>,
     /// The status last put out, so only changes go out.
@@ -108,6 +111,7 @@ impl Conversation {
             renew_due: false,
             carried_press: false,
             cancelled_part: None,
+            not_saving: None,
             hint: None,
             shown: None,
             playing_item: None,
@@ -157,7 +161,14 @@ impl Conversation {
                     self.controller.set_turn_mode(mode, now_ms);
                 }
             }
-            (_, Input::NotSaving(reason)) => self.hint = Some(sentence::not_saving(&reason)),
+            (_, Input::NotSaving { reason, details }) => {
+                // News of its own: it replaces the hint.
+                self.not_saving = Some((reason, details));
+                self.hint = None;
+            }
+            (_, Input::SavingResumed) if self.not_saving.take().is_some() => {
+                self.hint = Some(sentence::saving_resumed());
+            }
             (_, Input::WallClock(clock)) => self.controller.wall_clock(now_ms, clock),
             (_, Input::Engine(report)) => self.engine(report, now_ms),
             // A press carried to the next call is taken back before it started.
@@ -261,7 +272,8 @@ impl Conversation {
             // Handled for every phase, or meaningless during a call.
             Input::HangUp
             | Input::SetTurnMode(_)
-            | Input::NotSaving(_)
+            | Input::NotSaving { .. }
+            | Input::SavingResumed
             | Input::WallClock(_)
             | Input::Engine(_)
             | Input::Dialled
@@ -646,6 +658,14 @@ impl Conversation {
             }
             _ => {
                 self.hint = None;
+                // Not saving is a problem with an action (another data folder), until it ends.
+                if let (Some((reason, details)), ConnectionState::Ready) = (&self.not_saving, state)
+                {
+                    let mut status = StatusEvent::new(state, sentence::not_saving(reason))
+                        .with_action(StatusAction::OpenSettings);
+                    status.details = details.clone();
+                    return self.show(status);
+                }
                 sentence::default(state, &self.provider_label, &self.controller.config().mode)
             }
         };

@@ -256,7 +256,12 @@ pub mod sentence {
     }
 
     pub fn not_saving(reason: &str) -> String {
-        format!("Conversations are not being saved: {reason}.")
+        format!("Not saving: {reason}.")
+    }
+
+    /// Saving works again after it failed.
+    pub fn saving_resumed() -> String {
+        "Saving again: the conversation so far is on disk.".to_owned()
     }
 
     /// The user took the recording back (Escape) before it was sent.

@@ -336,8 +336,11 @@ fn device_changes_and_an_unsaved_conversation_are_told_in_the_status_line() {
             "No speaker can be opened: the sound server is gone.",
         ),
         (
-            Input::NotSaving("the folder is read-only".to_owned()),
-            "Conversations are not being saved: the folder is read-only.",
+            Input::NotSaving {
+                reason: "the folder is read-only".to_owned(),
+                details: None,
+            },
+            "Not saving: the folder is read-only.",
         ),
     ];
     for (at_ms, (input, sentence)) in (100..).step_by(100).zip(cases) {
@@ -346,6 +349,54 @@ fn device_changes_and_an_unsaved_conversation_are_told_in_the_status_line() {
             status(Ready, sentence)
         );
     }
+}
+
+#[test]
+fn not_saving_stays_in_the_ready_status_with_settings_as_its_action_until_saving_resumes() {
+    let mut call = Call::ready();
+    let reason = "the disk is full. Free some space, or choose another data folder in Settings";
+    let details = "could not write /data/journal.jsonl: No space left on device (os error 28)";
+    let outputs = call.input(
+        100,
+        Input::NotSaving {
+            reason: reason.to_owned(),
+            details: Some(details.to_owned()),
+        },
+    );
+    let shown = statuses(&outputs);
+    let last = shown.last().expect("a status");
+    assert_eq!(
+        (
+            last.state,
+            last.detail.as_str(),
+            last.action,
+            last.details.as_deref()
+        ),
+        (
+            Ready,
+            format!("Not saving: {reason}.").as_str(),
+            Some(StatusAction::OpenSettings),
+            Some(details)
+        )
+    );
+    // A turn shows its own statuses; back to Ready, the problem is said again.
+    let outputs = call.utterance(1_000, 1_500);
+    assert_eq!(last_status(&outputs).map(|(state, _)| state), Some(Ready));
+    let back = statuses(&outputs);
+    assert!(
+        back.last()
+            .is_some_and(|status| status.action == Some(StatusAction::OpenSettings)),
+        "{back:?}"
+    );
+    let outputs = call.input(3_000, Input::SavingResumed);
+    assert_eq!(
+        last_status(&outputs),
+        status(Ready, "Saving again: the conversation so far is on disk.")
+    );
+    assert_eq!(
+        statuses(&outputs).last().and_then(|status| status.action),
+        None
+    );
 }
 
 #[test]
