@@ -1011,6 +1011,25 @@ mod tests {
     }
 
     #[test]
+    fn every_shortcut_the_field_records_from_pressed_keys_is_one_walkie_can_register() {
+        // What ui/settings.js `shortcutFromKeys` writes: modifiers, then the key's code with
+        // "Key"/"Digit" dropped.
+        for pressed in [
+            "Ctrl+Alt+Space",
+            "Ctrl+Shift+K",
+            "Super+1",
+            "Alt+F9",
+            "Ctrl+ArrowUp",
+            "Ctrl+Backquote",
+            "Shift+Alt+Enter",
+            "Ctrl+Backspace",
+            "Ctrl+Numpad5",
+        ] {
+            assert_eq!(check_shortcut(pressed), Ok(()), "{pressed}");
+        }
+    }
+
+    #[test]
     fn every_label_in_errors_is_the_one_the_dialog_shows() {
         let page = include_str!("../ui/index.html");
         for field in [

@@ -332,7 +332,7 @@ async fn e2e_escape_while_talking_takes_the_recording_back_and_sends_nothing() {
         let ring = wait_for_ring(&client, |level| level >= 0.3).await;
         assert!(ring <= 1.0, "{ring}");
         speaking.await.unwrap();
-        press_escape(&client).await;
+        support::press(&client, fantoccini::key::Key::Escape).await;
         wait_for_text(&client, "#status", "Not sent: the recording was cancelled.").await;
         assert_eq!(wait_for_ring(&client, |level| level == 0.0).await, 0.0);
         support::space(&client, false).await;
@@ -452,20 +452,6 @@ async fn wait_for_ring(client: &fantoccini::Client, wanted: impl Fn(f64) -> bool
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// The Escape key, down and up.
-async fn press_escape(client: &fantoccini::Client) {
-    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
-    let escape: char = fantoccini::key::Key::Escape.into();
-    client
-        .perform_actions(
-            KeyActions::new("keyboard".into())
-                .then(KeyAction::Down { value: escape })
-                .then(KeyAction::Up { value: escape }),
-        )
-        .await
-        .expect("WebDriver sends the key");
 }
 
 #[tokio::test(flavor = "multi_thread")]

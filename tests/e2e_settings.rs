@@ -11,8 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use fantoccini::{Client, Locator};
 use support::{
-    AppDirs, Launch, SecretService, WebviewApp, click, open_advanced, open_settings, rendered_text,
-    set_field, wait_for,
+    AppDirs, Launch, SecretService, WebviewApp, click, open_advanced, open_settings, press,
+    rendered_text, set_field, wait_for,
 };
 
 /// A key no real service would accept, unique to this run so a match can only come from here.
@@ -321,19 +321,6 @@ async fn shown(client: &Client, css: &str) -> bool {
 }
 
 /// Presses one key on whatever has the focus, as a keyboard does.
-async fn press(client: &Client, key: fantoccini::key::Key) {
-    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
-    let key: char = key.into();
-    client
-        .perform_actions(
-            KeyActions::new("keyboard".into())
-                .then(KeyAction::Down { value: key })
-                .then(KeyAction::Up { value: key }),
-        )
-        .await
-        .expect("WebDriver sends the key");
-}
-
 /// The visible label of a settings field, as the user reads it.
 async fn label_of(client: &Client, name: &str) -> String {
     let label = client
@@ -814,4 +801,62 @@ async fn e2e_the_hands_free_fields_show_only_when_they_apply_and_their_errors_si
     assert_eq!(saved["eagerness"], "high");
     assert_eq!(saved["noiseReduction"], "far_field");
     assert_eq!(saved["idleTimeoutMs"], serde_json::Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_shortcut_is_set_by_pressing_it_and_backspace_clears_it() {
+    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    use fantoccini::key::Key;
+    let app = WebviewApp::launch("settings_shortcut_keys").await;
+    let settings_file = app.dirs().config.join("settings.json");
+    app.run(|client| async move {
+        open_settings(&client).await;
+        open_advanced(&client).await;
+        client
+            .execute(
+                "document.querySelector('#settings [name=globalShortcut]')\
+                   .scrollIntoView({ block: 'center' });",
+                vec![],
+            )
+            .await
+            .unwrap();
+        click(&client, "#settings [name=globalShortcut]").await;
+        let (ctrl, alt): (char, char) = (Key::Control.into(), Key::Alt.into());
+        client
+            .perform_actions(
+                KeyActions::new("keyboard".into())
+                    .then(KeyAction::Down { value: ctrl })
+                    .then(KeyAction::Down { value: alt })
+                    .then(KeyAction::Down { value: 'k' })
+                    .then(KeyAction::Up { value: 'k' })
+                    .then(KeyAction::Up { value: alt })
+                    .then(KeyAction::Up { value: ctrl }),
+            )
+            .await
+            .expect("WebDriver sends the keys");
+        assert_eq!(field_value(&client, "globalShortcut").await, "Ctrl+Alt+K");
+        press(&client, Key::Backspace).await;
+        assert_eq!(field_value(&client, "globalShortcut").await, "");
+        client
+            .perform_actions(
+                KeyActions::new("keyboard".into())
+                    .then(KeyAction::Down { value: ctrl })
+                    .then(KeyAction::Down { value: 'w' })
+                    .then(KeyAction::Up { value: 'w' })
+                    .then(KeyAction::Up { value: ctrl }),
+            )
+            .await
+            .expect("WebDriver sends the keys");
+        assert_eq!(field_value(&client, "globalShortcut").await, "Ctrl+W");
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text == "Saved."
+        })
+        .await;
+    })
+    .await;
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_file).expect("saved settings"))
+            .expect("JSON");
+    assert_eq!(saved["globalShortcut"], "Ctrl+W");
 }

@@ -186,6 +186,33 @@ export function fieldErrorText(label, reason) {
 }
 
 /** Wires the dialog. `invoke` is Tauri's. */
+const MODIFIER_CODES = /^(Control|Alt|Shift|Meta|OS)(Left|Right)?$/;
+
+/**
+ * What a key press in the shortcut field means: the shortcut it names ("Ctrl+Alt+K", in the
+ * words the global-shortcut parser takes), "" to clear the field (Backspace or Delete alone),
+ * or null to let the key do what it does (Tab and Escape alone move on and close; a modifier
+ * alone waits for the key it goes with).
+ * @param {{ code: string, ctrlKey?: boolean, altKey?: boolean, shiftKey?: boolean, metaKey?: boolean }} event
+ * @returns {string | null}
+ */
+export function shortcutFromKeys(event) {
+  const modifiers = [
+    event.ctrlKey && "Ctrl",
+    event.altKey && "Alt",
+    event.shiftKey && "Shift",
+    event.metaKey && "Super",
+  ].filter(Boolean);
+  const code = event.code ?? "";
+  if (code === "" || MODIFIER_CODES.test(code)) return null;
+  if (modifiers.length === 0) {
+    if (code === "Tab" || code === "Escape") return null;
+    if (code === "Backspace" || code === "Delete") return "";
+  }
+  const key = code.replace(/^Key(?=[A-Z]$)/, "").replace(/^Digit(?=[0-9]$)/, "");
+  return [...modifiers, key].join("+");
+}
+
 export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaultConfirm(dialog) } = {}) {
   const form = dialog.querySelector("form");
   const message = dialog.querySelector("[data-role=message]");
@@ -514,6 +541,14 @@ export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaul
     else if (choice === "save" && (await save())) dialog.close();
   }
 
+  // The shortcut is set by pressing it; pasting or typing a name still works.
+  field("globalShortcut").addEventListener("keydown", (event) => {
+    const shortcut = shortcutFromKeys(event);
+    if (shortcut === null) return;
+    event.preventDefault();
+    field("globalShortcut").value = shortcut;
+    field("globalShortcut").dispatchEvent(new Event("input", { bubbles: true }));
+  });
   field("provider").addEventListener("change", showProviderFields);
   field("handsFree").addEventListener("change", showHandsFreeFields);
   field("voiceDetection").addEventListener("change", showHandsFreeFields);

@@ -644,7 +644,20 @@ pub async fn space(client: &Client, down: bool) {
         .expect("WebDriver sends the key");
 }
 
-/// Opens the settings dialog and waits until it shows where the settings live.
+/// Presses `key` (down and up) on the focused element.
+pub async fn press(client: &Client, key: fantoccini::key::Key) {
+    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    let key: char = key.into();
+    client
+        .perform_actions(
+            KeyActions::new("keyboard".into())
+                .then(KeyAction::Down { value: key })
+                .then(KeyAction::Up { value: key }),
+        )
+        .await
+        .expect("WebDriver sends the key");
+}
+
 /// Saves `token` as the custom provider's key from Settings (the key field, then "Save key")
 /// and closes the dialog. A local provider started by a test wants the token it made for its
 /// run, as any server with keys would.
@@ -689,6 +702,7 @@ pub async fn talk_to_custom_server(client: &Client, base_url: &str, token: &str)
     .await;
 }
 
+/// Opens the settings dialog and waits until it is open.
 pub async fn open_settings(client: &Client) {
     click(client, "#open-settings").await;
     // The dialog keeps its content when closed: wait for it to be open, not for its text.

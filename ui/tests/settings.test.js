@@ -13,6 +13,7 @@ import {
   keyringMissingText,
   optionalWholeNumberProblem,
   settingsFromForm,
+  shortcutFromKeys,
   wholeNumberProblem,
 } from "../settings.js";
 
@@ -198,4 +199,19 @@ test("hands-free fields are shown only with hands-free on and the detection they
   assert.equal(handsFreeFieldShown("server_vad", true, "semantic_vad"), false);
   assert.equal(handsFreeFieldShown("semantic_vad", true, "semantic_vad"), true);
   assert.equal(handsFreeFieldShown("semantic_vad", true, "server_vad"), false);
+});
+
+test("a shortcut is set by pressing it, in the words the shortcut parser takes", () => {
+  const press = (code, mods = {}) => shortcutFromKeys({ code, ...mods });
+  assert.equal(press("Space", { ctrlKey: true, altKey: true }), "Ctrl+Alt+Space");
+  assert.equal(press("KeyK", { ctrlKey: true, shiftKey: true }), "Ctrl+Shift+K");
+  assert.equal(press("Digit1", { metaKey: true }), "Super+1");
+  assert.equal(press("F9"), "F9", "a function key alone is a shortcut");
+  assert.equal(press("KeyW"), "W");
+  assert.equal(press("ControlLeft", { ctrlKey: true }), null, "a modifier waits for its key");
+  assert.equal(press("Backspace"), "", "Backspace clears");
+  assert.equal(press("Delete"), "");
+  assert.equal(press("Backspace", { ctrlKey: true }), "Ctrl+Backspace");
+  assert.equal(press("Tab"), null, "Tab moves on");
+  assert.equal(press("Escape"), null, "Escape is the dialog's");
 });
