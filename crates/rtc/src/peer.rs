@@ -52,6 +52,10 @@ pub const OPUS_CLOCK_RATE: u32 = 48_000;
 pub const OPUS_PAYLOAD_TYPE: u8 = 111;
 const OPUS_FMTP: &str = "minptime=10;useinbandfec=1";
 const UDP_RECV_BUFFER: usize = 2048;
+/// Datagrams received and not yet handled, at most: a peer flooding the sockets faster than
+/// the connection can take them loses the excess, as UDP would at the kernel's buffer,
+/// instead of growing the process (~2 KiB each: 2 MiB in all).
+const DATAGRAM_QUEUE: usize = 1024;
 const NO_TIMEOUT: Duration = Duration::from_secs(86_400);
 /// The largest data-channel message a peer takes by default: RFC 8841's default
 /// `max-message-size`, 64 KiB.
@@ -138,6 +142,8 @@ pub enum PeerEvent {
 #[derive(Debug, Default)]
 pub struct PeerStats {
     pub datagrams_in: AtomicU64,
+    /// Datagrams dropped because the queue to the connection was full (a flood).
+    pub datagrams_dropped: AtomicU64,
     pub datagrams_out: AtomicU64,
     pub audio_in: AtomicU64,
     pub audio_out: AtomicU64,
@@ -418,14 +424,19 @@ impl Setup {
     fn spawn(self) -> Peer {
         let (commands, command_rx) = mpsc::unbounded_channel();
         let (event_tx, events) = mpsc::unbounded_channel();
-        let (datagram_tx, datagram_rx) = mpsc::unbounded_channel();
+        let (datagram_tx, datagram_rx) = mpsc::channel(DATAGRAM_QUEUE);
         let stats = Arc::new(PeerStats::default());
         let local_addrs = Arc::new(self.sockets.iter().map(|(addr, _)| *addr).collect());
         let readers = self
             .sockets
             .iter()
             .map(|(addr, socket)| {
-                tokio::spawn(read_socket(*addr, socket.clone(), datagram_tx.clone()))
+                tokio::spawn(read_socket(
+                    *addr,
+                    socket.clone(),
+                    datagram_tx.clone(),
+                    stats.clone(),
+                ))
             })
             .collect();
         let event_loop = EventLoop {
@@ -464,10 +475,13 @@ struct Datagram {
     at: Instant,
 }
 
+/// Moves what `socket` receives to the connection's queue; when the queue is full the
+/// datagram is dropped and counted.
 async fn read_socket(
     local: SocketAddr,
     socket: Arc<UdpSocket>,
-    datagrams: mpsc::UnboundedSender<Datagram>,
+    datagrams: mpsc::Sender<Datagram>,
+    stats: Arc<PeerStats>,
 ) {
     let mut buffer = vec![0u8; UDP_RECV_BUFFER];
     loop {
@@ -479,8 +493,12 @@ async fn read_socket(
                     data: BytesMut::from(&buffer[..n]),
                     at: Instant::now(),
                 };
-                if datagrams.send(datagram).is_err() {
-                    return;
+                match datagrams.try_send(datagram) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        stats.datagrams_dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => return,
                 }
             }
             // ICMP port unreachable and the like surface as recv errors on some systems;
@@ -559,7 +577,7 @@ impl EventLoop {
     async fn run(
         mut self,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        mut datagrams: mpsc::UnboundedReceiver<Datagram>,
+        mut datagrams: mpsc::Receiver<Datagram>,
     ) {
         let mut close_reply: Option<oneshot::Sender<()>> = None;
         let mut silent = false;
@@ -906,5 +924,39 @@ mod tests {
         let (_, ts2, m2) = clock.next(t0 + Duration::from_millis(1020), 960);
         assert!(m2, "the first packet after a pause starts a talk spurt");
         assert_eq!(ts2.wrapping_sub(ts0), 48_960);
+    }
+
+    #[tokio::test]
+    async fn a_udp_flood_the_connection_cannot_keep_up_with_is_dropped_not_queued_without_bound() {
+        let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("a socket"));
+        let local = socket.local_addr().expect("bound");
+        let (datagrams, mut queued) = mpsc::channel(DATAGRAM_QUEUE);
+        let stats = Arc::new(PeerStats::default());
+        let reader = tokio::spawn(read_socket(local, socket, datagrams, stats.clone()));
+        // Nobody takes from the queue (a stalled connection) while a peer sends 3× its size.
+        let flooder = UdpSocket::bind("127.0.0.1:0").await.expect("a socket");
+        let sent = 3 * DATAGRAM_QUEUE as u64;
+        for _ in 0..sent {
+            flooder.send_to(&[0u8; 200], local).await.expect("sent");
+            // Let the reader keep up with the kernel's buffer: what is dropped is ours.
+            tokio::task::yield_now().await;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while queued.len() + (stats.datagrams_dropped.load(Ordering::Relaxed) as usize)
+            < sent as usize
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(queued.len(), DATAGRAM_QUEUE, "the queue holds its bound");
+        let dropped = stats.datagrams_dropped.load(Ordering::Relaxed);
+        assert_eq!(
+            dropped,
+            sent - DATAGRAM_QUEUE as u64,
+            "the rest is counted as dropped"
+        );
+        // Taken again, the queue moves: the reader was never stuck.
+        assert!(queued.recv().await.is_some());
+        reader.abort();
     }
 }
