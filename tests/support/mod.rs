@@ -343,6 +343,9 @@ impl WebviewApp {
                 .env("WALKIE_CONFIG_DIR", &dirs.config)
                 .env("WALKIE_LOG_DIR", &dirs.log)
                 .env("WALKIE_LOCAL_TRACE", &dirs.trace)
+                // The webview's own storage (localStorage: the first-run card's dismissal) is
+                // the test's too, not shared with every other test's window.
+                .env("XDG_DATA_HOME", dirs.root.join("xdg-data"))
                 .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
                 // A key in the tester's environment must not make the app call OpenAI.
                 .env_remove("OPENAI_API_KEY")
