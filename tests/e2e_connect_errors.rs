@@ -112,13 +112,7 @@ async fn shows(
         !raw.trim().contains('\n'),
         "{row}: the status takes more than one line: {raw:?}"
     );
-    let state = client
-        .find(Locator::Css("#status"))
-        .await
-        .expect("the status line")
-        .attr("data-state")
-        .await
-        .expect("its state");
+    let state = support::status_state(client).await;
     assert_eq!(state.as_deref(), Some("error"), "{row}: {shown}");
     shown
 }

@@ -66,6 +66,39 @@ async fn transcript_roles(client: &fantoccini::Client) -> serde_json::Value {
         .unwrap()
 }
 
+/// From now on, every status the line shows is kept, however briefly ([`statuses_seen`]).
+async fn watch_statuses(client: &fantoccini::Client) {
+    client
+        .execute(
+            "window.statusesSeen = [];
+             const status = document.getElementById('status');
+             new MutationObserver(() => window.statusesSeen.push(status.innerText))
+               .observe(status, {childList: true, subtree: true, characterData: true});
+             return true;",
+            vec![],
+        )
+        .await
+        .unwrap();
+}
+
+/// The statuses shown since [`watch_statuses`], in order.
+async fn statuses_seen(client: &fantoccini::Client) -> Vec<String> {
+    let seen = client
+        .execute("return window.statusesSeen;", vec![])
+        .await
+        .unwrap();
+    serde_json::from_value(seen).unwrap()
+}
+
+/// How many turns the provider was sent (`input_audio_buffer.commit` in its trace).
+fn commits_received(trace: &std::path::Path) -> usize {
+    std::fs::read_to_string(trace)
+        .expect("the provider's trace")
+        .lines()
+        .filter(|line| line.contains(r#"\"type\":\"input_audio_buffer.commit\""#))
+        .count()
+}
+
 /// Each reply's mark in the transcript ("interrupted" or null), in order.
 async fn assistant_states(client: &fantoccini::Client) -> serde_json::Value {
     client
@@ -300,12 +333,11 @@ async fn e2e_a_tap_during_the_reply_only_stops_it_and_sends_no_turn() {
     })
     .await;
     // What the provider received: two turns committed, the tap's audio cleared.
-    let commits = std::fs::read_to_string(&received)
-        .expect("the provider's trace")
-        .lines()
-        .filter(|line| line.contains(r#"\"type\":\"input_audio_buffer.commit\""#))
-        .count();
-    assert_eq!(commits, 2, "the provider was sent two turns");
+    assert_eq!(
+        commits_received(&received),
+        2,
+        "the provider was sent two turns"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -358,12 +390,11 @@ async fn e2e_escape_while_talking_takes_the_recording_back_and_sends_nothing() {
         );
     })
     .await;
-    let commits = std::fs::read_to_string(&received)
-        .expect("the provider's trace")
-        .lines()
-        .filter(|line| line.contains(r#"\"type\":\"input_audio_buffer.commit\""#))
-        .count();
-    assert_eq!(commits, 1, "the provider was sent one turn");
+    assert_eq!(
+        commits_received(&received),
+        1,
+        "the provider was sent one turn"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -377,24 +408,11 @@ async fn e2e_a_conversation_deleted_in_history_leaves_the_window_too() {
         wait_for(&client, "#transcript", |text| text.contains("played your")).await;
         wait_for_text(&client, "#status", READY).await;
         // A new conversation: the first stays on screen.
-        client
-            .execute(
-                "window.statusesSeen = [];
-                 const status = document.getElementById('status');
-                 new MutationObserver(() => window.statusesSeen.push(status.innerText))
-                   .observe(status, {childList: true, subtree: true, characterData: true});",
-                vec![],
-            )
-            .await
-            .unwrap();
+        watch_statuses(&client).await;
         support::click(&client, "#connect").await;
         let deadline = tokio::time::Instant::now() + support::UI_TIMEOUT;
         loop {
-            let seen = client
-                .execute("return window.statusesSeen;", vec![])
-                .await
-                .unwrap();
-            let seen: Vec<String> = serde_json::from_value(seen).unwrap();
+            let seen = statuses_seen(&client).await;
             if seen.iter().any(|status| status.starts_with("Connecting"))
                 && seen.last().is_some_and(|status| status == READY)
             {
@@ -469,17 +487,7 @@ async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_the_key_then_on
 
         // From here on, every status the page shows is kept: a new call would show
         // "Connecting…" and "Setting up the session…" on its way.
-        client
-            .execute(
-                "window.statusesSeen = [];
-                 const status = document.getElementById('status');
-                 new MutationObserver(() => window.statusesSeen.push(status.innerText))
-                   .observe(status, {childList: true, subtree: true, characterData: true});
-                 return true;",
-                vec![],
-            )
-            .await
-            .unwrap();
+        watch_statuses(&client).await;
         client
             .find(fantoccini::Locator::Id("hands-free"))
             .await
@@ -526,11 +534,7 @@ async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_the_key_then_on
             serde_json::json!(["user", "assistant", "user", "assistant"]),
             "the hands-free turn follows the push-to-talk one in the same conversation"
         );
-        let seen = client
-            .execute("return window.statusesSeen;", vec![])
-            .await
-            .unwrap();
-        let seen: Vec<String> = serde_json::from_value(seen).unwrap();
+        let seen = statuses_seen(&client).await;
         assert!(
             !seen.is_empty()
                 && seen

@@ -864,18 +864,23 @@ pub async fn spoken_exchange(client: &Client, seconds: f64, replies_before: usiz
     wait_for_state(client, "ready").await;
 }
 
+/// The status line's state (its `data-state`).
+pub async fn status_state(client: &Client) -> Option<String> {
+    client
+        .find(Locator::Css("#status"))
+        .await
+        .expect("the status line")
+        .attr("data-state")
+        .await
+        .expect("its state")
+}
+
 /// Waits until the status line is in `state` (its `data-state`: "ready", "error"…), whatever
 /// its sentence.
 pub async fn wait_for_state(client: &Client, state: &str) {
     let deadline = Instant::now() + UI_TIMEOUT;
     loop {
-        let shown = client
-            .find(Locator::Css("#status"))
-            .await
-            .expect("the status line")
-            .attr("data-state")
-            .await
-            .expect("its state");
+        let shown = status_state(client).await;
         if shown.as_deref() == Some(state) {
             return;
         }
