@@ -85,6 +85,10 @@ pub struct Conversation {
     not_saving: Option<(String, Option<String>)>,
     /// The last hint, shown until something new happens.
     hint: Option<String>,
+    /// What the provider last reported without ending the call (a refused request, a message
+    /// Walkie could not read), with the provider's words: shown whenever the conversation is
+    /// idle, until the user's next turn begins.
+    notice: Option<(String, String)>,
     /// The status last put out, so only changes go out.
     shown: Option<StatusEvent>,
     /// The assistant item the audio being played belongs to.
@@ -113,6 +117,7 @@ impl Conversation {
             cancelled_part: None,
             not_saving: None,
             hint: None,
+            notice: None,
             shown: None,
             playing_item: None,
             outputs: VecDeque::new(),
@@ -400,6 +405,7 @@ impl Conversation {
         self.restore_on_open = true;
         self.link_down = false;
         self.renew_due = false;
+        self.notice = None;
         self.shown = None;
     }
 
@@ -517,6 +523,7 @@ impl Conversation {
         loop {
             match self.controller.session_mut().poll_event(&self.iterator) {
                 Ok(Some(Delivery::Event(stamped))) => {
+                    self.note(&stamped.event);
                     self.route(&stamped.event);
                     let mut transcript = Vec::new();
                     let unix_ms = stamped.at_ms as i64;
@@ -556,6 +563,20 @@ impl Conversation {
                     return self.finish(reason, now_ms);
                 }
             }
+        }
+    }
+
+    /// Keeps what the provider reported without ending the call, for the status line; the
+    /// user's next turn puts it away.
+    fn note(&mut self, event: &SessionEvent) {
+        match event {
+            SessionEvent::SessionError(error) if error.recoverable => {
+                if let Some(notice) = sentence::provider_notice(error) {
+                    self.notice = Some((notice, error.message.clone()));
+                }
+            }
+            SessionEvent::InputSpeechStart(_) => self.notice = None,
+            _ => {}
         }
     }
 
@@ -652,9 +673,20 @@ impl Conversation {
         // A hint answers the last press, so it stays while nothing new happens (the session
         // may still be winding that press down) and gives way as soon as there is news of its
         // own.
+        let idle = match state {
+            ConnectionState::Ready | ConnectionState::Thinking => true,
+            // Hands-free listens all the time: that is its idle state.
+            ConnectionState::Listening => self.hands_free(),
+            _ => false,
+        };
         let detail = match (&self.hint, state) {
             (Some(sentence), ConnectionState::Ready | ConnectionState::Thinking) => {
                 sentence.clone()
+            }
+            _ if idle && self.notice.is_some() => {
+                self.hint = None;
+                let (notice, words) = self.notice.clone().expect("matched as some just above");
+                return self.show(StatusEvent::new(state, notice).with_details(words));
             }
             _ => {
                 self.hint = None;

@@ -184,6 +184,7 @@ impl StatusEvent {
 
 /// The sentences of the status line while connected.
 pub mod sentence {
+    use walkie_session::RealtimeSessionErrorEvent;
     use walkie_session::turn::{PressMode, TurnMode, UiHint};
 
     use super::ConnectionState;
@@ -241,6 +242,28 @@ pub mod sentence {
                 "The session reached its 60-minute limit: press Connect for a new one.".to_owned()
             }
         })
+    }
+
+    /// What the status line says of a provider's error that leaves the call going (most do);
+    /// `None` for those that have words of their own ([`UiHint::NothingHeard`]) or that the
+    /// controller settles by itself (a create or a cancel that crossed a response).
+    pub fn provider_notice(error: &RealtimeSessionErrorEvent) -> Option<String> {
+        if error.error_type.as_deref() == Some("undecodable_server_event") {
+            return Some(
+                "The provider sent a message Walkie could not read; the call goes on.".to_owned(),
+            );
+        }
+        match error.code.as_deref() {
+            Some(
+                "input_audio_buffer_commit_empty"
+                | "conversation_already_has_active_response"
+                | "response_cancel_not_active",
+            ) => None,
+            _ => Some(format!(
+                "The provider refused a request ({}); the call goes on.",
+                error.code.as_deref().unwrap_or("no code given")
+            )),
+        }
     }
 
     pub fn device_fell_back(direction: DeviceDirection, using: &str, reason: &str) -> String {

@@ -646,3 +646,85 @@ fn hanging_up_closes_the_open_messages_on_the_screen_and_on_disk_alike() {
     );
     assert!(call.press(4_000).is_empty(), "nothing after the hang-up");
 }
+
+#[test]
+fn a_request_the_provider_refuses_is_told_in_the_ready_status_and_the_call_goes_on() {
+    let mut call = Call::ready();
+    let outputs = call.utterance(1_000, 2_000);
+    let create_id = sent_id(&outputs, "response.create");
+    let outputs = call.server(
+        2_300,
+        &server_error(
+            "invalid_value",
+            "Invalid value: 'sage2'. Supported values are: 'alloy', 'ash'.",
+            Some(&create_id),
+        ),
+    );
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert_eq!(
+        (shown.state, shown.detail.as_str()),
+        (
+            Ready,
+            "The provider refused a request (invalid_value); the call goes on."
+        )
+    );
+    let words = shown
+        .details
+        .expect("the provider's words behind the notice");
+    assert!(words.starts_with("Invalid value: 'sage2'."), "{words}");
+    assert!(
+        words.contains(&format!("answering response.create {create_id}")),
+        "tied to the request it answers: {words}"
+    );
+    assert!(
+        !outputs
+            .iter()
+            .any(|output| matches!(output, Output::Ended { .. } | Output::HangUpCall)),
+        "the call goes on"
+    );
+    assert_eq!(last_status(&call.tick(9_000)), None, "the notice stays");
+    assert_eq!(
+        last_status(&call.utterance(10_000, 11_000))
+            .map(|(state, _)| state)
+            .expect("a status"),
+        Ready,
+    );
+    let outputs = call.press(12_000);
+    assert_eq!(
+        last_status(&outputs),
+        status(Listening, "Listening… release to send."),
+        "the next turn puts the notice away"
+    );
+}
+
+#[test]
+fn a_message_the_provider_sends_that_cannot_be_read_mid_reply_is_told_once_the_reply_ends() {
+    let mut call = reply_audible();
+    let outputs = call.server(
+        2_350,
+        r#"{"type":"vendor.big","event_id":"event_h1","n":1e999}"#,
+    );
+    assert_eq!(
+        statuses(&outputs),
+        [],
+        "while the reply is heard the status stays Speaking"
+    );
+    call.server(2_360, &response_done("resp_R1", "completed"));
+    call.server(2_370, &output_stopped("resp_R1"));
+    let outputs = call.tick(2_370 + LATE_AUDIO_GRACE_MS);
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert_eq!(
+        (shown.state, shown.detail.as_str()),
+        (
+            Ready,
+            "The provider sent a message Walkie could not read; the call goes on."
+        )
+    );
+    assert!(
+        shown
+            .details
+            .as_deref()
+            .is_some_and(|words| words.contains("vendor.big")),
+        "{shown:?}"
+    );
+}
