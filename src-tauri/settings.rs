@@ -159,36 +159,6 @@ pub const IDLE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u32> = 5_000..=30_000;
 /// this leaves room for the tools and the other fields.
 pub const INSTRUCTIONS_MAX_BYTES: usize = 48 * 1024;
 
-/// The realtime models the official SDK names (openai-python 3.57.0,
-/// `types/realtime/realtime_session_create_request.py`, the `model` Literal). Any other name
-/// may be typed: the field is free text, as the API's is.
-pub const MODELS: &[&str] = &[
-    "gpt-realtime",
-    "gpt-realtime-1.5",
-    "gpt-realtime-2",
-    "gpt-realtime-2.1",
-    "gpt-realtime-2.1-mini",
-    "gpt-realtime-2025-08-28",
-    "gpt-4o-realtime-preview",
-    "gpt-4o-realtime-preview-2024-10-01",
-    "gpt-4o-realtime-preview-2024-12-17",
-    "gpt-4o-realtime-preview-2025-06-03",
-    "gpt-4o-mini-realtime-preview",
-    "gpt-4o-mini-realtime-preview-2024-12-17",
-    "gpt-realtime-mini",
-    "gpt-realtime-mini-2025-10-06",
-    "gpt-realtime-mini-2025-12-15",
-    "gpt-audio-1.5",
-    "gpt-audio-mini",
-    "gpt-audio-mini-2025-10-06",
-    "gpt-audio-mini-2025-12-15",
-];
-
-/// The voices the GA Realtime models speak with.
-pub const VOICES: &[&str] = &[
-    "alloy", "ash", "ballad", "cedar", "coral", "echo", "marin", "sage", "shimmer", "verse",
-];
-
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -807,12 +777,10 @@ mod tests {
     }
 
     #[test]
-    fn the_model_list_is_the_sdks() {
-        assert!(MODELS.contains(&"gpt-realtime"));
-        assert!(MODELS.contains(&"gpt-realtime-mini"));
-        assert!(MODELS.contains(&Settings::default().model.as_str()));
-        let unique: std::collections::HashSet<_> = MODELS.iter().collect();
-        assert_eq!(unique.len(), MODELS.len(), "no name twice");
+    fn the_default_model_and_voice_are_among_those_offered() {
+        let defaults = Settings::default();
+        assert!(walkie_openai::names::REALTIME_MODELS.contains(&defaults.model.as_str()));
+        assert!(walkie_openai::names::VOICES.contains(&defaults.voice.as_str()));
     }
 
     #[test]

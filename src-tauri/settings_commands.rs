@@ -79,8 +79,8 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
             .map(|dir| dir.display().to_string()),
         settings,
         keys,
-        voices: settings::VOICES,
-        models: settings::MODELS,
+        voices: walkie_openai::names::VOICES,
+        models: walkie_openai::names::REALTIME_MODELS,
         config_file: state.file.path().display().to_string(),
         notice: state
             .notice

@@ -40,6 +40,7 @@ if ! unit=$(cd scripts/oracle && "$venv/bin/python" -m unittest test_walkie_orac
 fi
 echo "oracle: its own unit tests: $(echo "$unit" | grep -E '^Ran ' | head -n 1), OK" >&2
 
-cargo build --quiet --locked -p walkie-openai --example decode_server_events
+cargo build --quiet --locked -p walkie-openai --example decode_server_events --example known_names
 "$venv/bin/python" scripts/oracle/walkie_oracle.py --trace-root "$trace_root" \
+  --names "$target/debug/examples/known_names" \
   --decoder "$target/debug/examples/decode_server_events"

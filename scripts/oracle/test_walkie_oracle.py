@@ -39,6 +39,16 @@ PUSH_TO_TALK_UPDATE = {
 }
 
 
+def names_program(case: unittest.TestCase, names: dict) -> str:
+    """A program that prints `names` as Walkie's would, removed after the test."""
+    directory = tempfile.TemporaryDirectory()
+    case.addCleanup(directory.cleanup)
+    program = Path(directory.name) / "names"
+    program.write_text(f"#!{sys.executable}\nprint({json.dumps(json.dumps(names))})\n")
+    program.chmod(0o755)
+    return str(program)
+
+
 def with_change(event: dict, path: list, value) -> str:
     changed = json.loads(json.dumps(event))
     target = changed
@@ -160,7 +170,10 @@ class TraceRoot(unittest.TestCase):
         with tempfile.TemporaryDirectory() as root:
             stderr = io.StringIO()
             with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
-                status = oracle.main(["--trace-root", root, "--decoder", sys.executable, "-c", ECHO_DECODED])
+                status = oracle.main(
+                ["--trace-root", root, "--names", names_program(self, oracle.sdk_names()),
+                 "--decoder", sys.executable, "-c", ECHO_DECODED]
+            )
         self.assertEqual(status, 1)
         self.assertIn("no client events", stderr.getvalue())
 
@@ -200,10 +213,17 @@ class ServerEvents(unittest.TestCase):
         self.assertEqual((report.types_ok, report.types_total), (2, 4))
         self.assertEqual(sorted(report.failures), ["c", "d"])
 
+    def test_the_pinned_sdk_has_46_server_event_types(self):
+        self.assertEqual(len(oracle.SERVER_EVENT_MODELS), oracle.SDK_SERVER_EVENT_TYPES)
+        self.assertEqual(oracle.SDK_SERVER_EVENT_TYPES, 46)
+
     def test_good_traffic_and_a_decoder_that_decodes_everything_pass_with_a_summary(self):
         stdout = io.StringIO()
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(stdout):
-            status = oracle.main(["--trace-root", str(SAMPLES), "--decoder", sys.executable, "-c", ECHO_DECODED])
+            status = oracle.main(
+                ["--trace-root", str(SAMPLES), "--names", names_program(self, oracle.sdk_names()),
+                 "--decoder", sys.executable, "-c", ECHO_DECODED]
+            )
         self.assertEqual(status, 0)
         types = len(oracle.SERVER_EVENT_MODELS)
         self.assertIn("oracle: 9 client events (2 session.update, ", stdout.getvalue())
@@ -214,10 +234,40 @@ class ServerEvents(unittest.TestCase):
         stderr = io.StringIO()
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
             status = oracle.main(
-                ["--trace-root", str(SAMPLES), "--decoder", sys.executable, "-c", "raise SystemExit('panicked')"]
+                ["--trace-root", str(SAMPLES), "--names", names_program(self, oracle.sdk_names()),
+                 "--decoder", sys.executable, "-c", "raise SystemExit('panicked')"]
             )
         self.assertEqual(status, 1)
         self.assertIn("the decoder gave no verdicts", stderr.getvalue())
+
+    def test_the_sdks_own_names_pass(self):
+        self.assertEqual(oracle.check_names(oracle.sdk_names()), [])
+        self.assertIn("gpt-realtime", oracle.sdk_names()["models"])
+        self.assertIn("marin", oracle.sdk_names()["voices"])
+
+    def test_a_model_missing_and_a_voice_extra_are_each_named(self):
+        names = oracle.sdk_names()
+        names["models"].remove("gpt-realtime-mini")
+        names["voices"].append("nova")
+        self.assertEqual(
+            oracle.check_names(names),
+            [
+                "models: the SDK names 'gpt-realtime-mini', Walkie does not offer it",
+                "voices: Walkie offers 'nova', the SDK does not name it",
+            ],
+        )
+
+    def test_names_that_differ_fail_the_whole_check(self):
+        names = oracle.sdk_names()
+        names["models"].append("gpt-5-realtime")
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            status = oracle.main(
+                ["--trace-root", str(SAMPLES), "--names", names_program(self, names),
+                 "--decoder", sys.executable, "-c", ECHO_DECODED]
+            )
+        self.assertEqual(status, 1)
+        self.assertIn("Walkie offers 'gpt-5-realtime'", stderr.getvalue())
 
     def test_a_decoder_that_answers_too_few_lines_is_an_error(self):
         with self.assertRaises(ValueError):

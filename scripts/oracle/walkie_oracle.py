@@ -10,8 +10,10 @@ openai-python's GA Realtime models (pinned in requirements.txt) as the reference
 2. every multipart `session` part of a call setup (`calls.jsonl`) must validate as
    `RealtimeSessionCreateRequest`, unknown fields again errors;
 3. server events built from the SDK's own models, one or more instances for every member of
-   `RealtimeServerEvent`, are fed through Walkie's decoder (a small Rust program), which must
-   decode each one or keep it raw on purpose (`KEPT_RAW_SERVER_EVENT_TYPES`).
+   `RealtimeServerEvent` (46 in the pinned SDK), are fed through Walkie's decoder (a small Rust
+   program), which must decode each one or keep it raw on purpose (`KEPT_RAW_SERVER_EVENT_TYPES`);
+4. the model and voice names Walkie's settings offer (`walkie_openai::names`, printed by another
+   small Rust program) must be exactly the SDK's `model` and `voice` literals.
 
 The SDK's models allow unknown fields (`extra="allow"`); here every SDK model is switched to
 `extra="forbid"` before any of them is built, so pydantic itself reports an unknown field with
@@ -420,6 +422,50 @@ def run_decoder(command: list[str], events: list[tuple[str, str]]) -> list[dict]
 # ---------------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------------
+# The names Walkie offers
+
+# The members of `RealtimeServerEvent` in openai-python 3.57.0 (requirements.txt): a different
+# count means the pin moved, and the new or dropped types need a look before the pin does.
+SDK_SERVER_EVENT_TYPES = 46
+
+
+def _literal_values(annotation: object) -> list[str]:
+    """The strings of the one `Literal` inside a field's annotation (`Union[str, Literal[...], None]`)."""
+    for member in typing.get_args(annotation):
+        if typing.get_origin(member) is typing.Literal:
+            return list(typing.get_args(member))
+    raise ValueError(f"no Literal in {annotation!r}")
+
+
+def sdk_names() -> dict[str, list[str]]:
+    """The model and voice names the SDK's GA session types spell out."""
+    from openai.types.realtime.realtime_audio_config_output import RealtimeAudioConfigOutput
+    from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
+
+    return {
+        "models": _literal_values(RealtimeSessionCreateRequest.model_fields["model"].annotation),
+        "voices": _literal_values(RealtimeAudioConfigOutput.model_fields["voice"].annotation),
+    }
+
+
+def check_names(offered: dict) -> list[str]:
+    """What differs between the names Walkie offers and the SDK's, one line per difference."""
+    problems = []
+    for kind, known in sdk_names().items():
+        walkie = offered.get(kind)
+        if not isinstance(walkie, list):
+            problems.append(f"{kind}: Walkie printed no list")
+            continue
+        for name in sorted(set(known) - set(walkie)):
+            problems.append(f"{kind}: the SDK names {name!r}, Walkie does not offer it")
+        for name in sorted(set(walkie) - set(known)):
+            problems.append(f"{kind}: Walkie offers {name!r}, the SDK does not name it")
+        if len(walkie) != len(set(walkie)):
+            problems.append(f"{kind}: Walkie offers a name twice")
+    return problems
+
+
 def _by_type(counter: collections.Counter) -> str:
     return ", ".join(f"{count} {name}" for name, count in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -427,6 +473,9 @@ def _by_type(counter: collections.Counter) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace-root", type=Path, required=True, help="where the local provider's traces are")
+    parser.add_argument(
+        "--names", required=True, help="the program that prints the model and voice names Walkie offers (JSON)"
+    )
     parser.add_argument(
         "--decoder", nargs=argparse.REMAINDER, required=True, help="the command that decodes server events (JSONL)"
     )
@@ -451,6 +500,13 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, ValueError) as error:
         print(f"oracle: FAILED: the decoder gave no verdicts: {error}", file=sys.stderr)
         return 1
+    if decoder.types_total != SDK_SERVER_EVENT_TYPES:
+        print(
+            f"oracle: FAILED: the SDK's RealtimeServerEvent has {decoder.types_total} types, not the "
+            f"{SDK_SERVER_EVENT_TYPES} of the pinned SDK: look at what changed, then move SDK_SERVER_EVENT_TYPES",
+            file=sys.stderr,
+        )
+        ok = False
     for event_type, failed in sorted(decoder.failures.items()):
         total = sum(decoder.verdicts_by_type[event_type].values())
         print(f"oracle: FAILED: {event_type}: {len(failed)} of {total} SDK-built instances not decoded", file=sys.stderr)
@@ -462,13 +518,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {reason}\n        e.g. {shown}", file=sys.stderr)
         ok = False
 
+    try:
+        printed = subprocess.run([args.names], capture_output=True, text=True, check=True).stdout
+        name_problems = check_names(json.loads(printed))
+    except (OSError, subprocess.CalledProcessError, json.JSONDecodeError) as error:
+        name_problems = [f"the names program {args.names} gave no names: {error}"]
+    for problem in name_problems:
+        print(f"oracle: FAILED: {problem}", file=sys.stderr)
+        ok = False
+    names = sdk_names()
+
     print(
         f"oracle: {trace.client_events} client events ({_by_type(trace.client_events_by_type)}), "
         f"{trace.unknown_fields} unknown fields, {trace.model_in_session_update} model in session.update; "
         f"{trace.session_parts} session parts checked in {trace.calls} calls, "
         f"{sum(1 for f in trace.failures if f.where.endswith('(session part)'))} bad; "
         f"{decoder.types_ok}/{decoder.types_total} server event types decoded or kept "
-        f"({decoder.instances} SDK-built instances)"
+        f"({decoder.instances} SDK-built instances); "
+        f"{len(names['models'])} models and {len(names['voices'])} voices as the SDK names them"
+        f"{'' if not name_problems else ', ' + str(len(name_problems)) + ' differences'}"
     )
     return 0 if ok else 1
 

@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{lines, scratch_dir};
+use common::{lines, oracle_trace_dir, scratch_dir};
 use serde_json::Value;
 use walkie_local::{HttpFault, LocalProvider, ProviderConfig};
 use walkie_openai::{AudioConfig, AudioOutput, ServerEvent, SessionConfig};
@@ -22,8 +22,9 @@ use walkie_session::turn::{ControllerOutput, ToolRegistry, TurnConfig, TurnContr
 const KEY: &str = "sk-local-std";
 const WAIT: Duration = Duration::from_secs(10);
 
+/// A provider whose trace the oracle checks too: everything here is sent by Walkie's client.
 async fn provider(name: &str) -> (LocalProvider, PathBuf) {
-    let dir = scratch_dir(name);
+    let dir = oracle_trace_dir(name);
     let provider = LocalProvider::start(ProviderConfig {
         token: Some(KEY.to_owned()),
         trace_dir: Some(dir.clone()),

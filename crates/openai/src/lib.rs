@@ -18,6 +18,7 @@
 mod client;
 mod decode;
 mod item;
+pub mod names;
 mod server;
 mod session;
 

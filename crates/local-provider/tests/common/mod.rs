@@ -23,6 +23,20 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// `<target dir>/oracle-trace/<name>/`, emptied: a trace the test command's oracle
+/// (scripts/oracle/) checks against the official SDK's types after the tests. Only for traces
+/// of what Walkie's own client sent: a test that sends bad events on purpose keeps its trace in
+/// a [`scratch_dir`].
+pub fn oracle_trace_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is <target dir>/tmp")
+        .join("oracle-trace")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 fn rand_suffix() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
