@@ -17,6 +17,8 @@
 // The exported helpers are pure (tests in ui/tests/history.test.js); createHistoryPanel wires
 // them to the DOM in ui/index.html.
 
+import { describeError } from "./status.js";
+
 /** Retention choices offered, in days (`null`: forever). */
 export const RETENTION_DAYS = Object.freeze([null, 7, 30, 90, 365]);
 
@@ -187,7 +189,7 @@ export function createHistoryPanel({
   let audioUrls = [];
 
   function showError(error) {
-    errorLine.textContent = String(error);
+    errorLine.textContent = describeError(error);
     errorLine.hidden = false;
   }
 
@@ -275,7 +277,7 @@ export function createHistoryPanel({
       for (const other of transcriptBox.querySelectorAll("audio")) {
         if (other !== audio) other.pause();
       }
-      audio.play().catch((error) => showError(`Could not play: ${error}`));
+      audio.play().catch((error) => showError(`Could not play: ${describeError(error)}`));
     });
     clock.textContent = `${formatClock(0)} / ${formatClock(wav.durationMs / 1000)}`;
     box.append(button, progress, clock, audio);
