@@ -249,8 +249,7 @@ impl<'a, U: Ui> Edges<'a, U> {
     /// A call event as the machine's input; received audio goes to the engine instead.
     pub fn call_input(&self, event: Option<CallEvent>) -> Option<Input> {
         Some(match event? {
-            CallEvent::Server(event) => Input::ServerEvent(Box::new(event)),
-            CallEvent::Undecodable { text, .. } => Input::ServerText(text),
+            CallEvent::Text(text) => Input::ServerText(text),
             CallEvent::Audio(audio) => {
                 let (sequence, timestamp) = (audio.sequence_number, audio.timestamp);
                 let (payload, at) = (&audio.payload, audio.received_at);

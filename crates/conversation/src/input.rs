@@ -4,7 +4,6 @@
 //! The engine's own types live in the audio driver; the machine has its own small ones, and the
 //! driver translates (a core crate never depends on a driver).
 
-use walkie_openai::ServerEvent;
 use walkie_session::AudioChunk;
 use walkie_session::turn::{TurnMode, WallClock};
 
@@ -29,9 +28,7 @@ pub enum Input {
     DialFailed(DialFailure),
     /// The user stops the redialling of a dropped call.
     CancelRedial,
-    /// A decoded server event from the data channel.
-    ServerEvent(Box<ServerEvent>),
-    /// A data-channel text that is not a server event.
+    /// A data-channel text from the provider: a server event, decoded here, once.
     ServerText(String),
     /// A report of the audio engine.
     Engine(EngineInput),

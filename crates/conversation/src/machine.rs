@@ -245,7 +245,6 @@ impl Conversation {
                     self.hint = Some(sentence::press_cancelled());
                 }
             }
-            Input::ServerEvent(event) => controller.server_event(*event, now_ms),
             Input::ServerText(text) => controller.server_text(&text, now_ms),
             Input::Transport(TransportInput::Open) => {
                 controller.data_channel_open(now_ms);

@@ -3,7 +3,7 @@
 //! channel, from 1 (`session.created`) on, per call.
 //!
 //! The client's documented answer to each (see `tests/faults.rs`):
-//! - [`Fault::Malformed`]: a [`walkie_rtc::CallEvent::Undecodable`], and the call goes on;
+//! - [`Fault::Malformed`]: a [`walkie_rtc::CallEvent::Text`] that does not decode, and the call goes on;
 //! - [`Fault::Delay`]: the events arrive late, in order; nothing times out in the transport;
 //! - [`Fault::Error`]: a `ServerEvent::Error`, recoverable unless its code is fatal; the transport
 //!   keeps the call, the session decides;

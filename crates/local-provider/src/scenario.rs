@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use walkie_openai::{DecodeError, ServerEvent, decode_server_event};
 use walkie_rtc::{Auth, Call, CallConfig, CallEvent, EndReason, Endpoint, RtcError};
 
 use crate::fault::Fault;
@@ -165,8 +166,10 @@ impl ScenarioReport {
         self.events
             .iter()
             .filter_map(|event| match event {
-                CallEvent::Server(event) => Some(event.event_type().to_owned()),
-                CallEvent::Undecodable { .. } => Some("undecodable".to_owned()),
+                CallEvent::Text(text) => Some(match decode_server_event(text) {
+                    Ok(event) => event.event_type().to_owned(),
+                    Err(_) => "undecodable".to_owned(),
+                }),
                 _ => None,
             })
             .collect()
@@ -181,11 +184,30 @@ impl ScenarioReport {
 }
 
 fn matches(event: &CallEvent, wanted: &str) -> bool {
-    match event {
-        CallEvent::Server(event) => event.event_type() == wanted,
-        CallEvent::Undecodable { .. } => wanted == "undecodable",
-        _ => false,
+    match heard(event) {
+        Some(Ok(event)) => event.event_type() == wanted,
+        Some(Err(_)) => wanted == "undecodable",
+        None => false,
     }
+}
+
+/// A call event as a client test reads it: a data-channel text decoded into its server event
+/// (or why it cannot be), `None` for the other events.
+pub fn heard(event: &CallEvent) -> Option<Result<ServerEvent, DecodeError>> {
+    match event {
+        CallEvent::Text(text) => Some(decode_server_event(text)),
+        _ => None,
+    }
+}
+
+/// The server event a call event carries, for tests of traffic that must decode: a text that
+/// does not is a failure, named with its error.
+pub fn server_event(event: &CallEvent) -> Option<ServerEvent> {
+    heard(event).map(|decoded| {
+        decoded.unwrap_or_else(|error| {
+            panic!("the provider sent a text that does not decode: {error}")
+        })
+    })
 }
 
 struct Runner {

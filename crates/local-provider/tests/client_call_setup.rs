@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::{lines, oracle_trace_dir, scratch_dir};
 use serde_json::Value;
+use walkie_local::scenario::server_event;
 use walkie_local::{HttpFault, LocalProvider, ProviderConfig};
 use walkie_openai::{AudioConfig, AudioOutput, ServerEvent, SessionConfig};
 use walkie_rtc::{
@@ -63,7 +64,7 @@ async fn next_server(call: &mut Call, what: &str) -> ServerEvent {
             .await
             .unwrap_or_else(|_| panic!("no {what} within {WAIT:?}"));
         match event {
-            Some(CallEvent::Server(event)) => return event,
+            Some(text @ CallEvent::Text(_)) => return server_event(&text).expect("a text"),
             Some(CallEvent::Audio(_)) => {}
             other => panic!("unexpected {other:?} while waiting for {what}"),
         }

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use walkie_local::scenario::{self, Scenario, encode_opus, speech_like};
+use walkie_local::scenario::{self, Scenario, encode_opus, server_event, speech_like};
 use walkie_local::{LocalProvider, ProviderConfig};
 use walkie_openai::{
     AudioConfig, AudioInput, ClientEvent, Item, ItemStatus, Response, ResponseStatus, ServerEvent,
@@ -24,13 +24,14 @@ async fn next(call: &mut Call, what: &str) -> CallEvent {
 async fn until(call: &mut Call, wanted: &str) -> (ServerEvent, Vec<CallEvent>) {
     let mut seen = Vec::new();
     loop {
-        match next(call, wanted).await {
-            CallEvent::Server(event) if event.event_type() == wanted => return (event, seen),
-            CallEvent::Server(ServerEvent::Error { error }) => {
+        let other = next(call, wanted).await;
+        match (server_event(&other), &other) {
+            (Some(event), _) if event.event_type() == wanted => return (event, seen),
+            (Some(ServerEvent::Error { error }), _) => {
                 panic!("the provider sent an error while waiting for {wanted}: {error:?}")
             }
-            other @ (CallEvent::Server(_) | CallEvent::Audio(_)) => seen.push(other),
-            other => panic!("unexpected {other:?} while waiting for {wanted}"),
+            (Some(_), _) | (None, CallEvent::Audio(_)) => seen.push(other),
+            _ => panic!("unexpected {other:?} while waiting for {wanted}"),
         }
     }
 }
@@ -42,13 +43,11 @@ fn audio_count(events: &[CallEvent]) -> usize {
         .count()
 }
 
-fn server_types(events: &[CallEvent]) -> Vec<&str> {
+fn server_types(events: &[CallEvent]) -> Vec<String> {
     events
         .iter()
-        .filter_map(|event| match event {
-            CallEvent::Server(event) => Some(event.event_type()),
-            _ => None,
-        })
+        .filter_map(server_event)
+        .map(|event| event.event_type().to_owned())
         .collect()
 }
 
@@ -116,7 +115,7 @@ async fn a_push_to_talk_barge_in_cuts_the_streaming_reply() {
     };
     let item_id = item.id().expect("the reply item has an id").to_owned();
     let (_, before) = until(&mut call, "output_audio_buffer.started").await;
-    assert!(!server_types(&before).contains(&"response.done"));
+    assert!(!server_types(&before).iter().any(|t| t == "response.done"));
     // Listen to ~300 ms of the reply, then barge in as the turn controller does.
     let mut heard = 0;
     let listen_until = Instant::now() + Duration::from_millis(300);
@@ -124,14 +123,14 @@ async fn a_push_to_talk_barge_in_cuts_the_streaming_reply() {
         if let Ok(Some(event)) =
             tokio::time::timeout_at(listen_until.into(), call.next_event()).await
         {
-            match event {
-                CallEvent::Audio(_) => heard += 1,
-                CallEvent::Server(event) => assert_ne!(
+            match (server_event(&event), event) {
+                (None, CallEvent::Audio(_)) => heard += 1,
+                (Some(event), _) => assert_ne!(
                     event.event_type(),
                     "response.done",
                     "the reply is still being generated 300 ms in"
                 ),
-                other => panic!("unexpected {other:?}"),
+                (None, other) => panic!("unexpected {other:?}"),
             }
         }
     }
@@ -216,7 +215,7 @@ async fn a_push_to_talk_barge_in_cuts_the_streaming_reply() {
     ptt_turn(&mut call, 600).await;
     let (_, reply) = until(&mut call, "output_audio_buffer.stopped").await;
     assert_eq!(audio_count(&reply), 30, "the next reply plays in full");
-    assert!(server_types(&reply).contains(&"response.done"));
+    assert!(server_types(&reply).iter().any(|t| t == "response.done"));
 
     call.hangup().await.expect("hung up");
     provider.shutdown().await;
@@ -241,14 +240,7 @@ async fn a_hands_free_barge_in_is_cut_by_the_server_vad() {
     .expect("the scenario does not hang")
     .expect("the scenario passes");
 
-    let events: Vec<&ServerEvent> = report
-        .events
-        .iter()
-        .filter_map(|event| match event {
-            CallEvent::Server(event) => Some(event),
-            _ => None,
-        })
-        .collect();
+    let events: Vec<ServerEvent> = report.events.iter().filter_map(server_event).collect();
     // The server restated its VAD settings.
     assert!(events.iter().any(|event| matches!(event,
         ServerEvent::SessionUpdated { session } if session.audio.as_ref()
@@ -262,7 +254,7 @@ async fn a_hands_free_barge_in_is_cut_by_the_server_vad() {
         .map(|(i, _)| i)
         .collect();
     assert_eq!(starts.len(), 2);
-    let ServerEvent::SpeechStarted { audio_start_ms, .. } = events[starts[0]] else {
+    let ServerEvent::SpeechStarted { audio_start_ms, .. } = &events[starts[0]] else {
         unreachable!();
     };
     assert!(
@@ -320,8 +312,8 @@ async fn a_hands_free_barge_in_is_cut_by_the_server_vad() {
         .iter()
         .position(|event| {
             matches!(
-                event,
-                CallEvent::Server(ServerEvent::OutputAudioBufferCleared { .. })
+                server_event(event),
+                Some(ServerEvent::OutputAudioBufferCleared { .. })
             )
         })
         .expect("cleared");
@@ -330,8 +322,8 @@ async fn a_hands_free_barge_in_is_cut_by_the_server_vad() {
         .iter()
         .rposition(|event| {
             matches!(
-                event,
-                CallEvent::Server(ServerEvent::OutputAudioBufferStarted { .. })
+                server_event(event),
+                Some(ServerEvent::OutputAudioBufferStarted { .. })
             )
         })
         .expect("the second reply");

@@ -144,8 +144,7 @@ impl Driver {
     fn on_call_event(&mut self, event: CallEvent) {
         let now_ms = self.now_ms();
         match event {
-            CallEvent::Server(event) => self.controller.server_event(event, now_ms),
-            CallEvent::Undecodable { text, .. } => self.controller.server_text(&text, now_ms),
+            CallEvent::Text(text) => self.controller.server_text(&text, now_ms),
             CallEvent::Audio(audio) => {
                 let mut pcm = vec![0i16; 960];
                 let samples = self

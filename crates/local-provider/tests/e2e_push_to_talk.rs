@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use walkie_local::scenario::server_event;
 use walkie_local::{LocalProvider, ProviderConfig};
 use walkie_openai::{
     AudioConfig, AudioInput, ClientEvent, ServerEvent, SessionConfig, SessionKind, Transcription,
@@ -93,7 +94,7 @@ async fn next(call: &mut Call, what: &str) -> CallEvent {
 async fn next_server(call: &mut Call, what: &str) -> ServerEvent {
     loop {
         match next(call, what).await {
-            CallEvent::Server(event) => return event,
+            text @ CallEvent::Text(_) => return server_event(&text).expect("a text"),
             CallEvent::Audio(_) => {}
             other => panic!("unexpected {other:?} while waiting for {what}"),
         }
@@ -197,7 +198,8 @@ async fn a_push_to_talk_turn_is_echoed_over_real_webrtc() {
     let mut reply_transcript = None;
     loop {
         match next(&mut call, "the reply").await {
-            CallEvent::Server(event) => {
+            text @ CallEvent::Text(_) => {
+                let event = server_event(&text).expect("a text");
                 let kind = event.event_type().to_owned();
                 match &event {
                     ServerEvent::InputTranscriptionCompleted { transcript, .. } => {
@@ -401,7 +403,7 @@ async fn refusals_are_typed_errors_and_the_call_survives_them() {
     loop {
         match next(&mut call, "the end of the call").await {
             CallEvent::Ended(_) => break,
-            CallEvent::Server(_) | CallEvent::Audio(_) => {}
+            CallEvent::Text(_) | CallEvent::Audio(_) => {}
             other => panic!("unexpected {other:?} while the provider hangs up"),
         }
     }

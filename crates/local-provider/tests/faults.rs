@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use walkie_local::scenario::{self, Scenario, ScenarioError, ScenarioReport};
+use walkie_local::scenario::{self, Scenario, ScenarioError, ScenarioReport, heard};
 use walkie_local::{LocalProvider, ProviderConfig};
 use walkie_openai::ServerEvent;
 use walkie_rtc::{CallEvent, EndReason, RtcError};
@@ -86,10 +86,13 @@ async fn a_malformed_event_is_reported_and_the_turn_goes_on() {
         .position(|kind| kind == "undecodable")
         .expect("reported");
     assert_eq!(types[bad + 1], "response.created", "{types:?}");
-    let undecodable = report.events.iter().find_map(|event| match event {
-        CallEvent::Undecodable { text, error } => Some((text.clone(), error.to_string())),
-        _ => None,
-    });
+    let undecodable = report
+        .events
+        .iter()
+        .find_map(|event| match (event, heard(event)) {
+            (CallEvent::Text(text), Some(Err(error))) => Some((text.clone(), error.to_string())),
+            _ => None,
+        });
     let (text, error) = undecodable.expect("the text and a typed decode error");
     assert_eq!(text, walkie_local::fault::MALFORMED_TEXT);
     assert!(!error.is_empty());
@@ -111,8 +114,8 @@ async fn delayed_events_arrive_late_and_in_order() {
 async fn an_error_event_is_typed_and_the_transport_keeps_the_call() {
     let (result, _, provider) = run("fault-error.json").await;
     let report = result.expect("the transport keeps the call");
-    let error = report.events.iter().find_map(|event| match event {
-        CallEvent::Server(ServerEvent::Error { error }) => Some(error.clone()),
+    let error = report.events.iter().find_map(|event| match heard(event) {
+        Some(Ok(ServerEvent::Error { error })) => Some(error),
         _ => None,
     });
     let error = error.expect("the injected error arrives as a typed event");

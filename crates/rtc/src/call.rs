@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
-use walkie_openai::{ClientEvent, DecodeError, ServerEvent, SessionConfig, decode_server_event};
+use walkie_openai::{ClientEvent, SessionConfig};
 
 use crate::error::{RtcError, Stage};
 use crate::peer::{self, PeerConfig, PeerEvent, PeerHandle, RtpAudio};
@@ -127,13 +127,10 @@ pub struct CallTimings {
 /// What a call reports.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallEvent {
-    /// A server event, decoded.
-    Server(ServerEvent),
-    /// A data-channel message that is not a valid server event. The call goes on.
-    Undecodable {
-        text: String,
-        error: DecodeError,
-    },
+    /// A data-channel text message (a server event, as the provider sent it). The transport
+    /// does not read it: the protocol layer decodes it, once
+    /// ([`walkie_openai::decode_server_event`]), and decides what a text it cannot read means.
+    Text(String),
     /// A binary data-channel message (the protocol only sends text).
     Binary(Bytes),
     /// One received audio packet (an Opus frame).
@@ -321,10 +318,7 @@ impl Call {
             },
         };
         let translated = match event {
-            PeerEvent::Text { text, .. } => match decode_server_event(&text) {
-                Ok(event) => CallEvent::Server(event),
-                Err(error) => CallEvent::Undecodable { text, error },
-            },
+            PeerEvent::Text { text, .. } => CallEvent::Text(text),
             PeerEvent::Binary { data, .. } => CallEvent::Binary(data),
             PeerEvent::Audio(audio) => CallEvent::Audio(audio),
             PeerEvent::Disconnected => CallEvent::Disconnected,
