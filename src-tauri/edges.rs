@@ -8,7 +8,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use tokio::sync::Notify;
-use walkie_audio::device::Direction;
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, Player};
 use walkie_conversation::{
     Conversation, DeviceDirection, DialFailure, EngineInput, Input, LevelReading, Output, Retry,
@@ -401,32 +400,23 @@ fn engine_input(event: EngineEvent) -> EngineInput {
             reason,
             ..
         } => EngineInput::DeviceFellBack {
-            direction: device(direction),
+            direction,
             using,
             reason,
         },
-        EngineEvent::DeviceChanged { direction, using } => EngineInput::DeviceChanged {
-            direction: device(direction),
-            using,
-        },
-        EngineEvent::DeviceUnavailable { direction, reason } => EngineInput::DeviceUnavailable {
-            direction: device(direction),
-            reason,
-        },
+        EngineEvent::DeviceChanged { direction, using } => {
+            EngineInput::DeviceChanged { direction, using }
+        }
+        EngineEvent::DeviceUnavailable { direction, reason } => {
+            EngineInput::DeviceUnavailable { direction, reason }
+        }
         EngineEvent::Level { direction, level } => EngineInput::Level {
-            direction: device(direction),
+            direction,
             level: LevelReading {
                 rms_dbfs: level.rms_dbfs,
                 peak_dbfs: level.peak_dbfs,
             },
         },
-    }
-}
-
-fn device(direction: Direction) -> DeviceDirection {
-    match direction {
-        Direction::Input => DeviceDirection::Input,
-        Direction::Output => DeviceDirection::Output,
     }
 }
 

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tauri::{AppHandle, Manager};
 use walkie_agui::{Message, Role};
 use walkie_store::files::write_atomically;
@@ -43,30 +43,6 @@ impl CurrentConversation {
     }
 }
 
-/// How long conversations are kept.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub enum RetentionPolicy {
-    /// Never delete anything on the user's behalf.
-    #[default]
-    Forever,
-    /// Delete conversations that started more than `days` days ago.
-    KeepDays { days: u32 },
-}
-
-impl RetentionPolicy {
-    fn to_store(self) -> Result<Retention, HistoryError> {
-        match self {
-            RetentionPolicy::Forever => Ok(Retention::default()),
-            RetentionPolicy::KeepDays { days: 0 } => Err(HistoryError::ZeroRetentionDays),
-            RetentionPolicy::KeepDays { days } => Ok(Retention {
-                keep_days: Some(days),
-                keep_count: None,
-            }),
-        }
-    }
-}
-
 /// Why a history command could not do what the webview asked. Serialised as its sentence.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -80,8 +56,6 @@ pub enum HistoryError {
     /// The choice could not be saved with the settings.
     #[error("the retention could not be saved: {0}")]
     Settings(String),
-    #[error("a retention must keep conversations for at least one day")]
-    ZeroRetentionDays,
     /// The export could not be written where the user chose.
     #[error("could not export to {}: {source}", path.display())]
     Export {
@@ -212,7 +186,7 @@ fn cannot_continue(error: StoreError) -> HistoryError {
 pub struct History {
     store: Result<Store, String>,
     current: CurrentConversation,
-    retention: Mutex<RetentionPolicy>,
+    retention: Mutex<Retention>,
 }
 
 impl History {
@@ -221,7 +195,7 @@ impl History {
         History {
             store: Ok(Store::new(conversations_dir(data_dir))),
             current,
-            retention: Mutex::new(RetentionPolicy::default()),
+            retention: Mutex::new(Retention::default()),
         }
     }
 
@@ -230,7 +204,7 @@ impl History {
         History {
             store: Err(reason),
             current,
-            retention: Mutex::new(RetentionPolicy::default()),
+            retention: Mutex::new(Retention::default()),
         }
     }
 
@@ -360,25 +334,24 @@ impl History {
     }
 
     /// The retention in force.
-    pub fn retention(&self) -> RetentionPolicy {
+    pub fn retention(&self) -> Retention {
         *self
             .retention
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Makes `policy` the retention in force and applies it now: deletes the conversations it
+    /// Makes `retention` the one in force and applies it now: deletes the conversations it
     /// does not keep (never the current one). Returns the ids deleted.
     pub fn apply_retention(
         &self,
-        policy: RetentionPolicy,
+        retention: Retention,
         now_unix_ms: i64,
     ) -> Result<Vec<String>, HistoryError> {
-        let retention = policy.to_store()?;
         *self
             .retention
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = policy;
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = retention;
         let store = self.store()?;
         let current = self.current.lock();
         Ok(store.apply_retention(retention, now_unix_ms, current.as_deref())?)
@@ -389,18 +362,15 @@ fn now_unix_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// Makes `policy` the retention in force and applies it (at start, and whenever the setting
+/// Makes `retention` the one in force and applies it (at start, and whenever the setting
 /// changes). Returns the ids of the conversations deleted.
-pub fn apply_retention(
-    app: &AppHandle,
-    policy: RetentionPolicy,
-) -> Result<Vec<String>, HistoryError> {
+pub fn apply_retention(app: &AppHandle, retention: Retention) -> Result<Vec<String>, HistoryError> {
     let deleted = app
         .state::<History>()
-        .apply_retention(policy, now_unix_ms())?;
+        .apply_retention(retention, now_unix_ms())?;
     if !deleted.is_empty() {
         log::info!(
-            "retention {policy:?} deleted {} conversation(s): {deleted:?}",
+            "retention {retention:?} deleted {} conversation(s): {deleted:?}",
             deleted.len()
         );
     }
@@ -499,7 +469,7 @@ pub fn history_open_folder(
 
 /// The retention in force.
 #[tauri::command]
-pub fn history_retention(history: tauri::State<'_, History>) -> RetentionPolicy {
+pub fn history_retention(history: tauri::State<'_, History>) -> Retention {
     history.retention()
 }
 
@@ -507,13 +477,11 @@ pub fn history_retention(history: tauri::State<'_, History>) -> RetentionPolicy 
 #[tauri::command]
 pub fn history_set_retention(
     app: AppHandle,
-    policy: RetentionPolicy,
+    retention: Retention,
 ) -> Result<Vec<String>, HistoryError> {
-    // Refuse what cannot be applied before saving it.
-    policy.to_store()?;
-    crate::persist_retention(&app, policy)
+    crate::persist_retention(&app, retention)
         .map_err(|error| HistoryError::Settings(error.to_string()))?;
-    apply_retention(&app, policy)
+    apply_retention(&app, retention)
 }
 
 #[cfg(test)]
@@ -741,38 +709,20 @@ mod tests {
         let current = CurrentConversation::default();
         *current.lock() = Some(current_but_old.clone());
         let history = History::new(&data.0, current);
-        assert_eq!(history.retention(), RetentionPolicy::Forever);
+        assert_eq!(history.retention(), Retention::Forever);
         assert_eq!(
-            history
-                .apply_retention(RetentionPolicy::Forever, now)
-                .unwrap(),
+            history.apply_retention(Retention::Forever, now).unwrap(),
             Vec::<String>::new()
         );
-        let deleted = history
-            .apply_retention(RetentionPolicy::KeepDays { days: 30 }, now)
-            .unwrap();
+        let thirty_days = Retention::try_from(Some(30)).unwrap();
+        let deleted = history.apply_retention(thirty_days, now).unwrap();
         assert_eq!(deleted, [ancient]);
-        assert_eq!(history.retention(), RetentionPolicy::KeepDays { days: 30 });
+        assert_eq!(history.retention(), thirty_days);
         let mut kept: Vec<String> = history.list().unwrap().into_iter().map(|c| c.id).collect();
         kept.sort();
         let mut expected = vec![current_but_old, recent];
         expected.sort();
         assert_eq!(kept, expected);
-        let error = history
-            .apply_retention(RetentionPolicy::KeepDays { days: 0 }, now)
-            .unwrap_err();
-        assert!(matches!(error, HistoryError::ZeroRetentionDays));
-        assert_eq!(history.retention(), RetentionPolicy::KeepDays { days: 30 });
-    }
-
-    #[test]
-    fn the_retention_policy_reads_as_the_webview_writes_it() {
-        let forever: RetentionPolicy = serde_json::from_str(r#"{"kind":"forever"}"#).unwrap();
-        assert_eq!(forever, RetentionPolicy::Forever);
-        let days: RetentionPolicy =
-            serde_json::from_str(r#"{"kind":"keepDays","days":30}"#).unwrap();
-        assert_eq!(days, RetentionPolicy::KeepDays { days: 30 });
-        assert!(serde_json::from_str::<RetentionPolicy>(r#"{"kind":"keepDays"}"#).is_err());
     }
 
     #[test]

@@ -25,7 +25,7 @@ use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::{mpsc, oneshot};
 
 use conversation::{Command, Ui};
-use history::{CurrentConversation, History, RetentionPolicy};
+use history::{CurrentConversation, History};
 use plan::Plan;
 use recording::Saving;
 use settings_commands::{SettingsState, load_settings};
@@ -50,7 +50,7 @@ pub const LEVEL_EVENT: &str = "walkie://level";
 #[serde(rename_all = "camelCase")]
 struct LevelEvent {
     /// `input` (the microphone) or `output` (the speaker).
-    direction: &'static str,
+    direction: DeviceDirection,
     rms_dbfs: f32,
     peak_dbfs: f32,
 }
@@ -250,10 +250,7 @@ impl Ui for WindowUi {
 
     fn level(&mut self, direction: DeviceDirection, level: LevelReading) {
         let reading = LevelEvent {
-            direction: match direction {
-                DeviceDirection::Input => "input",
-                DeviceDirection::Output => "output",
-            },
+            direction,
             rms_dbfs: level.rms_dbfs,
             peak_dbfs: level.peak_dbfs,
         };
@@ -390,25 +387,14 @@ fn install_log(app: &AppHandle) -> Result<(), String> {
     Ok(())
 }
 
-/// The retention the settings hold, as the history applies it.
-fn retention_policy(retention_days: Option<u32>) -> RetentionPolicy {
-    match retention_days {
-        Some(days) => RetentionPolicy::KeepDays { days },
-        None => RetentionPolicy::Forever,
-    }
-}
-
 /// Saves a retention chosen in the history panel with the other settings.
 pub(crate) fn persist_retention(
     app: &AppHandle,
-    policy: RetentionPolicy,
+    retention: walkie_store::Retention,
 ) -> Result<(), settings::SettingsError> {
     let state = app.state::<SettingsState>();
     let mut settings = state.current();
-    settings.retention_days = match policy {
-        RetentionPolicy::Forever => None,
-        RetentionPolicy::KeepDays { days } => Some(days),
-    };
+    settings.retention_days = retention.days();
     state.file.save(&settings)?;
     *state
         .current
@@ -482,7 +468,7 @@ pub fn run() {
                 log::warn!("past turns cannot be played: {reason}");
             }
             app.manage(history);
-            let retention = retention_policy(settings.retention_days);
+            let retention = settings.retention();
             if let Err(error) = history::apply_retention(app.handle(), retention) {
                 log::warn!("the retention setting could not be applied: {error}");
             }

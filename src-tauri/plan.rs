@@ -15,9 +15,7 @@ use walkie_openai::{
     TurnDetection,
 };
 use walkie_rtc::{Auth, CallConfig, Endpoint, RtcError};
-use walkie_session::turn::{
-    PressMode, ToolRegistry, TurnConfig, TurnMode, session_limit_warning_ms,
-};
+use walkie_session::turn::{ToolRegistry, TurnConfig, TurnMode, session_limit_warning_ms};
 
 use crate::secrets::{self, ApiKey, KeyAccount};
 use crate::settings::{self, ProviderKind, Settings};
@@ -144,10 +142,7 @@ pub fn turn_mode(settings: &Settings) -> TurnMode {
             },
         })
     } else {
-        TurnMode::PushToTalk(match settings.press_mode {
-            settings::PressMode::Hold => PressMode::Hold,
-            settings::PressMode::Toggle => PressMode::Toggle,
-        })
+        TurnMode::PushToTalk(settings.press_mode)
     }
 }
 

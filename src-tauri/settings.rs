@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use walkie_session::turn::PressMode;
 use walkie_store::files::{create_private_dir_all, create_private_file};
 
 /// Where the config directory is taken from when set (tests give each run its own).
@@ -35,17 +36,6 @@ pub enum ProviderKind {
     Azure,
     /// Any server speaking the OpenAI Realtime WebRTC protocol at a base URL.
     Custom,
-}
-
-/// How the push-to-talk controls (button, Space, global shortcut) behave.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PressMode {
-    /// Talk while held.
-    #[default]
-    Hold,
-    /// One press starts talking, the next sends.
-    Toggle,
 }
 
 /// Which of the server's voice detections ends a hands-free turn.
@@ -158,6 +148,14 @@ pub const IDLE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u32> = 5_000..=30_000;
 /// message of at most 64 KiB with the rest of the session (`walkie_rtc::MAX_SESSION_BYTES`);
 /// this leaves room for the tools and the other fields.
 pub const INSTRUCTIONS_MAX_BYTES: usize = 48 * 1024;
+
+impl Settings {
+    /// The retention chosen, as the history applies it. Validation keeps zero days out of the
+    /// settings; a file edited by hand to zero keeps everything rather than delete it all.
+    pub fn retention(&self) -> walkie_store::Retention {
+        walkie_store::Retention::try_from(self.retention_days).unwrap_or_default()
+    }
+}
 
 impl Default for Settings {
     fn default() -> Self {

@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 
 use tauri::AppHandle;
-use walkie_audio::device::Direction;
+use walkie_audio::device::DeviceDirection;
 
 use crate::conversation::Command;
 use crate::plan::Plan;
@@ -361,15 +361,15 @@ pub(crate) async fn list_devices(
     blocking(move || {
         let mut list = DeviceList::default();
         for (direction, into) in [
-            (Direction::Input, &mut list.inputs),
-            (Direction::Output, &mut list.outputs),
+            (DeviceDirection::Input, &mut list.inputs),
+            (DeviceDirection::Output, &mut list.outputs),
         ] {
             match walkie_audio::device::list_devices(direction) {
                 Ok(devices) => into.extend(
                     devices
                         .into_iter()
                         .filter(|device| {
-                            direction == Direction::Output
+                            direction == DeviceDirection::Output
                                 || !is_speaker_monitor(&device.id)
                                 || device.id == chosen_input
                         })

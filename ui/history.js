@@ -116,9 +116,9 @@ export function formatClock(seconds) {
   return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
 }
 
-/** The `<select>` value of a retention policy (`{kind: "forever"}` or `{kind: "keepDays", days}`). */
-export function retentionToValue(policy) {
-  return policy?.kind === "keepDays" ? String(policy.days) : "forever";
+/** The `<select>` value of a retention as Rust writes it (`null`: forever, else its days). */
+export function retentionToValue(retention) {
+  return Number.isInteger(retention) && retention > 0 ? String(retention) : "forever";
 }
 
 /**
@@ -133,12 +133,12 @@ export function continueState(conversation) {
     : { disabled: false, title: "Hang up the call under way and go on with this conversation" };
 }
 
-/** The retention policy of a `<select>` value; throws on anything but "forever" or whole days. */
+/** The retention of a `<select>` value, as Rust reads it (`null`: forever, else whole days); throws on anything else. */
 export function retentionFromValue(value) {
-  if (value === "forever") return { kind: "forever" };
+  if (value === "forever") return null;
   const days = Number(value);
   if (!Number.isInteger(days) || days < 1) throw new RangeError(`not a retention: ${value}`);
-  return { kind: "keepDays", days };
+  return days;
 }
 
 /** The words of a retention choice. */
@@ -366,16 +366,16 @@ export function createHistoryPanel({
     clearMessages();
     showList();
     try {
-      const [, policy] = await Promise.all([refreshList(), invoke("history_retention")]);
-      setRetention(policy);
+      const [, kept] = await Promise.all([refreshList(), invoke("history_retention")]);
+      setRetention(kept);
     } catch (error) {
       showError(error);
     }
     if (!dialog.open) dialog.showModal();
   }
 
-  function setRetention(policy) {
-    const value = retentionToValue(policy);
+  function setRetention(kept) {
+    const value = retentionToValue(kept);
     if (![...retention.options].some((option) => option.value === value)) {
       const option = doc.createElement("option");
       option.value = value;
@@ -430,7 +430,7 @@ export function createHistoryPanel({
   }));
   retention.addEventListener("change", () => act(async () => {
     const deleted = await invoke("history_set_retention", {
-      policy: retentionFromValue(retention.value),
+      retention: retentionFromValue(retention.value),
     });
     await refreshList();
     notice.textContent =

@@ -82,9 +82,10 @@ test("retention round-trips between the select and the policy Rust reads", () =>
     const value = days === null ? "forever" : String(days);
     assert.equal(retentionToValue(retentionFromValue(value)), value);
   }
-  assert.deepEqual(retentionFromValue("30"), { kind: "keepDays", days: 30 });
-  assert.deepEqual(retentionFromValue("forever"), { kind: "forever" });
-  assert.equal(retentionToValue({ kind: "keepDays", days: 14 }), "14");
+  assert.equal(retentionFromValue("30"), 30);
+  assert.equal(retentionFromValue("forever"), null);
+  assert.equal(retentionToValue(14), "14");
+  assert.equal(retentionToValue(null), "forever");
   assert.equal(retentionToValue(undefined), "forever");
   for (const bad of ["0", "-3", "2.5", "", "soon"]) {
     assert.throws(() => retentionFromValue(bad), RangeError, bad);
@@ -205,7 +206,7 @@ const PAST = {
 test("Continue asks Rust to go on with the opened conversation, then the panel closes", async () => {
   const { panel, calls, byId } = historyPage({
     history_list: [PAST],
-    history_retention: { kind: "forever" },
+    history_retention: null,
     history_open: PAST,
     history_continue: null,
   });
@@ -226,7 +227,7 @@ test("a Continue that fails keeps the panel open and says what to do in one line
     "this conversation cannot be continued: it is no longer in the data folder (deleted or moved); choose another one";
   const { panel, byId } = historyPage({
     history_list: [PAST],
-    history_retention: { kind: "forever" },
+    history_retention: null,
     history_open: PAST,
     history_continue: new Error(why),
   });
@@ -245,7 +246,7 @@ test("the conversation going on now cannot be continued, and the button says why
   const now = { ...PAST, current: true, open: true };
   const { panel, calls, byId } = historyPage({
     history_list: [now],
-    history_retention: { kind: "forever" },
+    history_retention: null,
     history_open: now,
   });
   await panel.open();

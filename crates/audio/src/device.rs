@@ -30,20 +30,7 @@ pub const PERIOD_MS: u32 = 10;
 /// cost measurably less CPU (docs/benchmarks.md).
 pub const CAPTURE_PERIOD_MS: u32 = 20;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Input,
-    Output,
-}
-
-impl std::fmt::Display for Direction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Direction::Input => "microphone",
-            Direction::Output => "speaker",
-        })
-    }
-}
+pub use walkie_session::DeviceDirection;
 
 /// Why a device could not be used, grouped by what the caller does about it.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +38,7 @@ pub enum DeviceError {
     /// The device is gone or there is none: fall back to the default, or tell the user.
     #[error("no {direction} available{}", id.as_ref().map(|id| format!(" with id {id}")).unwrap_or_default())]
     Unavailable {
-        direction: Direction,
+        direction: DeviceDirection,
         id: Option<String>,
     },
     /// The sound system itself is not reachable.
@@ -60,19 +47,19 @@ pub enum DeviceError {
     /// The device refused every format Walkie can use.
     #[error("the {direction} does not support a usable format: {reason}")]
     Unsupported {
-        direction: Direction,
+        direction: DeviceDirection,
         reason: String,
     },
     /// Opening or starting the stream failed for another reason.
     #[error("could not open the {direction}: {reason}")]
     Open {
-        direction: Direction,
+        direction: DeviceDirection,
         reason: String,
     },
 }
 
 impl DeviceError {
-    fn from_cpal(direction: Direction, error: cpal::Error) -> Self {
+    fn from_cpal(direction: DeviceDirection, error: cpal::Error) -> Self {
         use cpal::ErrorKind;
         let reason = error.to_string();
         match error.kind() {
@@ -112,15 +99,15 @@ fn device_info(device: &cpal::Device, default_id: Option<&str>) -> Option<Device
     })
 }
 
-/// The devices that can capture (`Direction::Input`) or play (`Direction::Output`).
-pub fn list_devices(direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
+/// The devices that can capture (`DeviceDirection::Input`) or play (`DeviceDirection::Output`).
+pub fn list_devices(direction: DeviceDirection) -> Result<Vec<DeviceInfo>, DeviceError> {
     list_on(sound_system(), direction)
 }
 
-fn list_on(host: &cpal::Host, direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
+fn list_on(host: &cpal::Host, direction: DeviceDirection) -> Result<Vec<DeviceInfo>, DeviceError> {
     let default = match direction {
-        Direction::Input => host.default_input_device(),
-        Direction::Output => host.default_output_device(),
+        DeviceDirection::Input => host.default_input_device(),
+        DeviceDirection::Output => host.default_output_device(),
     };
     let default_id = default.and_then(|d| d.id().ok()).map(|id| id.to_string());
     let devices = host
@@ -128,15 +115,15 @@ fn list_on(host: &cpal::Host, direction: Direction) -> Result<Vec<DeviceInfo>, D
         .map_err(|error| DeviceError::from_cpal(direction, error))?;
     Ok(devices
         .filter(|device| match direction {
-            Direction::Input => device.supports_input(),
-            Direction::Output => device.supports_output(),
+            DeviceDirection::Input => device.supports_input(),
+            DeviceDirection::Output => device.supports_output(),
         })
         .filter_map(|device| device_info(&device, default_id.as_deref()))
         .collect())
 }
 
 /// The chosen device, or the default when none is chosen.
-fn find_device(direction: Direction, id: Option<&str>) -> Result<cpal::Device, DeviceError> {
+fn find_device(direction: DeviceDirection, id: Option<&str>) -> Result<cpal::Device, DeviceError> {
     let host = sound_system();
     let unavailable = || DeviceError::Unavailable {
         direction,
@@ -148,8 +135,8 @@ fn find_device(direction: Direction, id: Option<&str>) -> Result<cpal::Device, D
             host.device_by_id(&parsed).ok_or_else(unavailable)
         }
         None => match direction {
-            Direction::Input => host.default_input_device(),
-            Direction::Output => host.default_output_device(),
+            DeviceDirection::Input => host.default_input_device(),
+            DeviceDirection::Output => host.default_output_device(),
         }
         .ok_or_else(unavailable),
     }
@@ -184,15 +171,15 @@ impl DeviceProbe {
         }
     }
 
-    pub fn list(&self, direction: Direction) -> Result<Vec<DeviceInfo>, DeviceError> {
+    pub fn list(&self, direction: DeviceDirection) -> Result<Vec<DeviceInfo>, DeviceError> {
         list_on(self.host, direction)
     }
 
     /// The id of the current default device, if there is one.
-    pub fn default_id(&self, direction: Direction) -> Option<String> {
+    pub fn default_id(&self, direction: DeviceDirection) -> Option<String> {
         match direction {
-            Direction::Input => self.host.default_input_device(),
-            Direction::Output => self.host.default_output_device(),
+            DeviceDirection::Input => self.host.default_input_device(),
+            DeviceDirection::Output => self.host.default_output_device(),
         }
         .and_then(|device| device.id().ok())
         .map(|id| id.to_string())
@@ -253,11 +240,11 @@ pub struct StreamFormat {
 
 fn stream_config(
     device: &cpal::Device,
-    direction: Direction,
+    direction: DeviceDirection,
 ) -> Result<(cpal::StreamConfig, cpal::SampleFormat), DeviceError> {
     let supported = match direction {
-        Direction::Input => device.default_input_config(),
-        Direction::Output => device.default_output_config(),
+        DeviceDirection::Input => device.default_input_config(),
+        DeviceDirection::Output => device.default_output_config(),
     }
     .map_err(|error| DeviceError::from_cpal(direction, error))?;
     let format = supported.sample_format();
@@ -377,7 +364,7 @@ struct Opening {
 }
 
 impl Opening {
-    fn prepare(direction: Direction, device_id: Option<&str>) -> Result<Self, DeviceError> {
+    fn prepare(direction: DeviceDirection, device_id: Option<&str>) -> Result<Self, DeviceError> {
         if let Some(pcm) = device_id.and_then(|id| id.strip_prefix("alsa:")) {
             // An ALSA device by its PCM name: opened as it is, whether listed or not (a
             // test's `file` plugin, a name from the user's asoundrc).
@@ -430,7 +417,7 @@ fn ring_capacity(rate_hz: u32, ring_ms: u32) -> usize {
     (rate_hz as usize * ring_ms as usize / 1000).max(1024)
 }
 
-fn from_alsa(direction: Direction, name: &str, error: alsa::Error) -> DeviceError {
+fn from_alsa(direction: DeviceDirection, name: &str, error: alsa::Error) -> DeviceError {
     let reason = format!("ALSA PCM {name}: {error}");
     match error.errno() {
         libc::ENOENT | libc::ENODEV | libc::ENXIO | libc::EBUSY => DeviceError::Unavailable {
@@ -526,7 +513,7 @@ enum StreamHandle {
 impl Capture {
     /// Opens the chosen microphone (`None`: the default) with a ring holding `ring_ms`.
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
-        let direction = Direction::Input;
+        let direction = DeviceDirection::Input;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
         let opened = route.open_native(
             |name, rate_hz| Self::open_pulse(name, rate_hz, ring_ms),
@@ -605,7 +592,7 @@ impl Capture {
         ),
         DeviceError,
     > {
-        let direction = Direction::Input;
+        let direction = DeviceDirection::Input;
         let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, ring_ms));
         let counters = Arc::new(StreamCounters::default());
         let data_counters = counters.clone();
@@ -639,7 +626,7 @@ impl Capture {
         ),
         DeviceError,
     > {
-        let direction = Direction::Input;
+        let direction = DeviceDirection::Input;
         let (pcm, setup) = crate::pcm::open(
             name,
             direction,
@@ -915,7 +902,7 @@ fn f32_to_i16(sample: f32) -> i16 {
 impl Playback {
     /// Opens the chosen speaker (`None`: the default) with a ring holding `ring_ms`.
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
-        let direction = Direction::Output;
+        let direction = DeviceDirection::Output;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
         let opened = route.open_native(
             |name, rate_hz| Self::open_pulse(name, rate_hz, ring_ms),
@@ -1009,7 +996,7 @@ impl Playback {
         ),
         DeviceError,
     > {
-        let direction = Direction::Output;
+        let direction = DeviceDirection::Output;
         let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, ring_ms));
         let shared = PlaybackShared::new();
         let thread_shared = shared.clone();
@@ -1045,7 +1032,7 @@ impl Playback {
         ),
         DeviceError,
     > {
-        let direction = Direction::Output;
+        let direction = DeviceDirection::Output;
         let (pcm, setup) = crate::pcm::open(
             name,
             direction,

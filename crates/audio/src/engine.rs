@@ -39,7 +39,7 @@ use crate::codec::{
     CodecError, DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder,
 };
 use crate::device::{
-    Capture, DeviceError, DeviceProbe, Direction, FlushReport, Playback, PlaybackClock,
+    Capture, DeviceDirection, DeviceError, DeviceProbe, FlushReport, Playback, PlaybackClock,
     PlaybackFlusher, StreamCounters,
 };
 use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, PushOutcome};
@@ -192,21 +192,27 @@ pub enum EngineEvent {
     /// The chosen device could not be used; the default is used instead and audio goes on.
     /// For an input, the app tells the controller (`device_changed`).
     DeviceFellBack {
-        direction: Direction,
+        direction: DeviceDirection,
         wanted: String,
         using: String,
         reason: String,
     },
     /// The stream was reopened on another device: the default moved, or the chosen device came
     /// back after a fallback.
-    DeviceChanged { direction: Direction, using: String },
+    DeviceChanged {
+        direction: DeviceDirection,
+        using: String,
+    },
     /// No device of this direction can be opened; the engine keeps trying.
     DeviceUnavailable {
-        direction: Direction,
+        direction: DeviceDirection,
         reason: String,
     },
     /// About 30 times a second per direction, for the UI.
-    Level { direction: Direction, level: Level },
+    Level {
+        direction: DeviceDirection,
+        level: Level,
+    },
 }
 
 /// Why the engine could not start.
@@ -672,7 +678,7 @@ impl WatchedStream for Playback {
 
 /// One direction's device choice, fallback and health.
 struct DeviceSlot {
-    direction: Direction,
+    direction: DeviceDirection,
     /// The user's choice (`None`: follow the default).
     wanted: Option<String>,
     probe: Option<DeviceProbe>,
@@ -690,7 +696,7 @@ struct DeviceSlot {
 }
 
 impl DeviceSlot {
-    fn new(direction: Direction, wanted: Option<String>) -> Self {
+    fn new(direction: DeviceDirection, wanted: Option<String>) -> Self {
         let now = Instant::now();
         Self {
             direction,
@@ -927,7 +933,7 @@ impl Uplink {
         Ok(Self {
             rx,
             events,
-            slot: DeviceSlot::new(Direction::Input, config.input_device.clone()),
+            slot: DeviceSlot::new(DeviceDirection::Input, config.input_device.clone()),
             capture: None,
             privacy: config.privacy_mic,
             capturing: false,
@@ -1116,7 +1122,7 @@ impl Uplink {
             let events = &self.events;
             meter.feed(&self.device_buf, |level| {
                 events.send(EngineEvent::Level {
-                    direction: Direction::Input,
+                    direction: DeviceDirection::Input,
                     level,
                 });
             });
@@ -1207,7 +1213,7 @@ impl Downlink {
             decoded: Box::new([0.0; FRAME_SAMPLES]),
             decode_log: RateLimitedLog::default(),
             next_pop: None,
-            slot: DeviceSlot::new(Direction::Output, config.output_device.clone()),
+            slot: DeviceSlot::new(DeviceDirection::Output, config.output_device.clone()),
             playback: None,
             playback_rate_hz: config.playback_rate_hz,
             resampler: None,
@@ -1388,7 +1394,7 @@ impl Downlink {
                         let events = &self.events;
                         meter.feed(samples, |level| {
                             events.send(EngineEvent::Level {
-                                direction: Direction::Output,
+                                direction: DeviceDirection::Output,
                                 level,
                             });
                         });

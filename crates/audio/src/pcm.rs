@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use alsa::pcm::{Access, Format, HwParams, IoFormat, PCM};
 use alsa::{Direction as AlsaDirection, ValueOr};
 
-use crate::device::{Direction, StreamCounters};
+use crate::device::{DeviceDirection, StreamCounters};
 
 /// An error that persists this long is fatal: the pulse plugin reports a burst of transient
 /// I/O errors right after a stream starts (shared/reference/build-environment.md §8.3), a
@@ -53,15 +53,15 @@ pub(crate) struct PcmSetup {
 /// nearest to the ones asked, a period of `period_frames` and a buffer of `periods` of them.
 pub(crate) fn open(
     name: &str,
-    direction: Direction,
+    direction: DeviceDirection,
     rate_hz: u32,
     channels: u16,
     period_frames: usize,
     periods: usize,
 ) -> Result<(PCM, PcmSetup), alsa::Error> {
     let alsa_direction = match direction {
-        Direction::Input => AlsaDirection::Capture,
-        Direction::Output => AlsaDirection::Playback,
+        DeviceDirection::Input => AlsaDirection::Capture,
+        DeviceDirection::Output => AlsaDirection::Playback,
     };
     let pcm = PCM::new(name, alsa_direction, true)?;
     let setup = {
@@ -90,7 +90,7 @@ pub(crate) fn open(
     {
         let sw = pcm.sw_params_current()?;
         sw.set_avail_min(setup.period_frames as alsa::pcm::Frames)?;
-        if direction == Direction::Output {
+        if direction == DeviceDirection::Output {
             // Start once the whole buffer is queued: no underrun right at the start.
             sw.set_start_threshold(setup.buffer_frames as alsa::pcm::Frames)?;
         }
@@ -119,7 +119,7 @@ impl Drop for PcmStream {
 pub(crate) fn spawn<T>(
     pcm: PCM,
     setup: PcmSetup,
-    direction: Direction,
+    direction: DeviceDirection,
     work: impl FnMut(&mut [T], Duration) + Send + 'static,
     counters: Arc<StreamCounters>,
 ) -> std::io::Result<PcmStream>
@@ -129,8 +129,8 @@ where
     let stop = Arc::new(AtomicBool::new(false));
     let thread_stop = stop.clone();
     let name = match direction {
-        Direction::Input => "walkie-pcm-in",
-        Direction::Output => "walkie-pcm-out",
+        DeviceDirection::Input => "walkie-pcm-in",
+        DeviceDirection::Output => "walkie-pcm-out",
     };
     let thread = std::thread::Builder::new()
         .name(name.to_owned())
@@ -140,8 +140,8 @@ where
                 failing_since: None,
             };
             match direction {
-                Direction::Input => capture(&pcm, setup, &thread_stop, &mut health, work),
-                Direction::Output => playback(&pcm, setup, &thread_stop, &mut health, work),
+                DeviceDirection::Input => capture(&pcm, setup, &thread_stop, &mut health, work),
+                DeviceDirection::Output => playback(&pcm, setup, &thread_stop, &mut health, work),
             }
         })?;
     Ok(PcmStream {

@@ -31,7 +31,7 @@ use pa::sample::{Format, Spec};
 use pa::stream::{FlagSet as StreamFlags, Latency, PeekResult, SeekMode, State, Stream};
 use pa::time::MicroSeconds;
 
-use crate::device::{Direction, StreamCounters};
+use crate::device::{DeviceDirection, StreamCounters};
 
 /// How long opening may take before it counts as failed.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -73,7 +73,7 @@ impl Drop for PulseStream {
 /// first sample is heard; for capture, the samples that arrived.
 pub(crate) fn open(
     device: &str,
-    direction: Direction,
+    direction: DeviceDirection,
     rate_hz: u32,
     period_ms: u32,
     work: impl FnMut(&mut [i16], Duration) + Send + 'static,
@@ -84,8 +84,8 @@ pub(crate) fn open(
     let thread_stop = stop.clone();
     let device = device.to_owned();
     let name = match direction {
-        Direction::Input => "walkie-pulse-in",
-        Direction::Output => "walkie-pulse-out",
+        DeviceDirection::Input => "walkie-pulse-in",
+        DeviceDirection::Output => "walkie-pulse-out",
     };
     let thread = std::thread::Builder::new()
         .name(name.to_owned())
@@ -127,7 +127,7 @@ struct Opened {
 impl Opened {
     fn connect(
         device: &str,
-        direction: Direction,
+        direction: DeviceDirection,
         rate_hz: u32,
         period_ms: u32,
     ) -> Result<Self, String> {
@@ -159,8 +159,8 @@ impl Opened {
         let period_frames = (rate_hz * period_ms / 1000).max(1) as usize;
         let period_bytes = u32::try_from(period_frames * 2).unwrap_or(u32::MAX);
         let label = match direction {
-            Direction::Input => "Walkie microphone",
-            Direction::Output => "Walkie speaker",
+            DeviceDirection::Input => "Walkie microphone",
+            DeviceDirection::Output => "Walkie speaker",
         };
         let mut stream =
             Stream::new(&mut context, label, &spec, None).ok_or("no libpulse stream")?;
@@ -179,10 +179,10 @@ impl Opened {
         let flags =
             StreamFlags::ADJUST_LATENCY | StreamFlags::INTERPOLATE_TIMING | StreamFlags::DONT_MOVE;
         match direction {
-            Direction::Output => {
+            DeviceDirection::Output => {
                 stream.connect_playback(Some(device), Some(&attr), flags, None, None)
             }
-            Direction::Input => stream.connect_record(Some(device), Some(&attr), flags),
+            DeviceDirection::Input => stream.connect_record(Some(device), Some(&attr), flags),
         }
         .map_err(|error| format!("cannot open {device}: {error}"))?;
         loop {
@@ -209,7 +209,7 @@ impl Opened {
 
     fn run(
         &mut self,
-        direction: Direction,
+        direction: DeviceDirection,
         stop: &AtomicBool,
         mut work: impl FnMut(&mut [i16], Duration),
         counters: &StreamCounters,
@@ -242,7 +242,7 @@ impl Opened {
                 return;
             }
             match direction {
-                Direction::Output => {
+                DeviceDirection::Output => {
                     if Instant::now() >= next_timing {
                         next_timing = Instant::now() + TIMING_EVERY;
                         drop(self.stream.update_timing_info(None));
@@ -271,7 +271,7 @@ impl Opened {
                         }
                     }
                 }
-                Direction::Input => loop {
+                DeviceDirection::Input => loop {
                     match self.stream.peek() {
                         Ok(PeekResult::Data(data)) => {
                             for piece in data.chunks(samples.len() * 2) {
@@ -297,7 +297,7 @@ impl Opened {
                     }
                 },
             }
-            if direction == Direction::Input {
+            if direction == DeviceDirection::Input {
                 // Captured audio is read once a period, whatever the server's pace: it posts
                 // data as its source produces it (a null sink's monitor every 10 ms, a desktop
                 // microphone as often as its quickest reader asks), but the uplink takes whole

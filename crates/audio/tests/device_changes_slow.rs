@@ -15,7 +15,7 @@ use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use common::{PulseClient, SpareSink, from_bytes, pactl, pattern, require_test_server, wait_until};
-use walkie_audio::device::{Direction, list_devices};
+use walkie_audio::device::{DeviceDirection, list_devices};
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
 use walkie_session::turn::AudioCommand;
 use walkie_session::{AudioChunk, PlaybackSink};
@@ -72,8 +72,8 @@ impl Running {
     }
 
     /// Waits for a `DeviceChanged` in each of `directions`; returns what each is using.
-    fn changes(&self, directions: &[Direction]) -> Vec<(Direction, String)> {
-        let mut changed: Vec<(Direction, String)> = Vec::new();
+    fn changes(&self, directions: &[DeviceDirection]) -> Vec<(DeviceDirection, String)> {
+        let mut changed: Vec<(DeviceDirection, String)> = Vec::new();
         self.events_until("the device changes", Duration::from_secs(10), |event| {
             if let EngineEvent::DeviceChanged { direction, using } = event {
                 changed.push((*direction, using.clone()));
@@ -109,7 +109,7 @@ impl Running {
     }
 }
 
-fn id_of(direction: Direction, suffix: &str) -> String {
+fn id_of(direction: DeviceDirection, suffix: &str) -> String {
     list_devices(direction)
         .expect("the devices are listed")
         .into_iter()
@@ -127,22 +127,22 @@ fn slow_when_the_default_devices_move_the_engine_follows_and_says_so() {
     let _server = one_at_a_time();
     let _restore = DefaultsRestored;
     let spare = SpareSink::load_named("walkie_new_default");
-    let spare_speaker = id_of(Direction::Output, &spare.name);
-    let spare_mic = id_of(Direction::Input, &format!("{}.monitor", spare.name));
+    let spare_speaker = id_of(DeviceDirection::Output, &spare.name);
+    let spare_mic = id_of(DeviceDirection::Input, &format!("{}.monitor", spare.name));
     let running = start(EngineConfig::default());
-    let old_speaker = id_of(Direction::Output, "spk");
+    let old_speaker = id_of(DeviceDirection::Output, "spk");
 
     let on_new = PulseClient::spawn("parec", &format!("{}.monitor", spare.name));
     let on_old = PulseClient::spawn("parec", "spk.monitor");
     pactl(&["set-default-sink", &spare.name]);
     pactl(&["set-default-source", &format!("{}.monitor", spare.name)]);
-    let mut changed = running.changes(&[Direction::Input, Direction::Output]);
-    changed.sort_by_key(|(direction, _)| *direction == Direction::Output);
+    let mut changed = running.changes(&[DeviceDirection::Input, DeviceDirection::Output]);
+    changed.sort_by_key(|(direction, _)| *direction == DeviceDirection::Output);
     assert_eq!(
         changed,
         [
-            (Direction::Input, spare_mic.clone()),
-            (Direction::Output, spare_speaker.clone())
+            (DeviceDirection::Input, spare_mic.clone()),
+            (DeviceDirection::Output, spare_speaker.clone())
         ]
     );
     let reply = pattern(12_000);
@@ -161,9 +161,9 @@ fn slow_when_the_default_devices_move_the_engine_follows_and_says_so() {
     // The defaults move back: followed again.
     pactl(&["set-default-sink", "spk"]);
     pactl(&["set-default-source", "mic.monitor"]);
-    let changed = running.changes(&[Direction::Input, Direction::Output]);
+    let changed = running.changes(&[DeviceDirection::Input, DeviceDirection::Output]);
     assert!(
-        changed.contains(&(Direction::Output, old_speaker)),
+        changed.contains(&(DeviceDirection::Output, old_speaker)),
         "{changed:?}"
     );
     assert_eq!(running.engine.stats().output_rate_hz, 48_000);
@@ -175,8 +175,8 @@ fn slow_a_chosen_device_that_comes_back_is_used_again() {
     let _restore = DefaultsRestored;
     let name = "walkie_comes_back";
     let mut spare = SpareSink::load_named(name);
-    let chosen_speaker = id_of(Direction::Output, name);
-    let chosen_mic = id_of(Direction::Input, &format!("{name}.monitor"));
+    let chosen_speaker = id_of(DeviceDirection::Output, name);
+    let chosen_mic = id_of(DeviceDirection::Input, &format!("{name}.monitor"));
     let running = start(EngineConfig {
         input_device: Some(chosen_mic.clone()),
         output_device: Some(chosen_speaker.clone()),
@@ -195,13 +195,13 @@ fn slow_a_chosen_device_that_comes_back_is_used_again() {
     let spare = SpareSink::load_named(name);
     let recorder = PulseClient::spawn("parec", &format!("{}.monitor", spare.name));
     let on_default = PulseClient::spawn("parec", "spk.monitor");
-    let mut changed = running.changes(&[Direction::Input, Direction::Output]);
-    changed.sort_by_key(|(direction, _)| *direction == Direction::Output);
+    let mut changed = running.changes(&[DeviceDirection::Input, DeviceDirection::Output]);
+    changed.sort_by_key(|(direction, _)| *direction == DeviceDirection::Output);
     assert_eq!(
         changed,
         [
-            (Direction::Input, chosen_mic),
-            (Direction::Output, chosen_speaker)
+            (DeviceDirection::Input, chosen_mic),
+            (DeviceDirection::Output, chosen_speaker)
         ],
         "back on the chosen devices"
     );
@@ -220,7 +220,7 @@ fn slow_a_stalled_speaker_is_reopened_and_plays_again() {
     let _server = one_at_a_time();
     let name = "walkie_stalls";
     let spare = SpareSink::load_named(name);
-    let speaker = id_of(Direction::Output, name);
+    let speaker = id_of(DeviceDirection::Output, name);
     let running = start(EngineConfig {
         output_device: Some(speaker.clone()),
         ..EngineConfig::default()

@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{
     PulseClient, from_bytes, pattern, require_test_server, to_bytes, wait_until, wakeups_of,
 };
-use walkie_audio::device::{Capture, Direction, Playback, list_devices};
+use walkie_audio::device::{Capture, DeviceDirection, Playback, list_devices};
 
 /// The null sinks are shared by every test of this file: one test at a time.
 static SINKS: Mutex<()> = Mutex::new(());
@@ -23,8 +23,8 @@ fn the_virtual_devices_are_listed_with_the_defaults_marked() {
     let _sinks = SINKS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let inputs = list_devices(Direction::Input).unwrap();
-    let outputs = list_devices(Direction::Output).unwrap();
+    let inputs = list_devices(DeviceDirection::Input).unwrap();
+    let outputs = list_devices(DeviceDirection::Output).unwrap();
     let default_input = inputs
         .iter()
         .find(|d| d.is_default)

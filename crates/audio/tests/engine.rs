@@ -15,7 +15,7 @@ use common::{
     tone_level_dbfs, wait_until, wakeups_of,
 };
 use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
-use walkie_audio::device::{Direction, PERIOD_MS, list_devices};
+use walkie_audio::device::{DeviceDirection, PERIOD_MS, list_devices};
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
 use walkie_audio::{FRAME_SAMPLES, engine::Player};
 use walkie_session::AudioChunk;
@@ -310,10 +310,10 @@ fn a_barge_in_flush_silences_the_speaker_within_one_device_period_and_the_next_r
 /// Waits for the input meter to hear the tone, then for it to go quiet again.
 fn wait_for_tone_to_pass(running: &Running) {
     running.events_until("the tone in the mic", Duration::from_secs(5), |event| {
-        matches!(event, EngineEvent::Level { direction: Direction::Input, level } if level.rms_dbfs > -20.0)
+        matches!(event, EngineEvent::Level { direction: DeviceDirection::Input, level } if level.rms_dbfs > -20.0)
     });
     running.events_until("the tone to end", Duration::from_secs(5), |event| {
-        matches!(event, EngineEvent::Level { direction: Direction::Input, level } if level.rms_dbfs < -60.0)
+        matches!(event, EngineEvent::Level { direction: DeviceDirection::Input, level } if level.rms_dbfs < -60.0)
     });
 }
 
@@ -414,7 +414,7 @@ fn the_gated_mic_sends_only_silence_while_the_assistant_is_audible() {
     running.engine.apply(AudioCommand::GateMic { gated: true });
     let _mic = PulseClient::play("mic", &tone(1_000.0, 0.5, 3 * 48_000));
     running.events_until("the tone in the mic", Duration::from_secs(5), |event| {
-        matches!(event, EngineEvent::Level { direction: Direction::Input, level } if level.rms_dbfs > -20.0)
+        matches!(event, EngineEvent::Level { direction: DeviceDirection::Input, level } if level.rms_dbfs > -20.0)
     });
     std::thread::sleep(Duration::from_millis(300));
     let gated = running.frames_so_far();
@@ -462,7 +462,7 @@ fn a_press_after_a_gated_stretch_sends_its_pre_roll_as_silence_then_the_user() {
     running.engine.apply(AudioCommand::GateMic { gated: true });
     let _mic = PulseClient::play("mic", &tone(1_000.0, 0.5, 4 * 48_000));
     running.events_until("the tone in the mic", Duration::from_secs(5), |event| {
-        matches!(event, EngineEvent::Level { direction: Direction::Input, level } if level.rms_dbfs > -20.0)
+        matches!(event, EngineEvent::Level { direction: DeviceDirection::Input, level } if level.rms_dbfs > -20.0)
     });
     std::thread::sleep(Duration::from_millis(500));
     assert!(
@@ -516,8 +516,11 @@ fn when_the_chosen_devices_vanish_the_engine_falls_back_to_the_defaults_and_goes
             .unwrap_or_else(|| panic!("the spare {direction} is listed"))
             .id
     };
-    let spare_speaker = id_of(Direction::Output, SpareSink::NAME);
-    let spare_mic = id_of(Direction::Input, &format!("{}.monitor", SpareSink::NAME));
+    let spare_speaker = id_of(DeviceDirection::Output, SpareSink::NAME);
+    let spare_mic = id_of(
+        DeviceDirection::Input,
+        &format!("{}.monitor", SpareSink::NAME),
+    );
     let running = start(EngineConfig {
         input_device: Some(spare_mic.clone()),
         output_device: Some(spare_speaker.clone()),
@@ -540,11 +543,11 @@ fn when_the_chosen_devices_vanish_the_engine_falls_back_to_the_defaults_and_goes
         }
         fell_back.len() == 2
     });
-    fell_back.sort_by_key(|(direction, ..)| *direction == Direction::Output);
-    assert_eq!(fell_back[0].0, Direction::Input);
+    fell_back.sort_by_key(|(direction, ..)| *direction == DeviceDirection::Output);
+    assert_eq!(fell_back[0].0, DeviceDirection::Input);
     assert_eq!(fell_back[0].1, spare_mic);
     assert!(fell_back[0].2.ends_with("mic.monitor"), "{fell_back:?}");
-    assert_eq!(fell_back[1].0, Direction::Output);
+    assert_eq!(fell_back[1].0, DeviceDirection::Output);
     assert_eq!(fell_back[1].1, spare_speaker);
     assert!(fell_back[1].2.ends_with("spk"), "{fell_back:?}");
 

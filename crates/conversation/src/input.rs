@@ -4,8 +4,8 @@
 //! The engine's own types live in the audio driver; the machine has its own small ones, and the
 //! driver translates (a core crate never depends on a driver).
 
-use walkie_session::AudioChunk;
 use walkie_session::turn::{TurnMode, WallClock};
+use walkie_session::{AudioChunk, DeviceDirection};
 
 use crate::redial::DialFailure;
 
@@ -46,24 +46,6 @@ pub enum Input {
     SavingResumed,
     /// Time passed (at [`crate::Conversation::next_deadline_ms`]).
     Tick,
-}
-
-/// Which device a report is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceDirection {
-    /// The microphone.
-    Input,
-    /// The speaker.
-    Output,
-}
-
-impl std::fmt::Display for DeviceDirection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            DeviceDirection::Input => "microphone",
-            DeviceDirection::Output => "speaker",
-        })
-    }
 }
 
 /// One meter reading.

@@ -18,9 +18,10 @@ mod redial;
 mod restore;
 mod status;
 
-pub use input::{DeviceDirection, EngineInput, Input, LevelReading, TransportInput};
+pub use input::{EngineInput, Input, LevelReading, TransportInput};
 pub use machine::{Conversation, ConversationConfig};
 pub use output::{Output, Record};
 pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};
 pub use status::{ConnectionState, StatusAction, StatusEvent, sentence};
+pub use walkie_session::DeviceDirection;

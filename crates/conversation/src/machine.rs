@@ -5,14 +5,14 @@ use std::collections::VecDeque;
 
 use walkie_session::transcript::{BridgeNote, TranscriptBridge};
 use walkie_session::turn::{
-    ControllerOutput, DeviceKind, PressMode, ToolRegistry, TurnConfig, TurnController, TurnMode,
-    UiHint,
+    ControllerOutput, PressMode, ToolRegistry, TurnConfig, TurnController, TurnMode, UiHint,
 };
 use walkie_session::{
-    Delivery, EventIterator, FailureSource, Part, PartDelta, PartIndex, SessionEvent, Speaker,
+    Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
+    SessionEvent, Speaker,
 };
 
-use crate::input::{DeviceDirection, EngineInput, Input, TransportInput};
+use crate::input::{EngineInput, Input, TransportInput};
 use crate::output::{Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
@@ -442,13 +442,13 @@ impl Conversation {
                 reason,
             } => {
                 if direction == DeviceDirection::Input {
-                    controller.device_changed(DeviceKind::Input, now_ms);
+                    controller.device_changed(DeviceDirection::Input, now_ms);
                 }
                 self.hint = Some(sentence::device_fell_back(direction, &using, &reason));
             }
             EngineInput::DeviceChanged { direction, using } => {
                 if direction == DeviceDirection::Input {
-                    controller.device_changed(DeviceKind::Input, now_ms);
+                    controller.device_changed(DeviceDirection::Input, now_ms);
                 }
                 self.hint = Some(sentence::device_changed(direction, &using));
             }

@@ -7,7 +7,9 @@ use walkie_session::transcript::BridgeNote;
 use walkie_session::turn::{AudioCommand, Diagnostic, OutgoingEvent};
 use walkie_session::{AudioChunk, StampedEvent};
 
-use crate::input::{DeviceDirection, LevelReading};
+use walkie_session::DeviceDirection;
+
+use crate::input::LevelReading;
 use crate::status::StatusEvent;
 
 /// One output. The driver carries each to its edge without waiting on it.

@@ -188,7 +188,7 @@ pub mod sentence {
     use walkie_session::turn::{PressMode, TurnMode, UiHint};
 
     use super::ConnectionState;
-    use crate::input::DeviceDirection;
+    use walkie_session::DeviceDirection;
 
     /// What the status line says in `state` when no hint is shown, its instructions those of
     /// the turn `mode` (hold, toggle or hands-free).

@@ -296,3 +296,24 @@ pub enum AudioError {
         media_type: String,
     },
 }
+
+/// Which way a sound device carries audio. One type for the audio engine, the turn
+/// controller, the conversation machine and the webview's meters (serialised `input` and
+/// `output`); said as "microphone" and "speaker".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceDirection {
+    /// The microphone.
+    Input,
+    /// The speaker.
+    Output,
+}
+
+impl fmt::Display for DeviceDirection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DeviceDirection::Input => "microphone",
+            DeviceDirection::Output => "speaker",
+        })
+    }
+}

@@ -33,7 +33,7 @@ pub mod transcript;
 pub mod turn;
 pub mod views;
 
-pub use audio::{AudioChunk, AudioError, PlaybackSink, WavSnapshot};
+pub use audio::{AudioChunk, AudioError, DeviceDirection, PlaybackSink, WavSnapshot};
 pub use backlog::{BacklogLen, Delivery, DropCounters};
 pub use error::{
     FailureSource, IterationError, PushError, SessionFailure, StampedFailure, ViewError,

@@ -10,7 +10,8 @@ use std::collections::HashSet;
 
 use proptest::prelude::*;
 use walkie_openai::{AudioConfig, AudioOutput, SessionConfig, decode_client_event};
-use walkie_session::turn::{DeviceKind, PressMode, Transport, TurnConfig, TurnMode};
+use walkie_session::DeviceDirection;
+use walkie_session::turn::{PressMode, Transport, TurnConfig, TurnMode};
 use walkie_session::{AudioChunk, SessionEvent};
 
 use turn_support::*;
@@ -219,9 +220,9 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
             Step::Drained => talk.controller.playback_drained(now_ms),
             Step::Device(input) => talk.controller.device_changed(
                 if input {
-                    DeviceKind::Input
+                    DeviceDirection::Input
                 } else {
-                    DeviceKind::Output
+                    DeviceDirection::Output
                 },
                 now_ms,
             ),

@@ -1232,7 +1232,7 @@ fn a_new_microphone_while_capturing_reopens_the_capture() {
     talk.at(1_000).key_down();
     talk.audio();
     talk.controller
-        .device_changed(walkie_session::turn::DeviceKind::Input, 1_200);
+        .device_changed(walkie_session::DeviceDirection::Input, 1_200);
     assert_eq!(
         talk.audio(),
         [
@@ -1241,7 +1241,7 @@ fn a_new_microphone_while_capturing_reopens_the_capture() {
         ]
     );
     talk.controller
-        .device_changed(walkie_session::turn::DeviceKind::Output, 1_300);
+        .device_changed(walkie_session::DeviceDirection::Output, 1_300);
     assert_eq!(talk.audio(), []);
 }
 

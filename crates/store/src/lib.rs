@@ -37,8 +37,8 @@ pub use conversation::{Conversation, TurnInfo, WavInfo, message_id, turn_wav_fil
 pub use error::StoreError;
 pub use journal::{AudioSource, JOURNAL_FILE, Record, parse_journal};
 pub use library::{
-    ConversationSummary, DATA_DIR_ENV, Retention, Store, conversations_dir, data_dir_from,
-    default_data_dir,
+    ConversationSummary, DATA_DIR_ENV, Retention, Store, ZeroRetentionDays, conversations_dir,
+    data_dir_from, default_data_dir,
 };
 pub use recorder::{Recorder, RecorderConfig, SaveState};
 pub use recovery::{RecoveryReport, needs_recovery, recover_conversation};

@@ -60,13 +60,51 @@ pub struct ConversationSummary {
     pub open: bool,
 }
 
-/// How many conversations to keep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Retention {
-    /// Delete conversations that started more than this many days ago.
-    pub keep_days: Option<u32>,
-    /// Keep at most this many conversations (the newest).
-    pub keep_count: Option<usize>,
+/// How long conversations are kept: forever, or for a number of days after each started.
+/// Written `null` or the number of days, in the settings file and to the webview alike; zero
+/// days cannot be written (it would delete every conversation as it ends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(into = "Option<u32>", try_from = "Option<u32>")]
+pub enum Retention {
+    /// Nothing is deleted on the user's behalf.
+    #[default]
+    Forever,
+    /// Conversations that started more than this many days ago are deleted.
+    KeepDays(std::num::NonZeroU32),
+}
+
+/// A retention of zero days was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a retention must keep conversations for at least one day")]
+pub struct ZeroRetentionDays;
+
+impl Retention {
+    /// How many days conversations are kept; `None`: forever.
+    pub fn days(self) -> Option<u32> {
+        match self {
+            Retention::Forever => None,
+            Retention::KeepDays(days) => Some(days.get()),
+        }
+    }
+}
+
+impl From<Retention> for Option<u32> {
+    fn from(retention: Retention) -> Self {
+        retention.days()
+    }
+}
+
+impl TryFrom<Option<u32>> for Retention {
+    type Error = ZeroRetentionDays;
+
+    fn try_from(days: Option<u32>) -> Result<Self, ZeroRetentionDays> {
+        match days {
+            None => Ok(Retention::Forever),
+            Some(days) => std::num::NonZeroU32::new(days)
+                .map(Retention::KeepDays)
+                .ok_or(ZeroRetentionDays),
+        }
+    }
 }
 
 /// The conversations under one root folder; see the module docs.
@@ -209,8 +247,8 @@ impl Store {
         fs::remove_dir_all(&dir).map_err(|error| StoreError::io("delete", &dir, error))
     }
 
-    /// Applies a retention policy: deletes conversations older than `keep_days` and beyond the
-    /// newest `keep_count`, never `current`. Returns the ids deleted.
+    /// Applies a retention: deletes the conversations that started longer ago than it keeps
+    /// them, never `current`. Returns the ids deleted.
     pub fn apply_retention(
         &self,
         retention: Retention,
@@ -218,21 +256,14 @@ impl Store {
         current: Option<&str>,
     ) -> Result<Vec<String>, StoreError> {
         let mut deleted = Vec::new();
-        let mut kept = 0usize;
+        let Some(days) = retention.days() else {
+            return Ok(deleted);
+        };
         for summary in self.list()? {
-            if Some(summary.id.as_str()) == current {
-                kept += 1;
-                continue;
-            }
-            let too_old = retention.keep_days.is_some_and(|days| {
-                now_unix_ms - summary.started_unix_ms > i64::from(days) * MS_PER_DAY
-            });
-            let too_many = retention.keep_count.is_some_and(|count| kept >= count);
-            if too_old || too_many {
+            let too_old = now_unix_ms - summary.started_unix_ms > i64::from(days) * MS_PER_DAY;
+            if too_old && Some(summary.id.as_str()) != current {
                 self.delete(&summary.id, current)?;
                 deleted.push(summary.id);
-            } else {
-                kept += 1;
             }
         }
         Ok(deleted)

@@ -69,7 +69,7 @@ fn deleting_removes_the_folder_but_never_the_current_conversation() {
 }
 
 #[test]
-fn retention_keeps_the_newest_and_the_recent_and_always_the_current() {
+fn retention_keeps_the_recent_and_always_the_current() {
     let root = tempfile::tempdir().expect("a temporary root");
     let store = Store::new(root.path());
     let ids: Vec<String> = (0..4)
@@ -77,30 +77,23 @@ fn retention_keeps_the_newest_and_the_recent_and_always_the_current() {
         .collect();
     let now = START_UNIX_MS + 3 * DAY_MS + 1_000;
 
-    // Keep 2: the two newest stay, and the oldest is kept too because it is current.
+    // Forever deletes nothing.
     let deleted = store
-        .apply_retention(
-            Retention {
-                keep_days: None,
-                keep_count: Some(2),
-            },
-            now,
-            Some(&ids[0]),
-        )
+        .apply_retention(Retention::Forever, now, None)
+        .expect("prunes");
+    assert_eq!(deleted, Vec::<String>::new());
+
+    // Keep 2 days: the conversations from 3 days and from 2 days and a second ago go, but
+    // the oldest is current and stays.
+    let two_days = Retention::try_from(Some(2)).expect("two days");
+    let deleted = store
+        .apply_retention(two_days, now, Some(&ids[0]))
         .expect("prunes");
     assert_eq!(deleted, [ids[1].clone()]);
 
-    // Keep 1 day: the conversations from 3 days and from a day and a second ago go.
-    let deleted = store
-        .apply_retention(
-            Retention {
-                keep_days: Some(1),
-                keep_count: None,
-            },
-            now,
-            None,
-        )
-        .expect("prunes");
+    // Keep 1 day: the conversations from a day and a second ago go, and the oldest now too.
+    let one_day = Retention::try_from(Some(1)).expect("one day");
+    let deleted = store.apply_retention(one_day, now, None).expect("prunes");
     assert_eq!(deleted, [ids[2].clone(), ids[0].clone()]);
     let left: Vec<String> = store
         .list()
@@ -168,4 +161,24 @@ fn the_data_directory_is_the_override_when_set_else_the_platform_one() {
         data_dir_from(None, None),
         Err(StoreError::NoDataDir)
     ));
+}
+
+#[test]
+fn a_retention_is_written_as_null_or_its_days_and_zero_days_is_refused() {
+    let week = Retention::try_from(Some(7)).expect("a week");
+    assert_eq!(serde_json::to_string(&week).expect("JSON"), "7");
+    assert_eq!(
+        serde_json::to_string(&Retention::Forever).expect("JSON"),
+        "null"
+    );
+    assert_eq!(
+        serde_json::from_str::<Retention>("7").expect("7 days"),
+        week
+    );
+    assert_eq!(
+        serde_json::from_str::<Retention>("null").expect("forever"),
+        Retention::Forever
+    );
+    let zero = serde_json::from_str::<Retention>("0").expect_err("zero days");
+    assert!(zero.to_string().contains("at least one day"), "{zero}");
 }

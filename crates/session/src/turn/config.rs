@@ -42,10 +42,12 @@ pub fn session_limit_warning_ms(session_limit_ms: u64) -> u64 {
     DEFAULT_SESSION_LIMIT_WARNING_MS.min(session_limit_ms / 4)
 }
 
-/// How a push-to-talk key works.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a push-to-talk key works (the settings file spells it `hold` or `toggle`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PressMode {
     /// Talk while the key is held; releasing it ends the utterance.
+    #[default]
     Hold,
     /// One press starts talking, the next press ends it; key-ups are ignored.
     Toggle,

@@ -40,7 +40,7 @@ use std::collections::VecDeque;
 
 use walkie_openai::{ClientEvent, ServerEvent, decode_server_event};
 
-use crate::audio::AudioChunk;
+use crate::audio::{AudioChunk, DeviceDirection};
 use crate::event::{
     Part, PartDelta, PartIndex, PartKind, RealtimeSessionErrorEvent, SessionEvent, Speaker,
 };
@@ -78,15 +78,6 @@ pub const STOPPED_WATCHDOG_MS: u64 = 2_000;
 /// create, `response.done` right after the last), so thirty silent seconds are far outside any
 /// reply and short enough that a lost `response.done` does not wedge the conversation.
 pub const RESPONSE_DONE_WATCHDOG_MS: u64 = 30_000;
-
-/// Which device changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceKind {
-    /// The microphone.
-    Input,
-    /// The speaker.
-    Output,
-}
 
 /// Who stops a reply at the server on a barge-in: the server itself when its VAD hears the
 /// user (hands-free with `interrupt_response`), or the client (`response.cancel`, and over
@@ -520,9 +511,9 @@ impl TurnController {
 
     /// An audio device changed. A new microphone while capturing is reopened (no pre-roll: the
     /// warm buffer belongs to the old device).
-    pub fn device_changed(&mut self, device: DeviceKind, now_ms: u64) {
+    pub fn device_changed(&mut self, device: DeviceDirection, now_ms: u64) {
         self.advance(now_ms);
-        if device == DeviceKind::Input && self.capturing {
+        if device == DeviceDirection::Input && self.capturing {
             self.command(AudioCommand::CloseCapture);
             self.command(AudioCommand::OpenCapture { pre_roll_ms: 0 });
             self.diagnose(Diagnostic::CaptureReopened);

@@ -31,8 +31,8 @@ pub use config::{
     session_limit_warning_ms,
 };
 pub use controller::{
-    ControllerStats, DeviceKind, MAX_OPEN_USER_PARTS, RESPONSE_DONE_WATCHDOG_MS,
-    STOPPED_WATCHDOG_MS, TurnController,
+    ControllerStats, MAX_OPEN_USER_PARTS, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS,
+    TurnController,
 };
 pub use openai_map::MAX_TRANSCRIPT_BYTES;
 pub use output::{AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, UiHint};
