@@ -393,7 +393,6 @@ impl WebviewApp {
     }
 
     /// The X display the window is on (`:N`), for tools that drive native dialogs (xdotool).
-    #[allow(dead_code)] // each test binary uses a part of the support module
     pub fn display(&self) -> &str {
         &self.display.display
     }

@@ -94,11 +94,6 @@ impl ChunkExpander {
         ChunkExpander::default()
     }
 
-    /// Whether any chunk stream is pending.
-    pub fn has_pending(&self) -> bool {
-        !self.lanes.is_empty()
-    }
-
     /// Expands one input event into zero or more ops, handing each to `emit` in order.
     pub fn expand<F>(
         &mut self,

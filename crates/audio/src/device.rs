@@ -505,9 +505,9 @@ const PLAYBACK_PERIODS: usize = 2;
 
 /// The running stream behind a [`Capture`] or [`Playback`]: kept only to be dropped.
 enum StreamHandle {
-    Cpal(#[allow(dead_code)] cpal::Stream),
-    Pulse(#[allow(dead_code)] crate::pulse::PulseStream),
-    Pcm(#[allow(dead_code)] crate::pcm::PcmStream),
+    Cpal(#[expect(dead_code, reason = "held to be dropped")] cpal::Stream),
+    Pulse(#[expect(dead_code, reason = "held to be dropped")] crate::pulse::PulseStream),
+    Pcm(#[expect(dead_code, reason = "held to be dropped")] crate::pcm::PcmStream),
 }
 
 impl Capture {

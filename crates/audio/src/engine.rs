@@ -288,10 +288,12 @@ impl Shared {
     }
 }
 
+/// What the uplink worker is asked: the controller's capture commands (a playback flush never
+/// reaches it: [`Engine::apply`] flushes the device itself).
 enum UpMsg {
-    Command(AudioCommand),
-    SetDevice(Option<String>),
-    SetPrivacy(bool),
+    OpenCapture { pre_roll_ms: u64 },
+    CloseCapture,
+    GateMic { gated: bool },
     Shutdown,
 }
 
@@ -299,7 +301,6 @@ enum DownMsg {
     Wake,
     Chunk { epoch: u64, chunk: AudioChunk },
     BeginItem(Arc<str>),
-    SetDevice(Option<String>),
     Shutdown,
 }
 
@@ -475,12 +476,13 @@ impl Engine {
 
     /// Carries out one of the turn controller's audio commands.
     pub fn apply(&self, command: AudioCommand) {
-        match command {
-            AudioCommand::FlushPlayback => self.player().flush(),
-            other => {
-                self.up.send(UpMsg::Command(other));
-            }
-        }
+        let message = match command {
+            AudioCommand::FlushPlayback => return self.player().flush(),
+            AudioCommand::OpenCapture { pre_roll_ms } => UpMsg::OpenCapture { pre_roll_ms },
+            AudioCommand::CloseCapture => UpMsg::CloseCapture,
+            AudioCommand::GateMic { gated } => UpMsg::GateMic { gated },
+        };
+        self.up.send(message);
     }
 
     /// One received RTP packet (`PeerEvent::Audio`): into the jitter buffer.
@@ -513,21 +515,6 @@ impl Engine {
             shared: self.shared.clone(),
             jitter: self.jitter.clone(),
         }
-    }
-
-    /// Switches the microphone (`None`: the default). Persist the id; it is used again when it
-    /// reappears after a fallback.
-    pub fn set_input_device(&self, device_id: Option<String>) {
-        self.up.send(UpMsg::SetDevice(device_id));
-    }
-
-    pub fn set_output_device(&self, device_id: Option<String>) {
-        self.down.send(DownMsg::SetDevice(device_id));
-    }
-
-    /// The privacy option: the microphone opens only for presses.
-    pub fn set_privacy_mic(&self, privacy: bool) {
-        self.up.send(UpMsg::SetPrivacy(privacy));
     }
 
     /// Where the speaker stands (for latency measurements), if an output stream is open.
@@ -979,25 +966,11 @@ impl Uplink {
     /// Carries out one message; `false` to stop.
     fn handle(&mut self, message: UpMsg) -> bool {
         match message {
-            UpMsg::Command(AudioCommand::OpenCapture { pre_roll_ms }) => {
-                self.open_capture(pre_roll_ms)
-            }
-            UpMsg::Command(AudioCommand::CloseCapture) => self.close_capture(),
-            UpMsg::Command(AudioCommand::GateMic { gated }) => {
+            UpMsg::OpenCapture { pre_roll_ms } => self.open_capture(pre_roll_ms),
+            UpMsg::CloseCapture => self.close_capture(),
+            UpMsg::GateMic { gated } => {
                 self.pump();
                 self.gated = gated;
-            }
-            UpMsg::Command(AudioCommand::FlushPlayback) => {}
-            UpMsg::SetDevice(device) => {
-                self.slot.wanted = device;
-                self.slot.fell_back = false;
-                self.reopen();
-            }
-            UpMsg::SetPrivacy(privacy) => {
-                self.privacy = privacy;
-                if privacy && !self.capturing {
-                    self.close_device();
-                }
             }
             UpMsg::Shutdown => return false,
         }
@@ -1279,12 +1252,6 @@ impl Downlink {
                 }
             }
             DownMsg::BeginItem(item) => self.current_item = Some(item),
-            DownMsg::SetDevice(device) => {
-                self.slot.wanted = device;
-                self.slot.fell_back = false;
-                self.shared.stream_reopens.fetch_add(1, Ordering::Relaxed);
-                self.open_device();
-            }
             DownMsg::Shutdown => return false,
         }
         true

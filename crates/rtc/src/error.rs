@@ -359,20 +359,6 @@ impl RtcError {
             _ => None,
         }
     }
-
-    /// The HTTP answer behind this error, when it was one.
-    pub fn http_failure(&self) -> Option<&HttpFailure> {
-        match self {
-            RtcError::BadRequest(failure)
-            | RtcError::KeyRefused(failure)
-            | RtcError::NotFound(failure)
-            | RtcError::RateLimited { failure, .. }
-            | RtcError::ServerError(failure)
-            | RtcError::Redirected { failure, .. }
-            | RtcError::Http(failure) => Some(failure),
-            _ => None,
-        }
-    }
 }
 
 /// `text` as the end of a sentence: with a final full stop, or `fallback` when empty.

@@ -649,6 +649,9 @@ impl EventLoop {
             }
             self.drain().await;
         }
+        // From here on nothing more can be queued: a send after `close` returned is refused
+        // with `RtcError::Closed`, not accepted into a loop that has stopped.
+        commands.close();
         if silent {
             for reader in &self.readers {
                 reader.abort();

@@ -488,24 +488,7 @@ pub enum SessionEvent {
     SessionError(Box<RealtimeSessionErrorEvent>),
 }
 
-/// Which of the two late-iterator rings an event is kept in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventClass {
-    /// A `PartDeltaEvent`: kept in the delta ring.
-    Delta,
-    /// Everything else: kept in the structural ring.
-    Structural,
-}
-
 impl SessionEvent {
-    /// The ring this event belongs to while nobody iterates.
-    pub fn class(&self) -> EventClass {
-        match self {
-            SessionEvent::PartDelta(_) => EventClass::Delta,
-            _ => EventClass::Structural,
-        }
-    }
-
     /// The part index for part events.
     pub fn part_index(&self) -> Option<PartIndex> {
         match self {

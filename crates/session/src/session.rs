@@ -158,11 +158,6 @@ impl Session {
     // Producer side
     // ----------------------------------------------------------------------------------------
 
-    /// The index the next [`Session::start_part`] will use.
-    pub fn next_part_index(&self) -> PartIndex {
-        self.parts.next_index()
-    }
-
     /// Start a part at the next free index and emit its `PartStartEvent`.
     pub fn start_part(&mut self, part: Part, now_ms: u64) -> Result<PartIndex, PushError> {
         let index = self.parts.next_index();
@@ -727,11 +722,6 @@ impl Session {
     /// What the backlog holds now.
     pub fn backlog_len(&self) -> BacklogLen {
         self.backlog.len()
-    }
-
-    /// Tool calls executing now.
-    pub fn executing_tool_count(&self) -> usize {
-        self.executing_tools.len()
     }
 
     /// Parts open now.

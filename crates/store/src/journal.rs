@@ -442,9 +442,4 @@ impl JournalFile {
         self.sync_owed = result.is_err();
         result
     }
-
-    /// Whether everything appended is written (a sync may still be owed).
-    pub fn is_saving(&self) -> bool {
-        self.backlog_records == 0 && self.file.is_some() && !self.sync_owed
-    }
 }

@@ -238,11 +238,6 @@ impl TurnWav {
         self.written_samples + self.unsaved.len() as u64
     }
 
-    /// Whether samples are waiting in memory for the disk.
-    pub fn is_failing(&self) -> bool {
-        self.failed
-    }
-
     fn open_writer(&mut self) -> Result<(), StoreError> {
         let writer = if self.created {
             cut_wav(&self.path, self.sample_rate_hz, self.written_samples)?;
@@ -380,12 +375,6 @@ fn write_samples(writer: &mut Writer, samples: &[i16]) -> Result<(), hound::Erro
         bulk.flush()?;
     }
     writer.flush()
-}
-
-/// Whole samples in a WAV file (its data length per the file's size), without reading them.
-pub fn wav_sample_count(path: &Path) -> Result<u64, StoreError> {
-    let reader = hound::WavReader::open(path).map_err(|error| StoreError::wav(path, error))?;
-    Ok(u64::from(reader.duration()))
 }
 
 /// Reads a turn WAV's samples.
