@@ -46,6 +46,15 @@ for crate in "${core_crates[@]}"; do
   done
 done
 
+# The app is built without the local provider's test bench (fault injection, the scripted
+# client): only tests and benchmarks enable it.
+app_features=$(cargo tree --locked --offline -p walkie -e normal,build -i walkie-local --format '{p} [{f}]' 2>/dev/null ||
+  cargo tree --locked -p walkie -e normal,build -i walkie-local --format '{p} [{f}]')
+if grep -q 'test-bench' <<<"$app_features"; then
+  echo "check-core: the app's build enables walkie-local's test-bench feature (faults belong to tests only)" >&2
+  failures=$((failures + 1))
+fi
+
 if [ "$failures" -gt 0 ]; then
   echo "check-core: $failures violation(s); move the I/O to a driver or allow it in scripts/core-allow.txt with a reason" >&2
   exit 1

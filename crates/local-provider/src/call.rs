@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use walkie_openai::SessionConfig;
 use walkie_rtc::{Peer, PeerEvent};
 
-use crate::fault::{FaultPlan, Injection};
+use crate::bench::{FaultPlan, Injection};
 use crate::session::{FRAME_SAMPLES, InputFrame, Output, ProviderSession};
 
 /// Opus frames are at most 120 ms: 5760 samples at 48 kHz.

@@ -15,7 +15,6 @@
 //!   `output_audio_buffer.stopped`); the client's turn watchdog ends what they would have.
 
 use serde::{Deserialize, Serialize};
-use walkie_openai::{ErrorDetail, ServerEvent};
 
 /// One fault, before server event number `at_event` (1-based).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,78 +70,12 @@ impl Fault {
     }
 }
 
-/// What the driver does before sending one event.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Injection {
-    SendText(String),
-    Wait(std::time::Duration),
-    Drop,
-    Close,
-}
-
-/// The faults of one call, consumed as events are sent.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct FaultPlan {
-    faults: Vec<Fault>,
-    sent: u64,
-}
-
-impl FaultPlan {
-    pub fn new(faults: Vec<Fault>) -> Self {
-        Self { faults, sent: 0 }
-    }
-
-    /// Whether events of this type are never to be sent.
-    pub fn suppresses(&self, event_type: &str) -> bool {
-        self.faults.iter().any(
-            |fault| matches!(fault, Fault::Suppress { event_type: suppressed } if suppressed == event_type),
-        )
-    }
-
-    /// Called before each server event goes out: what to do first, in the listed order.
-    pub fn before_event(&mut self) -> Vec<Injection> {
-        self.sent += 1;
-        let number = self.sent;
-        self.faults
-            .iter()
-            .filter(|fault| fault.at_event() == Some(number))
-            .filter_map(|fault| {
-                Some(match fault {
-                    Fault::DropConnection { .. } => Injection::Drop,
-                    Fault::AbruptClose { .. } => Injection::Close,
-                    Fault::Malformed { text, .. } => Injection::SendText(
-                        text.clone().unwrap_or_else(|| MALFORMED_TEXT.to_owned()),
-                    ),
-                    Fault::Delay { ms, .. } => {
-                        Injection::Wait(std::time::Duration::from_millis(*ms))
-                    }
-                    Fault::Suppress { .. } => return None,
-                    Fault::Error {
-                        error_type,
-                        code,
-                        message,
-                        ..
-                    } => Injection::SendText(
-                        ServerEvent::Error {
-                            error: ErrorDetail {
-                                kind: error_type.clone(),
-                                code: code.clone(),
-                                message: message.clone(),
-                                param: None,
-                                event_id: None,
-                            },
-                        }
-                        .to_json(&format!("event_fault{number:04}")),
-                    ),
-                })
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use walkie_openai::ServerEvent;
+
+    use crate::bench::{FaultPlan, Injection};
 
     #[test]
     fn faults_read_from_json_and_fire_at_their_event() {

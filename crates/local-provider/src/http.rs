@@ -38,33 +38,16 @@ pub(crate) struct Shared {
     /// The `Host` values requests may carry.
     pub hosts: AllowedHosts,
     pub peer: PeerConfig,
-    pub faults: Vec<crate::fault::Fault>,
+    /// The test bench's faults (none in the app's build).
+    pub faults: crate::bench::Faults,
     pub trace: Option<Arc<Trace>>,
     pub calls: Mutex<HashMap<String, oneshot::Sender<()>>>,
     pub next_call: AtomicU64,
     pub calls_total: AtomicU64,
     /// Ephemeral keys minted by `client_secrets`, by value.
     pub secrets: Mutex<HashMap<String, Minted>>,
-    pub calls_fault: Option<crate::HttpFault>,
-    /// Calls still to get `calls_fault` (`u64::MAX`: all of them).
-    pub calls_fault_left: AtomicU64,
     /// Each session's maximum duration.
     pub session_limit_ms: u64,
-}
-
-impl Shared {
-    /// The fault for this call, if one is due (and counts it).
-    fn take_calls_fault(&self) -> Option<crate::HttpFault> {
-        let fault = self.calls_fault.clone()?;
-        self.calls_fault_left
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| match left {
-                0 => None,
-                u64::MAX => Some(u64::MAX),
-                left => Some(left - 1),
-            })
-            .ok()
-            .map(|_| fault)
-    }
 }
 
 /// The `Host` header values that name this server: `127.0.0.1:<port>` and `localhost:<port>`
@@ -236,12 +219,12 @@ fn auth_scheme(headers: &HeaderMap) -> &'static str {
 
 /// An OpenAI-shaped error answer: `{"error":{"message","type","code","param"}}`.
 #[derive(Debug)]
-struct ApiError {
-    status: StatusCode,
-    kind: &'static str,
-    code: String,
-    param: Option<String>,
-    message: String,
+pub(crate) struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub code: String,
+    pub param: Option<String>,
+    pub message: String,
 }
 
 impl IntoResponse for ApiError {
@@ -359,28 +342,9 @@ async fn answer_call(
     // The body is read first, so the trace shows what came (parts, session) whatever the answer.
     let headers = request.headers().clone();
     let body = read_call_body(request, note).await;
-    let fault = shared.take_calls_fault();
-    if let Some(crate::HttpFault::Status {
-        status,
-        message,
-        retry_after_s,
-    }) = &fault
-    {
-        let (status, kind, code, default_message) = crate::HttpFault::shape(*status);
-        let mut response = ApiError {
-            status,
-            kind,
-            code,
-            param: None,
-            message: message.clone().unwrap_or(default_message),
-        }
-        .into_response();
-        if let Some(seconds) = retry_after_s {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from(*seconds));
-        }
-        return response;
+    let fault = shared.faults.take_calls_fault();
+    if let Some(refused) = fault.status_response() {
+        return refused;
     }
     let key_session = match call_auth(shared, flavor, &headers).await {
         Ok(session) => session,
@@ -415,7 +379,7 @@ async fn answer_call(
     let task_id = call_id.clone();
     let setup = crate::call::CallSetup {
         initial: session,
-        faults: crate::fault::FaultPlan::new(shared.faults.clone()),
+        faults: shared.faults.plan(),
         trace: shared.trace.clone(),
         limit_ms: shared.session_limit_ms,
     };
@@ -429,7 +393,7 @@ async fn answer_call(
         answer,
     )
         .into_response();
-    if fault != Some(crate::HttpFault::NoLocation) {
+    if !fault.omits_location() {
         let location = format!("{}/realtime/calls/{call_id}", flavor.prefix());
         match header::HeaderValue::from_str(&location) {
             Ok(location) => {

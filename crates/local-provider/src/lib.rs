@@ -23,10 +23,14 @@
 //! Embed it with [`LocalProvider::start`] (the app runs it in-process and calls it with
 //! [`LocalProvider::endpoint`]), or run the `walkie-local-provider` binary.
 
+mod bench;
 mod call;
+#[cfg(feature = "test-bench")]
 pub mod fault;
 mod http;
+#[cfg(feature = "test-bench")]
 pub mod http_fault;
+#[cfg(feature = "test-bench")]
 pub mod scenario;
 pub mod session;
 mod trace;
@@ -40,6 +44,7 @@ use tokio::sync::{Mutex, oneshot};
 use tokio::task::JoinHandle;
 use walkie_rtc::{Auth, Endpoint, PeerConfig};
 
+#[cfg(feature = "test-bench")]
 pub use http_fault::HttpFault;
 
 /// How to run the provider.
@@ -56,6 +61,7 @@ pub struct ProviderConfig {
     /// The answering peer's settings (its UDP sockets bind to 127.0.0.1).
     pub peer: PeerConfig,
     /// Faults injected into every call (the test bench); empty for a well-behaved provider.
+    #[cfg(feature = "test-bench")]
     pub faults: Vec<fault::Fault>,
     /// When set, what the provider receives is recorded in this directory (created if needed):
     /// `client-events.jsonl` (every data-channel text) and `calls.jsonl` (every HTTP request,
@@ -63,8 +69,10 @@ pub struct ProviderConfig {
     pub trace_dir: Option<PathBuf>,
     /// A fault of the calls endpoint itself (an error status, a missing `Location`), for
     /// testing a client's connect errors; `None` for a well-behaved provider.
+    #[cfg(feature = "test-bench")]
     pub calls_fault: Option<HttpFault>,
     /// How many calls get [`Self::calls_fault`] before calls succeed again; `None`: all.
+    #[cfg(feature = "test-bench")]
     pub calls_fault_times: Option<u64>,
     /// A session's maximum duration: at it the provider sends `session_expired` and ends the
     /// call, as OpenAI does. `None`: OpenAI's 60 minutes.
@@ -74,16 +82,19 @@ pub struct ProviderConfig {
 impl std::fmt::Debug for ProviderConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the token.
-        f.debug_struct("ProviderConfig")
+        let mut debug = f.debug_struct("ProviderConfig");
+        debug
             .field("port", &self.port)
             .field("token", &self.token.as_ref().map(|_| "…"))
             .field("peer", &self.peer)
-            .field("faults", &self.faults)
             .field("trace_dir", &self.trace_dir)
+            .field("session_limit_ms", &self.session_limit_ms);
+        #[cfg(feature = "test-bench")]
+        debug
+            .field("faults", &self.faults)
             .field("calls_fault", &self.calls_fault)
-            .field("calls_fault_times", &self.calls_fault_times)
-            .field("session_limit_ms", &self.session_limit_ms)
-            .finish()
+            .field("calls_fault_times", &self.calls_fault_times);
+        debug.finish()
     }
 }
 
@@ -132,6 +143,7 @@ impl LocalProvider {
             tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, config.port)))
                 .await?;
         let addr = listener.local_addr()?;
+        let faults = bench::Faults::of(&config);
         let mut peer = config.peer;
         // The media sockets stay on loopback too, whatever the caller passed.
         peer.bind.retain(|bind| bind.ip().is_loopback());
@@ -149,14 +161,12 @@ impl LocalProvider {
             token,
             hosts: http::AllowedHosts::for_port(addr.port()),
             peer,
-            faults: config.faults,
+            faults,
             trace,
             calls: Mutex::new(Default::default()),
             next_call: AtomicU64::new(0),
             calls_total: AtomicU64::new(0),
             secrets: Mutex::new(Default::default()),
-            calls_fault: config.calls_fault,
-            calls_fault_left: AtomicU64::new(config.calls_fault_times.unwrap_or(u64::MAX)),
             session_limit_ms: config
                 .session_limit_ms
                 .unwrap_or(session::DEFAULT_SESSION_LIMIT_MS),
