@@ -1,21 +1,22 @@
-//! The conversation driver's edges: the clock into `now_ms`, the call's and the audio engine's
-//! events into the machine's inputs, and the machine's outputs to the call, the engine, the
-//! store and the webview — each carried without waiting, in the machine's order.
+//! The conversation driver's edges: the clock into `now_ms`, the webview's commands and the
+//! call's, the audio engine's and the saving's news into the machine's inputs, and the
+//! machine's outputs to the call, the engine, the store and the webview — each carried without
+//! waiting, in the machine's order.
 
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use tokio::sync::Notify;
-use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, Player};
+use tokio::sync::{Notify, mpsc};
+use walkie_audio::engine::{Engine, EngineConfig, EngineError, EngineEvent, Player};
 use walkie_conversation::{
-    Conversation, DeviceDirection, DialFailure, EngineInput, Input, LevelReading, Output, Retry,
-    StatusAction, StatusEvent, TransportInput,
+    Conversation, DeviceDirection, DialFailure, EngineInput, FirstDial, Input, LevelReading,
+    Output, RedialPolicy, Retry, StatusAction, StatusEvent, TransportInput,
 };
 use walkie_rtc::{Call, CallEvent, EndReason};
 use walkie_session::PlaybackSink;
-use walkie_session::turn::{ToolRegistry, WallClock};
+use walkie_session::turn::{ToolRegistry, TurnMode, WallClock};
 
 use crate::history::Continuing;
 use crate::plan::{Plan, Provider};
@@ -73,7 +74,7 @@ impl<'a, U: Ui> Edges<'a, U> {
         call: Call,
         plan: &Plan,
         machine: &mut Conversation,
-    ) -> Result<(), String> {
+    ) -> Result<(), EngineError> {
         let audio = match Audio::start(plan.engine.clone(), &call) {
             Ok(audio) => audio,
             Err(reason) => {
@@ -103,7 +104,7 @@ impl<'a, U: Ui> Edges<'a, U> {
         saving: &Saving,
     ) -> Option<Conversation> {
         let now_ms = self.clock.now_ms();
-        let jitter_seed = now_ms ^ u64::from(std::process::id()).rotate_left(32);
+        let jitter_seed = jitter_seed();
         let tools = ToolRegistry::with_builtins;
         let (mut machine, saved_id) = match continuing {
             Some(saved) => {
@@ -120,8 +121,10 @@ impl<'a, U: Ui> Edges<'a, U> {
                 (Conversation::new(config, tools), None)
             }
         };
-        if let Err(reason) = self.start_call(call, plan, &mut machine) {
-            self.ui.status(StatusEvent::not_connected(&reason));
+        if let Err(error) = self.start_call(call, plan, &mut machine) {
+            let status =
+                StatusEvent::not_connected(&no_audio(&error)).with_details(error.to_string());
+            self.ui.status(status);
             return None;
         }
         let wall_clock = self.clock.wall_clock();
@@ -131,11 +134,11 @@ impl<'a, U: Ui> Edges<'a, U> {
         };
         match recording {
             Ok(recording) => self.recording = Some(recording),
-            Err(reason) => {
-                log::warn!("{reason}");
+            Err(error) => {
+                log::warn!("not saving this conversation: {error}");
                 let not_saving = Input::NotSaving {
-                    reason,
-                    details: None,
+                    reason: error.reason(),
+                    details: Some(error.to_string()),
                 };
                 machine.handle_input(not_saving, self.clock.now_ms());
             }
@@ -155,8 +158,8 @@ impl<'a, U: Ui> Edges<'a, U> {
                 machine.handle_input(Input::Dialled, self.clock.now_ms());
                 match self.start_call(call, plan, machine) {
                     Ok(()) => return,
-                    Err(reason) => {
-                        let failed = TransportInput::Closed(reason);
+                    Err(error) => {
+                        let failed = TransportInput::Closed(no_audio(&error));
                         return machine.handle_input(Input::Transport(failed), self.clock.now_ms());
                     }
                 }
@@ -269,6 +272,32 @@ impl<'a, U: Ui> Edges<'a, U> {
     pub fn audio_inputs(&self) -> Vec<Input> {
         self.audio.iter().flat_map(Audio::inputs).collect()
     }
+
+    /// The next inputs, from whichever edge has news first: the call, the audio engine (its
+    /// reports of one pass together), the saving, or the clock at the machine's deadline.
+    pub async fn next_inputs(&mut self, deadline_ms: Option<u64>) -> Vec<Input> {
+        let clock = self.clock;
+        tokio::select! {
+            event = next_call_event(&mut self.call) => self.call_input(event).into_iter().collect(),
+            _ = audio_woken(self.audio.as_ref().map(|audio| &*audio.woken)) => self.audio_inputs(),
+            news = saving_news(self.recording.as_mut()) => vec![news],
+            _ = clock.sleep_until(deadline_ms) => vec![Input::Tick],
+        }
+    }
+}
+
+/// How a first call refused for a reason that may pass is placed again, seeded afresh for
+/// each conversation.
+pub fn first_dial() -> FirstDial {
+    FirstDial::new(RedialPolicy::default(), jitter_seed())
+}
+
+/// A seed for redial jitter that differs between runs and processes.
+fn jitter_seed() -> u64 {
+    let now_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as u64);
+    now_ns ^ u64::from(std::process::id()).rotate_left(32)
 }
 
 /// The next news of the saving, as the machine's input (pending without a recording).
@@ -312,7 +341,7 @@ pub struct Audio {
 
 impl Audio {
     /// Starts the engine; the microphone's Opus frames go straight onto the call's audio track.
-    pub fn start(config: EngineConfig, call: &Call) -> Result<Audio, String> {
+    pub fn start(config: EngineConfig, call: &Call) -> Result<Audio, EngineError> {
         let sender = call.sender();
         let sink = move |opus: &[u8], samples: u32| {
             if let Err(error) = sender.send_audio(Bytes::copy_from_slice(opus), samples) {
@@ -324,8 +353,7 @@ impl Audio {
             let woken = woken.clone();
             move || woken.notify_one()
         };
-        let (engine, events) = Engine::start(config, sink, waker)
-            .map_err(|error| format!("the audio engine could not start: {error}"))?;
+        let (engine, events) = Engine::start(config, sink, waker)?;
         Ok(Audio {
             player: engine.player(),
             engine: ClosedElsewhere(Some(engine)),
@@ -420,6 +448,11 @@ fn engine_input(event: EngineEvent) -> EngineInput {
     }
 }
 
+/// Why a call has no sound, as a phrase for the status line.
+fn no_audio(error: &EngineError) -> String {
+    format!("the audio engine could not start: {error}")
+}
+
 /// Why the call ended, as a phrase for the status line.
 fn describe(reason: &EndReason) -> String {
     match reason {
@@ -470,6 +503,15 @@ pub(crate) struct Refusal {
 }
 
 impl Refusal {
+    /// The user is told, and the provider's wait (if it asked for one) is when the next call
+    /// may be placed.
+    pub fn give_up(self, ui: &mut impl Ui) -> Option<tokio::time::Instant> {
+        log::warn!("no call: {}", self.status.detail);
+        ui.status(self.status);
+        self.retry_after
+            .map(|wait| tokio::time::Instant::now() + wait)
+    }
+
     fn for_good(status: StatusEvent) -> Self {
         Self {
             sentence: status.detail.clone(),
@@ -556,4 +598,102 @@ pub(crate) async fn redial(
                 Retry::Never
             },
         })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The user's edge: the webview's commands, as the machine's inputs or as the end of a
+// conversation.
+
+/// What the webview asks of the conversation.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// The push-to-talk control went down (`true`) or up.
+    PushToTalk { pressed: bool },
+    /// Take the recording under way back (Escape): nothing of it is sent.
+    CancelPress,
+    /// Hang up if connected, then connect again.
+    Reconnect,
+    /// Stop trying to get a dropped call back.
+    CancelRedial,
+    /// Hang up if connected, then connect as the new plan says (the settings changed).
+    Apply(Box<Plan>),
+    /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
+    SetTurnMode(TurnMode),
+    /// Hang up if connected, then go on with a saved conversation in a new call.
+    Continue(Box<Continuing>),
+}
+
+/// How a conversation ended.
+pub enum Ended {
+    AppClosing,
+    Reconnect,
+    Apply(Box<Plan>),
+    Continue(Box<Continuing>),
+    /// The status says why; the user asks for the next call.
+    Failed,
+}
+
+/// With no call, waits for the user to ask for the next; a key press has no call to go to.
+pub async fn wait_for_the_user(
+    ui: &mut impl Ui,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    plan: &mut Plan,
+) -> Ended {
+    loop {
+        match input_of(commands.recv().await, plan) {
+            Ok(Input::Press) => ui.status(StatusEvent::press_while_not_connected()),
+            Ok(_) => {}
+            Err(ended) => return ended,
+        }
+    }
+}
+
+/// How a wait before calling again ended.
+pub enum Waited {
+    /// The wait is over: call again.
+    Elapsed,
+    /// The user stopped the calling again.
+    Cancelled,
+    /// The user asked for something else.
+    Ended(Ended),
+}
+
+/// Waits out `wait` unless the user asks for something that ends it first (a key press has
+/// no call to go to; a mode switch is kept for the call).
+pub async fn until_command(
+    wait: tokio::time::Sleep,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    plan: &mut Plan,
+) -> Waited {
+    tokio::pin!(wait);
+    loop {
+        let command = tokio::select! {
+            () = &mut wait => return Waited::Elapsed,
+            command = commands.recv() => command,
+        };
+        match input_of(command, plan) {
+            Ok(Input::CancelRedial) => return Waited::Cancelled,
+            Ok(_) => {}
+            Err(ended) => return Waited::Ended(ended),
+        }
+    }
+}
+
+/// A command as the machine's input, or how the conversation ends because of it.
+pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ended> {
+    match command {
+        Some(Command::PushToTalk { pressed: true }) => Ok(Input::Press),
+        Some(Command::PushToTalk { pressed: false }) => Ok(Input::Release),
+        Some(Command::CancelRedial) => Ok(Input::CancelRedial),
+        Some(Command::CancelPress) => Ok(Input::CancelPress),
+        Some(Command::SetTurnMode(mode)) => {
+            // Kept for the next conversation of this plan; the machine switches now.
+            plan.mode = mode.clone();
+            Ok(Input::SetTurnMode(mode))
+        }
+        Some(Command::Apply(plan)) => Err(Ended::Apply(plan)),
+        Some(Command::Continue(saved)) => Err(Ended::Continue(saved)),
+        Some(Command::Reconnect) => Err(Ended::Reconnect),
+        None => Err(Ended::AppClosing),
+    }
 }

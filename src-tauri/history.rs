@@ -43,7 +43,8 @@ impl CurrentConversation {
     }
 }
 
-/// Why a history command could not do what the webview asked. Serialised as its sentence.
+/// Why a history command could not do what the webview asked (sent as a
+/// [`crate::WebviewError`]).
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
     /// The store refused or failed (unknown or invalid id, the current conversation, I/O).
@@ -79,7 +80,7 @@ pub enum HistoryError {
 
 impl Serialize for HistoryError {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_string())
+        crate::WebviewError::said(self).serialize(serializer)
     }
 }
 
@@ -664,7 +665,12 @@ mod tests {
             let error = history.open(id).unwrap_err();
             assert_eq!(
                 serde_json::to_value(&error).unwrap(),
-                format!("'{id}' is not a valid conversation id")
+                serde_json::json!({
+                    "message": format!("'{id}' is not a valid conversation id"),
+                    "field": null,
+                    "problems": [],
+                }),
+                "the one error shape the webview reads"
             );
             assert!(history.delete(id).is_err());
             assert!(history.folder(id).is_err());
@@ -787,7 +793,7 @@ mod tests {
             "this conversation cannot be continued: it is no longer in the data folder (deleted or moved); choose another one"
         );
         assert_eq!(
-            serde_json::to_value(history.continuing("../x").unwrap_err()).unwrap(),
+            serde_json::to_value(history.continuing("../x").unwrap_err()).unwrap()["message"],
             "this conversation cannot be continued: '../x' is not a valid conversation id; choose one from the list"
         );
     }

@@ -11,12 +11,9 @@ pub mod conversation;
 pub mod desktop;
 mod edges;
 pub mod history;
-mod logfile;
-pub mod plan;
 pub mod recording;
-pub mod secrets;
-pub mod settings;
 mod settings_commands;
+pub use walkie_settings::{self as settings, plan, secrets};
 mod status;
 
 use std::sync::Mutex;
@@ -55,8 +52,30 @@ struct LevelEvent {
     peak_dbfs: f32,
 }
 
-/// Why a command could not do what the webview asked. Serialised as `{ message, field }`, so
-/// the settings dialog can point at the field at fault.
+/// The one shape every command's error takes in the webview: `{ message, field, problems }`,
+/// the sentence, the settings field at fault if there is one, and each field's problem when a
+/// save is refused for several. `describeError` (ui/status.js) reads `message`; the settings
+/// dialog also reads `field` and `problems`.
+#[derive(serde::Serialize)]
+pub(crate) struct WebviewError<'a> {
+    pub message: String,
+    pub field: Option<&'static str>,
+    pub problems: &'a [settings::InvalidSetting],
+}
+
+impl WebviewError<'_> {
+    /// An error with its sentence only.
+    pub fn said(error: &impl std::fmt::Display) -> Self {
+        WebviewError {
+            message: error.to_string(),
+            field: None,
+            problems: &[],
+        }
+    }
+}
+
+/// Why a command could not do what the webview asked (sent as a [`WebviewError`], so the
+/// settings dialog can point at the field at fault).
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     /// The conversation task is gone (it stopped unexpectedly, or the app is closing).
@@ -74,20 +93,26 @@ pub enum CommandError {
     Background(String),
 }
 
-impl serde::Serialize for CommandError {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let field = match self {
+impl CommandError {
+    /// The settings field at fault, if one is.
+    pub(crate) fn field(&self) -> Option<&'static str> {
+        match self {
             CommandError::Settings(settings::SettingsError::Invalid(invalid)) => {
                 Some(invalid.field)
             }
             CommandError::Shortcut { .. } => Some("globalShortcut"),
             _ => None,
-        };
-        let mut error = serializer.serialize_struct("CommandError", 2)?;
-        error.serialize_field("message", &self.to_string())?;
-        error.serialize_field("field", &field)?;
-        error.end()
+        }
+    }
+}
+
+impl serde::Serialize for CommandError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        WebviewError {
+            field: self.field(),
+            ..WebviewError::said(self)
+        }
+        .serialize(serializer)
     }
 }
 
@@ -347,7 +372,7 @@ fn install_log(app: &AppHandle) -> Result<(), String> {
             .map_err(|error| format!("no log folder: {error}"))?,
     };
     let mut targets = Vec::new();
-    let no_file = match logfile::LogFile::open(&dir, 1_000_000, 5) {
+    let no_file = match walkie_store::logfile::LogFile::open(&dir, 1_000_000, 5) {
         Ok(file) => {
             let file = Mutex::new(file);
             let output = fern::Output::call(move |record| {

@@ -76,7 +76,7 @@ impl Saving {
         &self,
         data_dir: &Result<PathBuf, String>,
         now: WallClock,
-    ) -> Result<Recording, String> {
+    ) -> Result<Recording, SavingError> {
         self.repair(data_dir).await;
         Recording::start(&self.current, data_dir, now)
     }
@@ -88,9 +88,41 @@ impl Saving {
         data_dir: &Result<PathBuf, String>,
         id: &str,
         now: WallClock,
-    ) -> Result<Recording, String> {
+    ) -> Result<Recording, SavingError> {
         self.repair(data_dir).await;
         Recording::continue_saved(&self.current, data_dir, id, now)
+    }
+}
+
+/// Why a conversation is not saved from its start (the call goes on without it).
+#[derive(Debug, thiserror::Error)]
+pub enum SavingError {
+    /// No data folder could be found: the reason, as a phrase.
+    #[error("{0}")]
+    NoDataFolder(String),
+    /// The store refused: a folder that cannot be written, a full disk, a conversation gone.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The recording thread could not start.
+    #[error("could not start saving: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
+impl SavingError {
+    /// What the status line says of it: what happened, and what to do.
+    pub fn reason(&self) -> String {
+        match self {
+            SavingError::NoDataFolder(reason) => reason.clone(),
+            SavingError::Store(problem) if problem.is_disk_full() || problem.is_read_only() => {
+                why_not_saving(problem)
+            }
+            SavingError::Store(_) => {
+                "the conversation could not be saved in the data folder. Choose another one in Settings".to_owned()
+            }
+            SavingError::Thread(_) => {
+                "saving could not start; restart Walkie to save the next conversation".to_owned()
+            }
+        }
     }
 }
 
@@ -123,11 +155,9 @@ impl Recording {
         current: &CurrentConversation,
         data_dir: &Result<PathBuf, String>,
         now: WallClock,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SavingError> {
         Self::begin(current, data_dir, now, |store, _, config, now_unix_ms| {
-            store
-                .start(config, now_unix_ms)
-                .map_err(|error| error.to_string())
+            store.start(config, now_unix_ms)
         })
     }
 
@@ -139,15 +169,13 @@ impl Recording {
         data_dir: &Result<PathBuf, String>,
         id: &str,
         now: WallClock,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SavingError> {
         Self::begin(
             current,
             data_dir,
             now,
             |store, current_id, config, now_unix_ms| {
-                store
-                    .continue_conversation(id, current_id, config, now_unix_ms)
-                    .map_err(|error| error.to_string())
+                store.continue_conversation(id, current_id, config, now_unix_ms)
             },
         )
     }
@@ -158,9 +186,11 @@ impl Recording {
         current: &CurrentConversation,
         data_dir: &Result<PathBuf, String>,
         now: WallClock,
-        open: impl FnOnce(&Store, Option<&str>, RecorderConfig, i64) -> Result<Recorder, String>,
-    ) -> Result<Self, String> {
-        let data_dir = data_dir.as_ref().map_err(Clone::clone)?;
+        open: impl FnOnce(&Store, Option<&str>, RecorderConfig, i64) -> Result<Recorder, StoreError>,
+    ) -> Result<Self, SavingError> {
+        let data_dir = data_dir
+            .as_ref()
+            .map_err(|reason| SavingError::NoDataFolder(reason.clone()))?;
         let (utc_offset_minutes, now_unix_ms) = (now.utc_offset_minutes, now.unix_ms);
         let store = Store::new(conversations_dir(data_dir));
         // Held until the new conversation is marked current: a deletion cannot slip in between.
@@ -213,7 +243,7 @@ impl Recording {
             })
             .map_err(|error| {
                 current.lock().take();
-                format!("could not start saving: {error}")
+                SavingError::Thread(error)
             })?;
         Ok(Self {
             sender: Some(sender),

@@ -99,7 +99,7 @@ pub(crate) async fn get_settings(
 }
 
 /// Why the settings dialog's Save did nothing: the fields at fault (every one, each with its
-/// label and what to do), or another failure. Serialised as `{ message, field, problems }`.
+/// label and what to do), or another failure. Sent as a [`crate::WebviewError`].
 #[derive(Debug)]
 pub(crate) enum SaveError {
     Fields(Vec<InvalidSetting>),
@@ -120,25 +120,21 @@ impl From<settings::SettingsError> for SaveError {
 
 impl serde::Serialize for SaveError {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut error = serializer.serialize_struct("SaveError", 3)?;
         match self {
-            SaveError::Fields(problems) => {
-                let message = match problems.as_slice() {
+            SaveError::Fields(problems) => crate::WebviewError {
+                message: match problems.as_slice() {
                     [one] => one.to_string(),
                     many => format!("{} settings need a change", many.len()),
-                };
-                error.serialize_field("message", &message)?;
-                error.serialize_field("field", &problems.first().map(|problem| problem.field))?;
-                error.serialize_field("problems", problems)?;
-            }
-            SaveError::Other(other) => {
-                error.serialize_field("message", &other.to_string())?;
-                error.serialize_field("field", &None::<&str>)?;
-                error.serialize_field("problems", &[] as &[InvalidSetting])?;
-            }
+                },
+                field: problems.first().map(|problem| problem.field),
+                problems,
+            },
+            SaveError::Other(other) => crate::WebviewError {
+                field: other.field(),
+                ..crate::WebviewError::said(other)
+            },
         }
-        error.end()
+        .serialize(serializer)
     }
 }
 

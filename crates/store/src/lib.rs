@@ -29,6 +29,7 @@ pub mod error;
 pub mod files;
 pub mod journal;
 pub mod library;
+pub mod logfile;
 pub mod recorder;
 pub mod recovery;
 pub mod wav;

@@ -113,12 +113,6 @@ pub enum SecretError {
     NotAKey(&'static str),
 }
 
-impl Serialize for SecretError {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_string())
-    }
-}
-
 fn classify(error: keyring::Error) -> SecretError {
     // Describe without the error's payload: some variants carry the secret's bytes.
     match error {

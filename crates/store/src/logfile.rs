@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use walkie_store::files::{create_private_dir_all, private_file_options};
+use crate::files::{create_private_dir_all, private_file_options};
 
 const STEM: &str = "walkie";
 

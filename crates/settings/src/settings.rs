@@ -437,8 +437,8 @@ fn check_base_url(url: &str) -> Result<(), String> {
     }
 }
 
-/// The shortcut parser's error type (global-hotkey's, reached through the plugin's type).
-type ShortcutParseError = <tauri_plugin_global_shortcut::Shortcut as std::str::FromStr>::Err;
+/// The shortcut parser's error type (global-hotkey's, as the app's shortcut plugin parses).
+type ShortcutParseError = global_hotkey::hotkey::HotKeyParseError;
 
 fn is_modifier(token: &str) -> bool {
     matches!(
@@ -455,7 +455,7 @@ pub fn check_shortcut(shortcut: &str) -> Result<(), String> {
     if shortcut.is_empty() {
         return Ok(());
     }
-    let why = match shortcut.parse::<tauri_plugin_global_shortcut::Shortcut>() {
+    let why = match shortcut.parse::<global_hotkey::hotkey::HotKey>() {
         Ok(parsed) if parsed.mods.is_empty() => {
             // A bare key would be taken from every other application.
             "a key alone would be taken from every other app, so add Ctrl, Alt, Shift or \
@@ -997,7 +997,7 @@ mod tests {
 
     #[test]
     fn every_label_in_errors_is_the_one_the_dialog_shows() {
-        let page = include_str!("../ui/index.html");
+        let page = include_str!("../../../ui/index.html");
         for field in [
             "azureResourceUrl",
             "azureDeployment",
