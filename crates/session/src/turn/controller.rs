@@ -48,6 +48,7 @@ use crate::session::Session;
 use crate::turn::config::{
     LATE_AUDIO_GRACE_MS, PressMode, SESSION_CONFIRM_GRACE_MS, Transport, TurnConfig, TurnMode,
 };
+use crate::turn::ledger::{PairedCreate, ResponseLedger};
 use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, UiHint};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
 
@@ -128,19 +129,6 @@ pub(super) struct AssistantPart {
     pub(super) text: String,
 }
 
-/// The `response.create` sent with a commit, for undoing it if the commit turns out empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum PairedCreate {
-    Sent(String),
-    Queued,
-}
-
-#[derive(Debug)]
-pub(super) struct CommitRecord {
-    pub(super) commit_event_id: String,
-    pub(super) create: PairedCreate,
-}
-
 /// Counters for the status line and the tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ControllerStats {
@@ -188,13 +176,8 @@ pub struct TurnController {
     /// Hands-free: the server's VAD heard speech start and has not committed it yet.
     pub(super) vad_utterance_open: bool,
 
-    pub(super) active_response: Option<String>,
-    pub(super) create_in_flight: Option<String>,
-    pub(super) create_queued: bool,
-    pub(super) cancel_sent_for: Option<String>,
-    pub(super) discard_next_created: bool,
-    pub(super) discarded_responses: Vec<String>,
-    pub(super) last_commit: Option<CommitRecord>,
+    /// What was asked of the server about responses, and what it answered.
+    pub(super) responses: ResponseLedger,
 
     /// The response the user hears now (between output start and end).
     pub(super) audible_response: Option<String>,
@@ -255,13 +238,7 @@ impl TurnController {
             mic_gated: false,
             pending_mode: None,
             vad_utterance_open: false,
-            active_response: None,
-            create_in_flight: None,
-            create_queued: false,
-            cancel_sent_for: None,
-            discard_next_created: false,
-            discarded_responses: Vec::new(),
-            last_commit: None,
+            responses: ResponseLedger::default(),
             audible_response: None,
             interrupted_response: None,
             response_done_pending: false,
@@ -324,8 +301,7 @@ impl TurnController {
         self.vad_utterance_open = false;
         self.close_capture();
         self.set_mic_gate(false);
-        self.create_in_flight = None;
-        self.create_queued = false;
+        self.responses.channel_closed();
         self.finish_pending_response(now_ms);
         self.apply_pending_mode();
     }
@@ -636,7 +612,7 @@ impl TurnController {
 
     /// The response in progress on the server, if any.
     pub fn active_response_id(&self) -> Option<&str> {
-        self.active_response.as_deref()
+        self.responses.active()
     }
 
     // ----------------------------------------------------------------------------------------
@@ -731,10 +707,7 @@ impl TurnController {
             part.commit_event_id = Some(commit_event_id.clone());
         }
         let create = self.request_response();
-        self.last_commit = Some(CommitRecord {
-            commit_event_id,
-            create,
-        });
+        self.responses.committed(commit_event_id, create);
         self.apply_pending_mode();
     }
 
@@ -783,29 +756,23 @@ impl TurnController {
     /// Ask for a response: sent now when none is active or being created, queued otherwise and
     /// sent at the next `response.done`.
     pub(super) fn request_response(&mut self) -> PairedCreate {
-        if self.active_response.is_none() && self.create_in_flight.is_none() {
+        if self.responses.can_create() {
             let event_id = self.send(ClientEvent::ResponseCreate { response: None });
-            self.create_in_flight = Some(event_id.clone());
+            self.responses.create_sent(event_id.clone());
             self.response_activity_ms = self.latest_ms;
             PairedCreate::Sent(event_id)
         } else {
-            self.create_queued = true;
+            self.responses.queue_create();
             PairedCreate::Queued
         }
     }
 
     /// Send the queued `response.create`, if one waits and nothing is active any more.
     pub(super) fn flush_queued_create(&mut self) {
-        if self.create_queued && self.active_response.is_none() && self.create_in_flight.is_none() {
-            self.create_queued = false;
+        if self.responses.take_queued_create() {
             let event_id = self.send(ClientEvent::ResponseCreate { response: None });
-            self.create_in_flight = Some(event_id.clone());
+            self.responses.queued_create_sent(event_id);
             self.response_activity_ms = self.latest_ms;
-            if let Some(CommitRecord { create, .. }) = &mut self.last_commit
-                && *create == PairedCreate::Queued
-            {
-                *create = PairedCreate::Sent(event_id);
-            }
         }
     }
 
@@ -840,12 +807,8 @@ impl TurnController {
 
         let server_cancels = canceller == Canceller::Server;
         let mut cancelled = false;
-        if !server_cancels
-            && let Some(active) = self.active_response.clone()
-            && self.cancel_sent_for.as_deref() != Some(active.as_str())
-        {
+        if !server_cancels && let Some(active) = self.responses.cancel_due() {
             self.send(super::openai_map::cancel_of(&active));
-            self.cancel_sent_for = Some(active);
             cancelled = true;
         }
         match self.config.transport {
@@ -963,7 +926,7 @@ impl TurnController {
             return;
         }
         if self.config.transport == Transport::WebSocket && self.audible_response.is_none() {
-            let response_id = self.active_response.clone().unwrap_or_default();
+            let response_id = self.responses.active().unwrap_or_default().to_owned();
             self.output_became_audible(response_id, now_ms);
             if self.suppress_output_audio {
                 // It started under a held key and was cut at once (half duplex).
@@ -1187,14 +1150,14 @@ impl TurnController {
     fn stopped_watchdog_at(&self) -> Option<u64> {
         (self.config.transport == Transport::WebRtc
             && self.audible_response.is_some()
-            && self.active_response.is_none()
+            && self.responses.active().is_none()
             && self.late_audio_until_ms.is_none())
         .then(|| self.output_activity_ms.saturating_add(STOPPED_WATCHDOG_MS))
     }
 
     /// When an active response (or an unanswered create) that the server went silent on ends.
     fn response_watchdog_at(&self) -> Option<u64> {
-        (self.active_response.is_some() || self.create_in_flight.is_some()).then(|| {
+        self.responses.awaits_server().then(|| {
             self.response_activity_ms
                 .saturating_add(RESPONSE_DONE_WATCHDOG_MS)
         })
@@ -1205,7 +1168,7 @@ impl TurnController {
     /// be asked for.
     fn end_silent_response(&mut self, now_ms: u64) {
         let waited_ms = now_ms.saturating_sub(self.response_activity_ms);
-        let response_id = self.active_response.clone();
+        let response_id = self.responses.active().map(str::to_owned);
         self.diagnose(Diagnostic::ResponseDoneMissing {
             response_id: response_id.clone(),
             waited_ms,
@@ -1240,7 +1203,7 @@ impl TurnController {
                 now_ms,
             ),
             None => {
-                self.create_in_flight = None;
+                self.responses.create_unanswered();
                 self.flush_queued_create();
             }
         }

@@ -20,6 +20,7 @@
 
 mod config;
 mod controller;
+mod ledger;
 mod openai_map;
 mod output;
 mod tools;

@@ -36,7 +36,7 @@ use crate::event::{
     TextPartDelta, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
 };
 use crate::turn::config::{Transport, TurnMode};
-use crate::turn::controller::{PairedCreate, TurnController};
+use crate::turn::controller::TurnController;
 use crate::turn::output::{Diagnostic, UiHint};
 use crate::turn::tools::parse_arguments;
 
@@ -243,11 +243,11 @@ impl TurnController {
     /// A response whose output must not reach the user: cut by a barge-in, or discarded.
     fn is_cut(&self, response_id: &str) -> bool {
         self.interrupted_response.as_deref() == Some(response_id)
-            || self.discarded_responses.iter().any(|id| id == response_id)
+            || self.responses.is_discarded(response_id)
     }
 
     fn is_discarded(&self, response_id: &str) -> bool {
-        self.discarded_responses.iter().any(|id| id == response_id)
+        self.responses.is_discarded(response_id)
     }
 
     // ----------------------------------------------------------------------------------------
@@ -558,15 +558,10 @@ impl TurnController {
     /// A `response.created` answers the create in flight. One without an id (the SDK makes it
     /// optional) makes the active response one whose id is unknown, kept as `""`.
     fn on_response_created(&mut self, response: Response) {
-        self.create_in_flight = None;
-        if self.discard_next_created {
+        if let Some(discarded) = self.responses.created(response.id) {
             // The create that went out with an empty commit: nothing to answer, cancel it.
-            self.discard_next_created = false;
-            self.discarded_responses.push(response.id.clone());
-            self.send(cancel_of(&response.id));
-            self.cancel_sent_for = Some(response.id.clone());
+            self.send(cancel_of(&discarded));
         }
-        self.active_response = Some(response.id);
     }
 
     /// A `response.done` ends the response it names. One active at a time, so a done that names
@@ -575,30 +570,9 @@ impl TurnController {
     /// `response.created` was lost) so that the next create is not held back.
     pub(super) fn on_response_done(&mut self, response: Response, now_ms: u64) {
         self.output_activity_ms = now_ms;
-        let named = response.id;
-        let active = self
-            .active_response
-            .take_if(|active| *active == named || active.is_empty() || named.is_empty());
-        if active.is_none() && named.is_empty() {
-            self.create_in_flight = None;
-        }
-        // Whether a response recorded under `other` (cancelled, discarded, cut) is this one.
-        let is_this = |other: &str| other == named || active.as_deref() == Some(other);
-        let id = active
-            .clone()
-            .filter(|id| !id.is_empty())
-            .unwrap_or_else(|| named.clone());
-        if self.cancel_sent_for.as_deref().is_some_and(is_this) {
-            self.cancel_sent_for = None;
-        }
-        let discarded = match self.discarded_responses.iter().position(|d| is_this(d)) {
-            Some(at) => {
-                self.discarded_responses.remove(at);
-                true
-            }
-            None => false,
-        };
-        if !discarded {
+        let done = self.responses.done(response.id);
+        let id = done.id.clone();
+        if !done.discarded {
             match response.status {
                 ResponseStatus::Cancelled => {
                     self.emit(SessionEvent::ResponseInterrupted, now_ms);
@@ -642,7 +616,11 @@ impl TurnController {
         } else {
             self.finish_response(now_ms);
         }
-        if self.interrupted_response.as_deref().is_some_and(is_this) {
+        if self
+            .interrupted_response
+            .as_deref()
+            .is_some_and(|cut| done.is(cut))
+        {
             self.interrupted_response = None;
         }
         self.flush_queued_create();
@@ -670,13 +648,10 @@ impl TurnController {
             }
             // A create raced an active response we had not heard of: ask again after it.
             Some("conversation_already_has_active_response")
-                if self.create_in_flight.is_some()
-                    && (error.event_id.is_none() || error.event_id == self.create_in_flight) =>
-            {
-                self.create_in_flight = None;
-                self.create_queued = true;
-            }
-            Some("response_cancel_not_active") => self.cancel_sent_for = None,
+                if self
+                    .responses
+                    .create_crossed_a_response(error.event_id.as_deref()) => {}
+            Some("response_cancel_not_active") => self.responses.cancel_refused(),
             _ => self.forget_failed_request(error.event_id.as_deref()),
         }
         let recoverable = error.is_recoverable();
@@ -704,12 +679,11 @@ impl TurnController {
         let Some(event_id) = event_id else {
             return;
         };
-        if self.create_in_flight.as_deref() == Some(event_id) {
-            self.create_in_flight = None;
+        if self.responses.create_refused(event_id) {
             self.flush_queued_create();
         }
         if self.sent_event_type(event_id) == Some("response.cancel") {
-            self.cancel_sent_for = None;
+            self.responses.cancel_refused();
         }
     }
 
@@ -731,21 +705,7 @@ impl TurnController {
             self.end_user_part(slot, now_ms);
         }
         self.hint(UiHint::NothingHeard);
-        let Some(record) = self.last_commit.take() else {
-            return;
-        };
-        if event_id.is_some_and(|id| id != record.commit_event_id) {
-            self.last_commit = Some(record);
-            return;
-        }
-        match record.create {
-            PairedCreate::Queued => self.create_queued = false,
-            PairedCreate::Sent(create_event_id) => {
-                if self.create_in_flight.as_deref() == Some(create_event_id.as_str()) {
-                    self.discard_next_created = true;
-                }
-            }
-        }
+        self.responses.commit_was_empty(event_id);
     }
 }
 
