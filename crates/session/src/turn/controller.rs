@@ -49,17 +49,14 @@ use crate::turn::config::{
     LATE_AUDIO_GRACE_MS, PressMode, SESSION_CONFIRM_GRACE_MS, Transport, TurnConfig, TurnMode,
 };
 use crate::turn::ledger::{PairedCreate, ResponseLedger};
-use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, UiHint};
+use crate::turn::outbox::Outbox;
+use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, UiHint};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
 
 /// User parts open at once, at most: each waits for its item's transcript (a few at most in
 /// any real conversation).
 pub const MAX_OPEN_USER_PARTS: usize = 8;
 
-/// Client event ids remembered for matching a server `error` to the request that caused it.
-const REMEMBERED_EVENT_IDS: usize = 128;
-/// Hints and diagnostics kept while nobody polls (the oldest note is dropped first).
-const NOTE_CAPACITY: usize = 320;
 /// Ended user items remembered, so a late duplicate transcript does not open a second part.
 const REMEMBERED_ENDED_ITEMS: usize = 64;
 
@@ -152,14 +149,9 @@ pub struct TurnController {
     pub(super) session: Session,
 
     /// Everything for the world, in the order it was decided (see [`ControllerOutput`]).
-    outputs: VecDeque<ControllerOutput>,
-    /// How many of `outputs` are hints and diagnostics (they are bounded; the rest is not).
-    queued_notes: usize,
-    next_event_number: u64,
-    sent: VecDeque<(String, &'static str)>,
+    outbox: Outbox,
     pub(super) stats: ControllerStats,
 
-    channel_open: bool,
     /// The assistant has produced audio in this session: `voice` can no longer change.
     assistant_audio_started: bool,
     connected_at_ms: Option<u64>,
@@ -221,12 +213,8 @@ impl TurnController {
             config,
             tools,
             session,
-            outputs: VecDeque::new(),
-            queued_notes: 0,
-            next_event_number: 1,
-            sent: VecDeque::new(),
+            outbox: Outbox::default(),
             stats: ControllerStats::default(),
-            channel_open: false,
             assistant_audio_started: false,
             connected_at_ms: None,
             session_confirmed: false,
@@ -266,7 +254,7 @@ impl TurnController {
     /// `session.updated`. The provider's session cap is counted from the first opening.
     pub fn data_channel_open(&mut self, now_ms: u64) {
         self.advance(now_ms);
-        self.channel_open = true;
+        self.outbox.channel_opened();
         self.connected_at_ms.get_or_insert(now_ms);
         if !self.session_confirmed {
             self.awaiting_confirmation_since_ms = Some(now_ms);
@@ -290,13 +278,11 @@ impl TurnController {
     /// (they would go to a session that no longer exists).
     pub fn data_channel_closed(&mut self, now_ms: u64) {
         self.advance(now_ms);
-        self.channel_open = false;
         // A new data channel is a new session, whose voice can be set again.
         self.assistant_audio_started = false;
         self.session_confirmed = false;
         self.awaiting_confirmation_since_ms = None;
-        self.outputs
-            .retain(|output| !matches!(output, ControllerOutput::Send(_)));
+        self.outbox.channel_closed();
         self.press = Press::Idle;
         self.vad_utterance_open = false;
         self.close_capture();
@@ -559,14 +545,7 @@ impl TurnController {
     /// [`AudioCommand::FlushPlayback`] comes before its `response.cancel`. Client events are
     /// queued only while the data channel is open, and dropped when it closes.
     pub fn poll_output(&mut self) -> Option<ControllerOutput> {
-        let output = self.outputs.pop_front()?;
-        if matches!(
-            output,
-            ControllerOutput::Hint(_) | ControllerOutput::Diagnostic(_)
-        ) {
-            self.queued_notes -= 1;
-        }
-        Some(output)
+        self.outbox.pop()
     }
 
     /// The session the controller feeds: iterate it for the session events.
@@ -737,7 +716,7 @@ impl TurnController {
             // Hold and toggle differ only in how key-ups count: the server is not told.
             return;
         }
-        if self.channel_open {
+        if self.outbox.is_open() {
             self.send_session_update();
         }
         if self.session_confirmed {
@@ -1065,29 +1044,12 @@ impl TurnController {
     /// Queue a client event under a fresh id; returns the id. While the data channel is
     /// closed the event is not queued: it would go to a session that no longer exists.
     pub(super) fn send(&mut self, event: ClientEvent) -> String {
-        let event_id = format!("walkie_{}", self.next_event_number);
-        self.next_event_number += 1;
-        if self.sent.len() == REMEMBERED_EVENT_IDS {
-            self.sent.pop_front();
-        }
-        self.sent.push_back((event_id.clone(), event.event_type()));
-        if self.channel_open {
-            self.outputs
-                .push_back(ControllerOutput::Send(OutgoingEvent {
-                    event_id: event_id.clone(),
-                    event,
-                }));
-        }
-        event_id
+        self.outbox.send(event)
     }
 
     /// The type of a client event we sent under this id, while remembered.
     pub(super) fn sent_event_type(&self, event_id: &str) -> Option<&'static str> {
-        self.sent
-            .iter()
-            .rev()
-            .find(|(id, _)| id == event_id)
-            .map(|(_, kind)| *kind)
+        self.outbox.sent_event_type(event_id)
     }
 
     /// Push a session event; a refusal becomes a diagnostic (never a panic).
@@ -1111,25 +1073,14 @@ impl TurnController {
     }
 
     fn command(&mut self, command: AudioCommand) {
-        self.outputs.push_back(ControllerOutput::Audio(command));
+        self.outbox.command(command);
     }
 
     /// Queue a hint or diagnostic; when too many wait, the oldest of them gives way.
     fn note(&mut self, note: ControllerOutput) {
-        if self.queued_notes == NOTE_CAPACITY
-            && let Some(oldest) = self.outputs.iter().position(|output| {
-                matches!(
-                    output,
-                    ControllerOutput::Hint(_) | ControllerOutput::Diagnostic(_)
-                )
-            })
-        {
-            self.outputs.remove(oldest);
-            self.queued_notes -= 1;
+        if self.outbox.note(note) {
             self.stats.dropped_notes += 1;
         }
-        self.queued_notes += 1;
-        self.outputs.push_back(note);
     }
 
     /// `session.updated` arrived for the first time since the channel opened.

@@ -22,6 +22,7 @@ mod config;
 mod controller;
 mod ledger;
 mod openai_map;
+mod outbox;
 mod output;
 mod tools;
 
