@@ -20,7 +20,7 @@ fn a_response_done_with_unmodelled_items_and_a_huge_number_still_completes_the_t
         .server(&assistant_says("resp_R1", "item_A1", "Hello"));
     // Another utterance meanwhile: its create waits for the response.done.
     talk.utterance(2_000, 2_400);
-    assert_eq!(talk.sent(), [clear_input("walkie_5"), commit("walkie_6")]);
+    assert_eq!(talk.sent(), [clear_input(), commit()]);
     talk.events();
 
     talk.at(3_000).server(
@@ -37,7 +37,7 @@ fn a_response_done_with_unmodelled_items_and_a_huge_number_still_completes_the_t
             .any(|event| matches!(event, SessionEvent::SessionError(_))),
         "nothing to report: {events:?}"
     );
-    assert_eq!(talk.sent(), [create_response("walkie_7")]);
+    assert_eq!(talk.sent(), [create_response()]);
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn a_response_done_without_an_id_ends_the_active_response_and_the_next_turn_is_a
         .server(&assistant_says("resp_R1", "item_A1", "Hello"));
     // Another utterance meanwhile: its create waits for the response.done.
     talk.utterance(2_000, 2_400);
-    assert_eq!(talk.sent(), [clear_input("walkie_5"), commit("walkie_6")]);
+    assert_eq!(talk.sent(), [clear_input(), commit()]);
     talk.events();
 
     talk.at(3_000).server(RESPONSE_DONE_WITHOUT_ID);
@@ -89,7 +89,7 @@ fn a_response_done_without_an_id_ends_the_active_response_and_the_next_turn_is_a
     assert_eq!(talk.controller.active_response_id(), None);
     assert_eq!(
         talk.sent(),
-        [create_response("walkie_7")],
+        [create_response()],
         "at once, not when the watchdog gives up on resp_R1"
     );
 
@@ -120,7 +120,7 @@ fn a_response_created_and_done_without_ids_are_the_in_flight_response() {
     talk.utterance(2_000, 2_400);
     assert_eq!(
         talk.sent(),
-        [clear_input("walkie_5"), commit("walkie_6")],
+        [clear_input(), commit()],
         "the id-less response is active: the next create waits for it"
     );
     talk.events();
@@ -133,7 +133,7 @@ fn a_response_created_and_done_without_ids_are_the_in_flight_response() {
         None,
         "a response.done that names it ends the response its response.created did not name"
     );
-    assert_eq!(talk.sent(), [create_response("walkie_7")]);
+    assert_eq!(talk.sent(), [create_response()]);
 
     talk.at(3_100)
         .server(RESPONSE_CREATED_WITHOUT_ID)
@@ -148,7 +148,7 @@ fn a_response_created_and_done_without_ids_are_the_in_flight_response() {
 fn a_response_done_without_an_id_answers_a_create_whose_created_was_lost() {
     let mut talk = Conversation::ready_for_push_to_talk();
     talk.utterance(1_000, 1_400);
-    assert_eq!(talk.sent()[2], create_response("walkie_4"));
+    assert_eq!(talk.sent()[2], create_response());
     talk.at(1_500)
         .server(&committed("item_U1"))
         .server(r#"{"type":"response.created","event_id":"e","response":"resp_R1"}"#)
@@ -156,14 +156,14 @@ fn a_response_done_without_an_id_answers_a_create_whose_created_was_lost() {
     talk.utterance(2_000, 2_400);
     assert_eq!(
         talk.sent(),
-        [clear_input("walkie_5"), commit("walkie_6")],
-        "walkie_4 is still in flight"
+        [clear_input(), commit()],
+        "the first create is still in flight"
     );
     talk.events();
 
     talk.at(3_000).server(RESPONSE_DONE_WITHOUT_ID);
     assert!(talk.events().contains(&SessionEvent::TurnComplete));
-    assert_eq!(talk.sent(), [create_response("walkie_7")]);
+    assert_eq!(talk.sent(), [create_response()]);
 }
 
 #[test]
@@ -184,9 +184,9 @@ fn a_barge_in_on_a_response_without_an_id_cancels_the_in_progress_response() {
     assert_eq!(
         talk.sent(),
         [
-            sent("walkie_5", serde_json::json!({"type": "response.cancel"})),
-            clear_output("walkie_6"),
-            clear_input("walkie_7"),
+            serde_json::json!({"type": "response.cancel"}),
+            clear_output(),
+            clear_input(),
         ],
         "no made-up id: a cancel without one cancels the in-progress response"
     );
@@ -200,7 +200,7 @@ fn a_barge_in_on_a_response_without_an_id_cancels_the_in_progress_response() {
     talk.at(2_600).key_up().at(2_800).tick();
     assert_eq!(
         talk.sent(),
-        [commit("walkie_8"), create_response("walkie_9")],
+        [commit(), create_response()],
         "the cancel is answered: the next turn is asked for at once"
     );
 }

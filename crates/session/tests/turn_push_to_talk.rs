@@ -25,7 +25,10 @@ fn session_update_goes_out_when_the_channel_opens_and_the_key_waits_for_session_
     let sent = talk.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["type"], "session.update");
-    assert_eq!(sent[0]["event_id"], "walkie_1");
+    assert!(
+        !talk.sent_id("session.update").is_empty(),
+        "the update goes out under an id"
+    );
     assert_eq!(sent[0]["session"]["type"], "realtime");
     assert_eq!(
         sent[0]["session"]["audio"]["input"]["turn_detection"],
@@ -52,7 +55,7 @@ fn session_update_goes_out_when_the_channel_opens_and_the_key_waits_for_session_
     assert!(talk.controller.is_ready());
 
     talk.at(900).key_down();
-    assert_eq!(talk.sent(), [clear_input("walkie_2")]);
+    assert_eq!(talk.sent(), [clear_input()]);
     assert_eq!(
         talk.audio(),
         [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
@@ -65,7 +68,7 @@ fn a_push_to_talk_turn_follows_the_reference_sequence() {
     let mut talk = Conversation::ready_for_push_to_talk();
 
     talk.at(1_000).key_down();
-    assert_eq!(talk.sent(), [clear_input("walkie_2")]);
+    assert_eq!(talk.sent(), [clear_input()]);
     assert_eq!(
         talk.audio(),
         [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
@@ -100,10 +103,7 @@ fn a_push_to_talk_turn_follows_the_reference_sequence() {
     assert_eq!(talk.sent(), nothing_sent());
     talk.at(2_200).tick();
     assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
-    assert_eq!(
-        talk.sent(),
-        [commit("walkie_3"), create_response("walkie_4")]
-    );
+    assert_eq!(talk.sent(), [commit(), create_response()]);
 
     talk.at(2_300).server_lines(PTT_TURN_GA);
     assert_eq!(
@@ -213,11 +213,7 @@ fn a_press_shorter_than_150_ms_is_ignored_with_a_visible_hint() {
             min_press_ms: 150
         }]
     );
-    assert_eq!(
-        talk.sent(),
-        [clear_input("walkie_2")],
-        "no commit, no response"
-    );
+    assert_eq!(talk.sent(), [clear_input()], "no commit, no response");
     assert_eq!(
         talk.audio(),
         [
@@ -234,11 +230,7 @@ fn a_press_shorter_than_150_ms_is_ignored_with_a_visible_hint() {
     talk.utterance(3_000, 3_500);
     assert_eq!(
         talk.sent(),
-        [
-            clear_input("walkie_3"),
-            commit("walkie_4"),
-            create_response("walkie_5")
-        ],
+        [clear_input(), commit(), create_response()],
         "the next press works"
     );
 }
@@ -255,7 +247,7 @@ fn a_repeated_key_down_is_ignored_and_a_lost_key_up_cannot_wedge_the_controller(
         .key_down();
     assert_eq!(
         talk.sent(),
-        [clear_input("walkie_2")],
+        [clear_input()],
         "key repeat sends nothing more"
     );
     assert_eq!(
@@ -273,10 +265,7 @@ fn a_repeated_key_down_is_ignored_and_a_lost_key_up_cannot_wedge_the_controller(
         }]
     );
     talk.at(1_000 + max_press_ms + 200).tick();
-    assert_eq!(
-        talk.sent(),
-        [commit("walkie_3"), create_response("walkie_4")]
-    );
+    assert_eq!(talk.sent(), [commit(), create_response()]);
 
     talk.at(1_000 + max_press_ms + 300).key_up();
     assert_eq!(
@@ -299,14 +288,11 @@ fn pressing_again_within_the_tail_continues_the_same_utterance() {
     talk.at(2_500).tick();
     assert_eq!(
         talk.sent(),
-        [clear_input("walkie_2")],
+        [clear_input()],
         "no commit while the key is down again"
     );
     talk.at(3_000).key_up().at(3_200).tick();
-    assert_eq!(
-        talk.sent(),
-        [commit("walkie_3"), create_response("walkie_4")]
-    );
+    assert_eq!(talk.sent(), [commit(), create_response()]);
     assert_eq!(
         talk.events(),
         [
@@ -332,16 +318,13 @@ fn in_toggle_mode_one_press_starts_talking_and_the_next_ends_it() {
         .tick();
     assert_eq!(
         talk.sent(),
-        [clear_input("walkie_2")],
+        [clear_input()],
         "key-ups are ignored when toggling"
     );
     assert!(talk.controller.is_capturing());
 
     talk.at(4_000).key_down().at(4_200).tick();
-    assert_eq!(
-        talk.sent(),
-        [commit("walkie_3"), create_response("walkie_4")]
-    );
+    assert_eq!(talk.sent(), [commit(), create_response()]);
     assert!(!talk.controller.is_capturing());
 }
 
@@ -380,11 +363,7 @@ fn key_down_while_the_assistant_is_audible_barges_in() {
     );
     assert_eq!(
         talk.sent(),
-        [
-            cancel_response("walkie_5", "resp_R1"),
-            clear_output("walkie_6"),
-            clear_input("walkie_7"),
-        ]
+        [cancel_response("resp_R1"), clear_output(), clear_input()]
     );
     assert_eq!(talk.events(), [SessionEvent::OutputSpeechEnd]);
     assert!(!talk.controller.is_assistant_audible());
@@ -423,7 +402,7 @@ fn key_down_while_the_assistant_is_audible_barges_in() {
     );
     assert_eq!(
         talk.sent(),
-        [commit("walkie_8"), create_response("walkie_9")],
+        [commit(), create_response()],
         "the cancelled response is done, so the new one is asked for at once"
     );
 }
@@ -452,10 +431,10 @@ fn a_tap_while_the_assistant_is_audible_only_stops_the_reply_and_sends_no_turn()
     assert_eq!(
         talk.sent(),
         [
-            cancel_response("walkie_5", "resp_R1"),
-            clear_output("walkie_6"),
-            clear_input("walkie_7"),
-            clear_input("walkie_8"),
+            cancel_response("resp_R1"),
+            clear_output(),
+            clear_input(),
+            clear_input(),
         ],
         "the reply is cancelled; what the tap captured is cleared, not committed or answered"
     );
@@ -492,7 +471,7 @@ fn a_tap_while_the_assistant_is_audible_only_stops_the_reply_and_sends_no_turn()
     let sent = talk.sent();
     assert_eq!(
         sent.last(),
-        Some(&create_response("walkie_11")),
+        Some(&create_response()),
         "the next press is answered: {sent:?}"
     );
 }
@@ -529,7 +508,7 @@ fn in_toggle_mode_a_tap_while_the_assistant_is_audible_only_stops_the_reply() {
         "the microphone is not left open"
     );
     assert!(
-        !talk.sent().contains(&create_response("walkie_9")),
+        !talk.sent().contains(&create_response()),
         "nothing is answered"
     );
     assert_eq!(talk.events(), [SessionEvent::OutputSpeechEnd]);
@@ -640,7 +619,7 @@ fn a_reply_that_starts_while_the_key_is_held_is_cut_at_once_and_the_user_stays_h
 
     // The user talks again before the reply is audible; then it starts under the held key.
     talk.at(2_500).key_down();
-    assert_eq!(talk.sent(), [clear_input("walkie_5")], "nothing to cut yet");
+    assert_eq!(talk.sent(), [clear_input()], "nothing to cut yet");
     assert_eq!(
         talk.audio(),
         [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
@@ -651,13 +630,7 @@ fn a_reply_that_starts_while_the_key_is_held_is_cut_at_once_and_the_user_stays_h
         [AudioCommand::FlushPlayback],
         "flushed at once, and never gated: the user holding the key is still sent"
     );
-    assert_eq!(
-        talk.sent(),
-        [
-            cancel_response("walkie_6", "resp_R1"),
-            clear_output("walkie_7")
-        ]
-    );
+    assert_eq!(talk.sent(), [cancel_response("resp_R1"), clear_output()]);
     assert!(!talk.controller.is_assistant_audible());
     assert!(talk.controller.is_capturing());
     let events = talk.events();
@@ -675,10 +648,7 @@ fn a_reply_that_starts_while_the_key_is_held_is_cut_at_once_and_the_user_stays_h
     assert_eq!(talk.audio(), [], "the cut reply's late start gates nothing");
     talk.at(3_500).key_up().at(3_700).tick();
     assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
-    assert_eq!(
-        talk.sent(),
-        [commit("walkie_8"), create_response("walkie_9")]
-    );
+    assert_eq!(talk.sent(), [commit(), create_response()]);
 }
 
 #[test]
@@ -767,12 +737,9 @@ fn over_websocket_a_reply_whose_audio_arrives_under_the_held_key_is_dropped() {
     assert_eq!(
         talk.sent(),
         [
-            cancel_response("walkie_6", "resp_R1"),
-            sent(
-                "walkie_7",
-                json!({"type": "conversation.item.truncate", "item_id": "item_A1",
-                    "content_index": 0, "audio_end_ms": 0})
-            ),
+            cancel_response("resp_R1"),
+            json!({"type": "conversation.item.truncate", "item_id": "item_A1",
+                "content_index": 0, "audio_end_ms": 0}),
         ],
         "nothing of it was played"
     );
@@ -802,7 +769,7 @@ fn key_down_while_the_assistant_is_silent_sends_no_cancel() {
     talk.audio();
 
     talk.at(5_000).key_down();
-    assert_eq!(talk.sent(), [clear_input("walkie_5")]);
+    assert_eq!(talk.sent(), [clear_input()]);
     assert_eq!(
         talk.audio(),
         [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
@@ -821,13 +788,13 @@ fn a_response_create_waits_for_the_active_response_to_be_done() {
     talk.utterance(2_500, 3_000);
     assert_eq!(
         talk.sent(),
-        [clear_input("walkie_5"), commit("walkie_6")],
+        [clear_input(), commit()],
         "no response.create while resp_R1 is active"
     );
 
     talk.at(3_400)
         .server(&response_done("resp_R1", "completed"));
-    assert_eq!(talk.sent(), [create_response("walkie_7")]);
+    assert_eq!(talk.sent(), [create_response()]);
     assert_eq!(
         talk.events(),
         [
@@ -843,28 +810,22 @@ fn a_response_create_waits_for_the_active_response_to_be_done() {
 fn a_create_that_races_an_unseen_active_response_is_asked_again_after_it() {
     let mut talk = Conversation::ready_for_push_to_talk();
     talk.utterance(1_000, 2_000);
-    assert_eq!(
-        talk.sent(),
-        [
-            clear_input("walkie_2"),
-            commit("walkie_3"),
-            create_response("walkie_4")
-        ]
-    );
+    assert_eq!(talk.sent(), [clear_input(), commit(), create_response()]);
     talk.events();
+    let create_id = talk.sent_id("response.create");
 
     let message = "Conversation already has an active response in progress: resp_X.";
     talk.at(2_250)
         .server(&server_error(
             "conversation_already_has_active_response",
             message,
-            Some("walkie_4"),
+            Some(&create_id),
         ))
         .server(&response_created("resp_X"));
     assert_eq!(
         talk.events(),
         [recoverable_error(
-            &format!("{message} (answering response.create walkie_4)"),
+            &format!("{message} (answering response.create {create_id})"),
             "invalid_request_error",
             "conversation_already_has_active_response"
         )]
@@ -872,35 +833,34 @@ fn a_create_that_races_an_unseen_active_response_is_asked_again_after_it() {
     assert_eq!(talk.sent(), nothing_sent());
 
     talk.at(2_600).server(&response_done("resp_X", "completed"));
-    assert_eq!(talk.sent(), [create_response("walkie_5")]);
+    assert_eq!(talk.sent(), [create_response()]);
+    assert_ne!(
+        talk.sent_id("response.create"),
+        create_id,
+        "asked again as a new event, not the refused one resent"
+    );
 }
 
 #[test]
 fn an_empty_commit_ends_the_utterance_untranscribed_and_withdraws_its_response() {
     let mut talk = Conversation::ready_for_push_to_talk();
     talk.utterance(1_000, 1_400);
-    assert_eq!(
-        talk.sent(),
-        [
-            clear_input("walkie_2"),
-            commit("walkie_3"),
-            create_response("walkie_4")
-        ]
-    );
+    assert_eq!(talk.sent(), [clear_input(), commit(), create_response()]);
     talk.events();
+    let commit_id = talk.sent_id("input_audio_buffer.commit");
 
     let message = "Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has 0.00ms of audio.";
     talk.at(1_700).server(&server_error(
         "input_audio_buffer_commit_empty",
         message,
-        Some("walkie_3"),
+        Some(&commit_id),
     ));
     assert_eq!(
         talk.events(),
         [
             speech_ends(0, Speaker::User, None, None),
             recoverable_error(
-                &format!("{message} (answering input_audio_buffer.commit walkie_3)"),
+                &format!("{message} (answering input_audio_buffer.commit {commit_id})"),
                 "invalid_request_error",
                 "input_audio_buffer_commit_empty"
             ),
@@ -910,7 +870,7 @@ fn an_empty_commit_ends_the_utterance_untranscribed_and_withdraws_its_response()
 
     // The create already went out: its response is cancelled and never shown.
     talk.at(1_750).server(&response_created("resp_R1"));
-    assert_eq!(talk.sent(), [cancel_response("walkie_5", "resp_R1")]);
+    assert_eq!(talk.sent(), [cancel_response("resp_R1")]);
     talk.at(1_760)
         .server(&audio_part_added("resp_R1", "item_A1"))
         .server(&output_started("resp_R1"))
@@ -948,14 +908,7 @@ fn a_failed_transcription_ends_the_users_part_then_reports_it() {
             )),
         ]
     );
-    assert_eq!(
-        talk.sent(),
-        [
-            clear_input("walkie_2"),
-            commit("walkie_3"),
-            create_response("walkie_4")
-        ]
-    );
+    assert_eq!(talk.sent(), [clear_input(), commit(), create_response()]);
 }
 
 #[test]
@@ -1025,18 +978,15 @@ fn a_tool_call_is_run_locally_its_result_sent_and_the_turn_completes_only_after_
     );
     assert_eq!(
         talk.sent(),
-        [sent(
-            "walkie_5",
-            json!({"type": "conversation.item.create", "item": {
-                "type": "function_call_output", "call_id": "call_T1", "output": result.to_string()}})
-        )],
+        [json!({"type": "conversation.item.create", "item": {
+            "type": "function_call_output", "call_id": "call_T1", "output": result.to_string()}})],
         "the output goes at once; the response.create waits for resp_R1 to be done"
     );
 
     talk.at(2_400)
         .server(&response_done("resp_R1", "completed"));
     assert_eq!(talk.events(), [], "no TurnComplete: the tool round goes on");
-    assert_eq!(talk.sent(), [create_response("walkie_6")]);
+    assert_eq!(talk.sent(), [create_response()]);
 
     talk.at(2_500)
         .server(&response_created("resp_R2"))
@@ -1395,26 +1345,20 @@ fn a_confirmation_in_time_leaves_no_timer_behind() {
 fn an_unknown_error_answering_a_create_is_a_notice_naming_it_and_the_next_turn_is_answered() {
     let mut talk = Conversation::ready_for_push_to_talk();
     talk.utterance(1_000, 1_400);
-    assert_eq!(
-        talk.sent(),
-        [
-            clear_input("walkie_2"),
-            commit("walkie_3"),
-            create_response("walkie_4")
-        ]
-    );
+    assert_eq!(talk.sent(), [clear_input(), commit(), create_response()]);
     talk.at(1_450).server(&committed("item_U1"));
     talk.events();
+    let create_id = talk.sent_id("response.create");
 
     talk.at(1_500).server(&server_error(
         "invalid_value",
         "Invalid value: 'x'.",
-        Some("walkie_4"),
+        Some(&create_id),
     ));
     assert_eq!(
         talk.events(),
         [recoverable_error(
-            "Invalid value: 'x'. (answering response.create walkie_4)",
+            &format!("Invalid value: 'x'. (answering response.create {create_id})"),
             "invalid_request_error",
             "invalid_value"
         )]
@@ -1425,19 +1369,12 @@ fn an_unknown_error_answering_a_create_is_a_notice_naming_it_and_the_next_turn_i
             .iter()
             .any(|diagnostic| matches!(diagnostic,
         Diagnostic::ClientEventFailed { event_id, event_type: Some("response.create"), .. }
-            if event_id == "walkie_4"))
+            if *event_id == create_id))
     );
 
     // The refused create holds nothing back: the next turn's create goes out at once.
     talk.utterance(3_000, 3_400);
-    assert_eq!(
-        talk.sent(),
-        [
-            clear_input("walkie_5"),
-            commit("walkie_6"),
-            create_response("walkie_7")
-        ]
-    );
+    assert_eq!(talk.sent(), [clear_input(), commit(), create_response()]);
 }
 
 #[test]
@@ -1452,7 +1389,7 @@ fn escape_while_the_key_is_held_takes_the_press_back_and_nothing_is_committed_or
     assert!(cancelled.is_some(), "the user part the press opened");
     assert_eq!(
         talk.sent(),
-        [clear_input("walkie_3")],
+        [clear_input()],
         "what the provider buffered is cleared"
     );
     assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
@@ -1474,7 +1411,7 @@ fn escape_while_the_key_is_held_takes_the_press_back_and_nothing_is_committed_or
     // The next press is an ordinary turn.
     talk.utterance(3_000, 3_500);
     let sent = talk.sent();
-    assert_eq!(sent.last(), Some(&create_response("walkie_6")), "{sent:?}");
+    assert_eq!(sent.last(), Some(&create_response()), "{sent:?}");
 }
 
 #[test]
@@ -1486,7 +1423,7 @@ fn escape_in_the_tail_after_the_key_up_still_takes_the_press_back() {
     talk.events();
 
     assert!(talk.controller.cancel_press(1_600).is_some());
-    assert_eq!(talk.sent(), [clear_input("walkie_3")]);
+    assert_eq!(talk.sent(), [clear_input()]);
     assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
     assert_eq!(talk.events(), [speech_ends(0, Speaker::User, None, None)]);
     talk.at(2_000).tick();

@@ -108,14 +108,7 @@ fn a_missing_response_done_ends_the_response_after_thirty_silent_seconds_and_the
  {
     let mut talk = Conversation::ready_for_push_to_talk();
     talk.utterance(1_000, 1_400);
-    assert_eq!(
-        talk.sent(),
-        [
-            clear_input("walkie_2"),
-            commit("walkie_3"),
-            create_response("walkie_4")
-        ]
-    );
+    assert_eq!(talk.sent(), [clear_input(), commit(), create_response()]);
     talk.at(1_700)
         .server(&committed("item_U1"))
         .server(&response_created("resp_R1"))
@@ -129,7 +122,7 @@ fn a_missing_response_done_ends_the_response_after_thirty_silent_seconds_and_the
 
     // Another utterance while the reply is active: its create waits for response.done.
     talk.utterance(3_000, 3_400);
-    assert_eq!(talk.sent(), [clear_input("walkie_5"), commit("walkie_6")]);
+    assert_eq!(talk.sent(), [clear_input(), commit()]);
 
     talk.at(3_400 + 200 + RESPONSE_DONE_WATCHDOG_MS).tick();
     assert_eq!(
@@ -137,7 +130,7 @@ fn a_missing_response_done_ends_the_response_after_thirty_silent_seconds_and_the
         None,
         "the response was ended"
     );
-    assert_eq!(talk.sent(), [create_response("walkie_7")]);
+    assert_eq!(talk.sent(), [create_response()]);
     let events = talk.events();
     assert!(
         events.iter().any(|event| matches!(event,
@@ -175,11 +168,7 @@ fn a_create_never_answered_is_forgotten_after_thirty_silent_seconds() {
     talk.utterance(100_000, 100_400);
     assert_eq!(
         talk.sent(),
-        [
-            clear_input("walkie_5"),
-            commit("walkie_6"),
-            create_response("walkie_7")
-        ],
+        [clear_input(), commit(), create_response()],
         "the next create is not held back"
     );
 }
@@ -207,12 +196,12 @@ fn a_silent_response_whose_created_named_no_id_is_ended_by_the_watchdog_with_a_r
         .server(&committed("item_U1"))
         .server(r#"{"type":"response.created","event_id":"e","response":{}}"#);
     talk.utterance(3_000, 3_400);
-    assert_eq!(talk.sent(), [clear_input("walkie_5"), commit("walkie_6")]);
+    assert_eq!(talk.sent(), [clear_input(), commit()]);
     talk.events();
 
     talk.at(3_400 + 200 + RESPONSE_DONE_WATCHDOG_MS).tick();
     assert_eq!(talk.controller.active_response_id(), None);
-    assert_eq!(talk.sent(), [create_response("walkie_7")]);
+    assert_eq!(talk.sent(), [create_response()]);
     let events = talk.events();
     assert!(
         events.iter().any(|event| matches!(event,

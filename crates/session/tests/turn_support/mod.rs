@@ -1,6 +1,11 @@
 //! A scripted conversation in virtual time: feed key presses and server events at chosen
 //! instants, then read back exactly what the controller sent, asked of the audio devices, hinted,
 //! and emitted on the session stream.
+//!
+//! Client events are read back without their `event_id`: the ids are the controller's to number.
+//! The harness checks every one as it is polled (a non-empty id, the one on the wire, never given
+//! to an earlier event of the conversation), and [`Conversation::sent_id`] hands a test the id of
+//! an event it answers or asserts on.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -29,6 +34,8 @@ pub struct Conversation {
     failures: Vec<SessionFailure>,
     /// The controller's outputs read so far and not yet asked for, by kind.
     polled: Polled,
+    /// Every client event sent so far, in order, as its id and type.
+    sent_ids: Vec<(String, &'static str)>,
 }
 
 /// The controller's one output queue, sorted by kind for tests that ask about one kind.
@@ -53,6 +60,7 @@ impl Conversation {
             now_ms: 0,
             failures: Vec::new(),
             polled: Polled::default(),
+            sent_ids: Vec::new(),
         }
     }
 
@@ -122,13 +130,23 @@ impl Conversation {
 
     /// The controller's outputs since the last call, in the order it gave them.
     pub fn outputs(&mut self) -> Vec<ControllerOutput> {
-        std::iter::from_fn(|| self.controller.poll_output()).collect()
+        let outputs: Vec<ControllerOutput> =
+            std::iter::from_fn(|| self.controller.poll_output()).collect();
+        for output in &outputs {
+            if let ControllerOutput::Send(event) = output {
+                self.check_id(event);
+            }
+        }
+        outputs
     }
 
     fn poll(&mut self) -> &mut Polled {
-        for output in std::iter::from_fn(|| self.controller.poll_output()) {
+        while let Some(output) = self.controller.poll_output() {
             match output {
-                ControllerOutput::Send(event) => self.polled.sent.push(event),
+                ControllerOutput::Send(event) => {
+                    self.check_id(&event);
+                    self.polled.sent.push(event)
+                }
                 ControllerOutput::Audio(command) => self.polled.audio.push(command),
                 ControllerOutput::Hint(hint) => self.polled.hints.push(hint),
                 ControllerOutput::Diagnostic(diagnostic) => {
@@ -139,12 +157,62 @@ impl Conversation {
         &mut self.polled
     }
 
-    /// Everything sent since the last call, as JSON (with `event_id`).
+    /// Remembers a client event's id, which must be new to the conversation.
+    fn check_id(&mut self, event: &OutgoingEvent) {
+        let event_type = event.event.event_type();
+        assert!(
+            !event.event_id.is_empty(),
+            "{event_type} was sent without an id"
+        );
+        if let Some((_, earlier)) = self.sent_ids.iter().find(|(id, _)| *id == event.event_id) {
+            panic!(
+                "{event_type} was sent under {}, the id of an earlier {earlier}",
+                event.event_id
+            );
+        }
+        self.sent_ids.push((event.event_id.clone(), event_type));
+    }
+
+    /// Everything sent since the last call, as JSON without the `event_id` (each event's id is
+    /// checked as it is read, and the wire text must carry it; see [`Self::sent_id`]).
     pub fn sent(&mut self) -> Vec<Value> {
         std::mem::take(&mut self.poll().sent)
             .iter()
-            .map(|event| serde_json::from_str(&event.to_json()).expect("client events are JSON"))
+            .map(|event| {
+                let mut json: Value =
+                    serde_json::from_str(&event.to_json()).expect("client events are JSON");
+                let on_the_wire = json
+                    .as_object_mut()
+                    .expect("client events are JSON objects")
+                    .remove("event_id");
+                assert_eq!(
+                    on_the_wire,
+                    Some(json!(event.event_id)),
+                    "the wire text carries the event's id"
+                );
+                json
+            })
             .collect()
+    }
+
+    /// The id of the last client event of this type sent so far (read back or not yet).
+    pub fn sent_id(&mut self, event_type: &str) -> String {
+        self.last_sent_id(event_type).unwrap_or_else(|| {
+            panic!(
+                "no {event_type} was sent; the controller sent {:?}",
+                self.sent_ids.iter().map(|(_, t)| t).collect::<Vec<_>>()
+            )
+        })
+    }
+
+    /// As [`Self::sent_id`], or `None` while no event of this type was sent.
+    pub fn last_sent_id(&mut self, event_type: &str) -> Option<String> {
+        self.poll();
+        self.sent_ids
+            .iter()
+            .rev()
+            .find(|(_, t)| *t == event_type)
+            .map(|(id, _)| id.clone())
     }
 
     pub fn audio(&mut self) -> Vec<AudioCommand> {
@@ -352,32 +420,26 @@ pub fn function_arguments_done(
 // Expected client events
 // ---------------------------------------------------------------------------------------------
 
-pub fn sent(event_id: &str, mut body: Value) -> Value {
-    body["event_id"] = json!(event_id);
-    body
+// As `Conversation::sent` reads them back: without the `event_id`.
+
+pub fn clear_input() -> Value {
+    json!({"type": "input_audio_buffer.clear"})
 }
 
-pub fn clear_input(event_id: &str) -> Value {
-    sent(event_id, json!({"type": "input_audio_buffer.clear"}))
+pub fn commit() -> Value {
+    json!({"type": "input_audio_buffer.commit"})
 }
 
-pub fn commit(event_id: &str) -> Value {
-    sent(event_id, json!({"type": "input_audio_buffer.commit"}))
+pub fn create_response() -> Value {
+    json!({"type": "response.create"})
 }
 
-pub fn create_response(event_id: &str) -> Value {
-    sent(event_id, json!({"type": "response.create"}))
+pub fn cancel_response(response_id: &str) -> Value {
+    json!({"type": "response.cancel", "response_id": response_id})
 }
 
-pub fn cancel_response(event_id: &str, response_id: &str) -> Value {
-    sent(
-        event_id,
-        json!({"type": "response.cancel", "response_id": response_id}),
-    )
-}
-
-pub fn clear_output(event_id: &str) -> Value {
-    sent(event_id, json!({"type": "output_audio_buffer.clear"}))
+pub fn clear_output() -> Value {
+    json!({"type": "output_audio_buffer.clear"})
 }
 
 // ---------------------------------------------------------------------------------------------
