@@ -14,44 +14,28 @@ use serde_json::Value;
 use support::audio::require_test_audio;
 use support::{
     AppDirs, Launch, SecretService, WebviewApp, spoken_exchange, status_state,
-    talk_to_custom_server, texts,
+    talk_to_custom_server, texts, texts_of_the_saved_conversation,
 };
-use walkie_local::fault::Fault;
+use walkie_local::fault::{Fault, unrepresentable_payloads};
 use walkie_local::{LocalProvider, ProviderConfig};
-use walkie_store::{Store, conversations_dir};
 
 const TEST: &str = "hostile_payloads";
-
-fn hostile(at_event: u64, text: String) -> Fault {
-    Fault::Malformed {
-        at_event,
-        text: Some(text),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_three_payloads_that_panicked_the_decoder_mid_turn_leave_the_call_going() {
     require_test_audio();
     let dirs = AppDirs::fresh(TEST);
-    let deep = format!(
-        r#"{{"type":"vendor.deep","event_id":"event_h3","payload":{}1{}}}"#,
-        "[".repeat(200),
-        "]".repeat(200)
-    );
     // Server events 1 and 2 set the session up; from 3 on they answer the first turn.
     let provider = LocalProvider::start(ProviderConfig {
         trace_dir: Some(dirs.trace.clone()),
-        faults: vec![
-            hostile(
-                5,
-                r#"{"type":"vendor.big","event_id":"event_h1","n":1e999}"#.to_owned(),
-            ),
-            hostile(
-                7,
-                r#"{"type":"vendor.surrogate","event_id":"event_h2","s":"\ud800"}"#.to_owned(),
-            ),
-            hostile(9, deep),
-        ],
+        faults: [5, 7, 9]
+            .into_iter()
+            .zip(unrepresentable_payloads())
+            .map(|(at_event, text)| Fault::Malformed {
+                at_event,
+                text: Some(text),
+            })
+            .collect(),
         ..ProviderConfig::default()
     })
     .await
@@ -105,21 +89,11 @@ async fn e2e_the_three_payloads_that_panicked_the_decoder_mid_turn_leave_the_cal
         );
 
         // On disk: one conversation, the same four messages, in order.
-        let store = Store::new(conversations_dir(&data_dir));
-        let saved: Vec<_> = store
-            .list()
-            .expect("the conversations")
-            .into_iter()
-            .filter(|saved| saved.turn_count > 0)
-            .collect();
-        assert_eq!(saved.len(), 1, "{saved:?}");
-        let conversation = store.open(&saved[0].id).expect("the conversation");
-        let saved_texts: Vec<&str> = conversation
-            .messages()
-            .iter()
-            .map(|message| message.content().unwrap_or_default())
-            .collect();
-        assert_eq!(saved_texts, [&said[0], &replied[0], &said[1], &replied[1]]);
+        let saved = texts_of_the_saved_conversation(&data_dir, "one call, one conversation");
+        assert_eq!(
+            saved,
+            [&said[0], &replied[0], &said[1], &replied[1]].map(String::as_str)
+        );
     })
     .await;
     assert_eq!(

@@ -17,9 +17,8 @@ use support::audio::require_test_audio;
 use support::{
     AppDirs, Launch, SecretService, UI_TIMEOUT, WebviewApp, click, talk_to_custom_server, wait_for,
 };
-use support::{spoken_exchange, texts};
+use support::{spoken_exchange, texts, texts_of_the_saved_conversation};
 use walkie_local::{LocalProvider, ProviderConfig};
-use walkie_store::{Store, conversations_dir};
 
 const TEST: &str = "redial";
 
@@ -159,26 +158,14 @@ async fn e2e_a_dropped_call_comes_back_with_the_conversation_so_far_and_goes_on_
         assert_ne!(said[1], said[0], "0.8 s is described unlike 1.2 s");
 
         // One saved conversation holds all four messages, in order.
-        let store = Store::new(conversations_dir(&data_dir));
-        // (The call to the built-in provider before the settings changed saved an empty one.)
-        let saved: Vec<_> = store
-            .list()
-            .expect("the conversations")
-            .into_iter()
-            .filter(|saved| saved.turn_count > 0)
-            .collect();
-        assert_eq!(
-            saved.len(),
-            1,
-            "the redial went on in the same conversation"
+        let saved = texts_of_the_saved_conversation(
+            &data_dir,
+            "the redial went on in the same conversation",
         );
-        let conversation = store.open(&saved[0].id).expect("the conversation");
-        let saved_texts: Vec<&str> = conversation
-            .messages()
-            .iter()
-            .map(|message| message.content().unwrap_or_default())
-            .collect();
-        assert_eq!(saved_texts, [&said[0], &replied[0], &said[1], &replied[1]]);
+        assert_eq!(
+            saved,
+            [&said[0], &replied[0], &said[1], &replied[1]].map(String::as_str)
+        );
     })
     .await;
 }

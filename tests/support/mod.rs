@@ -900,3 +900,23 @@ pub async fn texts(client: &Client, role: &str) -> Vec<String> {
     }
     texts
 }
+
+/// The messages' texts of the one conversation with turns saved under `data_dir`, in order.
+/// Asserts there is exactly one (a call to the built-in provider before the settings changed
+/// may have saved an empty one beside it).
+pub fn texts_of_the_saved_conversation(data_dir: &Path, why_one: &str) -> Vec<String> {
+    let store = walkie_store::Store::new(walkie_store::conversations_dir(data_dir));
+    let saved: Vec<_> = store
+        .list()
+        .expect("the conversations")
+        .into_iter()
+        .filter(|saved| saved.turn_count > 0)
+        .collect();
+    assert_eq!(saved.len(), 1, "{why_one}: {saved:?}");
+    let conversation = store.open(&saved[0].id).expect("the conversation");
+    conversation
+        .messages()
+        .iter()
+        .map(|message| message.content().unwrap_or_default().to_owned())
+        .collect()
+}

@@ -52,6 +52,22 @@ fn server_error() -> String {
     "server_error".to_owned()
 }
 
+/// Valid JSON that no JSON value can hold, each an event type no client knows: a number
+/// beyond `f64` (`1e999`), a lone surrogate escape (`"\ud800"`), and nesting past
+/// serde_json's recursion limit (128). All three once panicked Walkie's decoder; sent as
+/// [`Fault::Malformed`] texts they must leave a call going.
+pub fn unrepresentable_payloads() -> [String; 3] {
+    [
+        r#"{"type":"vendor.big","event_id":"event_h1","n":1e999}"#.to_owned(),
+        r#"{"type":"vendor.surrogate","event_id":"event_h2","s":"\ud800"}"#.to_owned(),
+        format!(
+            r#"{{"type":"vendor.deep","event_id":"event_h3","payload":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        ),
+    ]
+}
+
 /// The default malformed text: an event cut short.
 pub const MALFORMED_TEXT: &str =
     r#"{"type":"response.output_audio_transcript.delta","event_id":"event_bad","delta":"cut sh"#;

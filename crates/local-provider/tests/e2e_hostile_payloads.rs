@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use walkie_local::fault::Fault;
+use walkie_local::fault::{Fault, unrepresentable_payloads};
 use walkie_local::scenario::{encode_opus, speech_like};
 use walkie_local::{LocalProvider, ProviderConfig};
 use walkie_openai::{AudioConfig, AudioInput, SessionConfig, Transcription};
@@ -280,24 +280,13 @@ fn assert_two_complete_turns(driver: &Driver) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_three_panicking_payloads_mid_turn_leave_the_call_going_and_the_next_turn_answered() {
-    let deep = format!(
-        r#"{{"type":"vendor.deep","event_id":"event_h3","payload":{}1{}}}"#,
-        "[".repeat(200),
-        "]".repeat(200)
-    );
     let provider = LocalProvider::start(ProviderConfig {
-        faults: vec![
-            // Mid-turn: after the commit, among the reply's events.
-            hostile(
-                5,
-                r#"{"type":"vendor.big","event_id":"event_h1","n":1e999}"#.to_owned(),
-            ),
-            hostile(
-                7,
-                r#"{"type":"vendor.surrogate","event_id":"event_h2","s":"\ud800"}"#.to_owned(),
-            ),
-            hostile(9, deep),
-        ],
+        // Mid-turn: after the commit, among the reply's events.
+        faults: [5, 7, 9]
+            .into_iter()
+            .zip(unrepresentable_payloads())
+            .map(|(at, text)| hostile(at, text))
+            .collect(),
         ..ProviderConfig::default()
     })
     .await
