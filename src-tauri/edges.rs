@@ -562,7 +562,7 @@ pub(crate) async fn connect(
                     StatusAction::TryAgain => Retry::Later {
                         after_ms: retry_after.map(|wait| wait.as_millis() as u64),
                     },
-                    StatusAction::OpenSettings => Retry::Never,
+                    StatusAction::OpenSettings | StatusAction::Dismiss => Retry::Never,
                 },
                 retry_after,
             }

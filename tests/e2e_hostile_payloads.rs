@@ -13,8 +13,9 @@ mod support;
 use serde_json::Value;
 use support::audio::require_test_audio;
 use support::{
-    AppDirs, Launch, SecretService, WebviewApp, spoken_exchange, status_state,
-    talk_to_custom_server, texts, texts_of_the_saved_conversation,
+    AppDirs, Launch, SecretService, WebviewApp, accessibility_violations, click, rendered_text,
+    screenshot, spoken_exchange, status_state, talk_to_custom_server, texts,
+    texts_of_the_saved_conversation,
 };
 use walkie_local::fault::{Fault, unrepresentable_payloads};
 use walkie_local::{LocalProvider, ProviderConfig};
@@ -65,10 +66,33 @@ async fn e2e_the_three_payloads_that_panicked_the_decoder_mid_turn_leave_the_cal
             .expect("the status sentence");
         assert_eq!(
             status.as_str(),
-            Some("The provider sent a message Walkie could not read; the call goes on."),
+            Some("Call goes on: the provider sent a message Walkie could not read."),
             "the window says what happened, and that nothing is lost"
         );
         assert_eq!(status_state(&client).await.as_deref(), Some("ready"));
+        assert_eq!(
+            rendered_text(&client, "#banner [data-role=text]")
+                .await
+                .as_deref(),
+            Some("The provider sent a message Walkie could not read."),
+            "the whole sentence in the banner, whatever the window's width"
+        );
+        screenshot(&client, "provider-notice").await;
+        let violations = accessibility_violations(&client).await;
+        assert!(
+            violations.is_empty(),
+            "the notice passes axe: {violations:#?}"
+        );
+        click(&client, "#banner [data-role=action]").await;
+        assert_eq!(
+            client
+                .execute("return document.getElementById('banner').hidden;", vec![])
+                .await
+                .expect("the banner's state")
+                .as_bool(),
+            Some(true),
+            "OK puts the notice away"
+        );
 
         spoken_exchange(&client, 0.8, 1).await;
         let said = texts(&client, "user").await;

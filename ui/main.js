@@ -86,7 +86,9 @@ banner.querySelector("[data-action=copy-details]").addEventListener("click", (ev
     .catch(reportFailure);
 });
 banner.querySelector("[data-role=action]").addEventListener("click", (event) => {
-  if (event.currentTarget.dataset.command === "open_settings") settingsDialog.open();
+  const command = event.currentTarget.dataset.command;
+  if (command === "open_settings") settingsDialog.open();
+  else if (command === "dismiss") banner.hidden = true;
   else invoke("connect").catch(reportFailure);
 });
 await listen(STATUS_EVENT, (event) => showStatus(event.payload));

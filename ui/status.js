@@ -18,6 +18,7 @@ const KNOWN_STATES = new Set([
 const ACTIONS = {
   open_settings: { label: "Open Settings", command: "open_settings" },
   try_again: { label: "Try again", command: "connect" },
+  dismiss: { label: "OK", command: "dismiss" },
 };
 
 /**
@@ -89,6 +90,7 @@ export function renderBanner(banner, status) {
   const view = statusView(status).banner;
   banner.hidden = view === null;
   if (view === null) return;
+  banner.dataset.kind = status.action === "dismiss" ? "notice" : "problem";
   banner.querySelector("[data-role=text]").textContent = view.text;
   const button = banner.querySelector("[data-role=action]");
   button.textContent = view.action.label;

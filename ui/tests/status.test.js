@@ -140,6 +140,7 @@ function bannerElement() {
   parts.details.querySelector = (css) => parts[css.match(/=([a-z-]+)\]/)[1]];
   return {
     hidden: true,
+    dataset: {},
     parts,
     querySelector: (css) => parts[css.match(/=([a-z-]+)\]/)[1]],
   };
@@ -195,4 +196,29 @@ test("the talk control says what a press does in each mode and state", () => {
   }
   assert.equal(talkControl("error", toggle).label, "Not connected");
   assert.equal(talkControl("ready", hold).disabled, false);
+});
+
+test("a notice that the call went on is a headline and a banner with OK", () => {
+  const view = statusView({
+    state: "ready",
+    detail: "Call goes on: the provider refused a request (invalid_value).",
+    action: "dismiss",
+    details: "Invalid value: 'sage2'. (answering response.create walkie_9)",
+  });
+  assert.equal(view.headline, "Call goes on");
+  assert.deepEqual(view.banner, {
+    text: "The provider refused a request (invalid_value).",
+    action: { label: "OK", command: "dismiss" },
+    details: "Invalid value: 'sage2'. (answering response.create walkie_9)",
+  });
+});
+
+test("a notice's banner is marked a notice, a problem's a problem", () => {
+  const banner = bannerElement();
+  renderBanner(banner, { state: "ready", detail: "Call goes on: the provider refused a request (x).", action: "dismiss" });
+  assert.equal(banner.hidden, false);
+  assert.equal(banner.dataset.kind, "notice");
+  assert.equal(banner.parts.action.textContent, "OK");
+  renderBanner(banner, { state: "error", detail: "Not connected: the key was refused.", action: "open_settings" });
+  assert.equal(banner.dataset.kind, "problem");
 });

@@ -685,7 +685,10 @@ impl Conversation {
             _ if idle && self.notice.is_some() => {
                 self.hint = None;
                 let (notice, words) = self.notice.clone().expect("matched as some just above");
-                return self.show(StatusEvent::new(state, notice).with_details(words));
+                let status = StatusEvent::new(state, notice)
+                    .with_action(StatusAction::Dismiss)
+                    .with_details(words);
+                return self.show(status);
             }
             _ => {
                 self.hint = None;

@@ -38,6 +38,8 @@ pub enum StatusAction {
     OpenSettings,
     /// Calling again may work (the network, the provider's load, a dropped call).
     TryAgain,
+    /// Nothing is to be done: the call went on; the user has read it.
+    Dismiss,
 }
 
 /// One change of the status line.
@@ -250,7 +252,7 @@ pub mod sentence {
     pub fn provider_notice(error: &RealtimeSessionErrorEvent) -> Option<String> {
         if error.error_type.as_deref() == Some("undecodable_server_event") {
             return Some(
-                "The provider sent a message Walkie could not read; the call goes on.".to_owned(),
+                "Call goes on: the provider sent a message Walkie could not read.".to_owned(),
             );
         }
         match error.code.as_deref() {
@@ -260,7 +262,7 @@ pub mod sentence {
                 | "response_cancel_not_active",
             ) => None,
             _ => Some(format!(
-                "The provider refused a request ({}); the call goes on.",
+                "Call goes on: the provider refused a request ({}).",
                 error.code.as_deref().unwrap_or("no code given")
             )),
         }

@@ -665,8 +665,13 @@ fn a_request_the_provider_refuses_is_told_in_the_ready_status_and_the_call_goes_
         (shown.state, shown.detail.as_str()),
         (
             Ready,
-            "The provider refused a request (invalid_value); the call goes on."
+            "Call goes on: the provider refused a request (invalid_value)."
         )
+    );
+    assert_eq!(
+        shown.action,
+        Some(StatusAction::Dismiss),
+        "nothing to do but read it"
     );
     let words = shown
         .details
@@ -717,7 +722,7 @@ fn a_message_the_provider_sends_that_cannot_be_read_mid_reply_is_told_once_the_r
         (shown.state, shown.detail.as_str()),
         (
             Ready,
-            "The provider sent a message Walkie could not read; the call goes on."
+            "Call goes on: the provider sent a message Walkie could not read."
         )
     );
     assert!(
