@@ -250,10 +250,20 @@ pub mod sentence {
     /// `None` for those that have words of their own ([`UiHint::NothingHeard`]) or that the
     /// controller settles by itself (a create or a cancel that crossed a response).
     pub fn provider_notice(error: &RealtimeSessionErrorEvent) -> Option<String> {
-        if error.error_type.as_deref() == Some("undecodable_server_event") {
-            return Some(
-                "Call goes on: the provider sent a message Walkie could not read.".to_owned(),
-            );
+        match error.error_type.as_deref() {
+            Some("undecodable_server_event") => {
+                return Some(
+                    "Call goes on: the provider sent a message Walkie could not read.".to_owned(),
+                );
+            }
+            // The controller's own watchdog, not a refusal.
+            Some("turn_watchdog") => {
+                return Some(
+                    "Call goes on: the provider went silent on a reply, so Walkie ended it."
+                        .to_owned(),
+                );
+            }
+            _ => {}
         }
         match error.code.as_deref() {
             Some(

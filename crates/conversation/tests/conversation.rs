@@ -16,7 +16,9 @@ use walkie_conversation::{
 };
 use walkie_openai::SessionConfig;
 use walkie_session::AudioChunk;
-use walkie_session::turn::{AudioCommand, LATE_AUDIO_GRACE_MS, PressMode, TurnConfig, TurnMode};
+use walkie_session::turn::{
+    AudioCommand, LATE_AUDIO_GRACE_MS, PressMode, RESPONSE_DONE_WATCHDOG_MS, TurnConfig, TurnMode,
+};
 
 use ConnectionState::*;
 
@@ -731,5 +733,21 @@ fn a_message_the_provider_sends_that_cannot_be_read_mid_reply_is_told_once_the_r
             .as_deref()
             .is_some_and(|words| words.contains("vendor.big")),
         "{shown:?}"
+    );
+}
+
+#[test]
+fn a_reply_the_provider_goes_silent_on_is_ended_and_told_not_as_a_refusal() {
+    let mut call = Call::ready();
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    let outputs = call.tick(2_310 + RESPONSE_DONE_WATCHDOG_MS);
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Ready,
+            "Call goes on: the provider went silent on a reply, so Walkie ended it."
+        )
     );
 }
