@@ -21,7 +21,10 @@
 //! program on the machine nor a web page (through DNS rebinding) can place calls.
 //!
 //! Embed it with [`LocalProvider::start`] (the app runs it in-process and calls it with
-//! [`LocalProvider::endpoint`]), or run the `walkie-local-provider` binary.
+//! [`LocalProvider::endpoint`]), or run the `walkie-local-provider` binary
+//! (`cargo run -p walkie-local --features test-bench --bin walkie-local-provider`). The test
+//! bench — injected faults ([`ProviderConfig`]'s fault fields), the scripted client and the
+//! binary — is compiled only with the `test-bench` feature, which the app never enables.
 
 mod bench;
 mod call;
