@@ -1,5 +1,5 @@
 //! Where the test bench reaches into the provider. With the `test-bench` feature, the faults
-//! of [`crate::fault`] (a call's server events) and [`crate::http_fault`] (the calls endpoint)
+//! of `crate::fault` (a call's server events) and `crate::http_fault` (the calls endpoint)
 //! fire as configured; without it (the app's build) these hooks exist but can never fire, and
 //! no fault is compiled in.
 

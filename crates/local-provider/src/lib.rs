@@ -13,8 +13,8 @@
 //! Push-to-talk (`turn_detection: null`) and hands-free (an energy-based server VAD with
 //! prefix padding and silence duration) are both served; replies stream out in real time so
 //! `response.cancel`, `output_audio_buffer.clear` and `conversation.item.truncate` cut a reply
-//! that is still going ([`session`]). As a test bench it injects [`fault`]s and runs
-//! [`scenario`] files (JSON: events, audio to send, timing).
+//! that is still going ([`session`]). As a test bench (the `test-bench` feature) it injects faults and runs
+//! scenario files (JSON: events, audio to send, timing).
 //!
 //! Only its caller may use it: every request needs the token made for this run (or given,
 //! [`ProviderConfig::token`]) and a `Host` that names the provider itself, so neither another
