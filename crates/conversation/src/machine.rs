@@ -672,26 +672,22 @@ impl Conversation {
         // A hint answers the last press, so it stays while nothing new happens (the session
         // may still be winding that press down) and gives way as soon as there is news of its
         // own.
-        let idle = match state {
-            ConnectionState::Ready | ConnectionState::Thinking => true,
-            // Hands-free listens all the time: that is its idle state.
-            ConnectionState::Listening => self.hands_free(),
-            _ => false,
-        };
         let detail = match (&self.hint, state) {
             (Some(sentence), ConnectionState::Ready | ConnectionState::Thinking) => {
                 sentence.clone()
             }
-            _ if idle && self.notice.is_some() => {
-                self.hint = None;
-                let (notice, words) = self.notice.clone().expect("matched as some just above");
-                let status = StatusEvent::new(state, notice)
-                    .with_action(StatusAction::Dismiss)
-                    .with_details(words);
-                return self.show(status);
-            }
             _ => {
                 self.hint = None;
+                // A notice shows whenever the conversation is idle (hands-free listens all
+                // the time: that is its idle state), until the next turn puts it away.
+                let idle = matches!(state, ConnectionState::Ready | ConnectionState::Thinking)
+                    || (state == ConnectionState::Listening && self.hands_free());
+                if idle && let Some((notice, words)) = &self.notice {
+                    let status = StatusEvent::new(state, notice.clone())
+                        .with_action(StatusAction::Dismiss)
+                        .with_details(words.clone());
+                    return self.show(status);
+                }
                 // Not saving is a problem with an action (another data folder), until it ends.
                 if let (Some((reason, details)), ConnectionState::Ready) = (&self.not_saving, state)
                 {
