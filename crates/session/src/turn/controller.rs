@@ -34,9 +34,11 @@
 //!   [`STOPPED_WATCHDOG_MS`] after its last audio, a response whose `response.done` never comes
 //!   (or a create never answered) ends after [`RESPONSE_DONE_WATCHDOG_MS`] of server silence.
 //!
-//! The OpenAI → session mapping lives in [`super::openai_map`].
-
-use std::collections::VecDeque;
+//! Its state sits in named parts, each changed only through its own methods: the press and its
+//! capture ([`super::press`]), the session's lifecycle ([`super::lifecycle`]), the response
+//! ledger ([`super::ledger`]), what the user hears ([`super::audibility`]), which item each open
+//! part belongs to ([`super::item_parts`]) and the ordered output ([`super::outbox`]). The
+//! OpenAI → session mapping lives in [`super::openai_map`] and uses the same methods.
 
 use walkie_openai::{ClientEvent, ServerEvent, decode_server_event};
 
@@ -45,20 +47,15 @@ use crate::event::{
     Part, PartDelta, PartIndex, PartKind, RealtimeSessionErrorEvent, SessionEvent, Speaker,
 };
 use crate::session::Session;
-use crate::turn::config::{
-    LATE_AUDIO_GRACE_MS, PressMode, SESSION_CONFIRM_GRACE_MS, Transport, TurnConfig, TurnMode,
-};
+use crate::turn::audibility::Audibility;
+use crate::turn::config::{PressMode, Transport, TurnConfig, TurnMode};
+use crate::turn::item_parts::{ItemParts, UserSlot};
 use crate::turn::ledger::{PairedCreate, ResponseLedger};
+use crate::turn::lifecycle::{Lifecycle, LifecycleDue};
 use crate::turn::outbox::Outbox;
 use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, UiHint};
+use crate::turn::press::{Capture, CaptureChange, Press, PressDue};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
-
-/// User parts open at once, at most: each waits for its item's transcript (a few at most in
-/// any real conversation).
-pub const MAX_OPEN_USER_PARTS: usize = 8;
-
-/// Ended user items remembered, so a late duplicate transcript does not open a second part.
-const REMEMBERED_ENDED_ITEMS: usize = 64;
 
 /// Turn watchdog, WebRTC: how long a reply whose response has ended (`response.done`) may stay
 /// audible with no audio arriving before the controller stops waiting for
@@ -84,46 +81,6 @@ pub const RESPONSE_DONE_WATCHDOG_MS: u64 = 30_000;
 enum Canceller {
     Server,
     Client,
-}
-
-/// Where the push-to-talk key stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Press {
-    Idle,
-    /// The key is down (or toggled on). `speech_started`: the press lasted long enough to count,
-    /// and the user's speech start was emitted (stamped with `down_at_ms`). `stopped_reply`:
-    /// the press cut an audible reply off, so it counts as a turn only when held past
-    /// [`TurnConfig::interrupt_hold_ms`]; a tap only stops the reply.
-    Held {
-        down_at_ms: u64,
-        speech_started: bool,
-        stopped_reply: bool,
-    },
-    /// The key is up; capture runs until `ends_at_ms`, then the commit.
-    Tail {
-        down_at_ms: u64,
-        ends_at_ms: u64,
-    },
-}
-
-/// An open user speech part.
-#[derive(Debug)]
-pub(super) struct UserPart {
-    pub(super) index: PartIndex,
-    /// Known from `speech_started` (hands-free) or `input_audio_buffer.committed` (push-to-talk).
-    pub(super) item_id: Option<String>,
-    pub(super) transcript: String,
-    /// The commit this utterance was sent with (push-to-talk), for matching an empty-commit error.
-    pub(super) commit_event_id: Option<String>,
-}
-
-/// The open assistant part (speech or text): at most one, the model speaks one item at a time.
-#[derive(Debug)]
-pub(super) struct AssistantPart {
-    pub(super) index: PartIndex,
-    pub(super) kind: PartKind,
-    pub(super) item_id: Option<String>,
-    pub(super) text: String,
 }
 
 /// Counters for the status line and the tests.
@@ -152,52 +109,28 @@ pub struct TurnController {
     outbox: Outbox,
     pub(super) stats: ControllerStats,
 
-    /// The assistant has produced audio in this session: `voice` can no longer change.
-    assistant_audio_started: bool,
-    connected_at_ms: Option<u64>,
-    pub(super) session_confirmed: bool,
-    pub(super) transcription_enabled: bool,
-    limit_warned: bool,
-    limit_reached: bool,
+    /// Opened, confirmed, transcribing, near its cap.
+    pub(super) lifecycle: Lifecycle,
 
     press: Press,
-    capturing: bool,
-    mic_gated: bool,
+    capture: Capture,
     /// A turn mode asked for while a turn was under way: it applies when the turn ends.
     pending_mode: Option<TurnMode>,
     /// Hands-free: the server's VAD heard speech start and has not committed it yet.
-    pub(super) vad_utterance_open: bool,
+    vad_utterance_open: bool,
 
     /// What was asked of the server about responses, and what it answered.
     pub(super) responses: ResponseLedger,
+    /// What the user hears of the assistant, and what a barge-in cut.
+    pub(super) audibility: Audibility,
+    /// Which provider item each open part belongs to.
+    pub(super) parts: ItemParts,
 
-    /// The response the user hears now (between output start and end).
-    pub(super) audible_response: Option<String>,
-    /// The reply cut by the last barge-in: its late output start and audio are suppressed.
-    pub(super) interrupted_response: Option<String>,
-    /// `response.done` came while the reply was still audible over WebRTC: its audio outlives
-    /// it, so the reply's parts close (and the turn completes) when the audio stops.
-    pub(super) response_done_pending: bool,
-    /// After `output_audio_buffer.stopped`: the reply ends when this passes with no more audio.
-    late_audio_until_ms: Option<u64>,
     /// The latest time an input carried (the controller's "now").
     latest_ms: u64,
-    /// When the reply's output last showed life (audio, `response.done`, output start): the
-    /// [`STOPPED_WATCHDOG_MS`] bound counts from here.
-    pub(super) output_activity_ms: u64,
     /// When the server last sent anything, or a `response.create` went out: the
     /// [`RESPONSE_DONE_WATCHDOG_MS`] bound counts from here.
     response_activity_ms: u64,
-    /// When the data channel last opened, while `session.updated` has not come.
-    awaiting_confirmation_since_ms: Option<u64>,
-    pub(super) suppress_output_audio: bool,
-    pub(super) current_audio_item: Option<String>,
-    played: Option<(String, u64)>,
-
-    pub(super) user_parts: Vec<UserPart>,
-    pub(super) ended_user_items: VecDeque<String>,
-    pub(super) assistant_part: Option<AssistantPart>,
-    pub(super) function_names: Vec<(String, String)>,
     wall_clock: Option<(u64, WallClock)>,
 }
 
@@ -215,33 +148,16 @@ impl TurnController {
             session,
             outbox: Outbox::default(),
             stats: ControllerStats::default(),
-            assistant_audio_started: false,
-            connected_at_ms: None,
-            session_confirmed: false,
-            transcription_enabled: true,
-            limit_warned: false,
-            limit_reached: false,
+            lifecycle: Lifecycle::default(),
             press: Press::Idle,
-            capturing: false,
-            mic_gated: false,
+            capture: Capture::default(),
             pending_mode: None,
             vad_utterance_open: false,
             responses: ResponseLedger::default(),
-            audible_response: None,
-            interrupted_response: None,
-            response_done_pending: false,
-            late_audio_until_ms: None,
+            audibility: Audibility::default(),
+            parts: ItemParts::default(),
             latest_ms: 0,
-            output_activity_ms: 0,
             response_activity_ms: 0,
-            awaiting_confirmation_since_ms: None,
-            suppress_output_audio: false,
-            current_audio_item: None,
-            played: None,
-            user_parts: Vec::new(),
-            ended_user_items: VecDeque::new(),
-            assistant_part: None,
-            function_names: Vec::new(),
             wall_clock: None,
         }
     }
@@ -255,10 +171,7 @@ impl TurnController {
     pub fn data_channel_open(&mut self, now_ms: u64) {
         self.advance(now_ms);
         self.outbox.channel_opened();
-        self.connected_at_ms.get_or_insert(now_ms);
-        if !self.session_confirmed {
-            self.awaiting_confirmation_since_ms = Some(now_ms);
-        }
+        self.lifecycle.opened(now_ms);
         self.send_session_update();
     }
 
@@ -278,10 +191,7 @@ impl TurnController {
     /// (they would go to a session that no longer exists).
     pub fn data_channel_closed(&mut self, now_ms: u64) {
         self.advance(now_ms);
-        // A new data channel is a new session, whose voice can be set again.
-        self.assistant_audio_started = false;
-        self.session_confirmed = false;
-        self.awaiting_confirmation_since_ms = None;
+        self.lifecycle.closed();
         self.outbox.channel_closed();
         self.press = Press::Idle;
         self.vad_utterance_open = false;
@@ -317,7 +227,7 @@ impl TurnController {
         let TurnMode::PushToTalk(press_mode) = self.config.mode else {
             // Hands-free: the key is not a turn control, but it stops a reply the user does
             // not want to talk over (the client cancels it: the server only does so for speech).
-            if self.session_confirmed && self.barge_in_with(now_ms, Canceller::Client) {
+            if self.lifecycle.is_confirmed() && self.barge_in_with(now_ms, Canceller::Client) {
                 return;
             }
             return self.diagnose(Diagnostic::Ignored {
@@ -325,7 +235,7 @@ impl TurnController {
                 reason: "the controller is in hands-free mode",
             });
         };
-        if !self.session_confirmed {
+        if !self.lifecycle.is_confirmed() {
             return self.hint(UiHint::NotReady);
         }
         match (self.press, press_mode) {
@@ -391,13 +301,8 @@ impl TurnController {
     /// Ends the user part of the press not yet committed (the newest with no item and no
     /// commit), if there is one, and says which it was.
     fn end_uncommitted_user_part(&mut self, now_ms: u64) -> Option<PartIndex> {
-        let slot = self
-            .user_parts
-            .iter()
-            .rposition(|part| part.item_id.is_none() && part.commit_event_id.is_none())?;
-        let index = self.user_parts[slot].index;
-        self.end_user_part(slot, now_ms);
-        Some(index)
+        let slot = self.parts.uncommitted_user_slot()?;
+        Some(self.end_user_part(slot, now_ms))
     }
 
     /// A data-channel message. Text that is not a server event becomes a recoverable session
@@ -439,7 +344,7 @@ impl TurnController {
                 | ServerEvent::OutputAudioDelta { .. }
                 | ServerEvent::OutputAudioTranscriptDelta { .. }
         ) {
-            self.assistant_audio_started = true;
+            self.lifecycle.assistant_audio_started();
         }
         self.map_server_event(event, now_ms);
     }
@@ -449,24 +354,21 @@ impl TurnController {
     pub fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
         self.advance(now_ms);
         self.response_activity_ms = now_ms;
-        self.output_activity_ms = now_ms;
-        self.assistant_audio_started = true;
+        self.audibility.output_active(now_ms);
+        self.lifecycle.assistant_audio_started();
         self.push_assistant_audio(chunk, now_ms);
     }
 
     /// The audio driver played `played_ms` of the assistant item `item_id` so far.
     pub fn playback_progress(&mut self, item_id: &str, played_ms: u64) {
-        match &mut self.played {
-            Some((item, played)) if item == item_id => *played = (*played).max(played_ms),
-            _ => self.played = Some((item_id.to_owned(), played_ms)),
-        }
+        self.audibility.played(item_id, played_ms);
     }
 
     /// The local playback queue ran dry. Over WebSocket this is the end of the assistant being
     /// audible (over WebRTC `output_audio_buffer.stopped` says so).
     pub fn playback_drained(&mut self, now_ms: u64) {
         self.advance(now_ms);
-        if self.config.transport == Transport::WebSocket && self.audible_response.is_some() {
+        if self.config.transport == Transport::WebSocket && self.audibility.is_audible() {
             self.output_became_inaudible(now_ms);
         }
     }
@@ -475,7 +377,7 @@ impl TurnController {
     /// warm buffer belongs to the old device).
     pub fn device_changed(&mut self, device: DeviceDirection, now_ms: u64) {
         self.advance(now_ms);
-        if device == DeviceDirection::Input && self.capturing {
+        if device == DeviceDirection::Input && self.capture.is_open() {
             self.command(AudioCommand::CloseCapture);
             self.command(AudioCommand::OpenCapture { pre_roll_ms: 0 });
             self.diagnose(Diagnostic::CaptureReopened);
@@ -496,41 +398,12 @@ impl TurnController {
 
     /// When the next timer is due, so the driver knows when to call [`TurnController::tick`].
     pub fn next_deadline_ms(&self) -> Option<u64> {
-        let press = match self.press {
-            Press::Idle => None,
-            Press::Held {
-                down_at_ms,
-                speech_started,
-                stopped_reply,
-            } => Some(if speech_started {
-                down_at_ms.saturating_add(self.config.max_press_ms)
-            } else {
-                down_at_ms.saturating_add(self.counts_after_ms(stopped_reply))
-            }),
-            Press::Tail { ends_at_ms, .. } => Some(ends_at_ms),
-        };
-        let late_audio = self.late_audio_until_ms;
-        let stopped_watchdog = self.stopped_watchdog_at();
-        let response_watchdog = self.response_watchdog_at();
-        let confirmation = self
-            .awaiting_confirmation_since_ms
-            .map(|since_ms| since_ms.saturating_add(SESSION_CONFIRM_GRACE_MS));
-        let limit = self.connected_at_ms.and_then(|connected| {
-            if !self.limit_warned {
-                Some(self.limit_warning_at(connected))
-            } else if !self.limit_reached {
-                Some(connected.saturating_add(self.config.session_limit_ms))
-            } else {
-                None
-            }
-        });
         [
-            press,
-            limit,
-            late_audio,
-            confirmation,
-            stopped_watchdog,
-            response_watchdog,
+            self.press.deadline_ms(&self.config),
+            self.lifecycle.deadline_ms(&self.config),
+            self.audibility.late_audio_until_ms(),
+            self.stopped_watchdog_at(),
+            self.response_watchdog_at(),
         ]
         .into_iter()
         .flatten()
@@ -570,23 +443,23 @@ impl TurnController {
 
     /// Whether `session.updated` confirmed the configuration (the key works).
     pub fn is_ready(&self) -> bool {
-        self.session_confirmed
+        self.lifecycle.is_confirmed()
     }
 
     /// Whether capture is open.
     pub fn is_capturing(&self) -> bool {
-        self.capturing
+        self.capture.is_open()
     }
 
     /// Whether the user hears the assistant now.
     pub fn is_assistant_audible(&self) -> bool {
-        self.audible_response.is_some()
+        self.audibility.is_audible()
     }
 
     /// The assistant item whose audio the current reply is carrying, when there is one: what
     /// the audio driver counts played time against (see [`Self::playback_progress`]).
     pub fn current_audio_item(&self) -> Option<&str> {
-        self.current_audio_item.as_deref()
+        self.audibility.audio_item()
     }
 
     /// The response in progress on the server, if any.
@@ -607,18 +480,8 @@ impl TurnController {
             speech_started: false,
             stopped_reply,
         };
-        if self.counts_after_ms(stopped_reply) == 0 {
+        if Press::counts_after_ms(&self.config, stopped_reply) == 0 {
             self.start_user_speech_at_press(now_ms);
-        }
-    }
-
-    /// How long a press must be held to count as a turn: a press that stopped a reply longer
-    /// than one that did not, so a tap to stop is not answered.
-    fn counts_after_ms(&self, stopped_reply: bool) -> u64 {
-        if stopped_reply {
-            self.config.min_press_ms.max(self.config.interrupt_hold_ms)
-        } else {
-            self.config.min_press_ms
         }
     }
 
@@ -643,7 +506,7 @@ impl TurnController {
             return;
         };
         let held_ms = now_ms.saturating_sub(down_at_ms);
-        if !speech_started && held_ms < self.counts_after_ms(stopped_reply) {
+        if !speech_started && held_ms < Press::counts_after_ms(&self.config, stopped_reply) {
             self.press = Press::Idle;
             self.close_capture();
             // A tap that stopped a reply did what it was for; any other short press is told.
@@ -677,14 +540,7 @@ impl TurnController {
         self.press = Press::Idle;
         self.close_capture();
         let commit_event_id = self.send(ClientEvent::InputAudioBufferCommit);
-        if let Some(part) = self
-            .user_parts
-            .iter_mut()
-            .rev()
-            .find(|part| part.item_id.is_none() && part.commit_event_id.is_none())
-        {
-            part.commit_event_id = Some(commit_event_id.clone());
-        }
+        self.parts.user_committed(&commit_event_id);
         let create = self.request_response();
         self.responses.committed(commit_event_id, create);
         self.apply_pending_mode();
@@ -719,7 +575,7 @@ impl TurnController {
         if self.outbox.is_open() {
             self.send_session_update();
         }
-        if self.session_confirmed {
+        if self.lifecycle.is_confirmed() {
             if hands_free {
                 self.open_capture(0);
             } else {
@@ -769,16 +625,12 @@ impl TurnController {
 
     /// As [`Self::barge_in`], with who cancels the reply at the server said outright.
     fn barge_in_with(&mut self, now_ms: u64, canceller: Canceller) -> bool {
-        let Some(response_id) = self.audible_response.clone() else {
+        let Some(cut) = self.audibility.cut() else {
             return false;
         };
         self.command(AudioCommand::FlushPlayback);
-        self.interrupted_response = Some(response_id.clone());
-        self.suppress_output_audio = true;
-        let played_ms = self.played_ms_of_current_item();
-        if let Some(part) = &self.assistant_part
-            && part.kind == PartKind::Speech
-            && let Err(error) = self.session.mark_interrupted(part.index, played_ms)
+        if let Some(index) = self.parts.assistant_speech()
+            && let Err(error) = self.session.mark_interrupted(index, cut.played_ms)
         {
             self.refused(error);
         }
@@ -797,11 +649,11 @@ impl TurnController {
                 }
             }
             Transport::WebSocket => {
-                if let Some(item_id) = self.current_audio_item.clone() {
+                if let Some(item_id) = cut.item_id {
                     self.send(ClientEvent::ConversationItemTruncate {
                         item_id,
                         content_index: 0,
-                        audio_end_ms: played_ms,
+                        audio_end_ms: cut.played_ms,
                     });
                 }
             }
@@ -809,17 +661,9 @@ impl TurnController {
         true
     }
 
-    fn played_ms_of_current_item(&self) -> u64 {
-        match (&self.played, &self.current_audio_item) {
-            (Some((item, played_ms)), Some(current)) if item == current => *played_ms,
-            _ => 0,
-        }
-    }
-
     /// The assistant is audible (output started): session event, and the mic gate without AEC.
     pub(super) fn output_became_audible(&mut self, response_id: String, now_ms: u64) {
-        self.audible_response = Some(response_id);
-        self.output_activity_ms = now_ms;
+        self.audibility.became_audible(response_id, now_ms);
         if !self.session.is_output_audible() {
             self.emit(SessionEvent::OutputSpeechStart, now_ms);
         }
@@ -845,16 +689,15 @@ impl TurnController {
     /// WebRTC its last packets may still be in flight or in the jitter buffer: the reply ends
     /// once [`LATE_AUDIO_GRACE_MS`] pass without audio.
     pub(super) fn output_stopped(&mut self, now_ms: u64) {
-        if self.config.transport == Transport::WebRtc && self.audible_response.is_some() {
-            self.late_audio_until_ms = Some(now_ms.saturating_add(LATE_AUDIO_GRACE_MS));
+        if self.config.transport == Transport::WebRtc && self.audibility.is_audible() {
+            self.audibility.await_late_audio(now_ms);
         } else {
             self.output_became_inaudible(now_ms);
         }
     }
 
     pub(super) fn output_became_inaudible(&mut self, now_ms: u64) {
-        self.late_audio_until_ms = None;
-        self.audible_response = None;
+        self.audibility.became_inaudible();
         if self.session.is_output_audible() {
             self.emit(SessionEvent::OutputSpeechEnd, now_ms);
         }
@@ -864,7 +707,7 @@ impl TurnController {
 
     /// Carries out a `response.done` that waited for the reply's audio to stop.
     pub(super) fn finish_pending_response(&mut self, now_ms: u64) {
-        if std::mem::take(&mut self.response_done_pending) {
+        if self.audibility.take_deferred_done() {
             self.finish_response(now_ms);
         }
     }
@@ -872,51 +715,47 @@ impl TurnController {
     /// The reply is over: its open parts close, and the session completes the turn unless a
     /// tool is still to run.
     pub(super) fn finish_response(&mut self, now_ms: u64) {
-        self.assistant_part = None;
+        // The session ends the reply's open parts itself at its terminal.
+        self.parts.assistant_closed();
         if let Err(error) = self.session.response_done(now_ms) {
             self.refused(error);
         }
     }
 
     fn set_mic_gate(&mut self, gated: bool) {
-        if self.mic_gated != gated {
-            self.mic_gated = gated;
+        if let Some(CaptureChange::Gate(gated)) = self.capture.set_gated(gated) {
             self.command(AudioCommand::GateMic { gated });
         }
     }
 
-    pub(super) fn open_capture(&mut self, pre_roll_ms: u64) {
-        if !self.capturing {
-            self.capturing = true;
+    fn open_capture(&mut self, pre_roll_ms: u64) {
+        if self.capture.set_open(true).is_some() {
             self.command(AudioCommand::OpenCapture { pre_roll_ms });
         }
     }
 
     fn close_capture(&mut self) {
-        if self.capturing {
-            self.capturing = false;
+        if self.capture.set_open(false).is_some() {
             self.command(AudioCommand::CloseCapture);
         }
     }
 
     pub(super) fn push_assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
-        if self.suppress_output_audio {
+        if !self.audibility.admits_audio() {
             self.stats.dropped_audio_chunks += 1;
             return;
         }
-        if self.config.transport == Transport::WebSocket && self.audible_response.is_none() {
+        if self.config.transport == Transport::WebSocket && !self.audibility.is_audible() {
             let response_id = self.responses.active().unwrap_or_default().to_owned();
             self.output_became_audible(response_id, now_ms);
-            if self.suppress_output_audio {
+            if !self.audibility.admits_audio() {
                 // It started under a held key and was cut at once (half duplex).
                 self.stats.dropped_audio_chunks += 1;
                 return;
             }
         }
-        if let Some(until_ms) = &mut self.late_audio_until_ms {
-            *until_ms = (*until_ms).max(now_ms.saturating_add(LATE_AUDIO_GRACE_MS));
-        }
-        let item_id = self.current_audio_item.clone();
+        self.audibility.audio_arrived(now_ms);
+        let item_id = self.audibility.audio_item().map(str::to_owned);
         if let Some(index) = self.assistant_part_for(item_id.as_deref(), PartKind::Speech, now_ms) {
             let delta = PartDelta::assistant_audio(chunk);
             if let Err(error) = self.session.push_delta(index, delta, now_ms) {
@@ -926,25 +765,15 @@ impl TurnController {
     }
 
     /// The open assistant part for this item and kind, starting one (and ending a different one)
-    /// as needed. A part opened without an item (audio before its `content_part.added`) adopts
-    /// the first item named for it.
+    /// as needed.
     pub(super) fn assistant_part_for(
         &mut self,
         item_id: Option<&str>,
         kind: PartKind,
         now_ms: u64,
     ) -> Option<PartIndex> {
-        if let Some(part) = &mut self.assistant_part {
-            let same_item = match (&part.item_id, item_id) {
-                (Some(open), Some(given)) => open == given,
-                _ => true,
-            };
-            if part.kind == kind && same_item {
-                if part.item_id.is_none() {
-                    part.item_id = item_id.map(str::to_owned);
-                }
-                return Some(part.index);
-            }
+        if let Some(index) = self.parts.assistant_for(item_id, kind) {
+            return Some(index);
         }
         self.end_assistant_part(now_ms);
         let part = match kind {
@@ -953,12 +782,7 @@ impl TurnController {
         };
         match self.session.start_part(part, now_ms) {
             Ok(index) => {
-                self.assistant_part = Some(AssistantPart {
-                    index,
-                    kind,
-                    item_id: item_id.map(str::to_owned),
-                    text: String::new(),
-                });
+                self.parts.assistant_opened(index, kind, item_id);
                 Some(index)
             }
             Err(error) => {
@@ -969,18 +793,23 @@ impl TurnController {
     }
 
     pub(super) fn end_assistant_part(&mut self, now_ms: u64) {
-        if let Some(part) = self.assistant_part.take()
-            && let Err(error) = self.session.end_part(part.index, now_ms)
+        if let Some(index) = self.parts.assistant_closed()
+            && let Err(error) = self.session.end_part(index, now_ms)
         {
             self.refused(error);
         }
     }
 
-    /// Open a user speech part (at the user's speech start). At most [`MAX_OPEN_USER_PARTS`]
-    /// stay open: the oldest, whose transcript never came, ends to make room, so a provider
-    /// inventing item ids cannot open parts (and the store's files) without bound.
-    pub(super) fn open_user_part(&mut self, item_id: Option<String>, now_ms: u64) -> Option<usize> {
-        if self.user_parts.len() >= MAX_OPEN_USER_PARTS {
+    /// Open a user speech part (at the user's speech start). At most
+    /// [`crate::turn::MAX_OPEN_USER_PARTS`] stay open: the oldest, whose transcript never came,
+    /// ends to make room, so a provider inventing item ids cannot open parts (and the store's
+    /// files) without bound.
+    pub(super) fn open_user_part(
+        &mut self,
+        item_id: Option<String>,
+        now_ms: u64,
+    ) -> Option<UserSlot> {
+        if self.parts.user_parts_full() {
             self.diagnose(Diagnostic::Ignored {
                 event_type: "conversation.item".to_owned(),
                 reason: "too many user items open: the oldest one's transcript is no longer awaited",
@@ -988,15 +817,7 @@ impl TurnController {
             self.end_user_part(0, now_ms);
         }
         match self.session.start_part(Part::speech(Speaker::User), now_ms) {
-            Ok(index) => {
-                self.user_parts.push(UserPart {
-                    index,
-                    item_id,
-                    transcript: String::new(),
-                    commit_event_id: None,
-                });
-                Some(self.user_parts.len() - 1)
-            }
+            Ok(index) => Some(self.parts.user_opened(index, item_id)),
             Err(error) => {
                 self.refused(error);
                 None
@@ -1004,18 +825,14 @@ impl TurnController {
         }
     }
 
-    /// End the user part at `slot`; its item is remembered so a late duplicate is not reopened.
-    pub(super) fn end_user_part(&mut self, slot: usize, now_ms: u64) {
-        let part = self.user_parts.remove(slot);
-        if let Some(item_id) = part.item_id {
-            if self.ended_user_items.len() == REMEMBERED_ENDED_ITEMS {
-                self.ended_user_items.pop_front();
-            }
-            self.ended_user_items.push_back(item_id);
-        }
-        if let Err(error) = self.session.end_part(part.index, now_ms) {
+    /// End the user part at `slot` (its item is remembered so a late duplicate is not
+    /// reopened); its index.
+    pub(super) fn end_user_part(&mut self, slot: UserSlot, now_ms: u64) -> PartIndex {
+        let index = self.parts.user_ended(slot);
+        if let Err(error) = self.session.end_part(index, now_ms) {
             self.refused(error);
         }
+        index
     }
 
     pub(super) fn tool_context(&self, now_ms: u64) -> ToolContext {
@@ -1035,7 +852,7 @@ impl TurnController {
     fn send_session_update(&mut self) {
         let session = self
             .config
-            .session_update(self.tools.definitions(), !self.assistant_audio_started);
+            .session_update(self.tools.definitions(), self.lifecycle.voice_can_change());
         self.send(ClientEvent::SessionUpdate {
             session: Box::new(session),
         });
@@ -1085,8 +902,7 @@ impl TurnController {
 
     /// `session.updated` arrived for the first time since the channel opened.
     pub(super) fn session_confirmed_now(&mut self) {
-        self.awaiting_confirmation_since_ms = None;
-        self.session_confirmed = true;
+        self.lifecycle.confirmed();
         self.hint(UiHint::Ready);
         if matches!(self.config.mode, TurnMode::HandsFree(_)) {
             self.open_capture(0);
@@ -1100,10 +916,14 @@ impl TurnController {
     /// When the reply that is still audible after its response ended stops being waited for.
     fn stopped_watchdog_at(&self) -> Option<u64> {
         (self.config.transport == Transport::WebRtc
-            && self.audible_response.is_some()
+            && self.audibility.is_audible()
             && self.responses.active().is_none()
-            && self.late_audio_until_ms.is_none())
-        .then(|| self.output_activity_ms.saturating_add(STOPPED_WATCHDOG_MS))
+            && self.audibility.late_audio_until_ms().is_none())
+        .then(|| {
+            self.audibility
+                .output_activity_ms()
+                .saturating_add(STOPPED_WATCHDOG_MS)
+        })
     }
 
     /// When an active response (or an unanswered create) that the server went silent on ends.
@@ -1160,49 +980,24 @@ impl TurnController {
         }
     }
 
-    fn limit_warning_at(&self, connected_at_ms: u64) -> u64 {
-        connected_at_ms.saturating_add(
-            self.config
-                .session_limit_ms
-                .saturating_sub(self.config.session_limit_warning_ms),
-        )
-    }
-
     /// Run every timer due by `now_ms`, each at its own deadline.
     fn advance(&mut self, now_ms: u64) {
         self.latest_ms = self.latest_ms.max(now_ms);
-        loop {
-            match self.press {
-                Press::Held {
-                    down_at_ms,
-                    speech_started: false,
-                    stopped_reply,
-                } if now_ms >= down_at_ms.saturating_add(self.counts_after_ms(stopped_reply)) => {
-                    self.start_user_speech_at_press(down_at_ms);
-                    continue;
-                }
-                Press::Held {
-                    down_at_ms,
-                    speech_started: true,
-                    ..
-                } if now_ms >= down_at_ms.saturating_add(self.config.max_press_ms) => {
-                    let released_at_ms = down_at_ms.saturating_add(self.config.max_press_ms);
+        while let Some(due) = self.press.due(&self.config, now_ms) {
+            match due {
+                PressDue::Counts { down_at_ms } => self.start_user_speech_at_press(down_at_ms),
+                PressDue::Overlong { released_at_ms } => {
                     self.hint(UiHint::ReleasedAutomatically {
                         held_ms: self.config.max_press_ms,
                     });
                     self.release(released_at_ms);
-                    continue;
                 }
-                Press::Tail { ends_at_ms, .. } if now_ms >= ends_at_ms => {
-                    self.finish_tail();
-                    continue;
-                }
-                _ => {}
+                PressDue::TailOver => self.finish_tail(),
             }
-            break;
         }
         if self
-            .late_audio_until_ms
+            .audibility
+            .late_audio_until_ms()
             .is_some_and(|until_ms| now_ms >= until_ms)
         {
             self.output_became_inaudible(now_ms);
@@ -1211,8 +1006,8 @@ impl TurnController {
             && now_ms >= at_ms
         {
             self.diagnose(Diagnostic::StoppedMissing {
-                response_id: self.audible_response.clone().unwrap_or_default(),
-                waited_ms: at_ms.saturating_sub(self.output_activity_ms),
+                response_id: self.audibility.audible().unwrap_or_default().to_owned(),
+                waited_ms: at_ms.saturating_sub(self.audibility.output_activity_ms()),
             });
             self.output_became_inaudible(at_ms);
         }
@@ -1221,26 +1016,32 @@ impl TurnController {
         {
             self.end_silent_response(at_ms);
         }
-        if let Some(since_ms) = self.awaiting_confirmation_since_ms
-            && now_ms >= since_ms.saturating_add(SESSION_CONFIRM_GRACE_MS)
-        {
-            self.diagnose(Diagnostic::SessionNotConfirmed {
-                waited_ms: now_ms - since_ms,
-            });
-            self.session_confirmed_now();
-        }
-        if let Some(connected_at_ms) = self.connected_at_ms {
-            let limit_at_ms = connected_at_ms.saturating_add(self.config.session_limit_ms);
-            if !self.limit_warned && now_ms >= self.limit_warning_at(connected_at_ms) {
-                self.limit_warned = true;
-                self.hint(UiHint::SessionEndingSoon {
-                    remaining_ms: limit_at_ms.saturating_sub(now_ms),
-                });
-            }
-            if !self.limit_reached && now_ms >= limit_at_ms {
-                self.limit_reached = true;
-                self.hint(UiHint::SessionLimitReached);
+        while let Some(due) = self.lifecycle.poll_due(&self.config, now_ms) {
+            match due {
+                LifecycleDue::ConfirmationOverdue { waited_ms } => {
+                    self.diagnose(Diagnostic::SessionNotConfirmed { waited_ms });
+                    self.session_confirmed_now();
+                }
+                LifecycleDue::LimitNear { remaining_ms } => {
+                    self.hint(UiHint::SessionEndingSoon { remaining_ms })
+                }
+                LifecycleDue::LimitReached => self.hint(UiHint::SessionLimitReached),
             }
         }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // The mapping's view of the turn
+    // ----------------------------------------------------------------------------------------
+
+    /// Hands-free: the server's VAD heard the user start an utterance.
+    pub(super) fn utterance_heard(&mut self) {
+        self.vad_utterance_open = true;
+    }
+
+    /// The server committed the utterance under way: a mode switch may go ahead.
+    pub(super) fn utterance_committed(&mut self) {
+        self.vad_utterance_open = false;
+        self.apply_pending_mode();
     }
 }

@@ -18,12 +18,16 @@
 //!   gate), hints (for the user) and diagnostics (for the log); and the session events of
 //!   [`TurnController::session_mut`].
 
+mod audibility;
 mod config;
 mod controller;
+mod item_parts;
 mod ledger;
+mod lifecycle;
 mod openai_map;
 mod outbox;
 mod output;
+mod press;
 mod tools;
 
 pub use config::{
@@ -33,9 +37,9 @@ pub use config::{
     session_limit_warning_ms,
 };
 pub use controller::{
-    ControllerStats, MAX_OPEN_USER_PARTS, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS,
-    TurnController,
+    ControllerStats, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS, TurnController,
 };
+pub use item_parts::MAX_OPEN_USER_PARTS;
 pub use openai_map::MAX_TRANSCRIPT_BYTES;
 pub use output::{AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, UiHint};
 pub use tools::{

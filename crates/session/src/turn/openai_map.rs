@@ -37,6 +37,7 @@ use crate::event::{
 };
 use crate::turn::config::{Transport, TurnMode};
 use crate::turn::controller::TurnController;
+use crate::turn::item_parts::UserSlot;
 use crate::turn::output::{Diagnostic, UiHint};
 use crate::turn::tools::parse_arguments;
 
@@ -89,11 +90,11 @@ impl TurnController {
             | ServerEvent::FunctionCallArgumentsDelta { .. }
             | ServerEvent::RateLimitsUpdated { .. } => {}
             ServerEvent::SessionUpdated { session } => {
-                self.transcription_enabled = matches!(
+                self.lifecycle.set_transcribes(matches!(
                     session.audio.as_ref().and_then(|audio| audio.input.as_ref()),
                     Some(input) if matches!(input.transcription, Some(Some(Transcription { .. })))
-                );
-                if !self.session_confirmed {
+                ));
+                if !self.lifecycle.is_confirmed() {
                     self.session_confirmed_now();
                 }
             }
@@ -133,7 +134,7 @@ impl TurnController {
             ServerEvent::ResponseDone { response } => self.on_response_done(response, now_ms),
             ServerEvent::ResponseOutputItemAdded { item, .. } => {
                 if let Item::FunctionCall { call_id, name, .. } = item {
-                    self.function_names.push((call_id, name));
+                    self.parts.function_named(call_id, name);
                 }
             }
             ServerEvent::ResponseContentPartAdded {
@@ -143,8 +144,7 @@ impl TurnController {
                 ..
             } => {
                 if matches!(part, ContentPart::OutputAudio { .. }) && !self.is_cut(&response_id) {
-                    self.current_audio_item = Some(item_id);
-                    self.suppress_output_audio = false;
+                    self.audibility.audio_part_started(item_id);
                 }
             }
             ServerEvent::OutputAudioTranscriptDelta {
@@ -213,7 +213,7 @@ impl TurnController {
                         event_type: "output_audio_buffer.started".to_owned(),
                         reason: "the response was cut by a barge-in",
                     });
-                } else if self.audible_response.is_none() {
+                } else if !self.audibility.is_audible() {
                     self.output_became_audible(response_id, now_ms);
                 }
             }
@@ -242,8 +242,7 @@ impl TurnController {
 
     /// A response whose output must not reach the user: cut by a barge-in, or discarded.
     fn is_cut(&self, response_id: &str) -> bool {
-        self.interrupted_response.as_deref() == Some(response_id)
-            || self.responses.is_discarded(response_id)
+        self.audibility.was_cut(response_id) || self.responses.is_discarded(response_id)
     }
 
     fn is_discarded(&self, response_id: &str) -> bool {
@@ -258,7 +257,7 @@ impl TurnController {
         if !self.is_hands_free("input_audio_buffer.speech_started") {
             return;
         }
-        self.vad_utterance_open = true;
+        self.utterance_heard();
         self.barge_in(now_ms);
         self.emit(
             SessionEvent::InputSpeechStart(Box::new(RealtimeInputSpeechStartEvent {
@@ -266,49 +265,27 @@ impl TurnController {
             })),
             now_ms,
         );
-        if !self.user_part_open_for(&item_id) {
+        if self.parts.user_slot_of(&item_id).is_none() {
             self.open_user_part(Some(item_id), now_ms);
         }
     }
 
-    fn user_part_open_for(&self, item_id: &str) -> bool {
-        self.user_parts
-            .iter()
-            .any(|part| part.item_id.as_deref() == Some(item_id))
-    }
-
     fn on_committed(&mut self, item_id: String, now_ms: u64) {
-        // The utterance the server's VAD opened is committed: a mode switch may go ahead.
-        self.vad_utterance_open = false;
-        if !self.user_part_open_for(&item_id)
-            && let Some(part) = self
-                .user_parts
-                .iter_mut()
-                .find(|part| part.item_id.is_none())
-        {
-            part.item_id = Some(item_id.clone());
-        }
-        if !self.transcription_enabled
-            && let Some(slot) = self
-                .user_parts
-                .iter()
-                .position(|part| part.item_id.as_deref() == Some(item_id.as_str()))
+        self.parts.bind_committed_item(&item_id);
+        if !self.lifecycle.transcribes()
+            && let Some(slot) = self.parts.user_slot_of(&item_id)
         {
             // No transcript will come: the utterance is complete as audio.
             self.end_user_part(slot, now_ms);
         }
-        self.apply_pending_mode();
+        self.utterance_committed();
     }
 
-    fn user_slot_for(&mut self, item_id: &str, now_ms: u64) -> Option<usize> {
-        if let Some(slot) = self
-            .user_parts
-            .iter()
-            .position(|part| part.item_id.as_deref() == Some(item_id))
-        {
+    fn user_slot_for(&mut self, item_id: &str, now_ms: u64) -> Option<UserSlot> {
+        if let Some(slot) = self.parts.user_slot_of(item_id) {
             return Some(slot);
         }
-        if self.ended_user_items.iter().any(|ended| ended == item_id) {
+        if self.parts.user_item_ended(item_id) {
             self.diagnose(Diagnostic::Ignored {
                 event_type: "conversation.item.input_audio_transcription".to_owned(),
                 reason: "the user's part for this item already ended",
@@ -325,18 +302,18 @@ impl TurnController {
         let kept_bytes = if is_final {
             0
         } else {
-            self.user_parts[slot].transcript.len()
+            self.parts.user_transcript(slot).len()
         };
         let text = self.within_transcript_cap(kept_bytes, text, is_final);
-        let part = &mut self.user_parts[slot];
-        let index = part.index;
+        let index = self.parts.user_index(slot);
+        let transcript = self.parts.user_transcript(slot);
         let update = if is_final {
-            reconcile(&mut part.transcript, text)
+            reconcile(transcript, text)
         } else if text.is_empty() {
             None
         } else {
-            part.transcript.push_str(text);
-            Some((Arc::from(text), Arc::from(part.transcript.as_str())))
+            transcript.push_str(text);
+            Some((Arc::from(text), Arc::from(transcript.as_str())))
         };
         if let Some((appended, whole)) = update
             && let Err(error) = self.session.push_delta(
@@ -417,22 +394,22 @@ impl TurnController {
         let Some(index) = self.assistant_part_for(Some(item_id), kind, now_ms) else {
             return;
         };
-        let kept_bytes = match (&self.assistant_part, is_final) {
-            (Some(part), false) => part.text.len(),
+        let kept_bytes = match (self.parts.assistant_text(), is_final) {
+            (Some(running), false) => running.len(),
             _ => 0,
         };
         let text = self.within_transcript_cap(kept_bytes, text, is_final);
         if !is_final && text.is_empty() {
             return;
         }
-        let Some(part) = &mut self.assistant_part else {
+        let Some(running) = self.parts.assistant_text() else {
             return;
         };
         let update = if is_final {
-            reconcile(&mut part.text, text)
+            reconcile(running, text)
         } else {
-            part.text.push_str(text);
-            Some((Arc::from(text), Arc::from(part.text.as_str())))
+            running.push_str(text);
+            Some((Arc::from(text), Arc::from(running.as_str())))
         };
         let Some((appended, whole)) = update else {
             return;
@@ -469,7 +446,7 @@ impl TurnController {
             .and_then(|bytes| AudioChunk::from_pcm16_le(&bytes).map_err(|e| e.to_string()));
         match chunk {
             Ok(chunk) => {
-                self.current_audio_item = Some(item_id);
+                self.audibility.audio_of(item_id);
                 self.push_assistant_audio(chunk, now_ms);
             }
             Err(reason) => self.emit(
@@ -500,11 +477,7 @@ impl TurnController {
                 reason: "the response calling the tool was cut; the call is not run",
             });
         }
-        let remembered = self
-            .function_names
-            .iter()
-            .position(|(id, _)| *id == call_id)
-            .map(|at| self.function_names.remove(at).1);
+        let remembered = self.parts.take_function_name(&call_id);
         let tool_name = name.or(remembered).unwrap_or_default();
         self.end_assistant_part(now_ms);
         let call = ToolCallPart {
@@ -569,7 +542,7 @@ impl TurnController {
     /// ends the active one; with none active, it answers the create in flight (whose
     /// `response.created` was lost) so that the next create is not held back.
     pub(super) fn on_response_done(&mut self, response: Response, now_ms: u64) {
-        self.output_activity_ms = now_ms;
+        self.audibility.output_active(now_ms);
         let done = self.responses.done(response.id);
         let id = done.id.clone();
         if !done.discarded {
@@ -608,21 +581,15 @@ impl TurnController {
                 | ResponseStatus::Incomplete => {}
             }
         }
-        if self.config.transport == Transport::WebRtc && self.audible_response.is_some() {
+        if self.config.transport == Transport::WebRtc && self.audibility.is_audible() {
             // Over WebRTC generation runs ahead of playback: the reply's audio keeps arriving
             // after its response.done. Its speech part stays open for that audio, and the
             // turn completes when the audio stops (output_audio_buffer.stopped or .cleared).
-            self.response_done_pending = true;
+            self.audibility.defer_done();
         } else {
             self.finish_response(now_ms);
         }
-        if self
-            .interrupted_response
-            .as_deref()
-            .is_some_and(|cut| done.is(cut))
-        {
-            self.interrupted_response = None;
-        }
+        self.audibility.forget_cut_if(|cut| done.is(cut));
         self.flush_queued_create();
     }
 
@@ -690,18 +657,7 @@ impl TurnController {
     /// The server heard nothing: the utterance ends untranscribed, and the response asked for
     /// with it is withdrawn (dropped if still queued, cancelled and hidden if already sent).
     fn on_empty_commit(&mut self, event_id: Option<&str>, now_ms: u64) {
-        let slot = self
-            .user_parts
-            .iter()
-            .position(|part| {
-                part.commit_event_id.is_some() && part.commit_event_id.as_deref() == event_id
-            })
-            .or_else(|| {
-                self.user_parts
-                    .iter()
-                    .rposition(|part| part.commit_event_id.is_some())
-            });
-        if let Some(slot) = slot {
+        if let Some(slot) = self.parts.user_slot_of_commit(event_id) {
             self.end_user_part(slot, now_ms);
         }
         self.hint(UiHint::NothingHeard);

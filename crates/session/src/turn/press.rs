@@ -1,0 +1,199 @@
+//! The press: where the push-to-talk key stands, and the capture it holds open.
+//!
+//! Why a part of its own: a press is timed (it counts as a turn only after a minimum, longer
+//! when it stopped a reply; it is released automatically after a maximum; its tail runs after
+//! key-up), and the capture and mic gate it opens are audio commands that must be sent once per
+//! change. The timing rules and the once-per-change bookkeeping live here; what a press does
+//! to the conversation stays with the controller.
+
+use crate::turn::config::TurnConfig;
+
+/// Where the push-to-talk key stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Press {
+    #[default]
+    Idle,
+    /// The key is down (or toggled on). `speech_started`: the press lasted long enough to count,
+    /// and the user's speech start was emitted (stamped with `down_at_ms`). `stopped_reply`:
+    /// the press cut an audible reply off, so it counts as a turn only when held past
+    /// [`TurnConfig::interrupt_hold_ms`]; a tap only stops the reply.
+    Held {
+        down_at_ms: u64,
+        speech_started: bool,
+        stopped_reply: bool,
+    },
+    /// The key is up; capture runs until `ends_at_ms`, then the commit.
+    Tail { down_at_ms: u64, ends_at_ms: u64 },
+}
+
+/// What is due of a press at a given time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PressDue {
+    /// Held long enough: the press counts as a turn, the user's speech starts at `down_at_ms`.
+    Counts { down_at_ms: u64 },
+    /// Held for the maximum: released automatically at `released_at_ms`.
+    Overlong { released_at_ms: u64 },
+    /// The tail is over: commit.
+    TailOver,
+}
+
+impl Press {
+    /// How long a press must be held to count as a turn: a press that stopped a reply longer
+    /// than one that did not, so a tap to stop is not answered.
+    pub fn counts_after_ms(config: &TurnConfig, stopped_reply: bool) -> u64 {
+        if stopped_reply {
+            config.min_press_ms.max(config.interrupt_hold_ms)
+        } else {
+            config.min_press_ms
+        }
+    }
+
+    /// When the next thing is due of this press.
+    pub fn deadline_ms(&self, config: &TurnConfig) -> Option<u64> {
+        match *self {
+            Press::Idle => None,
+            Press::Held {
+                down_at_ms,
+                speech_started: true,
+                ..
+            } => Some(down_at_ms.saturating_add(config.max_press_ms)),
+            Press::Held {
+                down_at_ms,
+                speech_started: false,
+                stopped_reply,
+            } => Some(down_at_ms.saturating_add(Self::counts_after_ms(config, stopped_reply))),
+            Press::Tail { ends_at_ms, .. } => Some(ends_at_ms),
+        }
+    }
+
+    /// What is due by `now_ms`, if anything.
+    pub fn due(&self, config: &TurnConfig, now_ms: u64) -> Option<PressDue> {
+        if self.deadline_ms(config).is_none_or(|at_ms| now_ms < at_ms) {
+            return None;
+        }
+        match *self {
+            Press::Idle => None,
+            Press::Held {
+                down_at_ms,
+                speech_started: false,
+                ..
+            } => Some(PressDue::Counts { down_at_ms }),
+            Press::Held { down_at_ms, .. } => Some(PressDue::Overlong {
+                released_at_ms: down_at_ms.saturating_add(config.max_press_ms),
+            }),
+            Press::Tail { .. } => Some(PressDue::TailOver),
+        }
+    }
+}
+
+/// An audio command the capture needs, once per change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CaptureChange {
+    Open,
+    Close,
+    Gate(bool),
+}
+
+/// Whether capture is open and the mic gated, as last commanded.
+#[derive(Debug, Default)]
+pub(super) struct Capture {
+    open: bool,
+    gated: bool,
+}
+
+impl Capture {
+    /// Whether capture is open.
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    /// Capture is to be open (`true`) or closed: the command, if that is a change.
+    pub fn set_open(&mut self, open: bool) -> Option<CaptureChange> {
+        (self.open != open).then(|| {
+            self.open = open;
+            if open {
+                CaptureChange::Open
+            } else {
+                CaptureChange::Close
+            }
+        })
+    }
+
+    /// The mic is to be gated (`true`) or not: the command, if that is a change.
+    pub fn set_gated(&mut self, gated: bool) -> Option<CaptureChange> {
+        (self.gated != gated).then(|| {
+            self.gated = gated;
+            CaptureChange::Gate(gated)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> TurnConfig {
+        TurnConfig {
+            min_press_ms: 200,
+            interrupt_hold_ms: 600,
+            max_press_ms: 60_000,
+            ..TurnConfig::push_to_talk(walkie_openai::SessionConfig::default())
+        }
+    }
+
+    #[test]
+    fn a_press_that_stopped_a_reply_counts_later_than_one_that_did_not() {
+        let config = config();
+        let plain = Press::Held {
+            down_at_ms: 1_000,
+            speech_started: false,
+            stopped_reply: false,
+        };
+        let stopping = Press::Held {
+            down_at_ms: 1_000,
+            speech_started: false,
+            stopped_reply: true,
+        };
+        assert_eq!(plain.due(&config, 1_199), None);
+        assert_eq!(
+            plain.due(&config, 1_200),
+            Some(PressDue::Counts { down_at_ms: 1_000 })
+        );
+        assert_eq!(stopping.due(&config, 1_599), None);
+        assert_eq!(stopping.deadline_ms(&config), Some(1_600));
+    }
+
+    #[test]
+    fn a_counted_press_is_released_at_the_maximum_and_a_tail_ends_at_its_time() {
+        let config = config();
+        let held = Press::Held {
+            down_at_ms: 0,
+            speech_started: true,
+            stopped_reply: false,
+        };
+        assert_eq!(
+            held.due(&config, 70_000),
+            Some(PressDue::Overlong {
+                released_at_ms: 60_000
+            })
+        );
+        let tail = Press::Tail {
+            down_at_ms: 0,
+            ends_at_ms: 500,
+        };
+        assert_eq!(tail.due(&config, 499), None);
+        assert_eq!(tail.due(&config, 500), Some(PressDue::TailOver));
+        assert_eq!(Press::Idle.deadline_ms(&config), None);
+    }
+
+    #[test]
+    fn capture_commands_are_given_once_per_change() {
+        let mut capture = Capture::default();
+        assert_eq!(capture.set_open(true), Some(CaptureChange::Open));
+        assert_eq!(capture.set_open(true), None);
+        assert_eq!(capture.set_gated(true), Some(CaptureChange::Gate(true)));
+        assert_eq!(capture.set_gated(true), None);
+        assert_eq!(capture.set_open(false), Some(CaptureChange::Close));
+        assert!(!capture.is_open());
+    }
+}
