@@ -687,7 +687,7 @@ impl TurnController {
     /// The assistant stopped being audible (drained, cleared, or flushed by a barge-in).
     /// The server sent the last of the reply's audio (`output_audio_buffer.stopped`). Over
     /// WebRTC its last packets may still be in flight or in the jitter buffer: the reply ends
-    /// once [`LATE_AUDIO_GRACE_MS`] pass without audio.
+    /// once [`crate::turn::LATE_AUDIO_GRACE_MS`] pass without audio.
     pub(super) fn output_stopped(&mut self, now_ms: u64) {
         if self.config.transport == Transport::WebRtc && self.audibility.is_audible() {
             self.audibility.await_late_audio(now_ms);
