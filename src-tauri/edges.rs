@@ -533,7 +533,7 @@ pub(crate) async fn connect(
     let provider = plan
         .provider
         .as_ref()
-        .map_err(|reason| needs_settings(reason))?;
+        .map_err(|reason| needs_settings(&reason.to_string()))?;
     ui.status(StatusEvent::connecting(&provider.label()));
     if *provider == Provider::Local && local.is_none() {
         let started = walkie_local::LocalProvider::start(walkie_local::ProviderConfig::from_env())
@@ -545,7 +545,7 @@ pub(crate) async fn connect(
     }
     let endpoint = provider
         .endpoint(local.as_ref().map(walkie_local::LocalProvider::endpoint))
-        .map_err(|reason| needs_settings(&reason))?;
+        .map_err(|reason| needs_settings(&reason.to_string()))?;
     Call::connect(plan.call_config(endpoint))
         .await
         .map_err(|error| {
@@ -582,10 +582,10 @@ pub(crate) async fn redial(
     let provider = plan
         .provider
         .as_ref()
-        .map_err(|reason| never(reason.clone()))?;
+        .map_err(|reason| never(reason.to_string()))?;
     let endpoint = provider
         .endpoint(local.as_ref().map(walkie_local::LocalProvider::endpoint))
-        .map_err(never)?;
+        .map_err(|reason| never(reason.to_string()))?;
     Call::connect(plan.call_config(endpoint))
         .await
         .map_err(|error| DialFailure {

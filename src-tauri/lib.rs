@@ -487,7 +487,7 @@ pub fn run() {
             tauri::async_runtime::spawn(async move { saving.repair(&repaired_data_dir).await });
             let history = match &data_dir {
                 Ok(data_dir) => History::new(data_dir, current.clone()),
-                Err(reason) => History::unavailable(reason.clone(), current.clone()),
+                Err(reason) => History::unavailable(reason.to_string(), current.clone()),
             };
             if let Err(reason) = history.allow_playback(app.handle()) {
                 log::warn!("past turns cannot be played: {reason}");

@@ -25,6 +25,7 @@ use walkie_session::turn::WallClock;
 use walkie_store::{Recorder, RecorderConfig, Store, StoreError, conversations_dir};
 
 use crate::history::CurrentConversation;
+use crate::plan::PlanError;
 
 /// What every call's recording shares: which conversation is being written, and which data
 /// folders were repaired since the app started. Cloning shares both.
@@ -45,7 +46,7 @@ impl Saving {
 
     /// Repairs what an unclean exit left open in the data folder, on a blocking thread, unless
     /// this folder was repaired already; a caller that comes while it runs waits for it.
-    pub async fn repair(&self, data_dir: &Result<PathBuf, String>) {
+    pub async fn repair(&self, data_dir: &Result<PathBuf, PlanError>) {
         let Ok(data_dir) = data_dir else {
             return;
         };
@@ -74,7 +75,7 @@ impl Saving {
     /// Starts saving a new conversation in the data folder once the folder is repaired.
     pub async fn start(
         &self,
-        data_dir: &Result<PathBuf, String>,
+        data_dir: &Result<PathBuf, PlanError>,
         now: WallClock,
     ) -> Result<Recording, SavingError> {
         self.repair(data_dir).await;
@@ -85,7 +86,7 @@ impl Saving {
     /// folder is repaired.
     pub async fn continue_saved(
         &self,
-        data_dir: &Result<PathBuf, String>,
+        data_dir: &Result<PathBuf, PlanError>,
         id: &str,
         now: WallClock,
     ) -> Result<Recording, SavingError> {
@@ -153,7 +154,7 @@ impl Recording {
     /// dropped.
     pub fn start(
         current: &CurrentConversation,
-        data_dir: &Result<PathBuf, String>,
+        data_dir: &Result<PathBuf, PlanError>,
         now: WallClock,
     ) -> Result<Self, SavingError> {
         Self::begin(current, data_dir, now, |store, _, config, now_unix_ms| {
@@ -166,7 +167,7 @@ impl Recording {
     /// this recording is dropped.
     pub fn continue_saved(
         current: &CurrentConversation,
-        data_dir: &Result<PathBuf, String>,
+        data_dir: &Result<PathBuf, PlanError>,
         id: &str,
         now: WallClock,
     ) -> Result<Self, SavingError> {
@@ -184,13 +185,13 @@ impl Recording {
     /// recorder's settings and the time) and starts the thread that feeds it.
     fn begin(
         current: &CurrentConversation,
-        data_dir: &Result<PathBuf, String>,
+        data_dir: &Result<PathBuf, PlanError>,
         now: WallClock,
         open: impl FnOnce(&Store, Option<&str>, RecorderConfig, i64) -> Result<Recorder, StoreError>,
     ) -> Result<Self, SavingError> {
         let data_dir = data_dir
             .as_ref()
-            .map_err(|reason| SavingError::NoDataFolder(reason.clone()))?;
+            .map_err(|reason| SavingError::NoDataFolder(reason.to_string()))?;
         let (utc_offset_minutes, now_unix_ms) = (now.utc_offset_minutes, now.unix_ms);
         let store = Store::new(conversations_dir(data_dir));
         // Held until the new conversation is marked current: a deletion cannot slip in between.

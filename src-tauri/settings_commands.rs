@@ -19,7 +19,7 @@ pub(crate) struct SettingsState {
     pub(crate) file: SettingsFile,
     pub(crate) current: Mutex<Settings>,
     /// The data folder chosen at start, used until the next start.
-    pub(crate) data_dir: Result<std::path::PathBuf, String>,
+    pub(crate) data_dir: Result<std::path::PathBuf, crate::plan::PlanError>,
     /// Something the user should read once about their settings (a damaged file set aside).
     pub(crate) notice: Mutex<Option<String>>,
 }

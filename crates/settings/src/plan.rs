@@ -20,6 +20,39 @@ use walkie_session::turn::{ToolRegistry, TurnConfig, TurnMode, session_limit_war
 use crate::secrets::{self, ApiKey, KeyAccount};
 use crate::settings::{self, ProviderKind, Settings};
 
+/// Why a plan has no provider to call or nowhere to save. Each says, in its one line, what the
+/// user does next.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The chosen provider needs an API key and none is stored or set.
+    #[error("no API key for {provider}: add one in Settings{}{}",
+        variable.map(|name| format!(" or set {name}")).unwrap_or_default(),
+        keyring_problem.as_ref().map(|problem| format!(" ({problem})")).unwrap_or_default())]
+    NoApiKey {
+        /// The provider's name as the window says it.
+        provider: &'static str,
+        /// The environment variable that may carry the key instead.
+        variable: Option<&'static str>,
+        /// Why the keyring could not be read, when it could not.
+        keyring_problem: Option<String>,
+    },
+    /// An address field holds a user name or password.
+    #[error(
+        "the {} in Settings contains a user name or password: remove the part before @ and put the key in the API key field",
+        settings::label(field)
+    )]
+    CredentialsInUrl {
+        /// The settings field (its webview name).
+        field: &'static str,
+    },
+    /// The provider's address cannot be called.
+    #[error("{0}")]
+    Endpoint(String),
+    /// No folder to save conversations into.
+    #[error("no folder to save into: {0}")]
+    NoDataFolder(String),
+}
+
 /// Which provider to talk to, with what it needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Provider {
@@ -53,7 +86,7 @@ impl Provider {
 
     /// Where to place the call. `local` is the running local provider's endpoint (its address
     /// and the token it made for this run), used when the provider is the local one.
-    pub fn endpoint(&self, local: Option<Endpoint>) -> Result<Endpoint, String> {
+    pub fn endpoint(&self, local: Option<Endpoint>) -> Result<Endpoint, PlanError> {
         let endpoint = match self {
             Provider::Local => {
                 let local = local.expect("the local provider is started before its endpoint");
@@ -75,12 +108,16 @@ impl Provider {
         };
         endpoint.map_err(|error| match (&error, self) {
             (RtcError::CredentialsInUrl { .. }, Provider::Azure { .. }) => {
-                credentials_in("azureResourceUrl")
+                PlanError::CredentialsInUrl {
+                    field: "azureResourceUrl",
+                }
             }
             (RtcError::CredentialsInUrl { .. }, Provider::Custom { .. }) => {
-                credentials_in("customBaseUrl")
+                PlanError::CredentialsInUrl {
+                    field: "customBaseUrl",
+                }
             }
-            _ => error.to_string(),
+            _ => PlanError::Endpoint(error.to_string()),
         })
     }
 }
@@ -102,14 +139,6 @@ impl Provider {
             StatusAction::OpenSettings
         }
     }
-}
-
-/// Why an address with a user name or password in it cannot be called, naming its field.
-fn credentials_in(field: &str) -> String {
-    format!(
-        "the {} in Settings contains a user name or password: remove the part before @ and put the key in the API key field",
-        settings::label(field)
-    )
 }
 
 fn url_host(url: &str) -> String {
@@ -150,7 +179,7 @@ pub fn turn_mode(settings: &Settings) -> TurnMode {
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// The provider, or why none can be used (shown to the user; nothing is dialled).
-    pub provider: Result<Provider, String>,
+    pub provider: Result<Provider, PlanError>,
     pub session: SessionConfig,
     pub mode: TurnMode,
     pub tail_ms: u64,
@@ -159,7 +188,7 @@ pub struct Plan {
     pub session_limit_ms: u64,
     pub engine: EngineConfig,
     /// Where conversations are saved, or why there is nowhere.
-    pub data_dir: Result<PathBuf, String>,
+    pub data_dir: Result<PathBuf, PlanError>,
 }
 
 impl Plan {
@@ -198,7 +227,7 @@ impl Plan {
     /// Resolves the settings against the keyring and the environment. Blocks on the keyring:
     /// call it off the async threads. `data_dir` is the folder chosen when the app started
     /// (the history panel reads the same one; a new choice takes effect at the next start).
-    pub fn resolve(settings: &Settings, data_dir: Result<PathBuf, String>) -> Plan {
+    pub fn resolve(settings: &Settings, data_dir: Result<PathBuf, PlanError>) -> Plan {
         Plan {
             provider: provider(settings),
             session: session(settings),
@@ -229,11 +258,11 @@ impl Plan {
 }
 
 /// The data folder the settings name, else `WALKIE_DATA_DIR`, else the platform's.
-pub fn data_dir(settings: &Settings) -> Result<PathBuf, String> {
+pub fn data_dir(settings: &Settings) -> Result<PathBuf, PlanError> {
     match non_empty(&settings.data_folder) {
         Some(folder) => Ok(PathBuf::from(folder)),
         None => walkie_store::default_data_dir()
-            .map_err(|error| format!("no folder to save into: {error}")),
+            .map_err(|error| PlanError::NoDataFolder(error.to_string())),
     }
 }
 
@@ -242,18 +271,13 @@ fn non_empty(text: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-fn provider(settings: &Settings) -> Result<Provider, String> {
-    let required = |account: KeyAccount, provider_name: &str| {
+fn provider(settings: &Settings) -> Result<Provider, PlanError> {
+    let required = |account: KeyAccount, provider: &'static str| {
         let (key, _, problem) = secrets::key_in_use(account);
-        key.ok_or_else(|| {
-            let mut reason = format!("no API key for {provider_name}: add one in Settings");
-            if let Some(variable) = account.environment_variable() {
-                reason.push_str(&format!(" or set {variable}"));
-            }
-            if let Some(problem) = problem {
-                reason.push_str(&format!(" ({problem})"));
-            }
-            reason
+        key.ok_or_else(|| PlanError::NoApiKey {
+            provider,
+            variable: account.environment_variable(),
+            keyring_problem: problem.map(|problem| problem.to_string()),
         })
     };
     match settings.provider {
@@ -372,12 +396,41 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_key_says_where_to_add_it_and_which_variable_may_carry_it() {
+        let error = PlanError::NoApiKey {
+            provider: "OpenAI",
+            variable: KeyAccount::OpenAi.environment_variable(),
+            keyring_problem: Some("the keyring is locked".to_owned()),
+        };
+        assert_eq!(
+            error.to_string(),
+            "no API key for OpenAI: add one in Settings or set OPENAI_API_KEY (the keyring is locked)"
+        );
+        let bare = PlanError::NoApiKey {
+            provider: "a compatible server",
+            variable: None,
+            keyring_problem: None,
+        };
+        assert_eq!(
+            bare.to_string(),
+            "no API key for a compatible server: add one in Settings"
+        );
+    }
+
+    #[test]
     fn connect_refuses_an_address_with_a_password_naming_the_field() {
         let custom = Provider::Custom {
             base_url: "https://walkie:pa55word@realtime.example.com".to_owned(),
             api_key: None,
         };
-        let reason = custom.endpoint(None).unwrap_err();
+        let error = custom.endpoint(None).unwrap_err();
+        assert_eq!(
+            error,
+            PlanError::CredentialsInUrl {
+                field: "customBaseUrl"
+            }
+        );
+        let reason = error.to_string();
         assert_eq!(
             reason,
             "the Server address in Settings contains a user name or password: remove the part before @ and put the key in the API key field"
