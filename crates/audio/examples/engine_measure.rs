@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use walkie_audio::codec::{DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusEncoder};
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
-use walkie_local::scenario::{encode_opus, speech_like};
+use walkie_dsp::testkit::{encode_opus, speech_like};
 use walkie_session::PlaybackSink;
 use walkie_session::turn::AudioCommand;
 

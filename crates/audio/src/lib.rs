@@ -12,23 +12,13 @@
 //! [`engine`] puts it together: the two worker threads that carry the call's audio between the
 //! devices and the transport, obeying the turn controller's audio commands.
 //!
-//! The modules here that touch no device ([`resample`], [`codec`], [`jitter`], [`meter`],
-//! [`preroll`]) are plain state machines: samples and packets in, samples and packets out,
-//! time as an argument.
+//! The DSP that touches no device (resampler, codec, jitter buffer, meters, pre-roll, echo
+//! cancellation) is the `walkie-dsp` crate, re-exported here under the same names.
 
-pub mod codec;
 pub mod device;
 pub mod engine;
-pub mod jitter;
-pub mod meter;
 mod pcm;
-pub mod preroll;
 mod pulse;
-pub mod resample;
 
-/// Opus and the call run at 48 kHz.
-pub const CALL_RATE_HZ: u32 = 48_000;
-/// One Opus frame: 20 ms.
-pub const FRAME_MS: u32 = 20;
-/// Samples in one 20 ms mono frame at 48 kHz.
-pub const FRAME_SAMPLES: usize = (CALL_RATE_HZ / 1000 * FRAME_MS) as usize;
+pub use walkie_dsp::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
+pub use walkie_dsp::{codec, echo, jitter, meter, preroll, resample};

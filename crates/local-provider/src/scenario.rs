@@ -410,48 +410,13 @@ fn ms_to_samples(ms: u64) -> usize {
     usize::try_from(ms).unwrap_or(usize::MAX / RATE) * RATE / 1000
 }
 
-/// `ms` of speech-like audio, 16-bit mono at 48 kHz: voiced "syllables" (a harmonic source
-/// with formant-like peaks and a moving pitch, 180 ms on, 40 ms dipped), about −20 dBFS.
-pub fn speech_like(ms: u64) -> Vec<i16> {
-    let samples = ms_to_samples(ms);
-    let mut pcm = vec![0i16; samples];
-    let mut phase = 0.0f64;
-    for (i, sample) in pcm.iter_mut().enumerate() {
-        let t = i as f64 / RATE as f64;
-        let f0 = 140.0 + 30.0 * (2.0 * std::f64::consts::PI * 1.3 * t).sin();
-        phase += 2.0 * std::f64::consts::PI * f0 / RATE as f64;
-        let source: f64 = (1..=18)
-            .map(|k| {
-                let freq = f0 * f64::from(k);
-                let formant = 1.0
-                    + 2.0 * (-((freq - 700.0) / 200.0).powi(2)).exp()
-                    + 1.5 * (-((freq - 1200.0) / 250.0).powi(2)).exp();
-                formant * (f64::from(k) * phase).sin() / f64::from(k)
-            })
-            .sum();
-        let syllable = (t % 0.22) / 0.22;
-        let envelope = if syllable < 0.82 {
-            (std::f64::consts::PI * syllable / 0.82).sin().powi(2)
-        } else {
-            0.05
-        };
-        *sample = (source * envelope * 4500.0).clamp(-32_000.0, 32_000.0) as i16;
-    }
-    pcm
-}
+pub use walkie_dsp::testkit::speech_like;
 
 /// Encodes 48 kHz mono PCM as 20 ms Opus frames (a short last frame is dropped).
 pub fn encode_opus(pcm: &[i16]) -> Result<Vec<Bytes>, ScenarioError> {
-    let mut encoder = opus::Encoder::new(48_000, opus::Channels::Mono, opus::Application::Voip)
-        .map_err(|error| ScenarioError::Audio(error.to_string()))?;
-    pcm.chunks_exact(FRAME)
-        .map(|frame| {
-            encoder
-                .encode_vec(frame, 1500)
-                .map(Bytes::from)
-                .map_err(|error| ScenarioError::Audio(error.to_string()))
-        })
-        .collect()
+    walkie_dsp::testkit::encode_opus(pcm)
+        .map(|frames| frames.into_iter().map(Bytes::from).collect())
+        .map_err(|error| ScenarioError::Audio(error.to_string()))
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! The audio engine's DSP with real signals: tones, noise and speech-like bursts go through the
 //! real resampler and the real libopus, and the tests measure what comes out.
 
-use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
-use walkie_audio::meter::{LevelMeter, SILENCE_DBFS};
-use walkie_audio::preroll::PreRoll;
-use walkie_audio::resample::StreamResampler;
-use walkie_audio::{CALL_RATE_HZ, FRAME_SAMPLES};
+use walkie_dsp::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
+use walkie_dsp::meter::{LevelMeter, SILENCE_DBFS};
+use walkie_dsp::preroll::PreRoll;
+use walkie_dsp::resample::StreamResampler;
+use walkie_dsp::{CALL_RATE_HZ, FRAME_SAMPLES};
 
 /// A pure tone. The phase is computed in f64: an f32 phase drifts by whole degrees after a
 /// second, and that phase noise would smear the tone across the band the tests measure.
@@ -289,7 +289,7 @@ fn correlation(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 fn speech_at_the_default_complexity_survives_the_codec_and_every_lost_voiced_frame_is_rebuilt_from_fec()
  {
-    let speech: Vec<f32> = walkie_local::scenario::speech_like(1_000)
+    let speech: Vec<f32> = walkie_dsp::testkit::speech_like(1_000)
         .iter()
         .map(|&sample| f32::from(sample) / 32_768.0)
         .collect();

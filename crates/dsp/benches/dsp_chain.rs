@@ -8,14 +8,14 @@
 //! chain. The encoder alone is also measured at libopus's default complexity (9) and at the
 //! engine's ([`DEFAULT_OPUS_COMPLEXITY`]), the choice docs/benchmarks.md explains.
 //!
-//! `cargo bench -p walkie-audio --bench dsp_chain`
+//! `cargo bench -p walkie-dsp --bench dsp_chain`
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use walkie_audio::FRAME_SAMPLES;
-use walkie_audio::codec::{DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
-use walkie_audio::jitter::{JitterBuffer, JitterConfig, Playout};
-use walkie_audio::resample::StreamResampler;
-use walkie_local::scenario::{encode_opus, speech_like};
+use walkie_dsp::FRAME_SAMPLES;
+use walkie_dsp::codec::{DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
+use walkie_dsp::jitter::{JitterBuffer, JitterConfig, Playout};
+use walkie_dsp::resample::StreamResampler;
+use walkie_dsp::testkit::{encode_opus, speech_like};
 
 /// Two seconds of speech at `rate_hz`, as f32.
 fn speech(rate_hz: u32) -> Vec<f32> {

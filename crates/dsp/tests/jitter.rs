@@ -1,7 +1,7 @@
 //! The jitter buffer under the network's bad habits: reordering, duplicates, late and lost
 //! packets, jitter, and barge-in flushes.
 
-use walkie_audio::jitter::{JitterBuffer, JitterConfig, Playout, PushOutcome};
+use walkie_dsp::jitter::{JitterBuffer, JitterConfig, Playout, PushOutcome};
 
 const FRAME_TICKS: u32 = 960; // 20 ms at 48 kHz
 
