@@ -82,6 +82,9 @@ pub enum EngineInput {
         direction: DeviceDirection,
         reason: String,
     },
+    /// The uplink's echo canceller has converged on the echo path, or must learn a new one
+    /// (another device): while converged the user may talk over a reply.
+    EchoCanceller { converged: bool },
     /// A level reading for the meters.
     Level {
         direction: DeviceDirection,

@@ -455,6 +455,11 @@ impl Conversation {
             EngineInput::DeviceUnavailable { direction, reason } => {
                 self.hint = Some(sentence::device_unavailable(direction, &reason));
             }
+            EngineInput::EchoCanceller { converged } => {
+                // The canceller lives in the engine, across calls: the next call starts so.
+                self.turn.echo_canceller = converged;
+                controller.echo_cancelled(converged, now_ms);
+            }
             EngineInput::Level { direction, level } => {
                 self.outputs.push_back(Output::Level { direction, level })
             }

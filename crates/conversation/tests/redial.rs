@@ -9,12 +9,14 @@ mod turn_support;
 use support::*;
 use turn_support::{
     assistant_says, audio_part_added, committed, output_started, output_stopped, response_created,
-    response_done, server_error, session_updated_with_transcription, user_transcript_completed,
+    response_done, server_error, server_vad, session_updated_with_transcription,
+    user_transcript_completed,
 };
 use walkie_conversation::{
-    ConnectionState, DialFailure, Input, Output, RedialPolicy, Retry, TransportInput,
+    ConnectionState, DialFailure, EngineInput, Input, Output, RedialPolicy, Retry, TransportInput,
 };
-use walkie_openai::{ClientEvent, ContentPart, Item, Role};
+use walkie_openai::{ClientEvent, ContentPart, Item, Role, SessionConfig};
+use walkie_session::turn::{AudioCommand, TurnConfig};
 
 use ConnectionState::*;
 
@@ -650,4 +652,40 @@ fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered
         .map(|event| event["messageId"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(started, ["user-2"]);
+}
+
+/// A hands-free call whose echo canceller converged (or not), dropped and dialled again; then
+/// a reply starts: the audio commands of that reply.
+fn reply_on_the_next_call(converged: bool) -> Vec<AudioCommand> {
+    let config = TurnConfig::hands_free(SessionConfig::default(), server_vad(None));
+    let mut call = Call::ready_with(config);
+    if converged {
+        call.input(
+            500,
+            Input::Engine(EngineInput::EchoCanceller { converged: true }),
+        );
+    }
+    call.input(1_000, dropped());
+    let dial_at_ms = call
+        .machine
+        .next_deadline_ms()
+        .expect("a redial is scheduled");
+    redial(&mut call);
+    let at_ms = dial_at_ms + 1_000;
+    let mut outputs = call.server(at_ms, &response_created("resp_R9"));
+    outputs.extend(call.server(at_ms + 10, &audio_part_added("resp_R9", "item_A9")));
+    outputs.extend(call.server(at_ms + 20, &output_started("resp_R9")));
+    audio_commands(&outputs)
+}
+
+#[test]
+fn a_converged_echo_canceller_carries_over_to_the_next_call_and_nothing_is_gated() {
+    assert!(
+        reply_on_the_next_call(false).contains(&AudioCommand::GateMic { gated: true }),
+        "without a converged canceller a reply gates the mic"
+    );
+    assert!(
+        !reply_on_the_next_call(true).contains(&AudioCommand::GateMic { gated: true }),
+        "the engine's canceller still holds on the next call: the user can talk over the reply"
+    );
 }

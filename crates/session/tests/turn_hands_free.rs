@@ -239,3 +239,37 @@ fn vad_events_in_push_to_talk_mode_are_ignored() {
     assert_eq!(talk.events(), []);
     assert_eq!(talk.diagnostics().len(), 2);
 }
+
+#[test]
+fn once_the_echo_canceller_converges_the_gate_opens_and_the_user_can_talk_over_the_reply() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
+    assistant_audible_over_webrtc(&mut talk);
+    assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: true }]);
+
+    talk.controller.echo_cancelled(true, 3_000);
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::GateMic { gated: false }],
+        "the canceller removes the reply: the mic carries the user over it"
+    );
+    talk.at(3_300).server(&speech_started("item_U2", 3_250));
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::FlushPlayback],
+        "the server heard the user over the reply: a barge-in"
+    );
+}
+
+#[test]
+fn when_the_echo_canceller_must_learn_a_new_path_the_mic_is_gated_again_during_a_reply() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
+    talk.controller.echo_cancelled(true, 500);
+    assistant_audible_over_webrtc(&mut talk);
+    assert_eq!(talk.audio(), [], "a converged canceller needs no gate");
+
+    // Another speaker or microphone: a new echo path, half duplex until it is learnt.
+    talk.controller.echo_cancelled(false, 3_000);
+    assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: true }]);
+    talk.controller.echo_cancelled(false, 3_100);
+    assert_eq!(talk.audio(), [], "told twice, gated once");
+}

@@ -384,6 +384,23 @@ impl TurnController {
         }
     }
 
+    /// The uplink's echo canceller has converged on the echo path (`true`), or no longer
+    /// holds (`false`: a new device, a new path to learn). While it holds, nothing is gated:
+    /// the user can talk over a reply and the server's voice detection hears them; until then,
+    /// and without one, the mic is gated while the assistant is audible (half duplex).
+    pub fn echo_cancelled(&mut self, converged: bool, now_ms: u64) {
+        self.advance(now_ms);
+        if self.config.echo_canceller == converged {
+            return;
+        }
+        self.config.echo_canceller = converged;
+        if converged {
+            self.set_mic_gate(false);
+        } else if self.audibility.is_audible() && !matches!(self.press, Press::Held { .. }) {
+            self.set_mic_gate(true);
+        }
+    }
+
     /// The shell's wall-clock reading at session time `now_ms`, for tools that need the date.
     pub fn wall_clock(&mut self, now_ms: u64, clock: WallClock) {
         self.advance(now_ms);
