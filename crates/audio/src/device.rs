@@ -440,6 +440,16 @@ fn note_pcm_fallback(name: &str, error: &DeviceError) {
     }
 }
 
+/// A playback stream of Walkie's own (libpulse or an ALSA PCM): the stream, the ring it
+/// plays from, its format, what it shares, and its reference tap.
+type NativePlayback = (
+    StreamHandle,
+    rtrb::Producer<f32>,
+    StreamFormat,
+    Arc<PlaybackShared>,
+    Option<rtrb::Consumer<f32>>,
+);
+
 /// cpal's device, configuration and sample format: what a stream falls back to.
 type CpalChoice = (cpal::Device, cpal::StreamConfig, cpal::SampleFormat);
 
@@ -815,6 +825,39 @@ pub struct Playback {
     format: StreamFormat,
     shared: Arc<PlaybackShared>,
     device_id: String,
+    reference: Option<rtrb::Consumer<f32>>,
+}
+
+/// What a playback stream played, as it left for the device: the echo canceller's reference.
+pub struct PlayedReference {
+    /// Mono samples at `rate_hz`, silence included, in the order they were played.
+    pub samples: rtrb::Consumer<f32>,
+    pub rate_hz: u32,
+    /// The stream's clock (its output latency is the reference's lead over the speaker).
+    pub clock: PlaybackFlusher,
+}
+
+impl std::fmt::Debug for PlayedReference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlayedReference")
+            .field("rate_hz", &self.rate_hz)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How much played audio the reference tap holds for a reader that falls behind.
+const REFERENCE_TAP_MS: u32 = 1000;
+
+/// A reference tap for a stream at `rate_hz`, when one is wanted.
+fn reference_tap(
+    wanted: bool,
+    rate_hz: u32,
+) -> (Option<rtrb::Producer<f32>>, Option<rtrb::Consumer<f32>>) {
+    if !wanted {
+        return (None, None);
+    }
+    let (producer, consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, REFERENCE_TAP_MS));
+    (Some(producer), Some(consumer))
 }
 
 impl std::fmt::Debug for Playback {
@@ -826,8 +869,10 @@ impl std::fmt::Debug for Playback {
     }
 }
 
-/// Fills one callback's interleaved buffer from the ring, up-mixing mono to every channel.
-/// Honours a pending flush first. Allocation-free.
+/// Fills one callback's interleaved buffer from the ring, up-mixing mono to every channel,
+/// and copies what it played (silence included) to the reference tap, if there is one: the
+/// echo canceller's reference is what left for the device, not what was queued. Honours a
+/// pending flush first. Allocation-free.
 fn pull_mono<T: Copy>(
     ring: &mut rtrb::Consumer<f32>,
     data: &mut [T],
@@ -835,6 +880,7 @@ fn pull_mono<T: Copy>(
     from_f32: impl Fn(f32) -> T,
     shared: &PlaybackShared,
     latency: Duration,
+    reference: &mut Option<rtrb::Producer<f32>>,
 ) {
     let frames = data.len() / channels;
     let before = shared.played_frames.load(Ordering::Relaxed);
@@ -870,10 +916,23 @@ fn pull_mono<T: Copy>(
             frame.fill(from_f32(sample));
             played += 1;
         }
+        if let Some(reference) = reference.as_mut() {
+            // A full tap (nobody reading it) drops what does not fit.
+            let (_, rest) = reference.push_partial_slice(first);
+            if rest.is_empty() {
+                let _ = reference.push_partial_slice(second);
+            }
+        }
         chunk.commit_all();
     }
     for frame in data.chunks_exact_mut(channels).skip(played) {
         frame.fill(from_f32(0.0));
+    }
+    if let Some(reference) = reference.as_mut()
+        && let Ok(silence) = reference.write_chunk(reference.slots().min(frames - played))
+    {
+        // Default-initialised: zeros, the silence that played.
+        silence.commit_all();
     }
     shared
         .played_frames
@@ -902,20 +961,31 @@ fn f32_to_i16(sample: f32) -> i16 {
 impl Playback {
     /// Opens the chosen speaker (`None`: the default) with a ring holding `ring_ms`.
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
+        Self::open_with_reference(device_id, ring_ms, false)
+    }
+
+    /// As [`Self::open`]; with `reference`, what the stream plays is also copied to a tap
+    /// that [`Self::take_reference`] hands out (for the echo canceller).
+    pub fn open_with_reference(
+        device_id: Option<&str>,
+        ring_ms: u32,
+        reference: bool,
+    ) -> Result<Self, DeviceError> {
         let direction = DeviceDirection::Output;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
         let opened = route.open_native(
-            |name, rate_hz| Self::open_pulse(name, rate_hz, ring_ms),
-            |name, rate_hz| Self::open_pcm(name, rate_hz, ring_ms),
+            |name, rate_hz| Self::open_pulse(name, rate_hz, ring_ms, reference),
+            |name, rate_hz| Self::open_pcm(name, rate_hz, ring_ms, reference),
         )?;
         let (device, config, sample_format) = match opened {
-            Opened::Native((stream, ring, format, shared)) => {
+            Opened::Native((stream, ring, format, shared, tap)) => {
                 return Ok(Self {
                     _stream: stream,
                     ring,
                     format,
                     shared,
                     device_id: opened_id,
+                    reference: tap,
                 });
             }
             Opened::Cpal(choice) => *choice,
@@ -927,6 +997,7 @@ impl Playback {
         };
         let (producer, mut consumer) =
             rtrb::RingBuffer::new(ring_capacity(format.sample_rate_hz, ring_ms));
+        let (mut tap, tap_reader) = reference_tap(reference, format.sample_rate_hz);
         let shared = PlaybackShared::new();
         let callback_shared = shared.clone();
         let error_counters = shared.counters.clone();
@@ -942,6 +1013,7 @@ impl Playback {
                         |s| s,
                         &callback_shared,
                         callback_latency(info),
+                        &mut tap,
                     )
                 },
                 on_error,
@@ -957,6 +1029,7 @@ impl Playback {
                         f32_to_i16,
                         &callback_shared,
                         callback_latency(info),
+                        &mut tap,
                     )
                 },
                 on_error,
@@ -979,25 +1052,19 @@ impl Playback {
             format,
             shared,
             device_id: opened_id,
+            reference: tap_reader,
         })
     }
 
-    #[allow(clippy::type_complexity)]
     fn open_pulse(
         name: &str,
         rate_hz: u32,
         ring_ms: u32,
-    ) -> Result<
-        (
-            StreamHandle,
-            rtrb::Producer<f32>,
-            StreamFormat,
-            Arc<PlaybackShared>,
-        ),
-        DeviceError,
-    > {
+        reference: bool,
+    ) -> Result<NativePlayback, DeviceError> {
         let direction = DeviceDirection::Output;
         let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, ring_ms));
+        let (mut tap, tap_reader) = reference_tap(reference, rate_hz);
         let shared = PlaybackShared::new();
         let thread_shared = shared.clone();
         let (stream, setup) = crate::pulse::open(
@@ -1006,7 +1073,15 @@ impl Playback {
             rate_hz,
             PERIOD_MS,
             move |data, latency| {
-                pull_mono(&mut consumer, data, 1, f32_to_i16, &thread_shared, latency)
+                pull_mono(
+                    &mut consumer,
+                    data,
+                    1,
+                    f32_to_i16,
+                    &thread_shared,
+                    latency,
+                    &mut tap,
+                )
             },
             shared.counters.clone(),
         )
@@ -1015,23 +1090,15 @@ impl Playback {
             sample_rate_hz: setup.rate_hz,
             channels: 1,
         };
-        Ok((StreamHandle::Pulse(stream), producer, format, shared))
+        Ok((StreamHandle::Pulse(stream), producer, format, shared, tap_reader))
     }
 
-    #[allow(clippy::type_complexity)]
     fn open_pcm(
         name: &str,
         rate_hz: u32,
         ring_ms: u32,
-    ) -> Result<
-        (
-            StreamHandle,
-            rtrb::Producer<f32>,
-            StreamFormat,
-            Arc<PlaybackShared>,
-        ),
-        DeviceError,
-    > {
+        reference: bool,
+    ) -> Result<NativePlayback, DeviceError> {
         let direction = DeviceDirection::Output;
         let (pcm, setup) = crate::pcm::open(
             name,
@@ -1048,6 +1115,7 @@ impl Playback {
             channels: setup.channels,
         };
         let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity(setup.rate_hz, ring_ms));
+        let (mut tap, tap_reader) = reference_tap(reference, setup.rate_hz);
         let shared = PlaybackShared::new();
         let thread_shared = shared.clone();
         let spawned = match setup.kind {
@@ -1063,6 +1131,7 @@ impl Playback {
                         f32_to_i16,
                         &thread_shared,
                         latency,
+                        &mut tap,
                     )
                 },
                 shared.counters.clone(),
@@ -1079,6 +1148,7 @@ impl Playback {
                         |s| s,
                         &thread_shared,
                         latency,
+                        &mut tap,
                     )
                 },
                 shared.counters.clone(),
@@ -1088,7 +1158,13 @@ impl Playback {
             direction,
             reason: format!("no thread for the stream: {error}"),
         })?;
-        Ok((StreamHandle::Pcm(spawned), producer, format, shared))
+        Ok((
+            StreamHandle::Pcm(spawned),
+            producer,
+            format,
+            shared,
+            tap_reader,
+        ))
     }
 
     pub fn format(&self) -> StreamFormat {
@@ -1102,6 +1178,15 @@ impl Playback {
 
     pub fn counters(&self) -> &StreamCounters {
         &self.shared.counters
+    }
+
+    /// The reference tap, once (see [`Self::open_with_reference`]).
+    pub fn take_reference(&mut self) -> Option<PlayedReference> {
+        Some(PlayedReference {
+            samples: self.reference.take()?,
+            rate_hz: self.format.sample_rate_hz,
+            clock: self.flusher(),
+        })
     }
 
     /// Queues samples to play; returns how many fit (the rest is the caller's to retry).

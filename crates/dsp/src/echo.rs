@@ -10,9 +10,10 @@
 //! capture frame recorded at the same time; a reference that runs ahead is queued by the
 //! canceller (up to a second).
 //!
-//! Frames are fixed-size arrays of the rates given at construction, so a wrong length cannot
-//! reach the canceller (it would panic in a release build). The canceller allocates inside its
-//! processing; it runs on the uplink worker, never in a device callback.
+//! A frame of the wrong length is refused by name before it reaches the canceller (which would
+//! panic in a release build). The canceller allocates inside its processing; it runs on the
+//! uplink worker, never in a device callback. [`EchoStage`] is the canceller as the uplink runs
+//! it: pieces of any length in, whole frames through, and when it can be trusted.
 
 use sonora::config::{EchoCanceller as Aec3, NoiseSuppression, NoiseSuppressionLevel};
 use sonora::{AudioProcessing, Config, StreamConfig};
@@ -172,6 +173,156 @@ impl EchoCanceller {
     }
 }
 
+/// How much audible reply the canceller must have heard on a new echo path before the uplink
+/// trusts it (the synthetic room's convergence, tests/echo_room.rs, with room to spare).
+pub const CONVERGED_AFTER_MS: u32 = 1_500;
+
+/// A reference frame at or above this level counts as reply audio heard (quieter is silence
+/// or a pause, from which the canceller learns nothing).
+const AUDIBLE_REFERENCE_DBFS: f32 = -50.0;
+
+/// The capture rate of the uplink: the call's.
+const CAPTURE_RATE_HZ: u32 = crate::CALL_RATE_HZ;
+
+/// What the echo stage reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EchoEvent {
+    /// The canceller has learnt the echo path: what it sends carries no reply.
+    Converged,
+    /// The echo path changed (another device): the canceller must learn it again.
+    Relearning,
+}
+
+/// The canceller as the uplink runs it: the speaker's played samples and the microphone's
+/// 48 kHz samples come in pieces of any length (as devices deliver them), whole 10 ms frames
+/// go through the canceller, and the stage says when it can be trusted
+/// ([`CONVERGED_AFTER_MS`] of audible reply on the current path, counted once its echo can have
+/// come back: after the delay the canceller found). Buffers are sized when it is
+/// made; a piece longer than the output's spare capacity makes the output grow once.
+pub struct EchoStage {
+    canceller: EchoCanceller,
+    render_pending: Vec<f32>,
+    capture_pending: Vec<f32>,
+    audible_reference_ms: u32,
+    converged: bool,
+    event: Option<EchoEvent>,
+}
+
+impl std::fmt::Debug for EchoStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EchoStage")
+            .field("canceller", &self.canceller)
+            .field("audible_reference_ms", &self.audible_reference_ms)
+            .field("converged", &self.converged)
+            .finish_non_exhaustive()
+    }
+}
+
+fn frame_level_dbfs(frame: &[f32]) -> f32 {
+    let mean_square = frame.iter().map(|&s| s * s).sum::<f32>() / frame.len().max(1) as f32;
+    10.0 * mean_square.max(1e-12).log10()
+}
+
+impl EchoStage {
+    /// A stage for a speaker at `render_rate_hz` and the uplink's 48 kHz.
+    pub fn new(render_rate_hz: u32, noise_suppression: bool) -> Result<Self, EchoError> {
+        let canceller = EchoCanceller::new(EchoConfig {
+            capture_rate_hz: CAPTURE_RATE_HZ,
+            render_rate_hz,
+            noise_suppression,
+        })?;
+        Ok(Self {
+            render_pending: Vec::with_capacity(canceller.render_frame_samples()),
+            capture_pending: Vec::with_capacity(canceller.capture_frame_samples()),
+            canceller,
+            audible_reference_ms: 0,
+            converged: false,
+            event: None,
+        })
+    }
+
+    /// The speaker's rate this stage was made for.
+    pub fn render_frame_samples(&self) -> usize {
+        self.canceller.render_frame_samples()
+    }
+
+    /// Samples the speaker played, in order (silence included).
+    pub fn played(&mut self, mut samples: &[f32]) -> Result<(), EchoError> {
+        let frame_samples = self.canceller.render_frame_samples();
+        while !samples.is_empty() {
+            let take = (frame_samples - self.render_pending.len()).min(samples.len());
+            self.render_pending.extend_from_slice(&samples[..take]);
+            samples = &samples[take..];
+            if self.render_pending.len() == frame_samples {
+                self.canceller.played(&self.render_pending)?;
+                if frame_level_dbfs(&self.render_pending) >= AUDIBLE_REFERENCE_DBFS {
+                    self.audible_reference_ms += ECHO_FRAME_MS;
+                }
+                // The reply's echo comes back after the path's delay: what was played in the
+                // last `delay` has not been heard yet, and teaches the canceller nothing. No
+                // delay found means no echo found (a headset): nothing to wait for.
+                let delay_ms = self.canceller.stats().delay_ms.unwrap_or(0);
+                let heard_ms = self
+                    .audible_reference_ms
+                    .saturating_sub(u32::try_from(delay_ms).unwrap_or(0));
+                if !self.converged && heard_ms >= CONVERGED_AFTER_MS {
+                    self.converged = true;
+                    self.event = Some(EchoEvent::Converged);
+                }
+                self.render_pending.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// Samples the microphone captured (48 kHz): the whole frames among them, cleaned, are
+    /// appended to `out`; a last partial frame waits for the next piece (at most 10 ms).
+    pub fn captured(
+        &mut self,
+        mut samples: &[f32],
+        out: &mut Vec<f32>,
+        delay_hint_ms: u32,
+    ) -> Result<(), EchoError> {
+        let frame_samples = self.canceller.capture_frame_samples();
+        while !samples.is_empty() {
+            let take = (frame_samples - self.capture_pending.len()).min(samples.len());
+            self.capture_pending.extend_from_slice(&samples[..take]);
+            samples = &samples[take..];
+            if self.capture_pending.len() == frame_samples {
+                self.canceller
+                    .captured(&mut self.capture_pending, delay_hint_ms)?;
+                out.extend_from_slice(&self.capture_pending);
+                self.capture_pending.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// The echo path changed (another microphone or speaker): until the canceller has heard
+    /// [`CONVERGED_AFTER_MS`] of reply on it, it is not trusted.
+    pub fn path_changed(&mut self) {
+        self.audible_reference_ms = 0;
+        if std::mem::take(&mut self.converged) {
+            self.event = Some(EchoEvent::Relearning);
+        }
+    }
+
+    /// Whether the canceller is trusted now.
+    pub fn is_converged(&self) -> bool {
+        self.converged
+    }
+
+    /// What changed since the last poll, if anything.
+    pub fn poll_event(&mut self) -> Option<EchoEvent> {
+        self.event.take()
+    }
+
+    /// What the canceller reports of itself.
+    pub fn stats(&self) -> EchoStats {
+        self.canceller.stats()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +373,53 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(error, EchoError::Rate { rate_hz: 4_000 });
+    }
+}
+
+#[cfg(test)]
+mod stage_tests {
+    use super::*;
+
+    #[test]
+    fn pieces_of_any_length_go_through_as_whole_frames_and_a_partial_one_waits() {
+        let mut stage = EchoStage::new(44_100, false).expect("44.1 kHz is supported");
+        let mut out = Vec::with_capacity(2_000);
+        stage.played(&[0.0; 300]).expect("reference");
+        stage.captured(&[0.01; 700], &mut out, 30).expect("capture");
+        assert_eq!(out.len(), 480, "one whole frame of 700 samples");
+        stage.captured(&[0.01; 260], &mut out, 30).expect("capture");
+        assert_eq!(
+            out.len(),
+            960,
+            "the waiting 220 and 260 more make the second"
+        );
+        assert_eq!(stage.stats().captured_frames, 2);
+        assert_eq!(
+            stage.stats().played_frames,
+            0,
+            "300 of 441 is not a frame yet"
+        );
+    }
+
+    #[test]
+    fn it_is_trusted_after_enough_audible_reply_and_not_after_the_path_changes() {
+        let mut stage = EchoStage::new(48_000, true).expect("48 kHz is supported");
+        let loud = vec![0.1f32; 480];
+        let silent = vec![0.0f32; 480];
+        for _ in 0..500 {
+            stage.played(&silent).expect("reference");
+        }
+        assert_eq!(stage.poll_event(), None, "silence teaches it nothing");
+        for _ in 0..(CONVERGED_AFTER_MS / ECHO_FRAME_MS - 1) {
+            stage.played(&loud).expect("reference");
+        }
+        assert_eq!(stage.poll_event(), None);
+        stage.played(&loud).expect("reference");
+        assert_eq!(stage.poll_event(), Some(EchoEvent::Converged));
+        assert!(stage.is_converged());
+        stage.path_changed();
+        assert_eq!(stage.poll_event(), Some(EchoEvent::Relearning));
+        stage.path_changed();
+        assert_eq!(stage.poll_event(), None, "told once");
     }
 }

@@ -7,6 +7,7 @@
 //! `cargo run --release -p walkie-dsp --features testkit --example echo_room` prints the same
 //! measures for more rooms (docs/benchmarks.md).
 
+use walkie_dsp::echo::{EchoEvent, EchoStage};
 use walkie_dsp::testkit::rms_dbfs;
 use walkie_dsp::testkit::room::{
     DoubleTalk, Room, SPEECH_THRESHOLD_DBFS, VAD_FRAME_SAMPLES, cancel, frames_at_speech_level,
@@ -114,5 +115,41 @@ fn the_user_speaking_over_the_reply_gets_through_within_200_ms_on_laptop_speaker
             heard_after_ms <= alone_after_ms + goal_ms,
             "{room:?}: the user got through after {heard_after_ms} ms ({alone_after_ms} ms alone)"
         );
+    }
+}
+
+#[test]
+fn through_the_uplinks_stage_in_device_sized_pieces_it_is_trusted_only_once_the_reply_is_gone() {
+    for room in ROOMS {
+        let reply = room.reply(10, None);
+        let mut stage = EchoStage::new(48_000, true).expect("48 kHz is supported");
+        let mut sent = Vec::with_capacity(reply.mic.len());
+        let mut trusted_from = None;
+        // The speaker takes 1,024 samples a period and runs up to one period ahead of the
+        // microphone, which delivers 512 at a time.
+        let mut reference = reply.played.chunks(1_024);
+        let mut reference_fed = 0;
+        for piece in reply.mic.chunks(512) {
+            while reference_fed < sent.len() + 1_024 {
+                let Some(played) = reference.next() else {
+                    break;
+                };
+                stage.played(played).expect("reference");
+                reference_fed += played.len();
+            }
+            stage.captured(piece, &mut sent, 0).expect("capture");
+            if stage.poll_event() == Some(EchoEvent::Converged) {
+                trusted_from.get_or_insert(sent.len());
+            }
+        }
+        let trusted_from = trusted_from.unwrap_or_else(|| panic!("{room:?}: never trusted"));
+        let trusted_from_ms = trusted_from / 48;
+        let leaks: Vec<usize> = frames_at_speech_level(&sent[trusted_from..]);
+        println!("{room:?}: trusted from {trusted_from_ms} ms; at speech level after: {leaks:?}");
+        assert!(
+            (1_500..3_000).contains(&trusted_from_ms),
+            "{room:?}: trusted from {trusted_from_ms} ms"
+        );
+        assert_eq!(leaks, [], "{room:?}: the reply got through once trusted");
     }
 }
