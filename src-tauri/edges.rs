@@ -438,6 +438,7 @@ fn engine_input(event: EngineEvent) -> EngineInput {
         EngineEvent::DeviceUnavailable { direction, reason } => {
             EngineInput::DeviceUnavailable { direction, reason }
         }
+        EngineEvent::EchoCanceller { converged } => EngineInput::EchoCanceller { converged },
         EngineEvent::Level { direction, level } => EngineInput::Level {
             direction,
             level: LevelReading {

@@ -58,7 +58,7 @@ export function keyringMissingText(environmentVariable) {
 }
 
 const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes"]);
-const BOOLEAN_FIELDS = new Set(["handsFree", "warmMic"]);
+const BOOLEAN_FIELDS = new Set(["handsFree", "warmMic", "echoCancellation"]);
 const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs"]);
 
 /**

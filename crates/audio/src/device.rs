@@ -1090,7 +1090,13 @@ impl Playback {
             sample_rate_hz: setup.rate_hz,
             channels: 1,
         };
-        Ok((StreamHandle::Pulse(stream), producer, format, shared, tap_reader))
+        Ok((
+            StreamHandle::Pulse(stream),
+            producer,
+            format,
+            shared,
+            tap_reader,
+        ))
     }
 
     fn open_pcm(

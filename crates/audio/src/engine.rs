@@ -40,8 +40,9 @@ use crate::codec::{
 };
 use crate::device::{
     Capture, DeviceDirection, DeviceError, DeviceProbe, FlushReport, Playback, PlaybackClock,
-    PlaybackFlusher, StreamCounters,
+    PlaybackFlusher, PlayedReference, StreamCounters,
 };
+use crate::echo::{EchoError, EchoEvent, EchoStage};
 use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, PushOutcome};
 use crate::meter::{Level, LevelMeter};
 use crate::preroll::PreRoll;
@@ -102,6 +103,11 @@ pub struct EngineConfig {
     pub playback_rate_hz: u32,
     pub playout_cushion_ms: u32,
     pub meter_readings_per_second: u32,
+    /// Cancel the speaker's echo in what the microphone sends (for speakers without a
+    /// headset); [`EngineEvent::EchoCanceller`] says when it can be trusted.
+    pub echo_cancellation: bool,
+    /// Suppress steady background noise in what is sent (with echo cancellation).
+    pub noise_suppression: bool,
 }
 
 impl Default for EngineConfig {
@@ -117,6 +123,8 @@ impl Default for EngineConfig {
             playback_rate_hz: CALL_RATE_HZ,
             playout_cushion_ms: DEFAULT_PLAYOUT_CUSHION_MS,
             meter_readings_per_second: DEFAULT_METER_READINGS_PER_SECOND,
+            echo_cancellation: false,
+            noise_suppression: true,
         }
     }
 }
@@ -213,6 +221,10 @@ pub enum EngineEvent {
         direction: DeviceDirection,
         level: Level,
     },
+    /// The echo canceller has learnt the echo path (`true`: the reply is no longer in what is
+    /// sent), or must learn a new one (`false`: another device). For
+    /// `TurnController::echo_cancelled`.
+    EchoCanceller { converged: bool },
 }
 
 /// Why the engine could not start.
@@ -278,11 +290,19 @@ struct Shared {
     /// The current output stream's flush handle: the barge-in path flushes the device directly,
     /// without waiting for the downlink worker.
     flusher: Mutex<Option<PlaybackFlusher>>,
+    /// A new output stream's reference tap, from the downlink to the uplink's echo canceller.
+    reference: Mutex<Option<PlayedReference>>,
 }
 
 impl Shared {
     fn flusher(&self) -> MutexGuard<'_, Option<PlaybackFlusher>> {
         self.flusher
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn reference(&self) -> MutexGuard<'_, Option<PlayedReference>> {
+        self.reference
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -905,6 +925,19 @@ struct Uplink {
     call_buf: Vec<f32>,
     preroll: PreRoll,
     framer: Framer,
+    /// Echo cancellation asked for, with noise suppression or not.
+    echo_wanted: bool,
+    noise_suppression: bool,
+    /// The canceller and the speaker's tap it reads, once a speaker stream opened.
+    echo: Option<UplinkEcho>,
+    /// What the canceller sent of `call_buf` (the two are swapped).
+    echo_out: Vec<f32>,
+}
+
+/// The uplink's echo canceller and what it cancels: the tap of the speaker stream playing.
+struct UplinkEcho {
+    stage: EchoStage,
+    reference: PlayedReference,
 }
 
 impl Uplink {
@@ -930,6 +963,10 @@ impl Uplink {
             meter_readings_per_second: config.meter_readings_per_second,
             device_buf: Vec::with_capacity(device_samples),
             call_buf: Vec::with_capacity(device_samples * 2),
+            echo_wanted: config.echo_cancellation,
+            noise_suppression: config.noise_suppression,
+            echo: None,
+            echo_out: Vec::with_capacity(device_samples * 2),
             preroll: PreRoll::new(CALL_RATE_HZ, config.pre_roll_ms),
             framer: Framer {
                 frame: Vec::with_capacity(FRAME_SAMPLES),
@@ -1054,6 +1091,10 @@ impl Uplink {
             .store(u64::from(rate), Ordering::Relaxed);
         self.shared.mic_open.store(true, Ordering::Relaxed);
         self.capture = Some(capture);
+        // Another microphone hears the speaker along another path.
+        if let Some(echo) = self.echo.as_mut() {
+            echo.stage.path_changed();
+        }
     }
 
     fn reopen(&mut self) {
@@ -1105,6 +1146,8 @@ impl Uplink {
         };
         self.call_buf.clear();
         resampler.process(&self.device_buf, &mut self.call_buf);
+        // Before the gate: the canceller learns the echo path while the reply is gated.
+        self.cancel_echo();
         if self.gated {
             self.call_buf.fill(0.0);
         }
@@ -1114,6 +1157,113 @@ impl Uplink {
             self.preroll.push(&self.call_buf);
         }
     }
+}
+
+impl Uplink {
+    /// Takes the speaker's echo out of `call_buf` (a whole number of 10 ms frames comes out;
+    /// the rest waits for the next pass), reading what the speaker played since the last pass.
+    fn cancel_echo(&mut self) {
+        if !self.echo_wanted {
+            return;
+        }
+        let new_reference = self.shared.reference().take();
+        if let Some(reference) = new_reference {
+            self.use_reference(reference);
+        }
+        let Some(echo) = self.echo.as_mut() else {
+            return;
+        };
+        let result = feed_reference(echo).and_then(|()| {
+            self.echo_out.clear();
+            let hint_ms = echo.reference.clock.clock().output_latency.as_millis();
+            echo.stage.captured(
+                &self.call_buf,
+                &mut self.echo_out,
+                u32::try_from(hint_ms).unwrap_or(u32::MAX),
+            )
+        });
+        match result {
+            Ok(()) => std::mem::swap(&mut self.call_buf, &mut self.echo_out),
+            Err(error) => {
+                log::error!("echo cancellation stopped: {error}");
+                self.drop_echo();
+                return;
+            }
+        }
+        while let Some(event) = echo_event(&mut self.echo) {
+            self.events.send(EngineEvent::EchoCanceller {
+                converged: event == EchoEvent::Converged,
+            });
+        }
+    }
+
+    /// A new speaker stream: its tap, with the canceller kept when its rate is the same (the
+    /// path may have changed: it learns again), or a new one.
+    fn use_reference(&mut self, reference: PlayedReference) {
+        if let Some(echo) = self
+            .echo
+            .as_mut()
+            .filter(|echo| echo.stage.render_rate_hz() == reference.rate_hz)
+        {
+            echo.reference = reference;
+            echo.stage.path_changed();
+            return;
+        }
+        match EchoStage::new(reference.rate_hz, self.noise_suppression) {
+            Ok(stage) => {
+                self.drop_echo();
+                self.echo = Some(UplinkEcho { stage, reference });
+            }
+            Err(error) => {
+                log::error!("no echo cancellation for this speaker: {error}");
+                self.drop_echo();
+            }
+        }
+    }
+
+    /// No canceller any more: a trusted one is not trusted.
+    fn drop_echo(&mut self) {
+        if self
+            .echo
+            .take()
+            .is_some_and(|echo| echo.stage.is_converged())
+        {
+            self.events
+                .send(EngineEvent::EchoCanceller { converged: false });
+        }
+    }
+}
+
+/// The canceller's event, if it has one.
+fn echo_event(echo: &mut Option<UplinkEcho>) -> Option<EchoEvent> {
+    echo.as_mut()?.stage.poll_event()
+}
+
+/// More played audio than this waiting in the tap means the uplink was not reading (the
+/// microphone was closed): what is older than a pass is dropped, not fed late.
+const STALE_REFERENCE_MS: usize = 200;
+
+/// Gives the canceller what the speaker played since the last pass.
+fn feed_reference(echo: &mut UplinkEcho) -> Result<(), EchoError> {
+    let rate_hz = echo.reference.rate_hz as usize;
+    let mut available = echo.reference.samples.slots();
+    if available > rate_hz * STALE_REFERENCE_MS / 1000 {
+        let keep = rate_hz * FRAME_MS as usize / 1000;
+        if let Ok(stale) = echo.reference.samples.read_chunk(available - keep) {
+            stale.commit_all();
+        }
+        available = keep;
+    }
+    let Ok(chunk) = echo.reference.samples.read_chunk(available) else {
+        return Ok(());
+    };
+    let (first, second) = chunk.as_slices();
+    let result = echo
+        .stage
+        .played(first)
+        .and_then(|()| echo.stage.played(second));
+    chunk.commit_all();
+    result
 }
 
 /// A delta waiting for room in the device ring.
@@ -1143,6 +1293,8 @@ struct Downlink {
     slot: DeviceSlot,
     playback: Option<Playback>,
     playback_rate_hz: u32,
+    /// Tap what the speaker plays, for the uplink's echo canceller.
+    tap_reference: bool,
     resampler: Option<(u32, StreamResampler)>,
     meter: Option<(u32, LevelMeter)>,
     meter_readings_per_second: u32,
@@ -1189,6 +1341,7 @@ impl Downlink {
             slot: DeviceSlot::new(DeviceDirection::Output, config.output_device.clone()),
             playback: None,
             playback_rate_hz: config.playback_rate_hz,
+            tap_reference: config.echo_cancellation,
             resampler: None,
             meter: None,
             meter_readings_per_second: config.meter_readings_per_second,
@@ -1523,14 +1676,18 @@ impl Downlink {
         let previous_id = previous.as_ref().map(|p| p.device_id().to_owned());
         *self.shared.flusher() = None;
         close_in_background(previous);
+        let tap_reference = self.tap_reference;
         let playback = self.slot.open(
             previous_id.as_deref(),
-            |id| Playback::open(id, PLAYBACK_RING_MS),
+            |id| Playback::open_with_reference(id, PLAYBACK_RING_MS, tap_reference),
             &self.events,
         );
-        let Some(playback) = playback else {
+        let Some(mut playback) = playback else {
             return;
         };
+        if let Some(reference) = playback.take_reference() {
+            *self.shared.reference() = Some(reference);
+        }
         let rate = playback.format().sample_rate_hz;
         if self.resampler.as_ref().is_none_or(|(to, _)| *to != rate) {
             match StreamResampler::new(self.playback_rate_hz, rate) {

@@ -747,3 +747,85 @@ fn engines_started_and_dropped_one_after_another_leave_no_sound_server_connectio
         after - before
     );
 }
+
+/// A reply played while the microphone is the speaker's own monitor (every sample comes
+/// straight back, through the sound server's latency), with capture open as hands-free keeps
+/// it: the decoded frames the engine sent, the events it gave, and how many frames had been
+/// sent when the canceller said it converged (if it did).
+fn reply_heard_by_its_own_microphone(echo_cancellation: bool) -> (Vec<Vec<f32>>, Option<usize>) {
+    let monitor = list_devices(DeviceDirection::Input)
+        .expect("the devices are listed")
+        .into_iter()
+        .find(|device| device.id.ends_with("spk.monitor"))
+        .expect("the speaker's monitor is listed")
+        .id;
+    let running = start(EngineConfig {
+        input_device: Some(monitor),
+        echo_cancellation,
+        ..EngineConfig::default()
+    });
+    running.wait_for_devices(true);
+    running
+        .engine
+        .apply(AudioCommand::OpenCapture { pre_roll_ms: 0 });
+    let mut player = running.engine.player();
+    player.begin_item("item_reply");
+    let reply = walkie_dsp::testkit::speech_like(6_000);
+    for piece in reply.chunks(FRAME_SAMPLES) {
+        player.play(&AudioChunk::from_samples(piece.to_vec()));
+    }
+    let mut frames = Vec::new();
+    let mut converged_after = None;
+    running.events_until("the reply to drain", Duration::from_secs(15), |event| {
+        frames.extend(running.frames_so_far());
+        if matches!(event, EngineEvent::EchoCanceller { converged: true }) {
+            converged_after.get_or_insert(frames.len());
+        }
+        matches!(event, EngineEvent::PlaybackDrained)
+    });
+    frames.extend(running.frames_so_far());
+    (decode_all(&frames), converged_after)
+}
+
+/// The local provider's speech threshold: RMS 184 of 32768, about −45 dBFS.
+const SPEECH_THRESHOLD_DBFS: f32 = -45.01;
+
+#[test]
+fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller_has_learnt_it() {
+    let _sinks = one_at_a_time();
+    let (raw, never) = reply_heard_by_its_own_microphone(false);
+    let raw_at_speech_level = raw
+        .iter()
+        .filter(|frame| rms_dbfs(frame) >= SPEECH_THRESHOLD_DBFS)
+        .count();
+    assert_eq!(never, None, "no canceller, no convergence");
+    assert!(
+        raw_at_speech_level > 200,
+        "without the canceller the reply is sent back: {raw_at_speech_level} of {} frames",
+        raw.len()
+    );
+
+    let (cleaned, converged_after) = reply_heard_by_its_own_microphone(true);
+    let converged_after = converged_after.expect("the canceller converges during the reply");
+    let leaked: Vec<(usize, f32)> = cleaned[converged_after..]
+        .iter()
+        .enumerate()
+        .map(|(n, frame)| (converged_after + n, rms_dbfs(frame)))
+        .filter(|&(_, level)| level >= SPEECH_THRESHOLD_DBFS)
+        .collect();
+    println!(
+        "converged after {converged_after} frames; {} frames sent after it, at speech level: {leaked:?} \
+         ({raw_at_speech_level} without the canceller)",
+        cleaned.len() - converged_after
+    );
+    assert!(
+        cleaned.len() - converged_after > 100,
+        "the canceller converged late: after {converged_after} of {} frames",
+        cleaned.len()
+    );
+    assert_eq!(
+        leaked,
+        [],
+        "the reply got through once the canceller was trusted"
+    );
+}

@@ -201,6 +201,7 @@ pub enum EchoEvent {
 /// made; a piece longer than the output's spare capacity makes the output grow once.
 pub struct EchoStage {
     canceller: EchoCanceller,
+    render_rate_hz: u32,
     render_pending: Vec<f32>,
     capture_pending: Vec<f32>,
     audible_reference_ms: u32,
@@ -235,6 +236,7 @@ impl EchoStage {
             render_pending: Vec::with_capacity(canceller.render_frame_samples()),
             capture_pending: Vec::with_capacity(canceller.capture_frame_samples()),
             canceller,
+            render_rate_hz,
             audible_reference_ms: 0,
             converged: false,
             event: None,
@@ -242,8 +244,8 @@ impl EchoStage {
     }
 
     /// The speaker's rate this stage was made for.
-    pub fn render_frame_samples(&self) -> usize {
-        self.canceller.render_frame_samples()
+    pub fn render_rate_hz(&self) -> u32 {
+        self.render_rate_hz
     }
 
     /// Samples the speaker played, in order (silence included).

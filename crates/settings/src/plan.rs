@@ -240,6 +240,7 @@ impl Plan {
                 output_device: non_empty(&settings.output_device),
                 pre_roll_ms: settings.pre_roll_ms,
                 privacy_mic: !settings.warm_mic,
+                echo_cancellation: settings.echo_cancellation,
                 ..EngineConfig::default()
             },
             data_dir,

@@ -122,6 +122,10 @@ pub struct Settings {
     /// Keep the microphone open between presses so the first word is never clipped. Off: the
     /// microphone opens on the press (private, may clip the first syllable).
     pub warm_mic: bool,
+    /// Cancel the speaker's echo (and steady noise) in what the microphone sends: talking over
+    /// a reply works on speakers, hands-free. Off: the microphone is muted while a reply plays
+    /// (a headset does not need more).
+    pub echo_cancellation: bool,
     /// Chosen devices by id; empty for the system default.
     pub input_device: String,
     pub output_device: String,
@@ -180,6 +184,7 @@ impl Default for Settings {
             push_to_talk_tail_ms: walkie_session::turn::DEFAULT_TAIL_MS as u32,
             pre_roll_ms: walkie_session::turn::DEFAULT_PRE_ROLL_MS as u32,
             warm_mic: true,
+            echo_cancellation: true,
             input_device: String::new(),
             output_device: String::new(),
             data_folder: String::new(),
@@ -232,6 +237,7 @@ pub fn label(field: &str) -> &'static str {
         "pushToTalkTailMs" => "Keep listening after you let go (ms)",
         "preRollMs" => "Include audio from before the press (ms)",
         "warmMic" => "Keep the microphone open between turns",
+        "echoCancellation" => "Cancel the speaker's echo",
         "inputDevice" => "Microphone",
         "outputDevice" => "Speaker",
         "dataFolder" => "Save conversations in",
@@ -381,7 +387,12 @@ impl Settings {
                 s.instructions.clone(),
                 s.transcription_model.clone(),
                 s.noise_reduction,
-                (s.push_to_talk_tail_ms, s.pre_roll_ms, s.warm_mic),
+                (
+                    s.push_to_talk_tail_ms,
+                    s.pre_roll_ms,
+                    s.warm_mic,
+                    s.echo_cancellation,
+                ),
                 (s.input_device.clone(), s.output_device.clone()),
             )
         };
