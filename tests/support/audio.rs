@@ -156,3 +156,67 @@ pub fn sounding_span_frames(samples: &[i16]) -> usize {
 pub fn energy(samples: &[i16]) -> f64 {
     samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum()
 }
+
+/// The virtual speaker heard by the virtual microphone, as a laptop's microphone hears its
+/// speakers: a PulseAudio loopback from the speaker's monitor into the microphone sink,
+/// `latency_ms` late and `gain_db` quieter. Unloaded when dropped.
+///
+/// A fixed path, as a room is: the loopback's rate adjustment is off (`adjust_time=0`; the two
+/// null sinks share one clock). Left on, it resamples continually to hold its latency, an echo
+/// path whose delay keeps moving, which the echo canceller does not follow
+/// (docs/benchmarks.md, clock drift).
+pub struct SpeakerIntoMicrophone {
+    module: String,
+}
+
+impl SpeakerIntoMicrophone {
+    pub fn load(latency_ms: u32, gain_db: f32) -> Self {
+        let output = Command::new("pactl")
+            .args([
+                "load-module",
+                "module-loopback",
+                "source=spk.monitor",
+                "sink=mic",
+                &format!("latency_msec={latency_ms}"),
+                "adjust_time=0",
+                "source_dont_move=true",
+                "sink_dont_move=true",
+            ])
+            .output()
+            .expect("pactl runs");
+        assert!(output.status.success(), "the loopback loads: {output:?}");
+        let module = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let loopback = Self { module };
+        let inputs = Command::new("pactl")
+            .args(["list", "sink-inputs"])
+            .output()
+            .expect("pactl runs");
+        let listing = String::from_utf8_lossy(&inputs.stdout);
+        // Blocks of "Sink Input #N" … "Owner Module: M".
+        let input = listing
+            .split("Sink Input #")
+            .skip(1)
+            .find(|block| {
+                block
+                    .lines()
+                    .any(|line| line.trim() == format!("Owner Module: {}", loopback.module))
+            })
+            .and_then(|block| block.lines().next())
+            .map(|id| id.trim().to_owned())
+            .unwrap_or_else(|| panic!("the loopback's sink input is listed: {listing}"));
+        let status = Command::new("pactl")
+            .args(["set-sink-input-volume", &input, &format!("{gain_db}dB")])
+            .status()
+            .expect("pactl runs");
+        assert!(status.success(), "the loopback's volume is set");
+        loopback
+    }
+}
+
+impl Drop for SpeakerIntoMicrophone {
+    fn drop(&mut self) {
+        let _ = Command::new("pactl")
+            .args(["unload-module", &self.module])
+            .status();
+    }
+}

@@ -1191,6 +1191,18 @@ impl Uplink {
             }
         }
         while let Some(event) = echo_event(&mut self.echo) {
+            if let Some(echo) = &self.echo {
+                let stats = echo.stage.stats();
+                log::info!(
+                    "echo canceller {}: delay {:?} ms, ERLE {:?} dB",
+                    match event {
+                        EchoEvent::Converged => "trusted",
+                        EchoEvent::Relearning => "learning a new path",
+                    },
+                    stats.delay_ms,
+                    stats.erle_db.map(|db| db.round())
+                );
+            }
             self.events.send(EngineEvent::EchoCanceller {
                 converged: event == EchoEvent::Converged,
             });

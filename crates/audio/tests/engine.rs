@@ -759,8 +759,15 @@ fn reply_heard_by_its_own_microphone(echo_cancellation: bool) -> (Vec<Vec<f32>>,
         .find(|device| device.id.ends_with("spk.monitor"))
         .expect("the speaker's monitor is listed")
         .id;
+    reply_heard_by(Some(monitor), echo_cancellation)
+}
+
+fn reply_heard_by(
+    input_device: Option<String>,
+    echo_cancellation: bool,
+) -> (Vec<Vec<f32>>, Option<usize>) {
     let running = start(EngineConfig {
-        input_device: Some(monitor),
+        input_device,
         echo_cancellation,
         ..EngineConfig::default()
     });
@@ -787,16 +794,13 @@ fn reply_heard_by_its_own_microphone(echo_cancellation: bool) -> (Vec<Vec<f32>>,
     (decode_all(&frames), converged_after)
 }
 
-/// The local provider's speech threshold: RMS 184 of 32768, about −45 dBFS.
-const SPEECH_THRESHOLD_DBFS: f32 = -45.01;
-
 #[test]
 fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller_has_learnt_it() {
     let _sinks = one_at_a_time();
     let (raw, never) = reply_heard_by_its_own_microphone(false);
     let raw_at_speech_level = raw
         .iter()
-        .filter(|frame| rms_dbfs(frame) >= SPEECH_THRESHOLD_DBFS)
+        .filter(|frame| rms_dbfs(frame) >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
         .count();
     assert_eq!(never, None, "no canceller, no convergence");
     assert!(
@@ -811,7 +815,7 @@ fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller
         .iter()
         .enumerate()
         .map(|(n, frame)| (converged_after + n, rms_dbfs(frame)))
-        .filter(|&(_, level)| level >= SPEECH_THRESHOLD_DBFS)
+        .filter(|&(_, level)| level >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
         .collect();
     println!(
         "converged after {converged_after} frames; {} frames sent after it, at speech level: {leaked:?} \

@@ -9,7 +9,7 @@ use walkie_dsp::testkit::room::{DoubleTalk, Room, cancel, frames_at_speech_level
 fn main() {
     let seconds = 10;
     println!(
-        "| delay | drift | canceller | median ERLE | frames at speech level (of {}) | delay found | user heard after |",
+        "| delay | drift | canceller | median ERLE | frames at the voice detector's level (of {}) | delay found | user heard after |",
         seconds * 50
     );
     println!("|---|---|---|---|---|---|---|");

@@ -184,6 +184,13 @@ const AUDIBLE_REFERENCE_DBFS: f32 = -50.0;
 /// The capture rate of the uplink: the call's.
 const CAPTURE_RATE_HZ: u32 = crate::CALL_RATE_HZ;
 
+/// Noise added to the microphone's samples before the canceller, as RMS dBFS: a microphone
+/// that delivers exact zeros between words (a virtual device, a digitally gated one) otherwise
+/// leads the noise suppressor to take the words for noise (5 dB off and 40 % of their length
+/// cut: tests/echo_room.rs). Any noise at all avoids it; this is 30 dB below 16-bit
+/// quantisation noise, far under any real microphone's own.
+const DITHER_DBFS: f32 = -120.0;
+
 /// What the echo stage reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EchoEvent {
@@ -202,6 +209,7 @@ pub enum EchoEvent {
 pub struct EchoStage {
     canceller: EchoCanceller,
     render_rate_hz: u32,
+    dither: Dither,
     render_pending: Vec<f32>,
     capture_pending: Vec<f32>,
     audible_reference_ms: u32,
@@ -216,6 +224,33 @@ impl std::fmt::Debug for EchoStage {
             .field("audible_reference_ms", &self.audible_reference_ms)
             .field("converged", &self.converged)
             .finish_non_exhaustive()
+    }
+}
+
+/// Uniform noise of a given RMS from a fixed seed (xorshift64*): the same every run.
+#[derive(Debug, Clone)]
+struct Dither {
+    state: u64,
+    peak: f32,
+}
+
+impl Dither {
+    fn new(rms_dbfs: f32) -> Self {
+        // A uniform signal in [-peak, peak) has an RMS of peak / sqrt(3).
+        Self {
+            state: 0x9E37_79B9_7F4A_7C15,
+            peak: 10f32.powf(rms_dbfs / 20.0) * 3f32.sqrt(),
+        }
+    }
+
+    fn add_to(&mut self, frame: &mut [f32]) {
+        for sample in frame {
+            self.state ^= self.state >> 12;
+            self.state ^= self.state << 25;
+            self.state ^= self.state >> 27;
+            let bits = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
+            *sample += (bits as f32 / (1u64 << 23) as f32 - 1.0) * self.peak;
+        }
     }
 }
 
@@ -237,6 +272,7 @@ impl EchoStage {
             capture_pending: Vec::with_capacity(canceller.capture_frame_samples()),
             canceller,
             render_rate_hz,
+            dither: Dither::new(DITHER_DBFS),
             audible_reference_ms: 0,
             converged: false,
             event: None,
@@ -291,6 +327,7 @@ impl EchoStage {
             self.capture_pending.extend_from_slice(&samples[..take]);
             samples = &samples[take..];
             if self.capture_pending.len() == frame_samples {
+                self.dither.add_to(&mut self.capture_pending);
                 self.canceller
                     .captured(&mut self.capture_pending, delay_hint_ms)?;
                 out.extend_from_slice(&self.capture_pending);

@@ -95,9 +95,9 @@ pub fn user_voice(ms: u64, gain: f32) -> Vec<f32> {
         .collect()
 }
 
-/// The local provider's speech threshold: RMS 184 of 32768 (`walkie_local::session::
-/// SPEECH_RMS_THRESHOLD`), as dBFS.
-pub const SPEECH_THRESHOLD_DBFS: f32 = -45.01;
+/// The level at which the local provider's voice detection hears speech at its default
+/// threshold (0.5: −40 dBFS, `walkie_local::session::VadSettings::rms_for_threshold`).
+pub const VAD_THRESHOLD_DBFS: f32 = -40.0;
 
 /// One voice-detection frame: 20 ms (an Opus frame, what the provider measures).
 pub const VAD_FRAME_SAMPLES: usize = RATE_HZ / 50;
@@ -195,12 +195,12 @@ pub fn median_erle_db(echo: &[f32], sent: &[f32], from_s: usize) -> Option<f64> 
     Some(erle[erle.len() / 2])
 }
 
-/// The start (in ms) of each 20 ms frame of `samples` at or above [`SPEECH_THRESHOLD_DBFS`].
+/// The start (in ms) of each 20 ms frame of `samples` at or above [`VAD_THRESHOLD_DBFS`].
 pub fn frames_at_speech_level(samples: &[f32]) -> Vec<usize> {
     samples
         .chunks_exact(VAD_FRAME_SAMPLES)
         .enumerate()
-        .filter(|(_, frame)| rms_dbfs(frame) >= SPEECH_THRESHOLD_DBFS)
+        .filter(|(_, frame)| rms_dbfs(frame) >= VAD_THRESHOLD_DBFS)
         .map(|(index, _)| index * 20)
         .collect()
 }
