@@ -1,6 +1,6 @@
 //! The engine measured on real devices (the test PulseAudio server's null sinks): CPU per second
-//! of duplex audio, key-down → first encoded frame (warm mic and privacy mode), and RTP arrival →
-//! sample at the device.
+//! of duplex audio (and with echo cancellation, side by side), key-down → first encoded frame
+//! (warm mic and privacy mode), and RTP arrival → sample at the device.
 //!
 //! ```sh
 //! export PULSE_SERVER=$(scripts/pulse.sh start target/pulse-audio-dev)
@@ -167,7 +167,7 @@ fn bare_clients_cpu(seconds: u64) -> f64 {
     share
 }
 
-fn duplex_cpu(opus_complexity: i32) -> f64 {
+fn duplex_cpu(opus_complexity: i32, echo_cancellation: bool) -> f64 {
     // What the provider sends: its own encoding of speech (libopus's defaults, as the local
     // provider encodes its replies), one packet for each frame the uplink sends.
     let reply = encode_opus(&speech_like(30_000)).expect("the reply encodes");
@@ -177,6 +177,7 @@ fn duplex_cpu(opus_complexity: i32) -> f64 {
     let (engine, events) = Engine::start(
         EngineConfig {
             opus_complexity,
+            echo_cancellation,
             ..EngineConfig::default()
         },
         move |opus: &[u8], _| {
@@ -251,7 +252,12 @@ fn duplex_cpu(opus_complexity: i32) -> f64 {
     engine.apply(AudioCommand::CloseCapture);
     let stats = engine.stats();
     println!(
-        "duplex: {:.2} % of one core ({:.1} ms CPU per second of audio), {} reply packets received, {} chunks played, jitter {:?}, playback xruns {} frames",
+        "duplex{}: {:.2} % of one core ({:.1} ms CPU per second of audio), {} reply packets received, {} chunks played, jitter {:?}, playback xruns {} frames",
+        if echo_cancellation {
+            " with echo cancellation"
+        } else {
+            ""
+        },
         100.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
         1000.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
         seq,
@@ -384,7 +390,7 @@ fn main() {
             .unwrap_or_default()
             .trim()
     );
-    // `engine_measure cpu latency`: only some parts; none named: all of them.
+    // `engine_measure cpu echo latency`: only some parts; none named: all of them.
     // `--complexity N`: the microphone's Opus complexity (the engine's default otherwise).
     let mut parts: Vec<String> = std::env::args().skip(1).collect();
     let mut opus_complexity = DEFAULT_OPUS_COMPLEXITY;
@@ -398,11 +404,21 @@ fn main() {
     println!("microphone Opus complexity {opus_complexity}");
     let wanted = |part: &str| parts.is_empty() || parts.iter().any(|p| p == part);
     if wanted("cpu") {
-        let engine = duplex_cpu(opus_complexity);
+        let engine = duplex_cpu(opus_complexity, false);
         let floor = bare_clients_cpu(10);
         println!(
             "bare pacat + parec, same audio and buffering, no processing: {floor:.2} % of one core; the engine is {:.2}x that",
             engine / floor
+        );
+    }
+    if wanted("echo") {
+        // Side by side in one run: the same duplex speech without and with the canceller.
+        let without = duplex_cpu(opus_complexity, false);
+        let with = duplex_cpu(opus_complexity, true);
+        println!(
+            "echo cancellation adds {:.2} % of one core ({with:.2} % with, {without:.2} % without: {:.2}x)",
+            with - without,
+            with / without
         );
     }
     if wanted("latency") {

@@ -1128,10 +1128,17 @@ impl Uplink {
         if capture.read_into(&mut self.device_buf) == 0 {
             return;
         }
-        self.shared.capture_xrun_frames.store(
-            capture.counters().xrun_frames.load(Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
+        let xrun_frames = capture.counters().xrun_frames.load(Ordering::Relaxed);
+        let overran = self
+            .shared
+            .capture_xrun_frames
+            .swap(xrun_frames, Ordering::Relaxed)
+            != xrun_frames;
+        if overran && let Some(echo) = self.echo.as_mut() {
+            // Captured audio was lost: the microphone's timeline jumped against the speaker's,
+            // as if the echo path had changed.
+            echo.stage.path_changed();
+        }
         if let Some((_, meter)) = self.meter.as_mut() {
             let events = &self.events;
             meter.feed(&self.device_buf, |level| {
@@ -1265,6 +1272,8 @@ fn feed_reference(echo: &mut UplinkEcho) -> Result<(), EchoError> {
             stale.commit_all();
         }
         available = keep;
+        // The speaker's timeline jumped against the microphone's.
+        echo.stage.path_changed();
     }
     let Ok(chunk) = echo.reference.samples.read_chunk(available) else {
         return Ok(());
