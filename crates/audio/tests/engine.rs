@@ -750,9 +750,11 @@ fn engines_started_and_dropped_one_after_another_leave_no_sound_server_connectio
 
 /// A reply played while the microphone is the speaker's own monitor (every sample comes
 /// straight back, through the sound server's latency), with capture open as hands-free keeps
-/// it: the decoded frames the engine sent, the events it gave, and how many frames had been
-/// sent when the canceller said it converged (if it did).
-fn reply_heard_by_its_own_microphone(echo_cancellation: bool) -> (Vec<Vec<f32>>, Option<usize>) {
+/// it: the decoded frames the engine sent, and the stretches of them (frame ranges) sent while
+/// the canceller was trusted (from its `converged: true` to its `converged: false`, if any).
+fn reply_heard_by_its_own_microphone(
+    echo_cancellation: bool,
+) -> (Vec<Vec<f32>>, Vec<std::ops::Range<usize>>) {
     let monitor = list_devices(DeviceDirection::Input)
         .expect("the devices are listed")
         .into_iter()
@@ -765,7 +767,7 @@ fn reply_heard_by_its_own_microphone(echo_cancellation: bool) -> (Vec<Vec<f32>>,
 fn reply_heard_by(
     input_device: Option<String>,
     echo_cancellation: bool,
-) -> (Vec<Vec<f32>>, Option<usize>) {
+) -> (Vec<Vec<f32>>, Vec<std::ops::Range<usize>>) {
     let running = start(EngineConfig {
         input_device,
         echo_cancellation,
@@ -782,21 +784,33 @@ fn reply_heard_by(
         player.play(&AudioChunk::from_samples(piece.to_vec()));
     }
     let mut frames = Vec::new();
-    let mut converged_after = None;
+    let mut trusted = Vec::new();
+    let mut trusted_since = None;
     running.events_until("the reply to drain", Duration::from_secs(15), |event| {
         frames.extend(running.frames_so_far());
-        if matches!(event, EngineEvent::EchoCanceller { converged: true }) {
-            converged_after.get_or_insert(frames.len());
+        match event {
+            EngineEvent::EchoCanceller { converged: true } => {
+                trusted_since.get_or_insert(frames.len());
+            }
+            EngineEvent::EchoCanceller { converged: false } => {
+                if let Some(since) = trusted_since.take() {
+                    trusted.push(since..frames.len());
+                }
+            }
+            _ => {}
         }
         matches!(event, EngineEvent::PlaybackDrained)
     });
     frames.extend(running.frames_so_far());
+    if let Some(since) = trusted_since {
+        trusted.push(since..frames.len());
+    }
     let stats = running.engine.stats();
     println!(
         "capture overruns {} frames, playback underruns {} frames",
         stats.capture_xrun_frames, stats.playback_xrun_frames
     );
-    (decode_all(&frames), converged_after)
+    (decode_all(&frames), trusted)
 }
 
 #[test]
@@ -807,29 +821,29 @@ fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller
         .iter()
         .filter(|frame| rms_dbfs(frame) >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
         .count();
-    assert_eq!(never, None, "no canceller, no convergence");
+    assert_eq!(never, [], "no canceller, never trusted");
     assert!(
         raw_at_speech_level > 200,
         "without the canceller the reply is sent back: {raw_at_speech_level} of {} frames",
         raw.len()
     );
 
-    let (cleaned, converged_after) = reply_heard_by_its_own_microphone(true);
-    let converged_after = converged_after.expect("the canceller converges during the reply");
-    let leaked: Vec<(usize, f32)> = cleaned[converged_after..]
+    let (cleaned, trusted) = reply_heard_by_its_own_microphone(true);
+    let trusted_frames: usize = trusted.iter().map(|range| range.len()).sum();
+    let leaked: Vec<(usize, f32)> = trusted
         .iter()
-        .enumerate()
-        .map(|(n, frame)| (converged_after + n, rms_dbfs(frame)))
+        .flat_map(|range| range.clone())
+        .map(|n| (n, rms_dbfs(&cleaned[n])))
         .filter(|&(_, level)| level >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
         .collect();
     println!(
-        "converged after {converged_after} frames; {} frames sent after it, at speech level: {leaked:?} \
+        "trusted over frames {trusted:?} of {}; at speech level then: {leaked:?} \
          ({raw_at_speech_level} without the canceller)",
-        cleaned.len() - converged_after
+        cleaned.len()
     );
     assert!(
-        cleaned.len() - converged_after > 100,
-        "the canceller converged late: after {converged_after} of {} frames",
+        trusted_frames > 100,
+        "the canceller was trusted for {trusted_frames} of {} frames: {trusted:?}",
         cleaned.len()
     );
     // What a voice detection would take for the user: 60 ms at speech level in a row (the
