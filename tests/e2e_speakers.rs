@@ -1,8 +1,9 @@
 //! Hands-free on speakers, in the real window: the virtual speaker is looped back into the
 //! virtual microphone (60 ms late, 6 dB down), as a laptop's microphone hears its speakers,
-//! and the local provider's voice detection listens to what Walkie sends. Walkie's echo
-//! canceller (on by default) must keep every reply out of what is sent — 20 replies, none
-//! interrupted by itself — while the user can still talk over a reply and stop it.
+//! and the local provider's voice detection listens to what Walkie sends. As installed, the
+//! microphone is muted while a reply plays: no reply is cut by its own echo. With "Interrupt a
+//! reply by speaking", the echo canceller lets the user's voice through once it has learnt the
+//! room, and the user can stop a reply by talking over it.
 
 mod support;
 
@@ -43,40 +44,66 @@ async fn spoken_turn(client: &fantoccini::Client, seconds: f64) {
     wait_for(client, "#status", |status| status.starts_with(LISTENING)).await;
 }
 
+/// Starts the app hands-free with the virtual speaker heard by the virtual microphone, with
+/// voice barge-in as given, and waits until it listens.
+async fn launch_on_speakers(name: &'static str, voice_barge_in: bool) -> WebviewApp {
+    let dirs = AppDirs::fresh(name);
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        format!(r#"{{"handsFree": true, "voiceBargeIn": {voice_barge_in}}}"#),
+    )
+    .expect("writing the settings");
+    WebviewApp::launch_with(name, Launch::in_dirs(&dirs, None)).await
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn e2e_hands_free_on_speakers_never_interrupts_itself_and_the_user_can_talk_over_a_reply() {
+async fn e2e_hands_free_on_speakers_never_interrupts_itself_and_with_voice_barge_in_the_user_can_talk_over_a_reply()
+ {
     require_test_audio();
-    let dirs = AppDirs::fresh("hands_free_on_speakers");
-    std::fs::write(dirs.config.join("settings.json"), r#"{"handsFree": true}"#)
-        .expect("writing the settings");
     let _echo = SpeakerIntoMicrophone::load(60, -6.0);
-    let app = WebviewApp::launch_with("hands_free_on_speakers", Launch::in_dirs(&dirs, None)).await;
+
+    // As installed: the microphone is muted while a reply plays, so no echo reaches the
+    // provider, whatever the canceller does.
+    let app = launch_on_speakers("speakers_muted_while_speaking", false).await;
     app.run(|client| async move {
         wait_for(&client, "#status", |status| status.starts_with(LISTENING)).await;
-        for turn in 1..=20 {
+        for turn in 1..=10 {
             spoken_turn(&client, 1.2).await;
             let replies = texts(&client, "assistant").await;
             assert_eq!(replies.len(), turn, "one reply per turn: {replies:?}");
         }
-        let states = assistant_states(&client).await;
         assert_eq!(
-            states,
-            vec![None; 20],
+            assistant_states(&client).await,
+            vec![None; 10],
             "no reply was interrupted by its own echo"
         );
         assert_eq!(
             texts(&client, "user").await.len(),
-            20,
+            10,
             "no echo became a turn of the user's"
         );
+    })
+    .await;
 
-        // A long reply, and the user talks over it: the reply stops and is marked.
+    // With voice barge-in: once the canceller has learnt the room (two short replies), the
+    // user's voice over a long reply stops it, and the reply is marked.
+    let app = launch_on_speakers("speakers_voice_barge_in", true).await;
+    app.run(|client| async move {
+        wait_for(&client, "#status", |status| status.starts_with(LISTENING)).await;
+        for _ in 0..2 {
+            spoken_turn(&client, 1.5).await;
+        }
+        let replies_before = texts(&client, "assistant").await.len();
         let words = speech_like(3.0);
         tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&words))
             .await
             .unwrap();
         wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
         tokio::time::sleep(Duration::from_millis(600)).await;
+        assert!(
+            status_text(&client).await.starts_with("Speaking"),
+            "the long reply still plays when the user speaks over it"
+        );
         let over = speech_like(1.0);
         tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&over))
             .await
@@ -85,7 +112,7 @@ async fn e2e_hands_free_on_speakers_never_interrupts_itself_and_the_user_can_tal
         for _ in 0..100 {
             states = assistant_states(&client).await;
             if states
-                .get(20)
+                .get(replies_before)
                 .is_some_and(|state| state.as_deref() == Some("interrupted"))
             {
                 break;
@@ -93,7 +120,7 @@ async fn e2e_hands_free_on_speakers_never_interrupts_itself_and_the_user_can_tal
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert_eq!(
-            states.get(20).cloned().flatten().as_deref(),
+            states.get(replies_before).cloned().flatten().as_deref(),
             Some("interrupted"),
             "the user's voice over the reply cut it (status: {})",
             status_text(&client).await

@@ -61,6 +61,7 @@ fn the_saved_transcript_is_the_one_the_webview_showed_after_a_barge_in_and_a_lat
             thread_id: "call_1".to_owned(),
             redial: RedialPolicy::default(),
             jitter_seed: 1,
+            voice_barge_in: false,
         },
         ToolRegistry::with_builtins,
     );

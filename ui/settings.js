@@ -58,7 +58,7 @@ export function keyringMissingText(environmentVariable) {
 }
 
 const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes"]);
-const BOOLEAN_FIELDS = new Set(["handsFree", "warmMic", "echoCancellation"]);
+const BOOLEAN_FIELDS = new Set(["handsFree", "warmMic", "echoCancellation", "voiceBargeIn"]);
 const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs"]);
 
 /**
@@ -150,6 +150,20 @@ export function dataFolderSetting(typed, setting, inUse) {
  * letters, a fraction. Returns the reason, or `null` when the value is a whole number (the
  * range is Rust's to check).
  */
+/**
+ * Runs async tasks one after another, in the order they were asked for. Two saves in flight
+ * (a refused one, then the corrected one) would otherwise be carried out and answered in
+ * either order, and the earlier one could undo the later on disk or on screen.
+ */
+export function oneAfterAnother() {
+  let last = Promise.resolve();
+  return (task) => {
+    const run = last.then(task);
+    last = run.catch(() => {});
+    return run;
+  };
+}
+
 export function wholeNumberProblem(text, badInput = false, example = "milliseconds, e.g. 300") {
   const trimmed = String(text).trim();
   if (!badInput && /^\d+$/.test(trimmed)) return null;
@@ -225,6 +239,7 @@ export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaul
   const dataFolderHelpText = dataFolderHelp.textContent;
   let view = null;
   let saved = {};
+  const inOrder = oneAfterAnother();
 
   function field(name) {
     return form.elements.namedItem(name);
@@ -454,8 +469,13 @@ export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaul
     await loadDevices();
   }
 
-  /** Saves the settings and a typed key together. Resolves to whether it saved. */
-  async function save() {
+  /** Saves the settings and a typed key together, after any save asked for before it.
+   * Resolves to whether it saved. */
+  function save() {
+    return inOrder(saveNow);
+  }
+
+  async function saveNow() {
     clearInvalid();
     const { settings, problems } = readForm();
     if (problems.length) {

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
+  oneAfterAnother,
   accountFor,
   changedFields,
   dataFolderField,
@@ -214,4 +215,26 @@ test("a shortcut is set by pressing it, in the words the shortcut parser takes",
   assert.equal(press("Backspace", { ctrlKey: true }), "Ctrl+Backspace");
   assert.equal(press("Tab"), null, "Tab moves on");
   assert.equal(press("Escape"), null, "Escape is the dialog's");
+});
+
+test("saves run one after another in the order asked, a slow first one included", async () => {
+  const inOrder = oneAfterAnother();
+  const events = [];
+  let finishFirst;
+  const first = inOrder(async () => {
+    events.push("first starts");
+    await new Promise((resolve) => (finishFirst = resolve));
+    events.push("first ends");
+    throw new Error("refused");
+  });
+  const second = inOrder(async () => {
+    events.push("second starts");
+    return "saved";
+  });
+  await Promise.resolve();
+  assert.deepEqual(events, ["first starts"], "the second waits for the first");
+  finishFirst();
+  await assert.rejects(first, /refused/);
+  assert.equal(await second, "saved", "a refused save does not stop the next");
+  assert.deepEqual(events, ["first starts", "first ends", "second starts"]);
 });

@@ -31,6 +31,10 @@ pub struct ConversationConfig {
     pub redial: RedialPolicy,
     /// Seeds the jitter of redial waits (the machine reads no randomness of its own).
     pub jitter_seed: u64,
+    /// The user may interrupt a reply by speaking once the engine's echo canceller is trusted
+    /// ([`crate::EngineInput::EchoCanceller`]); otherwise the microphone stays muted while the
+    /// assistant is audible (half duplex), whatever the canceller says.
+    pub voice_barge_in: bool,
 }
 
 /// Where the conversation stands with its calls.
@@ -62,6 +66,7 @@ pub struct Conversation {
     bridge: TranscriptBridge,
     /// The turn settings each new call starts from (the mode follows the user's switches).
     turn: TurnConfig,
+    voice_barge_in: bool,
     tools: fn() -> ToolRegistry,
     provider_label: String,
     redial: RedialPolicy,
@@ -105,6 +110,7 @@ impl Conversation {
             iterator,
             bridge: TranscriptBridge::new(config.thread_id),
             turn: config.turn,
+            voice_barge_in: config.voice_barge_in,
             tools,
             provider_label: config.provider_label,
             redial: config.redial,
@@ -456,9 +462,11 @@ impl Conversation {
                 self.hint = Some(sentence::device_unavailable(direction, &reason));
             }
             EngineInput::EchoCanceller { converged } => {
-                // The canceller lives in the engine, across calls: the next call starts so.
-                self.turn.echo_canceller = converged;
-                controller.echo_cancelled(converged, now_ms);
+                if self.voice_barge_in {
+                    // The canceller lives in the engine, across calls: the next call starts so.
+                    self.turn.echo_canceller = converged;
+                    controller.echo_cancelled(converged, now_ms);
+                }
             }
             EngineInput::Level { direction, level } => {
                 self.outputs.push_back(Output::Level { direction, level })

@@ -601,6 +601,7 @@ fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered
             thread_id: "call_earlier".to_owned(),
             redial: RedialPolicy::default(),
             jitter_seed: 3,
+            voice_barge_in: false,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![
@@ -687,5 +688,44 @@ fn a_converged_echo_canceller_carries_over_to_the_next_call_and_nothing_is_gated
     assert!(
         !reply_on_the_next_call(true).contains(&AudioCommand::GateMic { gated: true }),
         "the engine's canceller still holds on the next call: the user can talk over the reply"
+    );
+}
+
+#[test]
+fn without_voice_barge_in_a_trusted_canceller_leaves_the_mic_muted_during_replies() {
+    use walkie_conversation::{Conversation, ConversationConfig};
+    let config = TurnConfig::hands_free(SessionConfig::default(), server_vad(None));
+    let mut machine = Conversation::new(
+        ConversationConfig {
+            turn: config,
+            provider_label: PROVIDER.to_owned(),
+            thread_id: "call_1".to_owned(),
+            redial: RedialPolicy::default(),
+            jitter_seed: 1,
+            voice_barge_in: false,
+        },
+        walkie_session::turn::ToolRegistry::with_builtins,
+    );
+    let mut outputs = Vec::new();
+    let mut input = |at_ms: u64, input: Input| {
+        machine.handle_input(input, at_ms);
+        outputs.extend(std::iter::from_fn(|| machine.poll_output()));
+    };
+    input(0, Input::Transport(TransportInput::Open));
+    input(50, Input::ServerText(session_updated_with_transcription()));
+    input(
+        500,
+        Input::Engine(EngineInput::EchoCanceller { converged: true }),
+    );
+    for (at_ms, text) in [
+        (1_000, response_created("resp_R1")),
+        (1_010, audio_part_added("resp_R1", "item_A1")),
+        (1_020, output_started("resp_R1")),
+    ] {
+        input(at_ms, Input::ServerText(text));
+    }
+    assert!(
+        audio_commands(&outputs).contains(&AudioCommand::GateMic { gated: true }),
+        "the user did not ask to talk over replies: the mic is muted while one plays"
     );
 }

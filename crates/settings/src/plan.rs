@@ -189,6 +189,8 @@ pub struct Plan {
     pub engine: EngineConfig,
     /// Where conversations are saved, or why there is nowhere.
     pub data_dir: Result<PathBuf, PlanError>,
+    /// The user's voice may interrupt a reply (with echo cancellation on).
+    pub voice_barge_in: bool,
 }
 
 impl Plan {
@@ -221,6 +223,7 @@ impl Plan {
             thread_id,
             redial: RedialPolicy::default(),
             jitter_seed,
+            voice_barge_in: self.voice_barge_in,
         }
     }
 
@@ -244,6 +247,7 @@ impl Plan {
                 ..EngineConfig::default()
             },
             data_dir,
+            voice_barge_in: settings.voice_barge_in && settings.echo_cancellation,
         }
     }
 }

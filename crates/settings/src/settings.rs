@@ -126,6 +126,9 @@ pub struct Settings {
     /// a reply works on speakers, hands-free. Off: the microphone is muted while a reply plays
     /// (a headset does not need more).
     pub echo_cancellation: bool,
+    /// Hands-free on speakers: once the echo canceller has learnt the room, the user's voice
+    /// stops a reply (the microphone is not muted while one plays). Needs echo cancellation.
+    pub voice_barge_in: bool,
     /// Chosen devices by id; empty for the system default.
     pub input_device: String,
     pub output_device: String,
@@ -185,6 +188,7 @@ impl Default for Settings {
             pre_roll_ms: walkie_session::turn::DEFAULT_PRE_ROLL_MS as u32,
             warm_mic: true,
             echo_cancellation: true,
+            voice_barge_in: false,
             input_device: String::new(),
             output_device: String::new(),
             data_folder: String::new(),
@@ -238,6 +242,7 @@ pub fn label(field: &str) -> &'static str {
         "preRollMs" => "Include audio from before the press (ms)",
         "warmMic" => "Keep the microphone open between turns",
         "echoCancellation" => "Cancel the speaker's echo",
+        "voiceBargeIn" => "Interrupt a reply by speaking",
         "inputDevice" => "Microphone",
         "outputDevice" => "Speaker",
         "dataFolder" => "Save conversations in",
@@ -392,6 +397,7 @@ impl Settings {
                     s.pre_roll_ms,
                     s.warm_mic,
                     s.echo_cancellation,
+                    s.voice_barge_in,
                 ),
                 (s.input_device.clone(), s.output_device.clone()),
             )

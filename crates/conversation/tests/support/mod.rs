@@ -33,6 +33,7 @@ impl Call {
                 thread_id: "call_1".to_owned(),
                 redial: RedialPolicy::default(),
                 jitter_seed: 7,
+                voice_barge_in: true,
             },
             ToolRegistry::with_builtins,
         );
