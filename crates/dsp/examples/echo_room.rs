@@ -38,12 +38,14 @@ fn main() {
                 let heard = frames_at_speech_level(&talk_sent[6 * 48_000..])
                     .first()
                     .map_or("never".to_owned(), |ms| format!("{ms} ms"));
+                let first = above
+                    .first()
+                    .map_or(String::new(), |ms| format!(" (first at {ms} ms)"));
                 println!(
-                    "| {delay_ms} ms | {drift_ppm:+} ppm | AEC3{}{} | {erle} | {} (first at {:?} ms) | {} ms | {heard} |",
+                    "| {delay_ms} ms | {drift_ppm:+} ppm | AEC3{}{} | {erle} | {}{first} | {} ms | {heard} |",
                     if noise_suppression { " + NS" } else { "" },
                     if hint_ms > 0 { " + hint" } else { "" },
                     above.len(),
-                    above.first(),
                     stats.delay_ms.map_or("–".to_owned(), |ms| ms.to_string()),
                 );
             }
