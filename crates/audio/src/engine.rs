@@ -5,8 +5,11 @@
 //! Each worker owns its device stream and every buffer it needs, sized when it starts; the
 //! device callbacks only move samples through rings ([`crate::device`]).
 //!
-//! - **Uplink**: capture (down-mixed in the callback) → resample to 48 kHz → the warm mic's
-//!   pre-roll while nobody talks, or 20 ms frames → Opus → the [`FrameSink`] the app connects
+//! - **Uplink**: capture (down-mixed in the callback) → resample to 48 kHz → the echo
+//!   canceller, with echo cancellation on (its reference is what the speaker stream played,
+//!   tapped where samples leave for the device; [`EngineEvent::EchoCanceller`] says when it can
+//!   be trusted) → the warm mic's pre-roll while nobody talks, or 20 ms frames → Opus → the
+//!   [`FrameSink`] the app connects
 //!   to the transport. [`AudioCommand::OpenCapture`] first sends the pre-roll (the moment
 //!   before the press), [`AudioCommand::GateMic`] replaces the microphone by silence (half
 //!   duplex without an echo canceller) in what is sent and in the pre-roll alike, so a press

@@ -213,7 +213,10 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
         let loudest = SEGMENT_HZ
             .iter()
             .copied()
-            .max_by(|a, b| tone_level_dbfs(middle, *a).total_cmp(&tone_level_dbfs(middle, *b)))
+            .max_by(|a, b| {
+                tone_level_dbfs(middle, f64::from(*a))
+                    .total_cmp(&tone_level_dbfs(middle, f64::from(*b)))
+            })
             .expect("six candidates");
         assert_eq!(loudest, hz, "segment {segment} is in its place");
     }

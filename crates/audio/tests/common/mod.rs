@@ -48,35 +48,9 @@ pub fn from_bytes(bytes: &[u8]) -> Vec<i16> {
         .collect()
 }
 
-/// The level of `frequency_hz` in `samples` (48 kHz), in dBFS of a full-scale sine (Goertzel).
-pub fn tone_level_dbfs(samples: &[f32], frequency_hz: f32) -> f32 {
-    if samples.is_empty() {
-        return -120.0;
-    }
-    let omega = 2.0 * std::f32::consts::PI * frequency_hz / 48_000.0;
-    let (mut s1, mut s2) = (0.0f64, 0.0f64);
-    let coefficient = 2.0 * f64::from(omega.cos());
-    for &x in samples {
-        let s0 = f64::from(x) + coefficient * s1 - s2;
-        s2 = s1;
-        s1 = s0;
-    }
-    let power = s1 * s1 + s2 * s2 - coefficient * s1 * s2;
-    let amplitude = 2.0 * power.sqrt() / samples.len() as f64;
-    (20.0 * amplitude.max(1e-6).log10()) as f32
-}
-
-pub fn rms_dbfs(samples: &[f32]) -> f32 {
-    if samples.is_empty() {
-        return -120.0;
-    }
-    let mean_square = samples
-        .iter()
-        .map(|&s| f64::from(s) * f64::from(s))
-        .sum::<f64>()
-        / samples.len() as f64;
-    (10.0 * mean_square.max(1e-12).log10()) as f32
-}
+// Each test binary uses some of these.
+#[allow(unused_imports)]
+pub use walkie_dsp::testkit::{rms_dbfs, tone_level_dbfs};
 
 /// A pacat/parec process, ended when dropped. A reader thread drains parec's output as it
 /// comes, so the pipe never fills and the server never drops what was recorded.
