@@ -18,6 +18,8 @@
 use sonora::config::{EchoCanceller as Aec3, NoiseSuppression, NoiseSuppressionLevel};
 use sonora::{AudioProcessing, Config, StreamConfig};
 
+use crate::noise::Noise;
+
 /// One frame of the canceller: 10 ms.
 pub const ECHO_FRAME_MS: u32 = 10;
 
@@ -67,6 +69,9 @@ pub struct EchoCanceller {
     render_out: Vec<f32>,
     /// The capture frame's input copy (the canceller reads from one slice, writes another).
     capture_in: Vec<f32>,
+    /// Added to every capture frame ([`DITHER_DBFS`]).
+    dither: Noise,
+    dither_peak: f32,
     stats: EchoStats,
 }
 
@@ -123,6 +128,9 @@ impl EchoCanceller {
             render_frame_samples,
             render_out: vec![0.0; render_frame_samples],
             capture_in: vec![0.0; capture_frame_samples],
+            dither: Noise::new(0x9E37_79B9_7F4A_7C15),
+            // A uniform signal in [-peak, peak) has an RMS of peak / sqrt(3).
+            dither_peak: 10f32.powf(DITHER_DBFS / 20.0) * 3f32.sqrt(),
             stats: EchoStats::default(),
         })
     }
@@ -156,7 +164,9 @@ impl EchoCanceller {
         let _clamped = self
             .processor
             .set_stream_delay_ms(i32::try_from(delay_hint_ms).unwrap_or(i32::MAX));
-        self.capture_in.copy_from_slice(frame);
+        for (input, &sample) in self.capture_in.iter_mut().zip(frame.iter()) {
+            *input = sample + self.dither.next_sample() * self.dither_peak;
+        }
         self.processor
             .process_capture_f32(&[&self.capture_in[..]], &mut [frame])
             .map_err(|error| EchoError::Processing(format!("{error:?}")))?;
@@ -209,7 +219,6 @@ pub enum EchoEvent {
 pub struct EchoStage {
     canceller: EchoCanceller,
     render_rate_hz: u32,
-    dither: Dither,
     render_pending: Vec<f32>,
     capture_pending: Vec<f32>,
     audible_reference_ms: u32,
@@ -224,33 +233,6 @@ impl std::fmt::Debug for EchoStage {
             .field("audible_reference_ms", &self.audible_reference_ms)
             .field("converged", &self.converged)
             .finish_non_exhaustive()
-    }
-}
-
-/// Uniform noise of a given RMS from a fixed seed (xorshift64*): the same every run.
-#[derive(Debug, Clone)]
-struct Dither {
-    state: u64,
-    peak: f32,
-}
-
-impl Dither {
-    fn new(rms_dbfs: f32) -> Self {
-        // A uniform signal in [-peak, peak) has an RMS of peak / sqrt(3).
-        Self {
-            state: 0x9E37_79B9_7F4A_7C15,
-            peak: 10f32.powf(rms_dbfs / 20.0) * 3f32.sqrt(),
-        }
-    }
-
-    fn add_to(&mut self, frame: &mut [f32]) {
-        for sample in frame {
-            self.state ^= self.state >> 12;
-            self.state ^= self.state << 25;
-            self.state ^= self.state >> 27;
-            let bits = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
-            *sample += (bits as f32 / (1u64 << 23) as f32 - 1.0) * self.peak;
-        }
     }
 }
 
@@ -272,7 +254,6 @@ impl EchoStage {
             capture_pending: Vec::with_capacity(canceller.capture_frame_samples()),
             canceller,
             render_rate_hz,
-            dither: Dither::new(DITHER_DBFS),
             audible_reference_ms: 0,
             converged: false,
             event: None,
@@ -327,7 +308,6 @@ impl EchoStage {
             self.capture_pending.extend_from_slice(&samples[..take]);
             samples = &samples[take..];
             if self.capture_pending.len() == frame_samples {
-                self.dither.add_to(&mut self.capture_pending);
                 self.canceller
                     .captured(&mut self.capture_pending, delay_hint_ms)?;
                 out.extend_from_slice(&self.capture_pending);

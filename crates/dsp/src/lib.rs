@@ -19,6 +19,7 @@ pub mod codec;
 pub mod echo;
 pub mod jitter;
 pub mod meter;
+pub mod noise;
 pub mod preroll;
 pub mod resample;
 #[cfg(feature = "testkit")]

@@ -146,8 +146,8 @@ impl Room {
     }
 }
 
-/// What the uplink sends of `reply` through a canceller made with `config` (48 kHz both ways)
-/// given `delay_hint_ms`, and what the canceller reported at the end.
+/// What the uplink sends of `reply` through a canceller (48 kHz both ways, with noise
+/// suppression or not) given `delay_hint_ms`, and what the canceller reported at the end.
 pub fn cancel(
     reply: &Reply,
     noise_suppression: bool,

@@ -54,7 +54,7 @@ use crate::turn::ledger::{PairedCreate, ResponseLedger};
 use crate::turn::lifecycle::{Lifecycle, LifecycleDue};
 use crate::turn::outbox::Outbox;
 use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, UiHint};
-use crate::turn::press::{Capture, CaptureChange, Press, PressDue};
+use crate::turn::press::{Capture, Press, PressDue};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
 
 /// Turn watchdog, WebRTC: how long a reply whose response has ended (`response.done`) may stay
@@ -740,19 +740,19 @@ impl TurnController {
     }
 
     fn set_mic_gate(&mut self, gated: bool) {
-        if let Some(CaptureChange::Gate(gated)) = self.capture.set_gated(gated) {
+        if self.capture.set_gated(gated) {
             self.command(AudioCommand::GateMic { gated });
         }
     }
 
     fn open_capture(&mut self, pre_roll_ms: u64) {
-        if self.capture.set_open(true).is_some() {
+        if self.capture.set_open(true) {
             self.command(AudioCommand::OpenCapture { pre_roll_ms });
         }
     }
 
     fn close_capture(&mut self) {
-        if self.capture.set_open(false).is_some() {
+        if self.capture.set_open(false) {
             self.command(AudioCommand::CloseCapture);
         }
     }

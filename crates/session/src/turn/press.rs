@@ -86,14 +86,6 @@ impl Press {
     }
 }
 
-/// An audio command the capture needs, once per change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum CaptureChange {
-    Open,
-    Close,
-    Gate(bool),
-}
-
 /// Whether capture is open and the mic gated, as last commanded.
 #[derive(Debug, Default)]
 pub(super) struct Capture {
@@ -107,24 +99,14 @@ impl Capture {
         self.open
     }
 
-    /// Capture is to be open (`true`) or closed: the command, if that is a change.
-    pub fn set_open(&mut self, open: bool) -> Option<CaptureChange> {
-        (self.open != open).then(|| {
-            self.open = open;
-            if open {
-                CaptureChange::Open
-            } else {
-                CaptureChange::Close
-            }
-        })
+    /// Capture is to be open (`true`) or closed: whether that is a change (to command).
+    pub fn set_open(&mut self, open: bool) -> bool {
+        std::mem::replace(&mut self.open, open) != open
     }
 
-    /// The mic is to be gated (`true`) or not: the command, if that is a change.
-    pub fn set_gated(&mut self, gated: bool) -> Option<CaptureChange> {
-        (self.gated != gated).then(|| {
-            self.gated = gated;
-            CaptureChange::Gate(gated)
-        })
+    /// The mic is to be gated (`true`) or not: whether that is a change (to command).
+    pub fn set_gated(&mut self, gated: bool) -> bool {
+        std::mem::replace(&mut self.gated, gated) != gated
     }
 }
 
@@ -189,11 +171,11 @@ mod tests {
     #[test]
     fn capture_commands_are_given_once_per_change() {
         let mut capture = Capture::default();
-        assert_eq!(capture.set_open(true), Some(CaptureChange::Open));
-        assert_eq!(capture.set_open(true), None);
-        assert_eq!(capture.set_gated(true), Some(CaptureChange::Gate(true)));
-        assert_eq!(capture.set_gated(true), None);
-        assert_eq!(capture.set_open(false), Some(CaptureChange::Close));
+        assert!(capture.set_open(true), "opening is a change");
+        assert!(!capture.set_open(true), "opening again is not");
+        assert!(capture.set_gated(true), "gating is a change");
+        assert!(!capture.set_gated(true), "gating again is not");
+        assert!(capture.set_open(false), "closing is a change");
         assert!(!capture.is_open());
     }
 }
