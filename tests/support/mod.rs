@@ -254,14 +254,7 @@ impl SecretService {
         }
         // Ready when the Secret Service name is owned on the bus.
         loop {
-            let owned = Command::new("dbus-send")
-                .args(["--session", "--print-reply", "--dest=org.freedesktop.DBus"])
-                .args(["/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner"])
-                .arg("string:org.freedesktop.secrets")
-                .env("DBUS_SESSION_BUS_ADDRESS", &bus_address)
-                .output()
-                .expect("dbus-send (package dbus) is installed");
-            if String::from_utf8_lossy(&owned.stdout).contains("boolean true") {
+            if name_has_owner(&bus_address, "org.freedesktop.secrets") {
                 break;
             }
             assert!(
@@ -277,6 +270,22 @@ impl SecretService {
         }
     }
 }
+
+/// Whether `name` is owned on the bus at `bus_address`.
+fn name_has_owner(bus_address: &str, name: &str) -> bool {
+    let owned = Command::new("dbus-send")
+        .args(["--session", "--print-reply", "--dest=org.freedesktop.DBus"])
+        .args(["/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner"])
+        .arg(format!("string:{name}"))
+        .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
+        .output()
+        .expect("dbus-send (package dbus) is installed");
+    String::from_utf8_lossy(&owned.stdout).contains("boolean true")
+}
+
+/// The bus name by which a running Walkie keeps a second launch from opening a window of its
+/// own (the single-instance plugin's: the app's identifier and `.SingleInstance`).
+const SINGLE_INSTANCE_NAME: &str = "app.walkie.desktop.SingleInstance";
 
 /// How to start the app for a test.
 #[derive(Default)]
@@ -330,7 +339,20 @@ impl WebviewApp {
         // Data, settings and logs go to folders of the test's own; keys to its own keyring.
         let dirs = launch.dirs.unwrap_or_else(|| AppDirs::fresh(test_name));
         let bus_address = match launch.secrets {
-            Some(secrets) => secrets.bus_address.clone(),
+            Some(secrets) => {
+                // A restart on the same bus: the app before it may still hold the
+                // single-instance name for a moment after it was killed, and a launch that
+                // finds it taken hands over to that app and exits without a window.
+                let deadline = Instant::now() + START_TIMEOUT;
+                while name_has_owner(&secrets.bus_address, SINGLE_INSTANCE_NAME) {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the app before this launch still holds {SINGLE_INSTANCE_NAME}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                secrets.bus_address.clone()
+            }
             None => format!("unix:path={}", dirs.root.join("no-bus").display()),
         };
         let driver = ProcessGroup::spawn(
@@ -541,14 +563,77 @@ pub async fn rendered_text(client: &Client, css: &str) -> Option<String> {
 }
 
 /// Clicks the element `css` selects, as a user would, and says which one when it cannot.
+///
+/// WebKitWebDriver scrolls the element into view and presses at its centre, but when a text
+/// field still has the focus, WebKit may scroll that field back into view before the press
+/// lands (seen under load: a dialog's Save pressed, the click delivered to the number field
+/// typed in last, which sat at that point by then). Pressing a button takes the focus from
+/// the field anyway, so the harness takes it first, waits for the page to lay out, and then
+/// clicks; it watches for the element's own `click` event and clicks again only when none
+/// came, saying where the lost one went, so a click the page did get is never repeated.
 pub async fn click(client: &Client, css: &str) {
-    client
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|error| panic!("no {css}: {error}"))
-        .click()
-        .await
-        .unwrap_or_else(|error| panic!("could not click {css}: {error}"));
+    const ATTEMPTS: usize = 3;
+    for attempt in 1..=ATTEMPTS {
+        let element = client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|error| panic!("no {css}: {error}"));
+        let reference = serde_json::to_value(&element).expect("an element reference is JSON");
+        let disabled = client
+            .execute_async(
+                r#"const [element, done] = arguments;
+                   window.__walkieClick = { seen: false, went: "nowhere" };
+                   window.addEventListener("click", (event) => {
+                     const target = event.target;
+                     window.__walkieClick.went =
+                       `${target.tagName.toLowerCase()}#${target.id} at ${event.clientX},${event.clientY}`;
+                   }, { once: true, capture: true });
+                   element.addEventListener("click", () => { window.__walkieClick.seen = true; },
+                     { once: true, capture: true });
+                   const active = document.activeElement;
+                   if (element.matches("button, [role=button]") && active !== element
+                       && active?.matches("input, textarea, [contenteditable]")) {
+                     active.blur();
+                   }
+                   requestAnimationFrame(() => requestAnimationFrame(() =>
+                     done(element.disabled === true)));"#,
+                vec![reference],
+            )
+            .await
+            .unwrap_or_else(|error| panic!("could not watch {css} for a click: {error}"));
+        element
+            .click()
+            .await
+            .unwrap_or_else(|error| panic!("could not click {css}: {error}"));
+        if disabled == serde_json::Value::Bool(true) {
+            // A disabled control takes no click; the test asserts what that leaves.
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let went = loop {
+            match client
+                .execute("return window.__walkieClick ?? null;", vec![])
+                .await
+            {
+                Ok(serde_json::Value::Object(click)) => {
+                    if click.get("seen") == Some(&serde_json::Value::Bool(true)) {
+                        return;
+                    }
+                    if Instant::now() >= deadline {
+                        break click.get("went").cloned();
+                    }
+                }
+                // The click closed the window or replaced the page: it arrived.
+                Ok(_) | Err(_) => return,
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        eprintln!(
+            "click {attempt} of {ATTEMPTS} on {css} never reached it (it went to {went:?}); \
+             clicking again"
+        );
+    }
+    panic!("{css} never received a click in {ATTEMPTS} attempts");
 }
 
 /// Waits until the element's rendered text equals `expected`, and says what it showed if not.
