@@ -60,6 +60,12 @@ const NO_TIMEOUT: Duration = Duration::from_secs(86_400);
 /// The largest data-channel message a peer takes by default: RFC 8841's default
 /// `max-message-size`, 64 KiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 64 * 1024;
+/// Text queued on the data channel and not yet acknowledged by the remote, at which
+/// [`PeerHandle::send_text`] starts waiting: a sender that awaits it cannot queue more than
+/// about this much, however fast it sends and however slowly the remote takes it.
+pub const SEND_BACKLOG_HIGH_BYTES: u32 = 1024 * 1024;
+/// The backlog at which waiting sends go on again.
+pub const SEND_BACKLOG_LOW_BYTES: u32 = 256 * 1024;
 
 /// Tuning of one peer. The defaults suit a desktop client and the local provider.
 #[derive(Clone, Debug)]
@@ -151,6 +157,8 @@ pub struct PeerStats {
     pub audio_dropped: AtomicU64,
     pub texts_in: AtomicU64,
     pub texts_out: AtomicU64,
+    /// The most text the data channel has held unacknowledged by the remote, in bytes.
+    pub send_backlog_peak_bytes: AtomicU64,
 }
 
 enum Command {
@@ -173,7 +181,10 @@ pub struct PeerHandle {
 }
 
 impl PeerHandle {
-    /// Sends one text message on the data channel. Fails if the channel is not open.
+    /// Sends one text message on the data channel. Fails if the channel is not open. Returns
+    /// once the message is queued and the channel's backlog is under
+    /// [`SEND_BACKLOG_HIGH_BYTES`] (or back under [`SEND_BACKLOG_LOW_BYTES`] once it went
+    /// over), so a sender that awaits each send is paced by the remote.
     pub async fn send_text(&self, text: impl Into<String>) -> Result<(), RtcError> {
         let (reply, answer) = oneshot::channel();
         self.commands
@@ -450,6 +461,7 @@ impl Setup {
             events: event_tx,
             stats: stats.clone(),
             readers,
+            paced_replies: Vec::new(),
             audio: AudioClock::new(),
             payload_type: None,
             ice_connected: false,
@@ -566,6 +578,9 @@ struct EventLoop {
     events: mpsc::UnboundedSender<PeerEvent>,
     stats: Arc<PeerStats>,
     readers: Vec<JoinHandle<()>>,
+    /// Sends that left the backlog over [`SEND_BACKLOG_HIGH_BYTES`], answered once it is back
+    /// under [`SEND_BACKLOG_LOW_BYTES`].
+    paced_replies: Vec<oneshot::Sender<Result<(), RtcError>>>,
     audio: AudioClock,
     payload_type: Option<u8>,
     ice_connected: bool,
@@ -598,7 +613,14 @@ impl EventLoop {
                 command = commands.recv() => match command {
                     Some(Command::Text(text, reply)) => {
                         let result = self.send_text(text);
+                        let backlog_bytes = self.send_backlog_bytes();
+                        self.stats
+                            .send_backlog_peak_bytes
+                            .fetch_max(backlog_bytes as u64, Ordering::Relaxed);
                         match (reply, result) {
+                            (Some(reply), Ok(())) if backlog_bytes > SEND_BACKLOG_HIGH_BYTES as usize => {
+                                self.paced_replies.push(reply);
+                            }
                             (Some(reply), result) => {
                                 let _ = reply.send(result);
                             }
@@ -648,6 +670,7 @@ impl EventLoop {
                 }
             }
             self.drain().await;
+            self.release_drained_sends();
         }
         // From here on nothing more can be queued: a send after `close` returned is refused
         // with `RtcError::Closed`, not accepted into a loop that has stopped.
@@ -729,6 +752,29 @@ impl EventLoop {
         }
     }
 
+    /// Text handed to the data channel that the remote has not acknowledged yet.
+    fn send_backlog_bytes(&mut self) -> usize {
+        self.channel
+            .and_then(|id| self.pc.data_channel(id))
+            .map_or(0, |channel| channel.outstanding_bytes())
+    }
+
+    /// Answers the sends that waited for the backlog to drain, once it has.
+    fn release_drained_sends(&mut self) {
+        if !self.paced_replies.is_empty()
+            && self.send_backlog_bytes() <= SEND_BACKLOG_LOW_BYTES as usize
+        {
+            self.release_paced_sends(|| Ok(()));
+        }
+    }
+
+    /// Answers the sends that waited for the backlog to drain.
+    fn release_paced_sends(&mut self, result: fn() -> Result<(), RtcError>) {
+        for reply in self.paced_replies.drain(..) {
+            let _ = reply.send(result());
+        }
+    }
+
     fn emit(&self, event: PeerEvent) {
         // The application dropped its receiver: it no longer listens, the loop goes on until
         // the handles are dropped or closed.
@@ -797,8 +843,10 @@ impl EventLoop {
                 {
                     self.channel_open = false;
                     self.channel_closed = true;
+                    self.release_paced_sends(|| Err(RtcError::DataChannelClosed));
                     self.emit(PeerEvent::DataChannelClosed);
                 }
+
                 _ => {}
             },
             _ => {}

@@ -354,3 +354,50 @@ async fn a_message_longer_than_the_limit_is_never_delivered_and_the_call_goes_on
     offerer.handle.close().await;
     answerer.handle.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_that_awaits_each_send_is_paced_by_the_remote_and_queues_about_a_mebibyte() {
+    use std::sync::atomic::Ordering;
+    let (offerer, mut answerer, _) = connect_pair().await;
+    // 16 MiB in 64 KiB texts, each send awaited, as a provider flooding its client would.
+    const TEXTS: usize = 256;
+    let text = |n: usize| format!("{n:08}{}", "z".repeat(64 * 1024 - 64));
+    let receiver = tokio::spawn(async move {
+        let mut received = Vec::new();
+        while received.len() < TEXTS {
+            match next_event(&mut answerer, "the flood").await {
+                PeerEvent::Text { text, .. } => received.push(text[..8].to_owned()),
+                PeerEvent::Audio(_) => {}
+                other => panic!("unexpected event: {other:?}"),
+            }
+        }
+        (answerer, received)
+    });
+    for n in 0..TEXTS {
+        offerer
+            .handle
+            .send_text(text(n))
+            .await
+            .expect("the flood is sent");
+    }
+    let (answerer, received) = tokio::time::timeout(Duration::from_secs(60), receiver)
+        .await
+        .expect("the whole flood arrives")
+        .expect("the receiver ran");
+    assert_eq!(
+        received,
+        (0..TEXTS).map(|n| format!("{n:08}")).collect::<Vec<_>>(),
+        "every text arrives once, in order"
+    );
+    let peak = offerer
+        .handle
+        .stats()
+        .send_backlog_peak_bytes
+        .load(Ordering::Relaxed);
+    assert!(
+        peak <= u64::from(peer::SEND_BACKLOG_HIGH_BYTES) + text(0).len() as u64,
+        "the sender's backlog reached {peak} bytes"
+    );
+    offerer.handle.close().await;
+    answerer.handle.close().await;
+}
