@@ -256,6 +256,14 @@ pub mod sentence {
                     "Call goes on: the provider sent a message Walkie could not read.".to_owned(),
                 );
             }
+            // The controller's own bound on a message, not a refusal.
+            Some("transcript_cut") => {
+                return Some(format!(
+                    "Call goes on: the provider sent more text for one message than Walkie \
+                     keeps ({} KiB), so the rest was left out.",
+                    walkie_session::turn::MAX_TRANSCRIPT_BYTES / 1024
+                ));
+            }
             // The controller's own watchdog, not a refusal.
             Some("turn_watchdog") => {
                 return Some(

@@ -737,6 +737,39 @@ fn a_message_the_provider_sends_that_cannot_be_read_mid_reply_is_told_once_the_r
 }
 
 #[test]
+fn a_reply_whose_text_runs_past_the_cap_is_told_as_cut_once_it_ends_and_the_call_goes_on() {
+    let mut call = reply_audible();
+    let chunk = "a".repeat(64 * 1024);
+    let mut outputs = Vec::new();
+    for n in 0..8 {
+        outputs.extend(call.server(2_350 + n, &assistant_says("resp_R1", "item_A1", &chunk)));
+    }
+    assert_eq!(
+        statuses(&outputs),
+        [],
+        "while the reply is heard it says Speaking"
+    );
+    call.server(2_360, &response_done("resp_R1", "completed"));
+    call.server(2_370, &output_stopped("resp_R1"));
+    let outputs = call.tick(2_370 + LATE_AUDIO_GRACE_MS);
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert_eq!(
+        (shown.state, shown.detail.as_str()),
+        (
+            Ready,
+            "Call goes on: the provider sent more text for one message than Walkie keeps \
+             (256 KiB), so the rest was left out."
+        )
+    );
+    assert!(
+        !outputs
+            .iter()
+            .any(|output| matches!(output, Output::Ended { .. } | Output::HangUpCall)),
+        "the call goes on"
+    );
+}
+
+#[test]
 fn a_reply_the_provider_goes_silent_on_is_ended_and_told_not_as_a_refusal() {
     let mut call = Call::ready();
     call.utterance(1_000, 2_000);

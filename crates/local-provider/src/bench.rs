@@ -14,6 +14,12 @@ pub(crate) enum Injection {
     Wait(std::time::Duration),
     Drop,
     Close,
+    /// Copies of the event about to go out, with `delta` replaced by `delta_bytes` of text,
+    /// until `total_bytes` of deltas are sent.
+    Flood {
+        total_bytes: u64,
+        delta_bytes: u32,
+    },
 }
 
 #[cfg(feature = "test-bench")]
@@ -126,11 +132,28 @@ mod hooks {
             )
         }
 
-        /// Called before each server event goes out: what to do first, in the listed order.
-        pub fn before_event(&mut self) -> Vec<Injection> {
+        /// Called before each server event goes out (of type `event_type`): what to do first,
+        /// in the listed order.
+        pub fn before_event(&mut self, event_type: &str) -> Vec<Injection> {
             self.sent += 1;
             let number = self.sent;
-            self.faults
+            let flood = self.faults.iter().position(|fault| {
+                matches!(fault, Fault::Flood { event_type: flooded, .. } if flooded == event_type)
+            });
+            // A flood fires once, before the first event of its type.
+            let flood = flood.and_then(|index| match self.faults.remove(index) {
+                Fault::Flood {
+                    total_bytes,
+                    delta_bytes,
+                    ..
+                } => Some(Injection::Flood {
+                    total_bytes,
+                    delta_bytes,
+                }),
+                _ => None,
+            });
+            let mut injections: Vec<Injection> = self
+                .faults
                 .iter()
                 .filter(|fault| fault.at_event() == Some(number))
                 .filter_map(|fault| {
@@ -143,7 +166,7 @@ mod hooks {
                         Fault::Delay { ms, .. } => {
                             Injection::Wait(std::time::Duration::from_millis(*ms))
                         }
-                        Fault::Suppress { .. } => return None,
+                        Fault::Suppress { .. } | Fault::Flood { .. } => return None,
                         Fault::Error {
                             error_type,
                             code,
@@ -163,7 +186,9 @@ mod hooks {
                         ),
                     })
                 })
-                .collect()
+                .collect();
+            injections.extend(flood);
+            injections
         }
     }
 }
@@ -213,7 +238,7 @@ mod hooks {
             false
         }
 
-        pub fn before_event(&mut self) -> Vec<Injection> {
+        pub fn before_event(&mut self, _event_type: &str) -> Vec<Injection> {
             Vec::new()
         }
     }

@@ -155,9 +155,14 @@ async fn send(peer: &Peer, outputs: Vec<Output>, faults: &mut FaultPlan) -> Resu
                 if faults.suppresses(event.event_type()) {
                     continue;
                 }
-                for injection in faults.before_event() {
+                let text = event.to_json(&event_id);
+                for injection in faults.before_event(event.event_type()) {
                     match injection {
                         Injection::SendText(text) => send_text(peer, text).await?,
+                        Injection::Flood {
+                            total_bytes,
+                            delta_bytes,
+                        } => flood(peer, &text, total_bytes, delta_bytes).await?,
                         Injection::Wait(delay) => tokio::time::sleep(delay).await,
                         Injection::Drop => {
                             peer.handle.abort().await;
@@ -169,10 +174,37 @@ async fn send(peer: &Peer, outputs: Vec<Output>, faults: &mut FaultPlan) -> Resu
                         }
                     }
                 }
-                send_text(peer, event.to_json(&event_id)).await?;
+                send_text(peer, text).await?;
             }
             Output::HangUp => return Err(Stop::Expired),
         }
+    }
+    Ok(())
+}
+
+/// Copies of `event` (a JSON event with a `delta`) with `delta_bytes` of text each, until
+/// `total_bytes` are sent. Each send is awaited, so the data channel paces the flood.
+async fn flood(peer: &Peer, event: &str, total_bytes: u64, delta_bytes: u32) -> Result<(), Stop> {
+    let Ok(serde_json::Value::Object(mut copy)) = serde_json::from_str(event) else {
+        log::warn!("a flood of an event that is not a JSON object: nothing sent");
+        return Ok(());
+    };
+    let event_id = copy
+        .get("event_id")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("event")
+        .to_owned();
+    let delta = "flood ".repeat((delta_bytes as usize).div_ceil(6));
+    let delta = &delta[..delta_bytes as usize];
+    copy.insert("delta".to_owned(), delta.into());
+    let copies = total_bytes.div_ceil(u64::from(delta_bytes.max(1)));
+    log::info!("flooding {copies} copies of {event_id} ({delta_bytes} bytes of delta each)");
+    for number in 0..copies {
+        copy.insert(
+            "event_id".to_owned(),
+            format!("{event_id}_flood{number}").into(),
+        );
+        send_text(peer, serde_json::Value::Object(copy.clone()).to_string()).await?;
     }
     Ok(())
 }

@@ -13,6 +13,9 @@
 //!   `ConnectionFailed` once ICE consent is lost (bounded by the client's ICE timeouts);
 //! - [`Fault::Suppress`]: the events of one type never arrive (e.g. a lost
 //!   `output_audio_buffer.stopped`); the client's turn watchdog ends what they would have.
+//! - [`Fault::Flood`]: one event comes again and again with a long `delta`, as fast as the
+//!   client's acknowledgements let it; the client keeps what it bounds itself to and says
+//!   it cut the rest, and the call goes on.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +40,15 @@ pub enum Fault {
     /// Events of this type are never sent, on the whole call. They are not counted: `at_event`
     /// numbers count what is sent.
     Suppress { event_type: String },
+    /// Before the first event of this type goes out, copies of it are sent with `delta`
+    /// replaced by `delta_bytes` of text (and event ids of their own) until `total_bytes` of
+    /// deltas are sent; then the event itself. Each send waits for the data channel's
+    /// backlog, so the flood goes as fast as the client takes it, and no faster.
+    Flood {
+        event_type: String,
+        total_bytes: u64,
+        delta_bytes: u32,
+    },
     /// An `error` event is sent first.
     Error {
         at_event: u64,
@@ -81,7 +93,7 @@ impl Fault {
             | Fault::Malformed { at_event, .. }
             | Fault::Delay { at_event, .. }
             | Fault::Error { at_event, .. } => Some(*at_event),
-            Fault::Suppress { .. } => None,
+            Fault::Suppress { .. } | Fault::Flood { .. } => None,
         }
     }
 }
@@ -103,12 +115,12 @@ mod tests {
         )
         .expect("valid faults");
         let mut plan = FaultPlan::new(faults);
-        assert!(plan.before_event().is_empty());
+        assert!(plan.before_event("session.created").is_empty());
         assert_eq!(
-            plan.before_event(),
+            plan.before_event("session.updated"),
             [Injection::SendText(MALFORMED_TEXT.to_owned())]
         );
-        let third = plan.before_event();
+        let third = plan.before_event("response.created");
         assert_eq!(
             third[0],
             Injection::Wait(std::time::Duration::from_millis(250))
@@ -120,8 +132,11 @@ mod tests {
         assert!(
             matches!(decoded, ServerEvent::Error { error } if error.message == "boom" && error.kind == "server_error")
         );
-        assert!(plan.before_event().is_empty());
-        assert_eq!(plan.before_event(), [Injection::Drop]);
+        assert!(plan.before_event("response.output_item.added").is_empty());
+        assert_eq!(
+            plan.before_event("response.content_part.added"),
+            [Injection::Drop]
+        );
         let suppress: Fault = serde_json::from_str(
             r#"{"kind":"suppress","event_type":"output_audio_buffer.stopped"}"#,
         )
@@ -129,6 +144,28 @@ mod tests {
         let plan = FaultPlan::new(vec![suppress]);
         assert!(plan.suppresses("output_audio_buffer.stopped"));
         assert!(!plan.suppresses("response.done"));
+        let mut plan = FaultPlan::new(vec![
+            serde_json::from_str(
+                r#"{"kind":"flood","event_type":"response.output_audio_transcript.delta",
+                    "total_bytes":1048576,"delta_bytes":65536}"#,
+            )
+            .expect("a valid flood"),
+        ]);
+        assert!(plan.before_event("response.created").is_empty());
+        let flood = Injection::Flood {
+            total_bytes: 1 << 20,
+            delta_bytes: 1 << 16,
+        };
+        assert_eq!(
+            plan.before_event("response.output_audio_transcript.delta"),
+            [flood],
+            "the flood comes before the first event of its type"
+        );
+        assert!(
+            plan.before_event("response.output_audio_transcript.delta")
+                .is_empty(),
+            "and only once"
+        );
         assert!(
             serde_json::from_str::<Fault>(r#"{"kind":"delay","at_event":1,"ms":5,"extra":1}"#)
                 .is_err(),

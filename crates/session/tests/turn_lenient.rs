@@ -239,10 +239,14 @@ fn a_reply_streaming_without_end_keeps_at_most_the_transcript_cap() {
     // 16 MiB of transcript in 256 deltas of 64 KiB: 64 times the cap.
     let chunk = "é".repeat(32 * 1024);
     let mut longest_bytes = 0;
+    let mut cut_notices = Vec::new();
     for n in 0..256u64 {
         talk.at(2_000 + n)
             .server(&assistant_says("resp_R1", "item_A1", &chunk));
         for event in talk.events() {
+            if let SessionEvent::SessionError(error) = &event {
+                cut_notices.push(error.clone());
+            }
             if let SessionEvent::PartDelta(PartDeltaEvent {
                 delta: PartDelta::Speech(speech),
                 ..
@@ -261,6 +265,13 @@ fn a_reply_streaming_without_end_keeps_at_most_the_transcript_cap() {
         longest_bytes > MAX_TRANSCRIPT_BYTES - 4,
         "the cap is filled, on a character boundary"
     );
+    assert_eq!(
+        cut_notices.len(),
+        1,
+        "the cut is told once: {cut_notices:?}"
+    );
+    assert_eq!(cut_notices[0].error_type.as_deref(), Some("transcript_cut"));
+    assert!(cut_notices[0].recoverable, "the call goes on");
     talk.at(5_000)
         .server(&response_done("resp_R1", "completed"));
     let ended = talk.events().into_iter().find_map(|event| match event {

@@ -32,6 +32,8 @@ struct UserPart {
     transcript: String,
     /// The commit this utterance was sent with (push-to-talk), for matching an empty-commit error.
     commit_event_id: Option<String>,
+    /// Its transcript met the cap and was cut (told once).
+    cut: bool,
 }
 
 /// The open assistant part (speech or text): at most one, the model speaks one item at a time.
@@ -41,6 +43,8 @@ struct AssistantPart {
     kind: PartKind,
     item_id: Option<String>,
     text: String,
+    /// Its text met the cap and was cut (told once).
+    cut: bool,
 }
 
 /// A user part's place among the open ones (valid until the next change).
@@ -70,6 +74,7 @@ impl ItemParts {
             item_id,
             transcript: String::new(),
             commit_event_id: None,
+            cut: false,
         });
         self.user.len() - 1
     }
@@ -107,6 +112,11 @@ impl ItemParts {
     /// The running transcript of the user part at `slot`.
     pub fn user_transcript(&mut self, slot: UserSlot) -> &mut String {
         &mut self.user[slot].transcript
+    }
+
+    /// The user part at `slot` had text cut off: whether that is news (the first cut).
+    pub fn user_cut(&mut self, slot: UserSlot) -> bool {
+        !std::mem::replace(&mut self.user[slot].cut, true)
     }
 
     /// The newest press not yet committed (no item, no commit).
@@ -174,6 +184,7 @@ impl ItemParts {
             kind,
             item_id: item_id.map(str::to_owned),
             text: String::new(),
+            cut: false,
         });
     }
 
@@ -193,6 +204,13 @@ impl ItemParts {
     /// The open assistant part's running text.
     pub fn assistant_text(&mut self) -> Option<&mut String> {
         self.assistant.as_mut().map(|part| &mut part.text)
+    }
+
+    /// The open assistant part had text cut off: whether that is news (the first cut).
+    pub fn assistant_cut(&mut self) -> bool {
+        self.assistant
+            .as_mut()
+            .is_some_and(|part| !std::mem::replace(&mut part.cut, true))
     }
 
     // ---- function calls ----

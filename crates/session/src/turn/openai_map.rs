@@ -304,7 +304,11 @@ impl TurnController {
         } else {
             self.parts.user_transcript(slot).len()
         };
-        let text = self.within_transcript_cap(kept_bytes, text, is_final);
+        let fits = fitting(kept_bytes, text);
+        if fits.len() < text.len() && self.parts.user_cut(slot) {
+            self.transcript_cut(is_final, now_ms);
+        }
+        let text = fits;
         let index = self.parts.user_index(slot);
         let transcript = self.parts.user_transcript(slot);
         let update = if is_final {
@@ -329,27 +333,30 @@ impl TurnController {
         }
     }
 
-    /// `text` cut to what fits in a transcript that keeps `kept_bytes` already; the first cut
-    /// of a transcript is diagnosed (later deltas of a full one are dropped without a word).
-    fn within_transcript_cap<'a>(
-        &mut self,
-        kept_bytes: usize,
-        text: &'a str,
-        is_final: bool,
-    ) -> &'a str {
-        let fits = fitting(kept_bytes, text);
-        if fits.len() < text.len() && kept_bytes < MAX_TRANSCRIPT_BYTES {
-            self.diagnose(Diagnostic::Ignored {
-                event_type: if is_final {
-                    "transcript.done"
-                } else {
-                    "transcript.delta"
-                }
-                .to_owned(),
-                reason: "a transcript longer than 256 KiB is cut there",
-            });
-        }
-        fits
+    /// A transcript met [`MAX_TRANSCRIPT_BYTES`] and was cut: diagnosed, and told as a
+    /// recoverable error (the call goes on). Once per part.
+    fn transcript_cut(&mut self, is_final: bool, now_ms: u64) {
+        self.diagnose(Diagnostic::Ignored {
+            event_type: if is_final {
+                "transcript.done"
+            } else {
+                "transcript.delta"
+            }
+            .to_owned(),
+            reason: "a transcript longer than 256 KiB is cut there",
+        });
+        self.emit(
+            SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
+                message: format!(
+                    "a transcript ran past {} KiB and was cut there",
+                    MAX_TRANSCRIPT_BYTES / 1024
+                ),
+                error_type: Some("transcript_cut".to_owned()),
+                code: Some("transcript_too_long".to_owned()),
+                recoverable: true,
+            })),
+            now_ms,
+        );
     }
 
     fn on_transcription_failed(
@@ -398,7 +405,11 @@ impl TurnController {
             (Some(running), false) => running.len(),
             _ => 0,
         };
-        let text = self.within_transcript_cap(kept_bytes, text, is_final);
+        let fits = fitting(kept_bytes, text);
+        if fits.len() < text.len() && self.parts.assistant_cut() {
+            self.transcript_cut(is_final, now_ms);
+        }
+        let text = fits;
         if !is_final && text.is_empty() {
             return;
         }
