@@ -310,7 +310,7 @@ pub async fn saving_news(recording: Option<&mut Recording>) -> Input {
             reason,
             details: Some(details),
         },
-        SavingNews::Resumed => Input::SavingResumed,
+        SavingNews::Resumed { lost_audio_ms } => Input::SavingResumed { lost_audio_ms },
     }
 }
 

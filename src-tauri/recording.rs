@@ -135,8 +135,14 @@ const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// the error behind it), or works again.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SavingNews {
-    Stopped { reason: String, details: String },
-    Resumed,
+    Stopped {
+        reason: String,
+        details: String,
+    },
+    /// What waited is on disk, but for this much audio (the memory for it was used up).
+    Resumed {
+        lost_audio_ms: u64,
+    },
 }
 
 /// The conversation being saved. Dropping it closes the conversation on disk.
@@ -228,13 +234,15 @@ impl Recording {
                     let problem = recorder.save_problem();
                     if problem.is_some() != failing {
                         failing = problem.is_some();
-                        let news = problem.map_or(SavingNews::Resumed, |problem| {
-                            log::warn!("saving stopped: {problem}");
-                            SavingNews::Stopped {
-                                reason: why_not_saving(problem),
-                                details: problem.to_string(),
-                            }
-                        });
+                        let lost_audio_ms = recorder.dropped_audio_ms();
+                        let news =
+                            problem.map_or(SavingNews::Resumed { lost_audio_ms }, |problem| {
+                                log::warn!("saving stopped: {problem}");
+                                SavingNews::Stopped {
+                                    reason: why_not_saving(problem),
+                                    details: problem.to_string(),
+                                }
+                            });
                         let _ = news_sender.send(news);
                     }
                 }

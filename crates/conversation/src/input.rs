@@ -42,8 +42,9 @@ pub enum Input {
         reason: String,
         details: Option<String>,
     },
-    /// Saving works again: what waited is on disk.
-    SavingResumed,
+    /// Saving works again: what waited is on disk, but for `lost_audio_ms` of audio that
+    /// could not be held while the disk refused it.
+    SavingResumed { lost_audio_ms: u64 },
     /// Time passed (at [`crate::Conversation::next_deadline_ms`]).
     Tick,
 }

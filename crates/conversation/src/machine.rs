@@ -177,8 +177,8 @@ impl Conversation {
                 self.not_saving = Some((reason, details));
                 self.hint = None;
             }
-            (_, Input::SavingResumed) if self.not_saving.take().is_some() => {
-                self.hint = Some(sentence::saving_resumed());
+            (_, Input::SavingResumed { lost_audio_ms }) if self.not_saving.take().is_some() => {
+                self.hint = Some(sentence::saving_resumed(lost_audio_ms));
             }
             (_, Input::WallClock(clock)) => self.controller.wall_clock(now_ms, clock),
             (_, Input::Engine(report)) => self.engine(report, now_ms),
@@ -283,7 +283,7 @@ impl Conversation {
             Input::HangUp
             | Input::SetTurnMode(_)
             | Input::NotSaving { .. }
-            | Input::SavingResumed
+            | Input::SavingResumed { .. }
             | Input::WallClock(_)
             | Input::Engine(_)
             | Input::Dialled

@@ -302,9 +302,17 @@ pub mod sentence {
         format!("Not saving: {reason}.")
     }
 
-    /// Saving works again after it failed.
-    pub fn saving_resumed() -> String {
-        "Saving again: the conversation so far is on disk.".to_owned()
+    /// Saving works again after it failed; `lost_audio_ms` of audio could not be held
+    /// meanwhile.
+    pub fn saving_resumed(lost_audio_ms: u64) -> String {
+        if lost_audio_ms == 0 {
+            return "Saving again: the conversation so far is on disk.".to_owned();
+        }
+        format!(
+            "Saving again: the conversation so far is on disk, but for {} s of audio Walkie \
+             could not hold while the disk was full.",
+            lost_audio_ms.div_ceil(1000)
+        )
     }
 
     /// The user took the recording back (Escape) before it was sent.

@@ -390,7 +390,7 @@ fn not_saving_stays_in_the_ready_status_with_settings_as_its_action_until_saving
             .is_some_and(|status| status.action == Some(StatusAction::OpenSettings)),
         "{back:?}"
     );
-    let outputs = call.input(3_000, Input::SavingResumed);
+    let outputs = call.input(3_000, Input::SavingResumed { lost_audio_ms: 0 });
     assert_eq!(
         last_status(&outputs),
         status(Ready, "Saving again: the conversation so far is on disk.")
@@ -398,6 +398,32 @@ fn not_saving_stays_in_the_ready_status_with_settings_as_its_action_until_saving
     assert_eq!(
         statuses(&outputs).last().and_then(|status| status.action),
         None
+    );
+}
+
+#[test]
+fn saving_that_resumes_after_audio_was_dropped_says_how_much_audio_is_missing() {
+    let mut call = Call::ready();
+    call.input(
+        100,
+        Input::NotSaving {
+            reason: "the disk is full. Free some space".to_owned(),
+            details: None,
+        },
+    );
+    let outputs = call.input(
+        3_000,
+        Input::SavingResumed {
+            lost_audio_ms: 42_100,
+        },
+    );
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Ready,
+            "Saving again: the conversation so far is on disk, but for 43 s of audio Walkie \
+             could not hold while the disk was full."
+        )
     );
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use walkie_session::{PartDelta, PartDeltaEvent, PartIndex, SessionEvent, Speaker, StampedEvent};
 use walkie_store::journal::{JournalFile, Record};
-use walkie_store::wav::TurnWav;
+use walkie_store::wav::{TurnWav, UnsavedAudio};
 
 const SAMPLE_RATE_HZ: u32 = 24_000;
 const CHUNK_SAMPLES: usize = 480;
@@ -55,7 +55,11 @@ fn wav_write(c: &mut Criterion) {
     let mut group = c.benchmark_group("turn_wav");
     group.throughput(Throughput::Elements(SAMPLE_RATE_HZ as u64));
     group.bench_function("write_one_second_24khz_in_20ms_chunks", |b| {
-        let (mut wav, created) = TurnWav::create(dir.path().join("turn.wav"), SAMPLE_RATE_HZ);
+        let (mut wav, created) = TurnWav::create(
+            dir.path().join("turn.wav"),
+            SAMPLE_RATE_HZ,
+            UnsavedAudio::new(SAMPLE_RATE_HZ as usize),
+        );
         created.expect("the WAV is created");
         b.iter(|| {
             for _ in 0..chunks_per_second {

@@ -30,6 +30,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use walkie_agui::{Event, TurnId};
 use walkie_session::transcript::BridgeNote;
@@ -47,7 +48,7 @@ use crate::journal::{
     WavClosed, read_journal,
 };
 use crate::recovery::{needs_recovery, recover_conversation};
-use crate::wav::TurnWav;
+use crate::wav::{TurnWav, UnsavedAudio};
 
 /// How a conversation is recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +63,9 @@ pub struct RecorderConfig {
     pub max_pending_user_audio_ms: u64,
     /// How often saving is retried after a failure.
     pub retry_interval_ms: i64,
+    /// Audio held in memory, at most, while the disk refuses it (at the higher of the two
+    /// rates); past it audio is dropped, and [`Recorder::dropped_audio_ms`] says how much.
+    pub max_unsaved_audio_ms: u64,
 }
 
 impl Default for RecorderConfig {
@@ -72,6 +76,7 @@ impl Default for RecorderConfig {
             utc_offset_minutes: 0,
             max_pending_user_audio_ms: 2_000,
             retry_interval_ms: 1_000,
+            max_unsaved_audio_ms: 120_000,
         }
     }
 }
@@ -117,6 +122,8 @@ pub struct Recorder {
     pending_user_audio: VecDeque<i16>,
     /// WAVs of ended turns whose close failed; closed again on retry.
     unclosed_wavs: Vec<TurnWav>,
+    /// The memory every WAV shares for audio the disk refused.
+    unsaved_room: Arc<UnsavedAudio>,
     save_error: Option<StoreError>,
     last_retry_unix_ms: i64,
     transcripts_stale: bool,
@@ -234,6 +241,7 @@ impl Recorder {
             current_turn: None,
             pending_user_audio: VecDeque::new(),
             unclosed_wavs: Vec::new(),
+            unsaved_room: UnsavedAudio::new(unsaved_samples(&config)),
             save_error: None,
             last_retry_unix_ms: now_unix_ms,
             transcripts_stale: false,
@@ -264,6 +272,12 @@ impl Recorder {
         } else {
             SaveState::Saving
         }
+    }
+
+    /// Audio dropped because the disk refused it for longer than
+    /// [`RecorderConfig::max_unsaved_audio_ms`] could hold (at the higher of the two rates).
+    pub fn dropped_audio_ms(&self) -> u64 {
+        self.unsaved_room.dropped_samples() * 1000 / u64::from(higher_rate_hz(&self.config))
     }
 
     /// The latest saving failure, while saving is failing.
@@ -434,7 +448,11 @@ impl Recorder {
         }
         if speaker == Speaker::User && live.user_wav.is_none() {
             let path = self.dir.join(turn_wav_file(turn, Speaker::User));
-            let (mut wav, created) = TurnWav::create(path, self.config.user_sample_rate_hz);
+            let (mut wav, created) = TurnWav::create(
+                path,
+                self.config.user_sample_rate_hz,
+                self.unsaved_room.clone(),
+            );
             let pending: Vec<i16> = self.pending_user_audio.drain(..).collect();
             let written = wav.write(&pending);
             live.user_wav = Some(wav);
@@ -464,13 +482,17 @@ impl Recorder {
     fn assistant_audio(&mut self, turn: u32, index: PartIndex, samples: &[i16]) {
         let rate = self.config.assistant_sample_rate_hz;
         let dir = &self.dir;
+        let room = &self.unsaved_room;
         let Some(live) = self.turns.get_mut(&turn) else {
             return;
         };
         let mut failure = None;
         let wav = live.assistant_wav.get_or_insert_with(|| {
-            let (wav, created) =
-                TurnWav::create(dir.join(turn_wav_file(turn, Speaker::Assistant)), rate);
+            let (wav, created) = TurnWav::create(
+                dir.join(turn_wav_file(turn, Speaker::Assistant)),
+                rate,
+                room.clone(),
+            );
             failure = created.err();
             wav
         });
@@ -491,6 +513,7 @@ impl Recorder {
     fn finish_assistant_audio(&mut self, turn: u32, index: PartIndex, speech: &SpeechPart) {
         let rate = self.config.assistant_sample_rate_hz;
         let dir = self.dir.clone();
+        let room = self.unsaved_room.clone();
         let Some(live) = self.turns.get_mut(&turn) else {
             return;
         };
@@ -513,6 +536,7 @@ impl Recorder {
                 let (wav, created) = TurnWav::create(
                     dir.join(turn_wav_file(turn, Speaker::Assistant)),
                     snapshot.sample_rate_hz(),
+                    room.clone(),
                 );
                 failure = created.err();
                 wav
@@ -798,4 +822,18 @@ fn create_unique_dir(root: &Path, stamp: &str) -> Result<(String, PathBuf), Stor
             "1000 conversations started in the same second",
         ),
     ))
+}
+
+/// The higher of the two audio rates (never zero).
+fn higher_rate_hz(config: &RecorderConfig) -> u32 {
+    config
+        .user_sample_rate_hz
+        .max(config.assistant_sample_rate_hz)
+        .max(1)
+}
+
+/// [`RecorderConfig::max_unsaved_audio_ms`] in samples.
+fn unsaved_samples(config: &RecorderConfig) -> usize {
+    let samples = config.max_unsaved_audio_ms * u64::from(higher_rate_hz(config)) / 1000;
+    usize::try_from(samples).unwrap_or(usize::MAX)
 }

@@ -12,6 +12,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::error::StoreError;
 
@@ -177,6 +179,48 @@ fn cut_wav(path: &Path, sample_rate_hz: u32, sample_count: u64) -> Result<(), St
 
 type Writer = hound::WavWriter<BufWriter<File>>;
 
+/// How many samples the WAVs of one recording may hold in memory, together, while the disk
+/// refuses them (a full disk). Past it, samples are dropped and counted instead of held: an
+/// hour of talk to a full disk would otherwise be 660 MiB of audio in memory.
+#[derive(Debug)]
+pub struct UnsavedAudio {
+    room_samples: AtomicUsize,
+    dropped_samples: AtomicU64,
+}
+
+impl UnsavedAudio {
+    pub fn new(max_samples: usize) -> Arc<UnsavedAudio> {
+        Arc::new(UnsavedAudio {
+            room_samples: AtomicUsize::new(max_samples),
+            dropped_samples: AtomicU64::new(0),
+        })
+    }
+
+    /// Samples dropped so far because the room was used up.
+    pub fn dropped_samples(&self) -> u64 {
+        self.dropped_samples.load(Ordering::Relaxed)
+    }
+
+    /// Takes room for up to `wanted` samples: how many may be held (the rest are dropped).
+    fn hold(&self, wanted: usize) -> usize {
+        let mut kept = 0;
+        let _ = self
+            .room_samples
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |room| {
+                kept = wanted.min(room);
+                Some(room - kept)
+            });
+        self.dropped_samples
+            .fetch_add((wanted - kept) as u64, Ordering::Relaxed);
+        kept
+    }
+
+    /// Gives back the room of `samples` that were written or let go.
+    fn release(&self, samples: usize) {
+        self.room_samples.fetch_add(samples, Ordering::Relaxed);
+    }
+}
+
 /// One turn WAV being written; see the module docs.
 ///
 /// Samples are on disk (in a valid file) when [`TurnWav::write`] returns `Ok`. On a failure they
@@ -192,6 +236,9 @@ pub struct TurnWav {
     written_samples: u64,
     /// Samples handed over but not known to be in the file (only after a failure).
     unsaved: Vec<i16>,
+    /// Samples handed over and dropped: the failure lasted past the room `unsaved` shares.
+    dropped_samples: u64,
+    unsaved_room: Arc<UnsavedAudio>,
     failed: bool,
 }
 
@@ -202,13 +249,20 @@ impl std::fmt::Debug for TurnWav {
             .field("sample_rate_hz", &self.sample_rate_hz)
             .field("written_samples", &self.written_samples)
             .field("unsaved_samples", &self.unsaved.len())
+            .field("dropped_samples", &self.dropped_samples)
             .finish()
     }
 }
 
 impl TurnWav {
-    /// A WAV at `path`, created on disk now (an empty valid file) if the disk allows.
-    pub fn create(path: PathBuf, sample_rate_hz: u32) -> (TurnWav, Result<(), StoreError>) {
+    /// A WAV at `path`, created on disk now (an empty valid file) if the disk allows. While
+    /// the disk refuses samples they are held in `unsaved_room`, shared with the recording's
+    /// other WAVs.
+    pub fn create(
+        path: PathBuf,
+        sample_rate_hz: u32,
+        unsaved_room: Arc<UnsavedAudio>,
+    ) -> (TurnWav, Result<(), StoreError>) {
         let mut wav = TurnWav {
             path,
             sample_rate_hz,
@@ -216,6 +270,8 @@ impl TurnWav {
             created: false,
             written_samples: 0,
             unsaved: Vec::new(),
+            dropped_samples: 0,
+            unsaved_room,
             failed: false,
         };
         let result = wav.open_writer();
@@ -233,9 +289,23 @@ impl TurnWav {
         self.sample_rate_hz
     }
 
-    /// Every sample handed over, saved or not.
+    /// Every sample handed over: saved, held or dropped.
     pub fn sample_count(&self) -> u64 {
-        self.written_samples + self.unsaved.len() as u64
+        self.written_samples + self.unsaved.len() as u64 + self.dropped_samples
+    }
+
+    /// Holds samples the disk did not take, as far as the shared room allows.
+    fn hold_unsaved(&mut self, samples: &[i16]) {
+        let kept = self.unsaved_room.hold(samples.len());
+        self.unsaved.extend_from_slice(&samples[..kept]);
+        self.dropped_samples += (samples.len() - kept) as u64;
+    }
+
+    /// Lets go of the held samples past the first `keep`, giving their room back.
+    fn let_go_unsaved(&mut self, keep: usize) {
+        let let_go = self.unsaved.len().saturating_sub(keep);
+        self.unsaved.truncate(keep);
+        self.unsaved_room.release(let_go);
     }
 
     fn open_writer(&mut self) -> Result<(), StoreError> {
@@ -263,7 +333,7 @@ impl TurnWav {
     /// Appends samples and flushes (the header stays valid). While failing, samples only queue.
     pub fn write(&mut self, samples: &[i16]) -> Result<(), StoreError> {
         if self.failed {
-            self.unsaved.extend_from_slice(samples);
+            self.hold_unsaved(samples);
             return Ok(());
         }
         if self.writer.is_none()
@@ -289,7 +359,7 @@ impl TurnWav {
     }
 
     fn fail_with(&mut self, samples: &[i16]) {
-        self.unsaved.extend_from_slice(samples);
+        self.hold_unsaved(samples);
         self.failed = true;
         // hound finalizes on drop and ignores errors there; the file is cut back on resume.
         self.writer = None;
@@ -312,22 +382,24 @@ impl TurnWav {
             return Err(StoreError::wav(&self.path, error));
         }
         self.written_samples += self.unsaved.len() as u64;
-        self.unsaved.clear();
+        self.let_go_unsaved(0);
         self.failed = false;
         Ok(())
     }
 
     /// Keeps only the first `sample_count` samples (a barge-in's cut). No-op if fewer exist.
+    /// Dropped samples count as the newest: a cut within them keeps all that is held.
     pub fn cut_to(&mut self, sample_count: u64) -> Result<(), StoreError> {
         if sample_count >= self.sample_count() {
             return Ok(());
         }
+        let held = self.written_samples + self.unsaved.len() as u64;
+        self.dropped_samples = sample_count.saturating_sub(held);
         if sample_count >= self.written_samples {
-            self.unsaved
-                .truncate((sample_count - self.written_samples) as usize);
+            self.let_go_unsaved((sample_count - self.written_samples) as usize);
             return Ok(());
         }
-        self.unsaved.clear();
+        self.let_go_unsaved(0);
         if let Some(writer) = self.writer.take() {
             writer
                 .finalize()
@@ -362,6 +434,13 @@ impl TurnWav {
     }
 }
 
+impl Drop for TurnWav {
+    fn drop(&mut self) {
+        // The room it held goes back to the recording's other WAVs.
+        self.unsaved_room.release(self.unsaved.len());
+    }
+}
+
 fn write_samples(writer: &mut Writer, samples: &[i16]) -> Result<(), hound::Error> {
     if samples.is_empty() {
         return Ok(());
@@ -386,4 +465,70 @@ pub fn read_wav_samples(path: &Path) -> Result<(u32, Vec<i16>), StoreError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| StoreError::wav(path, error))?;
     Ok((rate, samples))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RATE_HZ: u32 = 1_000;
+
+    /// A WAV in a folder that does not exist yet: every write fails until it does.
+    fn wav_in_missing_folder(
+        root: &Path,
+        name: &str,
+        room: &Arc<UnsavedAudio>,
+    ) -> (PathBuf, TurnWav) {
+        let path = root.join("not-yet").join(name);
+        let (wav, created) = TurnWav::create(path.clone(), RATE_HZ, room.clone());
+        assert!(
+            created.is_err(),
+            "the folder is missing, so the file cannot be made"
+        );
+        (path, wav)
+    }
+
+    #[test]
+    fn while_the_disk_refuses_audio_the_wavs_hold_only_their_shared_room_and_count_the_rest() {
+        let root = tempfile::tempdir().expect("a temporary folder");
+        let room = UnsavedAudio::new(1_000);
+        let (path, mut user) = wav_in_missing_folder(root.path(), "user.wav", &room);
+        let (_, mut assistant) = wav_in_missing_folder(root.path(), "assistant.wav", &room);
+        let second: Vec<i16> = (0..1_000).map(|n| n as i16).collect();
+        for _ in 0..3 {
+            user.write(&second)
+                .expect("a refused write is held, not an error");
+        }
+        assistant.write(&second[..200]).expect("held or dropped");
+        assert_eq!(
+            user.unsaved.len(),
+            1_000,
+            "the user's WAV holds the whole room"
+        );
+        assert_eq!(assistant.unsaved.len(), 0, "and leaves none for the other");
+        assert_eq!(room.dropped_samples(), 2_200);
+        assert_eq!(
+            user.sample_count(),
+            3_000,
+            "every sample handed over is counted"
+        );
+
+        std::fs::create_dir(root.path().join("not-yet")).expect("the folder appears");
+        user.resume().expect("saving resumes");
+        let (_, on_disk) = read_wav_samples(&path).expect("a valid WAV");
+        assert_eq!(on_disk, second, "the file holds the second that was kept");
+        assistant.resume().expect("saving resumes");
+        // The room came back: a new refusal is held again.
+        let (_, mut later) = wav_in_missing_folder(root.path(), "later/none.wav", &room);
+        later.write(&second[..500]).expect("held");
+        assert_eq!(later.unsaved.len(), 500);
+        drop(later);
+        let (_, mut last) = wav_in_missing_folder(root.path(), "later/last.wav", &room);
+        last.write(&second).expect("held");
+        assert_eq!(
+            last.unsaved.len(),
+            1_000,
+            "a dropped WAV gives its room back"
+        );
+    }
 }

@@ -30,6 +30,7 @@ pub fn config() -> RecorderConfig {
         utc_offset_minutes: 0,
         max_pending_user_audio_ms: 2_000,
         retry_interval_ms: 1_000,
+        ..RecorderConfig::default()
     }
 }
 
