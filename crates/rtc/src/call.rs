@@ -159,7 +159,7 @@ pub struct Call {
     endpoint: Endpoint,
     signalling: Signalling,
     peer: PeerHandle,
-    events: mpsc::UnboundedReceiver<PeerEvent>,
+    events: mpsc::Receiver<PeerEvent>,
     early: VecDeque<PeerEvent>,
     timings: CallTimings,
     ended: bool,

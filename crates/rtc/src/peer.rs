@@ -10,6 +10,7 @@
 //! a [`PeerHandle`] (commands) and receives [`PeerEvent`]s. It translates network ⇄ events
 //! only: no protocol logic lives here.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,6 +58,11 @@ const UDP_RECV_BUFFER: usize = 2048;
 /// instead of growing the process (~2 KiB each: 2 MiB in all).
 const DATAGRAM_QUEUE: usize = 1024;
 const NO_TIMEOUT: Duration = Duration::from_secs(86_400);
+/// Events handed to the application and not yet taken, at most. Past it the loop stops
+/// taking messages out of the connection (the WebRTC core then leaves data-channel text in
+/// SCTP, whose shrinking receive window slows the remote), and holds the few it had in hand
+/// until the application reads again. With messages of at most 64 KiB, at most 8 MiB wait.
+pub const EVENT_QUEUE: usize = 128;
 /// The largest data-channel message a peer takes by default: RFC 8841's default
 /// `max-message-size`, 64 KiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 64 * 1024;
@@ -247,7 +253,8 @@ impl PeerHandle {
 /// A running peer: its handle and its event stream.
 pub struct Peer {
     pub handle: PeerHandle,
-    pub events: mpsc::UnboundedReceiver<PeerEvent>,
+    /// Bounded ([`EVENT_QUEUE`]): read it, or the connection stops delivering.
+    pub events: mpsc::Receiver<PeerEvent>,
 }
 
 /// An offer made and not yet answered. Dropping it releases the sockets.
@@ -434,7 +441,7 @@ impl Setup {
 
     fn spawn(self) -> Peer {
         let (commands, command_rx) = mpsc::unbounded_channel();
-        let (event_tx, events) = mpsc::unbounded_channel();
+        let (event_tx, events) = mpsc::channel(EVENT_QUEUE);
         let (datagram_tx, datagram_rx) = mpsc::channel(DATAGRAM_QUEUE);
         let stats = Arc::new(PeerStats::default());
         let local_addrs = Arc::new(self.sockets.iter().map(|(addr, _)| *addr).collect());
@@ -459,6 +466,7 @@ impl Setup {
             channel_open: false,
             channel_closed: false,
             events: event_tx,
+            overflow: VecDeque::new(),
             stats: stats.clone(),
             readers,
             paced_replies: Vec::new(),
@@ -575,7 +583,10 @@ struct EventLoop {
     channel: Option<RTCDataChannelId>,
     channel_open: bool,
     channel_closed: bool,
-    events: mpsc::UnboundedSender<PeerEvent>,
+    events: mpsc::Sender<PeerEvent>,
+    /// Events the full queue could not take yet, in order; while any wait, nothing more is
+    /// taken out of the connection.
+    overflow: VecDeque<PeerEvent>,
     stats: Arc<PeerStats>,
     readers: Vec<JoinHandle<()>>,
     /// Sends that left the backlog over [`SEND_BACKLOG_HIGH_BYTES`], answered once it is back
@@ -608,8 +619,18 @@ impl EventLoop {
                 self.drain().await;
                 continue;
             }
+            let events = self.events.clone();
             tokio::select! {
                 biased;
+                permit = events.reserve(), if !self.overflow.is_empty() => {
+                    if let (Ok(permit), Some(event)) = (permit, self.overflow.pop_front()) {
+                        permit.send(event);
+                        self.pass_on_overflow();
+                    } else {
+                        // The application dropped its receiver: nobody reads them.
+                        self.overflow.clear();
+                    }
+                }
                 command = commands.recv() => match command {
                     Some(Command::Text(text, reply)) => {
                         let result = self.send_text(text);
@@ -686,6 +707,17 @@ impl EventLoop {
             self.ended = true;
             self.emit(PeerEvent::Closed);
         }
+        if !self.overflow.is_empty() {
+            // The last events reach an application that reads on after the loop has ended.
+            let (events, overflow) = (self.events.clone(), std::mem::take(&mut self.overflow));
+            tokio::spawn(async move {
+                for event in overflow {
+                    if events.send(event).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
         if let Some(reply) = close_reply {
             let _ = reply.send(());
         }
@@ -716,7 +748,10 @@ impl EventLoop {
                 progressed = true;
                 self.handle_event(event);
             }
-            while let Some(TaggedRTCMessage { message, .. }) = self.pc.poll_read() {
+            // Nothing more is taken out while the application has not taken what it has.
+            while self.overflow.is_empty()
+                && let Some(TaggedRTCMessage { message, .. }) = self.pc.poll_read()
+            {
                 progressed = true;
                 self.handle_message(message);
             }
@@ -775,10 +810,35 @@ impl EventLoop {
         }
     }
 
-    fn emit(&self, event: PeerEvent) {
-        // The application dropped its receiver: it no longer listens, the loop goes on until
-        // the handles are dropped or closed.
-        let _ = self.events.send(event);
+    fn emit(&mut self, event: PeerEvent) {
+        if !self.overflow.is_empty() {
+            self.overflow.push_back(event);
+            return;
+        }
+        match self.events.try_send(event) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(event)) => self.overflow.push_back(event),
+            // The application dropped its receiver: it no longer listens, the loop goes on
+            // until the handles are dropped or closed.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+
+    /// Hands on what waited, as far as the queue takes it.
+    fn pass_on_overflow(&mut self) {
+        while let Some(event) = self.overflow.pop_front() {
+            match self.events.try_send(event) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(event)) => {
+                    self.overflow.push_front(event);
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    self.overflow.clear();
+                    return;
+                }
+            }
+        }
     }
 
     fn fail(&mut self, reason: String) {

@@ -401,3 +401,50 @@ async fn a_sender_that_awaits_each_send_is_paced_by_the_remote_and_queues_about_
     offerer.handle.close().await;
     answerer.handle.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_stops_reading_holds_a_bounded_queue_and_its_flooding_remote_waits() {
+    use std::sync::atomic::Ordering;
+    let (offerer, mut answerer, _) = connect_pair().await;
+    // 32 MiB: four times what the bounded queue can hold.
+    const TEXTS: usize = 512;
+    let text = |n: usize| format!("{n:08}{}", "w".repeat(64 * 1024 - 64));
+    let sender = offerer.handle.clone();
+    let flood = tokio::spawn(async move {
+        for n in 0..TEXTS {
+            sender.send_text(text(n)).await.expect("the flood is sent");
+        }
+    });
+    // Nobody reads the answerer's events: 32 MiB cannot all be taken in. The flood stalls
+    // instead (the claim is negative, so it is bounded by a time: 3 s is ten times what the
+    // whole flood takes when it is read).
+    assert!(
+        tokio::time::timeout(Duration::from_secs(3), flood)
+            .await
+            .is_err(),
+        "all 32 MiB were taken in although nobody read them"
+    );
+    let taken_in = answerer.handle.stats().texts_in.load(Ordering::Relaxed) as usize;
+    assert!(
+        taken_in <= peer::EVENT_QUEUE + 64,
+        "{taken_in} texts of 64 KiB were taken out of the connection for a reader that reads none"
+    );
+    let sent = offerer.handle.stats().texts_out.load(Ordering::Relaxed) as usize;
+    assert!(sent < TEXTS, "the remote waits: {sent} of {TEXTS} sent");
+
+    // Reading again, everything arrives, once and in order.
+    let mut received = Vec::new();
+    while received.len() < TEXTS {
+        match next_event(&mut answerer, "the flood").await {
+            PeerEvent::Text { text, .. } => received.push(text[..8].to_owned()),
+            PeerEvent::Audio(_) => {}
+            other => panic!("unexpected event: {other:?}"),
+        }
+    }
+    assert_eq!(
+        received,
+        (0..TEXTS).map(|n| format!("{n:08}")).collect::<Vec<_>>()
+    );
+    offerer.handle.close().await;
+    answerer.handle.close().await;
+}

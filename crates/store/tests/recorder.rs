@@ -365,7 +365,11 @@ fn a_full_disk_pauses_saving_until_space_is_free_and_a_read_only_folder_is_a_cle
     recorder
         .retry_saving(script[2 * third].unix_ms)
         .expect("saving resumes once space is free");
-    assert_eq!(recorder.dropped_audio_ms(), 0, "the room held every refused sample");
+    assert_eq!(
+        recorder.dropped_audio_ms(),
+        0,
+        "the room held every refused sample"
+    );
 
     play(&mut recorder, &mut feed, &script[2 * third..]);
     feed.close(&mut recorder, START_UNIX_MS + 60_000)
