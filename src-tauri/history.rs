@@ -120,6 +120,8 @@ pub struct OpenedTurn {
     pub user_audio: Option<TurnAudio>,
     pub assistant_audio: Option<TurnAudio>,
     pub interrupted: bool,
+    /// The user took this turn's recording back before it was sent.
+    pub cancelled: bool,
 }
 
 /// An opened conversation: what the webview renders for reading and playing.
@@ -267,6 +269,10 @@ impl History {
             .turns()
             .map(|info| OpenedTurn {
                 turn: info.turn,
+                cancelled: conversation.message_cancelled(&walkie_store::message_id(
+                    info.turn,
+                    walkie_session::Speaker::User,
+                )),
                 user_message_id: walkie_store::message_id(info.turn, walkie_session::Speaker::User),
                 assistant_message_id: walkie_store::message_id(
                     info.turn,

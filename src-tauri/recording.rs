@@ -319,6 +319,13 @@ fn save(recorder: &mut Recorder, record: Record) -> i64 {
             recorder.user_audio(chunk.samples(), unix_ms);
             unix_ms
         }
+        Record::Cancelled {
+            unix_ms,
+            message_id,
+        } => {
+            recorder.message_cancelled(&message_id, unix_ms);
+            unix_ms
+        }
     }
 }
 
@@ -326,7 +333,10 @@ fn save(recorder: &mut Recorder, record: Record) -> i64 {
 /// behind "Details…").
 fn why_not_saving(problem: &StoreError) -> String {
     if problem.is_disk_full() {
-        "the disk is full. Free some space, or choose another data folder in Settings; until then the transcript waits in memory, the recordings do not".to_owned()
+        format!(
+            "the disk is full. Free some space, or choose another data folder in Settings; until then the transcript and up to {} s of audio wait in memory",
+            RecorderConfig::default().max_unsaved_audio_ms / 1000
+        )
     } else if problem.is_read_only() {
         "the data folder cannot be written. Choose another one in Settings".to_owned()
     } else {

@@ -346,6 +346,7 @@ async fn e2e_escape_while_talking_takes_the_recording_back_and_sends_nothing() {
     let _devices = AUDIO_DEVICES.lock().await;
     let app = WebviewApp::launch("escape_cancels").await;
     let received = app.dirs().trace.join("client-events.jsonl");
+    let data_dir = app.data_dir().to_owned();
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
         support::space(&client, true).await;
@@ -388,12 +389,59 @@ async fn e2e_escape_while_talking_takes_the_recording_back_and_sends_nothing() {
             serde_json::json!(["user", "user", "assistant"]),
             "the recording taken back stays, marked, with no reply"
         );
+
+        // History shows it the same way.
+        support::click(&client, "#open-history").await;
+        let current = "#history-list .history-item[data-current]";
+        wait_for(&client, current, |text| !text.is_empty()).await;
+        support::click(&client, current).await;
+        wait_for(&client, "#history-transcript", |text| text.contains("played your")).await;
+        wait_for(
+            &client,
+            "#history-transcript article[data-state=cancelled]",
+            |text| text.starts_with("You"),
+        )
+        .await;
+        let marked = client
+            .execute(
+                "return document.querySelectorAll('#history-transcript article[data-state=cancelled]').length;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(marked, serde_json::json!(1), "only the one taken back");
+        support::click(&client, "#history-close").await;
     })
     .await;
     assert_eq!(
         commits_received(&received),
         1,
         "the provider was sent one turn"
+    );
+    // And so does the saved conversation.
+    let store = walkie_store::Store::new(walkie_store::conversations_dir(&data_dir));
+    let saved = store.list().expect("the conversations");
+    let conversation = store.open(&saved[0].id).expect("the conversation");
+    let cancelled: Vec<bool> = conversation
+        .messages()
+        .iter()
+        .map(|message| conversation.message_cancelled(message.id()))
+        .collect();
+    assert_eq!(
+        cancelled,
+        [true, false, false],
+        "the first message was taken back"
+    );
+    let markdown = std::fs::read_to_string(
+        walkie_store::conversations_dir(&data_dir)
+            .join(&saved[0].id)
+            .join("transcript.md"),
+    )
+    .expect("transcript.md");
+    assert_eq!(
+        markdown.matches("not sent (cancelled)").count(),
+        1,
+        "{markdown}"
     );
 }
 

@@ -81,6 +81,15 @@ export function interruptedReplies(turns) {
 }
 
 /**
+ * The recordings the user took back before they were sent, by message id, marked as the
+ * live window marks them.
+ * @param {Array<{userMessageId: string, cancelled: boolean}>} turns
+ */
+export function cancelledRecordings(turns) {
+  return turns.filter((turn) => turn.cancelled).map((turn) => turn.userMessageId);
+}
+
+/**
  * Which WAV plays for which message: the opened conversation's turns by message id.
  * @param {Array<{turn: number, userMessageId: string, assistantMessageId: string,
  *   userAudio: ?{path: string, durationMs: number},
@@ -345,6 +354,7 @@ export function createHistoryPanel({
     const view = createTranscript(transcriptBox, { follow: false });
     view.apply({ type: "MESSAGES_SNAPSHOT", messages: conversation.messages });
     for (const id of interruptedReplies(conversation.turns)) view.markInterrupted(id);
+    for (const id of cancelledRecordings(conversation.turns)) view.markCancelled(id);
     const audio = audioByMessage(conversation.turns);
     for (const article of transcriptBox.querySelectorAll("article.message")) {
       const wav = audio.get(article.dataset.messageId);

@@ -12,7 +12,7 @@ import {
   formatStarted,
   retentionFromValue,
   retentionLabel,
-  retentionToValue, interruptedReplies } from "../history.js";
+  retentionToValue, interruptedReplies, cancelledRecordings } from "../history.js";
 
 test("durations read in seconds, minutes or hours, never as raw milliseconds", () => {
   assert.equal(formatDurationMs(0), "0 s");
@@ -270,4 +270,13 @@ test("the replies the user talked over are marked in an opened conversation", ()
   ];
   assert.deepEqual(interruptedReplies(turns), ["assistant-1"]);
   assert.deepEqual(interruptedReplies([]), []);
+});
+
+test("the recordings the user took back are marked in an opened conversation", () => {
+  const turns = [
+    { turn: 1, userMessageId: "user-1", cancelled: false },
+    { turn: 2, userMessageId: "user-2", cancelled: true },
+  ];
+  assert.deepEqual(cancelledRecordings(turns), ["user-2"]);
+  assert.deepEqual(cancelledRecordings([]), []);
 });

@@ -549,8 +549,10 @@ impl Conversation {
                     if let Some(message_id) = interrupted {
                         self.outputs.push_back(Output::Interrupted { message_id });
                     }
-                    if let Some(message_id) = cancelled {
-                        self.outputs.push_back(Output::Cancelled { message_id });
+                    if let Some(message_id) = &cancelled {
+                        self.outputs.push_back(Output::Cancelled {
+                            message_id: message_id.clone(),
+                        });
                     }
                     self.outputs.push_back(Output::Record(Record::Event {
                         unix_ms,
@@ -558,6 +560,12 @@ impl Conversation {
                         note,
                         transcript,
                     }));
+                    if let Some(message_id) = cancelled {
+                        self.outputs.push_back(Output::Record(Record::Cancelled {
+                            unix_ms,
+                            message_id,
+                        }));
+                    }
                 }
                 Ok(Some(Delivery::Failure(stamped))) => {
                     let failure = stamped.failure;

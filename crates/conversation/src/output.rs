@@ -71,4 +71,7 @@ pub enum Record {
     },
     /// Microphone audio exactly as it was sent.
     UserAudio { unix_ms: i64, chunk: AudioChunk },
+    /// The user took the recording of this message back before it was sent (after the
+    /// record of its end).
+    Cancelled { unix_ms: i64, message_id: String },
 }

@@ -104,6 +104,8 @@ pub struct Conversation {
     thread_id: Option<String>,
     reopenings: Vec<Reopened>,
     recoveries: Vec<Recovered>,
+    /// Messages whose recording the user took back before it was sent.
+    cancelled_messages: BTreeSet<String>,
     problems: Vec<String>,
 }
 
@@ -190,6 +192,13 @@ impl Conversation {
                 self.recoveries.push(recovered.clone());
             }
             Record::Closed { unix_ms } => self.saw_time(*unix_ms),
+            Record::MessageCancelled {
+                message_id,
+                unix_ms,
+            } => {
+                self.saw_time(*unix_ms);
+                self.cancelled_messages.insert(message_id.clone());
+            }
             Record::Reopened(reopened) => {
                 let gap_ms = i128::from(reopened.unix_ms) - i128::from(self.last_unix_ms);
                 self.gaps_ms = self
@@ -457,6 +466,11 @@ impl Conversation {
         Some((info, speaker))
     }
 
+    /// Whether the user took this message's recording back before it was sent.
+    pub fn message_cancelled(&self, message_id: &str) -> bool {
+        self.cancelled_messages.contains(message_id)
+    }
+
     fn message_interrupted(&self, message: &Message) -> bool {
         let by_metadata = message
             .metadata()
@@ -504,6 +518,9 @@ impl Conversation {
             }
             if self.message_interrupted(message) {
                 out.push_str(" · interrupted");
+            }
+            if self.message_cancelled(message.id()) {
+                out.push_str(" · not sent (cancelled)");
             }
             if audio_links && let Some((info, speaker)) = self.turn_of_message(message.id()) {
                 let wav = match speaker {

@@ -142,6 +142,9 @@ pub enum Record {
     Closed { unix_ms: i64 },
     /// The closed conversation goes on ([`Reopened`]).
     Reopened(Reopened),
+    /// The user took this message's recording back (Escape) before it was sent: it was
+    /// never answered.
+    MessageCancelled { message_id: String, unix_ms: i64 },
 }
 
 impl Record {
@@ -159,7 +162,7 @@ impl Record {
             Record::Session { event, .. } => {
                 matches!(event.event, walkie_session::SessionEvent::PartEnd(_))
             }
-            Record::TurnStarted { .. } => false,
+            Record::TurnStarted { .. } | Record::MessageCancelled { .. } => false,
         }
     }
 

@@ -364,6 +364,20 @@ impl Recorder {
         self.journal_transcript_events();
     }
 
+    /// The user took the recording of message `message_id` back before it was sent.
+    pub fn message_cancelled(&mut self, message_id: &str, unix_ms: i64) {
+        if self.closed {
+            return;
+        }
+        self.retry_if_due(unix_ms);
+        self.append(Record::MessageCancelled {
+            message_id: message_id.to_owned(),
+            unix_ms,
+        });
+        self.transcripts_stale = true;
+        self.write_transcripts_if_stale();
+    }
+
     /// Captured user audio, exactly what was sent (mono, `user_sample_rate_hz`).
     pub fn user_audio(&mut self, samples: &[i16], unix_ms: i64) {
         if self.closed {
