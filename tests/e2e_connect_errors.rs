@@ -19,7 +19,7 @@ use std::time::Duration;
 use fantoccini::{Client, Locator};
 use support::{
     AppDirs, Launch, SecretService, UI_TIMEOUT, WebviewApp, choose_custom_server, click,
-    talk_to_custom_server, wait_for, wait_for_within,
+    talk_to_custom_server, wait_for, wait_for_within, wait_until_shown, watch_statuses,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -94,11 +94,12 @@ async fn shows(
     previous: &str,
     refused: Refused,
 ) -> String {
+    watch_statuses(client).await;
     choose_custom_server(client, base_url).await;
     if let Refused::CalledAgain { attempt } = refused {
         for attempt in 1..=attempt {
             let calling = format!("Calling again (attempt {attempt} of 6)…");
-            wait_for_within(client, "#status", within, |text| text.starts_with(&calling)).await;
+            wait_until_shown(client, |text| text.starts_with(&calling)).await;
         }
         wait_for(client, "#connect", |label| label == "Cancel").await;
         click(client, "#connect").await;
@@ -318,11 +319,12 @@ async fn e2e_a_first_call_refused_with_a_server_error_is_placed_again_and_comes_
     let (healthy_url, failing_url) = (healthy.base_url(), failing_twice.base_url());
     app.run(|client| async move {
         talk_to_custom_server(&client, &healthy_url, &token).await;
+        watch_statuses(&client).await;
         choose_custom_server(&client, &failing_url).await;
         for attempt in 1..=2 {
             let calling =
                 format!("Calling again (attempt {attempt} of 6)… {HOST} had a server error (503)");
-            wait_for(&client, "#status", |text| text.starts_with(&calling)).await;
+            wait_until_shown(&client, |text| text.starts_with(&calling)).await;
         }
         let ready = format!("Ready ({HOST})");
         wait_for(&client, "#status", |text| text.starts_with(&ready)).await;

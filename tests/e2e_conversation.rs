@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use support::audio::{PulseStream, energy, require_test_audio, sounding_span_frames, speech_like};
-use support::{WebviewApp, rendered_text, wait_for, wait_for_text};
+use support::{WebviewApp, rendered_text, statuses_seen, wait_for, wait_for_text, watch_statuses};
 
 /// The virtual microphone and speaker are shared: one conversation test at a time.
 static AUDIO_DEVICES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -64,30 +64,6 @@ async fn transcript_roles(client: &fantoccini::Client) -> serde_json::Value {
         )
         .await
         .unwrap()
-}
-
-/// From now on, every status the line shows is kept, however briefly ([`statuses_seen`]).
-async fn watch_statuses(client: &fantoccini::Client) {
-    client
-        .execute(
-            "window.statusesSeen = [];
-             const status = document.getElementById('status');
-             new MutationObserver(() => window.statusesSeen.push(status.innerText))
-               .observe(status, {childList: true, subtree: true, characterData: true});
-             return true;",
-            vec![],
-        )
-        .await
-        .unwrap();
-}
-
-/// The statuses shown since [`watch_statuses`], in order.
-async fn statuses_seen(client: &fantoccini::Client) -> Vec<String> {
-    let seen = client
-        .execute("return window.statusesSeen;", vec![])
-        .await
-        .unwrap();
-    serde_json::from_value(seen).unwrap()
 }
 
 /// How many turns the provider was sent (`input_audio_buffer.commit` in its trace).

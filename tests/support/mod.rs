@@ -959,6 +959,47 @@ pub async fn status_state(client: &Client) -> Option<String> {
         .expect("its state")
 }
 
+/// From now on, every status the line shows is kept, however briefly ([`statuses_seen`]):
+/// a state that lasts less than one of the harness's round trips is still seen.
+pub async fn watch_statuses(client: &Client) {
+    client
+        .execute(
+            "window.statusesSeen = [];
+             const status = document.getElementById('status');
+             new MutationObserver(() => window.statusesSeen.push(status.innerText))
+               .observe(status, {childList: true, subtree: true, characterData: true});
+             return true;",
+            vec![],
+        )
+        .await
+        .unwrap();
+}
+
+/// The statuses shown since [`watch_statuses`], in order.
+pub async fn statuses_seen(client: &Client) -> Vec<String> {
+    let seen = client
+        .execute("return window.statusesSeen ?? [];", vec![])
+        .await
+        .unwrap();
+    serde_json::from_value(seen).unwrap()
+}
+
+/// Waits until a status since [`watch_statuses`] satisfies `wanted`; returns it.
+pub async fn wait_until_shown(client: &Client, wanted: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    loop {
+        let seen = statuses_seen(client).await;
+        if let Some(shown) = seen.iter().find(|status| wanted(status)) {
+            return shown.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no status like that after {UI_TIMEOUT:?}; seen: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Waits until the status line is in `state` (its `data-state`: "ready", "error"…), whatever
 /// its sentence.
 pub async fn wait_for_state(client: &Client, state: &str) {
