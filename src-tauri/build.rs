@@ -15,6 +15,7 @@ const APP_COMMANDS: &[&str] = &[
     "list_devices",
     "save_settings",
     "check_settings",
+    "test_connection",
     "choose_data_folder",
     "set_api_key",
     "forget_api_key",

@@ -89,6 +89,9 @@ pub enum CommandError {
     Shortcut { shortcut: String, reason: String },
     #[error("could not copy: {0}")]
     Clipboard(String),
+    /// A test call the user asked for did not connect: the sentence says why.
+    #[error("{0}")]
+    TestCall(String),
     #[error("a background task failed: {0}")]
     Background(String),
 }
@@ -511,6 +514,7 @@ pub fn run() {
             settings_commands::list_devices,
             settings_commands::save_settings,
             settings_commands::check_settings,
+            settings_commands::test_connection,
             settings_commands::choose_data_folder,
             settings_commands::set_api_key,
             settings_commands::forget_api_key,

@@ -167,6 +167,63 @@ pub(crate) fn check_settings(settings: Settings) -> Vec<InvalidSetting> {
     settings.problems()
 }
 
+/// Places a call to the provider the form names (with the key typed there, if any), without
+/// saving anything and without touching the call under way, and hangs up once it is open. The
+/// answer is a sentence for the form; a refusal is the sentence the status line would show.
+#[tauri::command]
+pub(crate) async fn test_connection(
+    state: tauri::State<'_, SettingsState>,
+    settings: Settings,
+    key: Option<TypedKey>,
+) -> Result<String, SaveError> {
+    let problems = settings.problems();
+    if !problems.is_empty() {
+        return Err(SaveError::Fields(problems));
+    }
+    let typed = key
+        .map(|TypedKey { account, key }| (account, secrets::ApiKey::given(key.trim())))
+        .filter(|(_, key)| !key.expose().is_empty());
+    let data_dir = state.data_dir.clone();
+    let plan = blocking(move || {
+        let mut plan = Plan::resolve(&settings, data_dir);
+        plan.provider = crate::plan::provider_with_typed_key(&settings, typed);
+        plan
+    })
+    .await?;
+    let provider = plan
+        .provider
+        .clone()
+        .map_err(|error| CommandError::TestCall(format!("Not tested: {error}.")))?;
+    if matches!(provider, crate::plan::Provider::Local) {
+        return Ok("The local provider runs inside Walkie: there is nothing to test.".to_owned());
+    }
+    let endpoint = provider
+        .endpoint(None)
+        .map_err(|error| CommandError::TestCall(format!("Not tested: {error}.")))?;
+    let started = std::time::Instant::now();
+    match walkie_rtc::Call::connect(plan.call_config(endpoint)).await {
+        Ok(call) => {
+            let connected_ms = started.elapsed().as_millis();
+            if let Err(error) = call.hangup().await {
+                log::info!("the test call did not hang up cleanly: {error}");
+            }
+            Ok(format!(
+                "{} answered: a call connected in {connected_ms} ms, and was hung up.",
+                provider.label()
+            ))
+        }
+        Err(error) => {
+            log::info!("the test call failed: {error}");
+            Err(CommandError::TestCall(format!(
+                "The test call to {} failed. {}",
+                provider.label(),
+                error.user_sentence()
+            ))
+            .into())
+        }
+    }
+}
+
 /// The user saved the settings dialog: validate every field, save the typed key (if any) in
 /// the keyring, persist, and apply.
 #[tauri::command]

@@ -860,3 +860,91 @@ async fn e2e_the_shortcut_is_set_by_pressing_it_and_backspace_clears_it() {
             .expect("JSON");
     assert_eq!(saved["globalShortcut"], "Ctrl+W");
 }
+
+/// "Test connection" places a short call with what the form holds, key included, and says how
+/// it went under the button, without saving anything and without ending the call under way.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_test_connection_calls_what_the_form_holds_and_leaves_the_call_under_way() {
+    const TEST: &str = "settings_test_connection";
+    let dirs = AppDirs::fresh(TEST);
+    let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
+        trace_dir: Some(dirs.trace.join("test-server")),
+        ..walkie_local::ProviderConfig::default()
+    })
+    .await
+    .expect("a local provider on loopback");
+    let secrets = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    let settings_file = app.dirs().config.join("settings.json");
+    let (base_url, token) = (provider.base_url(), provider.token().to_owned());
+    app.run(move |client| async move {
+        let ready = "Ready (the local provider): hold Space or the button to talk.";
+        wait_for(&client, "#status", |status| status == ready).await;
+        open_settings(&client).await;
+        set_field(&client, "provider", "custom".into()).await;
+        set_field(&client, "customBaseUrl", base_url.clone().into()).await;
+        client
+            .find(Locator::Css("#settings [name=apiKey]"))
+            .await
+            .expect("the key field")
+            .send_keys(&token)
+            .await
+            .expect("typing the key");
+        click(&client, "#settings [data-action=test-connection]").await;
+        let answered = wait_for(&client, "#settings [data-role=test-result]", |text| {
+            text.contains("answered")
+        })
+        .await;
+        assert!(
+            answered.starts_with("127.0.0.1 answered: a call connected in")
+                && answered.ends_with("ms, and was hung up."),
+            "{answered}"
+        );
+        // An address where nothing answers: the reason, under the button.
+        client
+            .find(Locator::Css("#settings [name=apiKey]"))
+            .await
+            .expect("the key field")
+            .clear()
+            .await
+            .expect("clearing the key");
+        set_field(&client, "customBaseUrl", "http://127.0.0.1:9".into()).await;
+        click(&client, "#settings [data-action=test-connection]").await;
+        let failed = wait_for(&client, "#settings [data-role=test-result]", |text| {
+            text.starts_with("The test call to 127.0.0.1 failed.")
+        })
+        .await;
+        assert!(failed.contains("could not be reached"), "{failed}");
+        let kind = client
+            .execute(
+                "return document.querySelector('#settings [data-role=test-result]').dataset.kind;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(kind, serde_json::json!("error"));
+        client
+            .execute(
+                "document.querySelector('#settings [data-role=test-result]')\
+                   .scrollIntoView({ block: 'center' });",
+                vec![],
+            )
+            .await
+            .unwrap();
+        support::screenshot(&client, "settings-test-connection").await;
+        // The call under way was never touched, and nothing was saved.
+        let title = client
+            .execute("return document.getElementById('status').title;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(title, serde_json::json!(ready));
+    })
+    .await;
+    let saved = std::fs::read_to_string(&settings_file).unwrap_or_default();
+    assert!(!saved.contains("custom"), "nothing was saved: {saved}");
+    assert_eq!(
+        provider.calls_total(),
+        1,
+        "the test placed one call to the server"
+    );
+}

@@ -507,6 +507,37 @@ export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaul
     return true;
   }
 
+  /** Calls the provider the form names, with the key typed there, without saving anything. */
+  async function testConnection() {
+    const button = dialog.querySelector("[data-action=test-connection]");
+    const result = dialog.querySelector("[data-role=test-result]");
+    clearInvalid();
+    const { settings, problems } = readForm();
+    if (problems.length) {
+      showProblems(problems);
+      return;
+    }
+    const account = accountFor(settings.provider);
+    const typedKey = keyInput.value.trim();
+    const key = account && typedKey && !keyInput.disabled ? { account, key: typedKey } : null;
+    button.disabled = true;
+    result.dataset.kind = "info";
+    result.textContent = "Calling the provider…";
+    try {
+      result.textContent = await invoke("test_connection", { settings, key });
+    } catch (error) {
+      if (error?.problems?.length) {
+        result.textContent = "";
+        showProblems(error.problems);
+      } else {
+        result.dataset.kind = "error";
+        result.textContent = describeError(error);
+      }
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   async function saveKey() {
     const account = accountFor(field("provider").value);
     if (!account) return;
@@ -573,6 +604,7 @@ export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaul
   field("handsFree").addEventListener("change", showHandsFreeFields);
   field("voiceDetection").addEventListener("change", showHandsFreeFields);
   dialog.querySelector("[data-action=save-key]").addEventListener("click", saveKey);
+  dialog.querySelector("[data-action=test-connection]").addEventListener("click", testConnection);
   dialog.querySelector("[data-action=forget-key]").addEventListener("click", forgetKey);
   dialog.querySelector("[data-action=browse]").addEventListener("click", browse);
   dialog.querySelector("[data-action=close]").addEventListener("click", requestClose);

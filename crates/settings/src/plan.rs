@@ -277,8 +277,31 @@ fn non_empty(text: &str) -> Option<String> {
 }
 
 fn provider(settings: &Settings) -> Result<Provider, PlanError> {
+    provider_with(settings, None)
+}
+
+/// The provider the settings name, with `typed` (a key the user typed and has not saved)
+/// used for its account instead of the keyring's or the environment's.
+pub fn provider_with_typed_key(
+    settings: &Settings,
+    typed: Option<(KeyAccount, ApiKey)>,
+) -> Result<Provider, PlanError> {
+    provider_with(settings, typed)
+}
+
+fn provider_with(
+    settings: &Settings,
+    typed: Option<(KeyAccount, ApiKey)>,
+) -> Result<Provider, PlanError> {
+    let key_in_use = |account: KeyAccount| match &typed {
+        Some((typed_account, key)) if *typed_account == account => (Some(key.clone()), None),
+        _ => {
+            let (key, _, problem) = secrets::key_in_use(account);
+            (key, problem)
+        }
+    };
     let required = |account: KeyAccount, provider: &'static str| {
-        let (key, _, problem) = secrets::key_in_use(account);
+        let (key, problem) = key_in_use(account);
         key.ok_or_else(|| PlanError::NoApiKey {
             provider,
             variable: account.environment_variable(),
@@ -286,7 +309,7 @@ fn provider(settings: &Settings) -> Result<Provider, PlanError> {
         })
     };
     match settings.provider {
-        ProviderKind::Automatic => match secrets::key_in_use(KeyAccount::OpenAi).0 {
+        ProviderKind::Automatic => match key_in_use(KeyAccount::OpenAi).0 {
             Some(api_key) => Ok(Provider::OpenAi { api_key }),
             None => Ok(Provider::Local),
         },
@@ -301,7 +324,7 @@ fn provider(settings: &Settings) -> Result<Provider, PlanError> {
         }),
         ProviderKind::Custom => Ok(Provider::Custom {
             base_url: settings.custom_base_url.trim().to_owned(),
-            api_key: secrets::key_in_use(KeyAccount::Custom).0,
+            api_key: key_in_use(KeyAccount::Custom).0,
         }),
     }
 }
