@@ -16,6 +16,8 @@ const APP_COMMANDS: &[&str] = &[
     "save_settings",
     "check_settings",
     "test_connection",
+    "mic_test_start",
+    "mic_test_stop",
     "choose_data_folder",
     "set_api_key",
     "forget_api_key",

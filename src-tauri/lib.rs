@@ -11,6 +11,7 @@ pub mod conversation;
 pub mod desktop;
 mod edges;
 pub mod history;
+mod mic_test;
 pub mod recording;
 mod settings_commands;
 pub use walkie_settings::{self as settings, plan, secrets};
@@ -472,6 +473,7 @@ pub fn run() {
             app.manage(Conversation::new(saving.clone()));
             app.manage(closing::Closing::default());
             app.manage(LatestStatus::default());
+            app.manage(mic_test::MicTest::default());
             if let Err(error) = shortcut::register(app.handle(), "", &initial_shortcut) {
                 log::warn!("{error}");
             }
@@ -515,6 +517,8 @@ pub fn run() {
             settings_commands::save_settings,
             settings_commands::check_settings,
             settings_commands::test_connection,
+            mic_test::mic_test_start,
+            mic_test::mic_test_stop,
             settings_commands::choose_data_folder,
             settings_commands::set_api_key,
             settings_commands::forget_api_key,

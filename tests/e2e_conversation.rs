@@ -571,3 +571,76 @@ async fn e2e_switching_to_hands_free_mid_call_keeps_the_call_and_the_key_then_on
     })
     .await;
 }
+
+/// The dialog's meter level, in dBFS.
+async fn mic_test_level(client: &fantoccini::Client) -> f64 {
+    client
+        .execute(
+            "return document.querySelector('#settings [data-role=mic-test-level]').value;",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_f64()
+        .unwrap_or(f64::NAN)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_microphone_test_in_settings_follows_the_voice_and_stops_when_asked() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("mic_test").await;
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        support::open_settings(&client).await;
+        support::click(&client, "#settings [data-action=mic-test]").await;
+        wait_for_text(&client, "#settings [data-action=mic-test]", "Stop test").await;
+        assert_eq!(
+            mic_test_level(&client).await,
+            -60.0,
+            "silence shows as the floor"
+        );
+        let spoken = speech_like(1.5);
+        let speaking =
+            tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken));
+        let deadline = tokio::time::Instant::now() + support::UI_TIMEOUT;
+        let mut loudest = f64::NEG_INFINITY;
+        while loudest < -40.0 {
+            loudest = loudest.max(mic_test_level(&client).await);
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the bar never rose: {loudest} dBFS"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        client
+            .execute(
+                "document.querySelector('#settings [data-role=mic-test-level]')\
+                   .scrollIntoView({ block: 'center' });",
+                vec![],
+            )
+            .await
+            .unwrap();
+        support::screenshot(&client, "settings-mic-test").await;
+        speaking.await.unwrap();
+        support::click(&client, "#settings [data-action=mic-test]").await;
+        wait_for_text(
+            &client,
+            "#settings [data-action=mic-test]",
+            "Test microphone",
+        )
+        .await;
+        assert_eq!(
+            mic_test_level(&client).await,
+            -60.0,
+            "stopped, the bar rests"
+        );
+        // The call under way was never touched.
+        let title = client
+            .execute("return document.getElementById('status').title;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(title, serde_json::json!(READY));
+    })
+    .await;
+}

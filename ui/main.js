@@ -26,6 +26,7 @@ const pttButton = document.getElementById("ptt");
 const handsFree = document.getElementById("hands-free");
 const settingsDialog = createSettingsDialog(document.getElementById("settings"), invoke, {
   onSaved: (settings) => showTalkMode(settings),
+  listen,
 });
 
 function reportFailure(error) {

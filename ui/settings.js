@@ -6,6 +6,10 @@
 // four characters), never the key.
 
 import { describeError } from "./status.js";
+import { FLOOR_DBFS } from "./meters.js";
+
+/** The microphone test's news from Rust: `{ test, kind: "level" | "failed" | "stopped" }`. */
+export const MIC_TEST_EVENT = "walkie://mic-test";
 
 /** The key account a provider reads its key from; `null` when it takes none. */
 export function accountFor(provider) {
@@ -227,7 +231,11 @@ export function shortcutFromKeys(event) {
   return [...modifiers, key].join("+");
 }
 
-export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaultConfirm(dialog) } = {}) {
+export function createSettingsDialog(
+  dialog,
+  invoke,
+  { onSaved, confirm = defaultConfirm(dialog), listen = null } = {},
+) {
   const form = dialog.querySelector("form");
   const message = dialog.querySelector("[data-role=message]");
   const keyState = dialog.querySelector("[data-role=key-state]");
@@ -538,6 +546,60 @@ export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaul
     }
   }
 
+  // The microphone test: the chosen microphone's level on a bar, until stopped or closed.
+  const micTestButton = dialog.querySelector("[data-action=mic-test]");
+  const micTestLevel = dialog.querySelector("[data-role=mic-test-level]");
+  const micTestState = dialog.querySelector("[data-role=mic-test-state]");
+  /** The number of the test running now, or null. */
+  let micTest = null;
+
+  function showMicTestOff(sentence = "", kind = "info") {
+    micTest = null;
+    micTestLevel.value = FLOOR_DBFS;
+    micTestButton.textContent = "Test microphone";
+    micTestButton.setAttribute("aria-pressed", "false");
+    micTestState.dataset.kind = kind;
+    micTestState.textContent = sentence;
+  }
+
+  function showMicTest(report) {
+    if (report?.test !== micTest || micTest === null) return;
+    if (report.kind === "level") {
+      micTestLevel.value = Math.min(0, Math.max(FLOOR_DBFS, report.rmsDbfs));
+    } else if (report.kind === "failed") {
+      showMicTestOff(
+        `The microphone could not be opened (${report.reason}): choose another in the list.`,
+        "error",
+      );
+    } else {
+      showMicTestOff();
+    }
+  }
+
+  async function startMicTest() {
+    micTestState.dataset.kind = "info";
+    micTestState.textContent = "Speak: the bar follows your voice.";
+    try {
+      micTest = await invoke("mic_test_start", { device: field("inputDevice").value });
+      micTestButton.textContent = "Stop test";
+      micTestButton.setAttribute("aria-pressed", "true");
+    } catch (error) {
+      showMicTestOff(describeError(error), "error");
+    }
+  }
+
+  async function stopMicTest() {
+    if (micTest === null) return;
+    showMicTestOff();
+    try {
+      await invoke("mic_test_stop");
+    } catch {
+      // The test ends by itself after a minute.
+    }
+  }
+
+  listen?.(MIC_TEST_EVENT, (event) => showMicTest(event.payload));
+
   async function saveKey() {
     const account = accountFor(field("provider").value);
     if (!account) return;
@@ -605,6 +667,12 @@ export function createSettingsDialog(dialog, invoke, { onSaved, confirm = defaul
   field("voiceDetection").addEventListener("change", showHandsFreeFields);
   dialog.querySelector("[data-action=save-key]").addEventListener("click", saveKey);
   dialog.querySelector("[data-action=test-connection]").addEventListener("click", testConnection);
+  micTestButton.addEventListener("click", () => (micTest === null ? startMicTest() : stopMicTest()));
+  // A new choice of microphone is tested at once; closing the dialog ends the test.
+  field("inputDevice").addEventListener("change", () => {
+    if (micTest !== null) stopMicTest().then(startMicTest);
+  });
+  dialog.addEventListener("close", stopMicTest);
   dialog.querySelector("[data-action=forget-key]").addEventListener("click", forgetKey);
   dialog.querySelector("[data-action=browse]").addEventListener("click", browse);
   dialog.querySelector("[data-action=close]").addEventListener("click", requestClose);
