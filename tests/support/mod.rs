@@ -569,17 +569,21 @@ pub async fn rendered_text(client: &Client, css: &str) -> Option<String> {
 /// lands (seen under load: a dialog's Save pressed, the click delivered to the number field
 /// typed in last, which sat at that point by then). Pressing a button takes the focus from
 /// the field anyway, so the harness takes it first, waits for the page to lay out, and then
-/// clicks; it watches for the element's own `click` event and clicks again only when none
-/// came, saying where the lost one went, so a click the page did get is never repeated.
+/// clicks; it watches for the element's own `click` event. When none came it says where the
+/// lost one went and presses again — a button, link or summary from the keyboard (focused,
+/// then Enter: it fires the same `click`, and no point on the screen can be wrong), anything
+/// else with the mouse — so a click the page did get is never repeated. Seen in a full run:
+/// three mouse presses in a row on a dialog's Save, all delivered to the same number field.
 pub async fn click(client: &Client, css: &str) {
     const ATTEMPTS: usize = 3;
+    let mut by_keyboard = false;
     for attempt in 1..=ATTEMPTS {
         let element = client
             .find(Locator::Css(css))
             .await
             .unwrap_or_else(|error| panic!("no {css}: {error}"));
         let reference = serde_json::to_value(&element).expect("an element reference is JSON");
-        let disabled = client
+        let watched = client
             .execute_async(
                 r#"const [element, done] = arguments;
                    window.__walkieClick = { seen: false, went: "nowhere" };
@@ -596,16 +600,27 @@ pub async fn click(client: &Client, css: &str) {
                      active.blur();
                    }
                    requestAnimationFrame(() => requestAnimationFrame(() =>
-                     done(element.disabled === true)));"#,
+                     done({ disabled: element.disabled === true,
+                            keyboard: element.matches("button, summary, a[href], [role=button]") })));"#,
                 vec![reference],
             )
             .await
             .unwrap_or_else(|error| panic!("could not watch {css} for a click: {error}"));
-        element
-            .click()
-            .await
-            .unwrap_or_else(|error| panic!("could not click {css}: {error}"));
-        if disabled == serde_json::Value::Bool(true) {
+        let takes_keys = watched.get("keyboard") == Some(&serde_json::Value::Bool(true));
+        let disabled = watched.get("disabled") == Some(&serde_json::Value::Bool(true));
+        if by_keyboard {
+            let enter: char = fantoccini::key::Key::Enter.into();
+            element
+                .send_keys(&enter.to_string())
+                .await
+                .unwrap_or_else(|error| panic!("could not press Enter on {css}: {error}"));
+        } else {
+            element
+                .click()
+                .await
+                .unwrap_or_else(|error| panic!("could not click {css}: {error}"));
+        }
+        if disabled {
             // A disabled control takes no click; the test asserts what that leaves.
             return;
         }
@@ -628,9 +643,15 @@ pub async fn click(client: &Client, css: &str) {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
+        by_keyboard = takes_keys;
         eprintln!(
             "click {attempt} of {ATTEMPTS} on {css} never reached it (it went to {went:?}); \
-             clicking again"
+             pressing again{}",
+            if by_keyboard {
+                ", from the keyboard"
+            } else {
+                ""
+            }
         );
     }
     panic!("{css} never received a click in {ATTEMPTS} attempts");
