@@ -564,16 +564,15 @@ pub async fn rendered_text(client: &Client, css: &str) -> Option<String> {
 
 /// Clicks the element `css` selects, as a user would, and says which one when it cannot.
 ///
-/// WebKitWebDriver scrolls the element into view and presses at its centre, but when a text
-/// field still has the focus, WebKit may scroll that field back into view before the press
-/// lands (seen under load: a dialog's Save pressed, the click delivered to the number field
-/// typed in last, which sat at that point by then). Pressing a button takes the focus from
-/// the field anyway, so the harness takes it first, waits for the page to lay out, and then
-/// clicks; it watches for the element's own `click` event. When none came it says where the
-/// lost one went and presses again — a button, link or summary from the keyboard (focused,
-/// then Enter: it fires the same `click`, and no point on the screen can be wrong), anything
-/// else with the mouse — so a click the page did get is never repeated. Seen in a full run:
-/// three mouse presses in a row on a dialog's Save, all delivered to the same number field.
+/// WebKitWebDriver scrolls the element into view and presses at its centre, but under load
+/// the press now and then lands elsewhere: a dialog's Save pressed, the click delivered to
+/// the number field typed in last, although `elementFromPoint` at that centre answered Save
+/// just before (why is not known). Pressing a button takes the focus from a text field
+/// anyway, so the harness takes it first, which made misses rarer, waits for the page to lay
+/// out, and then clicks; it watches for the element's own `click` event. When none came it
+/// says where the lost one went and presses again — a button, link or summary from the
+/// keyboard (focused, then Enter: it fires the same `click`, and no point on the screen can
+/// be wrong), anything else with the mouse — so a click the page did get is never repeated.
 pub async fn click(client: &Client, css: &str) {
     const ATTEMPTS: usize = 3;
     let mut by_keyboard = false;
