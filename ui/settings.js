@@ -483,6 +483,13 @@ export function createSettingsDialog(
     return inOrder(saveNow);
   }
 
+  /** The key typed (not yet saved) for `provider`'s account, as Rust takes it, or null. */
+  function typedKeyFor(provider) {
+    const account = accountFor(provider);
+    const typedKey = keyInput.value.trim();
+    return account && typedKey && !keyInput.disabled ? { account, key: typedKey } : null;
+  }
+
   async function saveNow() {
     clearInvalid();
     const { settings, problems } = readForm();
@@ -497,9 +504,7 @@ export function createSettingsDialog(
       showProblems([...problems, ...more]);
       return false;
     }
-    const account = accountFor(settings.provider);
-    const typedKey = keyInput.value.trim();
-    const key = account && typedKey && !keyInput.disabled ? { account, key: typedKey } : null;
+    const key = typedKeyFor(settings.provider);
     try {
       view = await invoke("save_settings", { settings, key });
     } catch (error) {
@@ -525,9 +530,7 @@ export function createSettingsDialog(
       showProblems(problems);
       return;
     }
-    const account = accountFor(settings.provider);
-    const typedKey = keyInput.value.trim();
-    const key = account && typedKey && !keyInput.disabled ? { account, key: typedKey } : null;
+    const key = typedKeyFor(settings.provider);
     button.disabled = true;
     result.dataset.kind = "info";
     result.textContent = "Calling the provider…";

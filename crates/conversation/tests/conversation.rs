@@ -730,6 +730,14 @@ fn a_request_the_provider_refuses_is_told_in_the_ready_status_and_the_call_goes_
     );
 }
 
+/// The reply of [`reply_audible`] completes and stops playing: the status after it.
+fn status_once_the_reply_ends(call: &mut Call) -> StatusEvent {
+    call.server(2_360, &response_done("resp_R1", "completed"));
+    call.server(2_370, &output_stopped("resp_R1"));
+    let outputs = call.tick(2_370 + LATE_AUDIO_GRACE_MS);
+    statuses(&outputs).pop().expect("a status")
+}
+
 #[test]
 fn a_message_the_provider_sends_that_cannot_be_read_mid_reply_is_told_once_the_reply_ends() {
     let mut call = reply_audible();
@@ -742,10 +750,7 @@ fn a_message_the_provider_sends_that_cannot_be_read_mid_reply_is_told_once_the_r
         [],
         "while the reply is heard the status stays Speaking"
     );
-    call.server(2_360, &response_done("resp_R1", "completed"));
-    call.server(2_370, &output_stopped("resp_R1"));
-    let outputs = call.tick(2_370 + LATE_AUDIO_GRACE_MS);
-    let shown = statuses(&outputs).pop().expect("a status");
+    let shown = status_once_the_reply_ends(&mut call);
     assert_eq!(
         (shown.state, shown.detail.as_str()),
         (
@@ -775,10 +780,7 @@ fn a_reply_whose_text_runs_past_the_cap_is_told_as_cut_once_it_ends_and_the_call
         [],
         "while the reply is heard it says Speaking"
     );
-    call.server(2_360, &response_done("resp_R1", "completed"));
-    call.server(2_370, &output_stopped("resp_R1"));
-    let outputs = call.tick(2_370 + LATE_AUDIO_GRACE_MS);
-    let shown = statuses(&outputs).pop().expect("a status");
+    let shown = status_once_the_reply_ends(&mut call);
     assert_eq!(
         (shown.state, shown.detail.as_str()),
         (

@@ -355,28 +355,43 @@ async fn a_message_longer_than_the_limit_is_never_delivered_and_the_call_goes_on
     answerer.handle.close().await;
 }
 
+/// Text `n` of a flood: its number, then filler to 64 KiB.
+fn numbered_text(n: usize) -> String {
+    format!("{n:08}{}", "z".repeat(64 * 1024 - 64))
+}
+
+/// Reads `count` texts from `peer` and returns the numbers they start with, in order.
+async fn numbers_received(peer: &mut Peer, count: usize) -> Vec<String> {
+    let mut received = Vec::new();
+    while received.len() < count {
+        match next_event(peer, "the flood").await {
+            PeerEvent::Text { text, .. } => received.push(text[..8].to_owned()),
+            PeerEvent::Audio(_) => {}
+            other => panic!("unexpected event: {other:?}"),
+        }
+    }
+    received
+}
+
+/// The numbers of texts `0..count`, as [`numbers_received`] gives them.
+fn numbers(count: usize) -> Vec<String> {
+    (0..count).map(|n| format!("{n:08}")).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_that_awaits_each_send_is_paced_by_the_remote_and_queues_about_a_mebibyte() {
     use std::sync::atomic::Ordering;
     let (offerer, mut answerer, _) = connect_pair().await;
     // 16 MiB in 64 KiB texts, each send awaited, as a provider flooding its client would.
     const TEXTS: usize = 256;
-    let text = |n: usize| format!("{n:08}{}", "z".repeat(64 * 1024 - 64));
     let receiver = tokio::spawn(async move {
-        let mut received = Vec::new();
-        while received.len() < TEXTS {
-            match next_event(&mut answerer, "the flood").await {
-                PeerEvent::Text { text, .. } => received.push(text[..8].to_owned()),
-                PeerEvent::Audio(_) => {}
-                other => panic!("unexpected event: {other:?}"),
-            }
-        }
+        let received = numbers_received(&mut answerer, TEXTS).await;
         (answerer, received)
     });
     for n in 0..TEXTS {
         offerer
             .handle
-            .send_text(text(n))
+            .send_text(numbered_text(n))
             .await
             .expect("the flood is sent");
     }
@@ -386,7 +401,7 @@ async fn a_sender_that_awaits_each_send_is_paced_by_the_remote_and_queues_about_
         .expect("the receiver ran");
     assert_eq!(
         received,
-        (0..TEXTS).map(|n| format!("{n:08}")).collect::<Vec<_>>(),
+        numbers(TEXTS),
         "every text arrives once, in order"
     );
     let peak = offerer
@@ -395,7 +410,7 @@ async fn a_sender_that_awaits_each_send_is_paced_by_the_remote_and_queues_about_
         .send_backlog_peak_bytes
         .load(Ordering::Relaxed);
     assert!(
-        peak <= u64::from(peer::SEND_BACKLOG_HIGH_BYTES) + text(0).len() as u64,
+        peak <= u64::from(peer::SEND_BACKLOG_HIGH_BYTES) + numbered_text(0).len() as u64,
         "the sender's backlog reached {peak} bytes"
     );
     offerer.handle.close().await;
@@ -408,11 +423,13 @@ async fn a_receiver_that_stops_reading_holds_a_bounded_queue_and_its_flooding_re
     let (offerer, mut answerer, _) = connect_pair().await;
     // 32 MiB: four times what the bounded queue can hold.
     const TEXTS: usize = 512;
-    let text = |n: usize| format!("{n:08}{}", "w".repeat(64 * 1024 - 64));
     let sender = offerer.handle.clone();
     let flood = tokio::spawn(async move {
         for n in 0..TEXTS {
-            sender.send_text(text(n)).await.expect("the flood is sent");
+            sender
+                .send_text(numbered_text(n))
+                .await
+                .expect("the flood is sent");
         }
     });
     // Nobody reads the answerer's events: 32 MiB cannot all be taken in. The flood stalls
@@ -433,18 +450,7 @@ async fn a_receiver_that_stops_reading_holds_a_bounded_queue_and_its_flooding_re
     assert!(sent < TEXTS, "the remote waits: {sent} of {TEXTS} sent");
 
     // Reading again, everything arrives, once and in order.
-    let mut received = Vec::new();
-    while received.len() < TEXTS {
-        match next_event(&mut answerer, "the flood").await {
-            PeerEvent::Text { text, .. } => received.push(text[..8].to_owned()),
-            PeerEvent::Audio(_) => {}
-            other => panic!("unexpected event: {other:?}"),
-        }
-    }
-    assert_eq!(
-        received,
-        (0..TEXTS).map(|n| format!("{n:08}")).collect::<Vec<_>>()
-    );
+    assert_eq!(numbers_received(&mut answerer, TEXTS).await, numbers(TEXTS));
     offerer.handle.close().await;
     answerer.handle.close().await;
 }
