@@ -28,6 +28,7 @@
 
 mod bench;
 mod call;
+mod chime;
 #[cfg(feature = "test-bench")]
 pub mod fault;
 mod http;

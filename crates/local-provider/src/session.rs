@@ -6,7 +6,9 @@
 //!
 //! What it does, honestly: it cannot understand speech, so it answers every turn by playing
 //! the user's own audio back, describes the user's audio instead of transcribing it
-//! ("[2.4 s of speech]"), and says in its reply transcript what it did.
+//! ("[2.4 s of speech]"), and says in its reply transcript what it did. It has no voices: an
+//! out-of-band reply (`conversation: "none"`, a voice preview) plays a chime pitched by the
+//! session's voice instead, and leaves the conversation and the user's audio as they were.
 //!
 //! Replies stream out in real time, as a model's would: "generation" runs at
 //! [`GENERATION_SPEEDUP`]× real time (transcript deltas spread over it, `response.done` at its
@@ -178,6 +180,8 @@ struct Generating {
     deltas_sent: usize,
     /// When the last frame has been generated: `response.done`.
     done_ms: u64,
+    /// An out-of-band response (`conversation: "none"`): in no conversation.
+    out_of_band: bool,
 }
 
 impl Generating {
@@ -653,7 +657,7 @@ impl ProviderSession {
         );
         self.commit_as(out, item_id, now_ms);
         if create_response && self.generating.is_none() {
-            self.respond(out, now_ms);
+            self.respond(out, now_ms, false);
         }
     }
 
@@ -730,7 +734,7 @@ impl ProviderSession {
                 self.emit(out, ServerEvent::InputAudioBufferCleared);
             }
             ClientEvent::InputAudioBufferCommit => self.commit(out, event_id, now_ms),
-            ClientEvent::ResponseCreate { .. } => {
+            ClientEvent::ResponseCreate { response } => {
                 if let Some(active) = self.generating.as_ref().map(|g| g.response_id.clone()) {
                     self.error(
                         out,
@@ -739,7 +743,9 @@ impl ProviderSession {
                         format!("Conversation already has an active response in progress: {active}. Wait until the response is finished before creating a new one."),
                     );
                 } else {
-                    self.respond(out, now_ms);
+                    let out_of_band = response
+                        .is_some_and(|response| response.conversation.as_deref() == Some("none"));
+                    self.respond(out, now_ms, out_of_band);
                 }
             }
             ClientEvent::ResponseCancel { response_id } => {
@@ -1109,11 +1115,29 @@ impl ProviderSession {
     }
 
     /// Starts a reply: its opening events now, then transcript deltas and audio over time.
-    fn respond(&mut self, out: &mut Vec<Output>, now_ms: u64) {
-        let frames = self.unanswered.take().unwrap_or_default();
+    /// Starts a reply: the user's unanswered audio played back, or, for an out-of-band
+    /// response (`conversation: "none"`, which leaves the user's audio for the next reply and
+    /// the conversation untouched), a chime standing in for the session's voice.
+    fn respond(&mut self, out: &mut Vec<Output>, now_ms: u64, out_of_band: bool) {
+        let voice = self
+            .session
+            .audio
+            .as_ref()
+            .and_then(|audio| audio.output.as_ref())
+            .and_then(|output| output.voice.clone())
+            .unwrap_or_else(|| "the default voice".to_owned());
+        let frames = if out_of_band {
+            crate::chime::chime_frames(&voice)
+        } else {
+            self.unanswered.take().unwrap_or_default()
+        };
         let samples: u64 = frames.iter().map(|frame| u64::from(frame.samples)).sum();
         let audio_ms = samples * 1000 / 48_000;
-        let transcript = if frames.is_empty() {
+        let transcript = if out_of_band {
+            format!(
+                "This is Walkie's local provider. It has no voices, so this chime stands in for {voice}."
+            )
+        } else if frames.is_empty() {
             "This is Walkie's local provider. There was no new audio from you to play back."
                 .to_owned()
         } else {
@@ -1125,11 +1149,21 @@ impl ProviderSession {
 
         let response_id = self.id("resp");
         let item_id = self.id("item");
-        let previous_item_id = self.last_item_id.replace(item_id.clone());
+        let previous_item_id = if out_of_band {
+            None
+        } else {
+            self.last_item_id.replace(item_id.clone())
+        };
         self.emit(
             out,
             ServerEvent::ResponseCreated {
-                response: self.response(&response_id, ResponseStatus::InProgress, None, vec![]),
+                response: self.response(
+                    &response_id,
+                    ResponseStatus::InProgress,
+                    None,
+                    vec![],
+                    out_of_band,
+                ),
             },
         );
         let in_progress = Item::Message {
@@ -1146,13 +1180,15 @@ impl ProviderSession {
                 item: in_progress.clone(),
             },
         );
-        self.emit(
-            out,
-            ServerEvent::ConversationItemAdded {
-                item: in_progress,
-                previous_item_id,
-            },
-        );
+        if !out_of_band {
+            self.emit(
+                out,
+                ServerEvent::ConversationItemAdded {
+                    item: in_progress,
+                    previous_item_id,
+                },
+            );
+        }
         self.emit(
             out,
             ServerEvent::ResponseContentPartAdded {
@@ -1185,6 +1221,7 @@ impl ProviderSession {
             deltas: transcript_deltas(&transcript),
             deltas_sent: 0,
             done_ms: now_ms + generation_ms,
+            out_of_band,
         });
         self.assistant_audio_ms.push((item_id.clone(), audio_ms));
         if !frames.is_empty() {
@@ -1206,13 +1243,14 @@ impl ProviderSession {
         status: ResponseStatus,
         status_details: Option<StatusDetails>,
         output: Vec<Item>,
+        out_of_band: bool,
     ) -> Response {
         Response {
             id: response_id.to_owned(),
             status,
             status_details,
             output,
-            conversation_id: Some(self.conversation_id.clone()),
+            conversation_id: (!out_of_band).then(|| self.conversation_id.clone()),
             output_modalities: Some(vec![Modality::Audio]),
             usage: None,
             metadata: None,
@@ -1317,7 +1355,13 @@ impl ProviderSession {
                 item: done_item.clone(),
             },
         );
-        let response = self.response(response_id, status, details, vec![done_item]);
+        let response = self.response(
+            response_id,
+            status,
+            details,
+            vec![done_item],
+            generating.out_of_band,
+        );
         self.emit(out, ServerEvent::ResponseDone { response });
         self.flush_transcripts(out);
     }
@@ -1700,6 +1744,66 @@ mod tests {
             })
             .expect("the reply's item");
         (session, timeline, item_id)
+    }
+
+    #[test]
+    fn an_out_of_band_reply_chimes_for_the_voice_and_leaves_the_conversation_and_the_users_audio() {
+        let mut session = ptt_session(false);
+        let voice = r#"{"type":"session.update","session":{"type":"realtime","audio":{"output":{"voice":"cedar"}}}}"#;
+        assert_eq!(
+            types(&session.on_client_text(voice, 0)),
+            ["session.updated"]
+        );
+        for (i, frame) in frames(&[true; 50]).into_iter().enumerate() {
+            session.on_audio(frame, i as u64 * 20);
+        }
+        session.on_client_text(r#"{"type":"input_audio_buffer.commit"}"#, 1000);
+        let mut timeline = Timeline::new();
+        let preview = r#"{"type":"response.create","response":{"conversation":"none","output_modalities":["audio"],"instructions":"Say hello."}}"#;
+        timeline.push(1000, session.on_client_text(preview, 1000));
+        run_until(&mut session, &mut timeline, 1000, 10_000);
+        let kinds = types(&timeline.outputs());
+        assert!(
+            !kinds.contains(&"conversation.item.added".to_owned()),
+            "{kinds:?}"
+        );
+        assert_eq!(
+            timeline.audio_times().len(),
+            crate::chime::chime_frames("cedar").len(),
+            "the chime plays whole"
+        );
+        let done = events(&timeline.outputs())
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::ResponseDone { response } => Some(response),
+                _ => None,
+            })
+            .expect("response.done");
+        assert_eq!(done.conversation_id, None, "in no conversation");
+        let transcript = events(&timeline.outputs())
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::OutputAudioTranscriptDone { transcript, .. } => Some(transcript),
+                _ => None,
+            })
+            .expect("the transcript");
+        assert_eq!(
+            transcript,
+            "This is Walkie's local provider. It has no voices, so this chime stands in for cedar."
+        );
+        // The user's turn is still there to be answered.
+        let mut timeline = Timeline::new();
+        timeline.push(
+            10_000,
+            session.on_client_text(r#"{"type":"response.create"}"#, 10_000),
+        );
+        run_until(&mut session, &mut timeline, 10_000, 20_000);
+        assert_eq!(
+            timeline.audio_times().len(),
+            50,
+            "the user's audio played back"
+        );
+        assert!(types(&timeline.outputs()).contains(&"conversation.item.added".to_owned()));
     }
 
     #[test]
