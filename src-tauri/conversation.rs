@@ -8,14 +8,22 @@
 //! on any: client events are queued on the call like audio, and a failure comes back as an
 //! input. A dial the machine asks for runs while the user's commands still come in, and so does
 //! the wait before a first call is placed again (how long, and whether at all, is `FirstDial`'s).
+//! New settings that need another call are make-before-break: their call is placed while the
+//! call under way goes on, which is hung up only once the new one answers; a new call that
+//! fails leaves the conversation where it was, and the machine says why.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use walkie_conversation::{Conversation, StatusEvent};
+use walkie_conversation::{Conversation, Input, StatusEvent};
+use walkie_rtc::Call;
 
-use crate::edges::{self, Edges, Ended, Next, Waited, input_of, until_command, wait_for_the_user};
+use crate::edges::{
+    self, Edges, Ended, Next, Refusal, Waited, input_of, until_command, wait_for_the_user,
+};
 pub use crate::edges::{Command, Ui};
 use crate::plan::Plan;
 use crate::recording::Saving;
@@ -39,17 +47,32 @@ pub async fn run(
     let mut continuing = None;
     // A first call refused for a reason that may pass is placed again, so far this many times.
     let mut first_dial = edges::first_dial();
+    // A call new settings placed while the last conversation went on: the next one's.
+    let mut placed = None;
+    // Settings saved while a conversation went on: the next conversation's, whatever became
+    // of their own call.
+    let mut saved_plan = None;
     loop {
         if let Some(not_before) = dial_not_before.take() {
             ui.status(StatusEvent::waiting_to_dial(not_before - Instant::now()));
             tokio::time::sleep_until(not_before).await;
         }
-        let ended = match edges::connect(&plan, &mut local, &mut ui).await {
+        let call = match placed.take() {
+            Some(call) => Ok(call),
+            None => edges::connect(&plan, &mut local, &mut ui).await,
+        };
+        let ended = match call {
             Ok(call) => {
                 let mut edges = Edges::new(&mut ui);
                 match edges.begin(call, &plan, continuing.take(), &saving).await {
                     Some(machine) => {
-                        converse(machine, &mut plan, &mut local, &mut edges, &mut commands).await
+                        let mut talk = Talk {
+                            plan: &mut plan,
+                            saved_plan: &mut saved_plan,
+                            local: &mut local,
+                            commands: &mut commands,
+                        };
+                        converse(machine, &mut talk, &mut edges).await
                     }
                     None => Ended::Failed,
                 }
@@ -82,6 +105,10 @@ pub async fn run(
             Ended::Failed => wait_for_the_user(&mut ui, &mut commands, &mut plan).await,
             ended => ended,
         };
+        if let Some(saved) = saved_plan.take() {
+            plan = *saved;
+            dial_not_before = None;
+        }
         match ended {
             Ended::AppClosing => return,
             Ended::Reconnect | Ended::Failed => {}
@@ -90,8 +117,73 @@ pub async fn run(
                 plan = *new_plan;
                 dial_not_before = None;
             }
+            Ended::Moved(new_plan, call) => {
+                plan = *new_plan;
+                dial_not_before = None;
+                placed = Some(*call);
+            }
             Ended::Continue(saved) => continuing = Some(saved),
         }
+    }
+}
+
+/// What a conversation works with besides its edges: the plan its calls are placed with, the
+/// app's local provider and the user's commands.
+struct Talk<'a> {
+    plan: &'a mut Plan,
+    /// The settings saved during the conversation, for the next one.
+    saved_plan: &'a mut Option<Box<Plan>>,
+    local: &'a mut Option<walkie_local::LocalProvider>,
+    commands: &'a mut mpsc::UnboundedReceiver<Command>,
+}
+
+/// The call new settings asked for, being placed while the conversation goes on.
+type NewCall = Pin<Box<dyn Future<Output = (Box<Plan>, Result<Call, Refusal>)> + Send>>;
+
+/// The outcome of the new settings' call, once there is one (never, while there is none).
+async fn new_call_placed(new_call: &mut Option<NewCall>) -> (Box<Plan>, Result<Call, Refusal>) {
+    match new_call {
+        Some(placing) => placing.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// New settings need another call: it is placed while this conversation goes on (the machine
+/// is told), or, when the settings alone show it cannot be, the machine is told why. A newer
+/// Save replaces a call still being placed for an older one.
+async fn place_new_call(
+    new_plan: Box<Plan>,
+    talk: &mut Talk<'_>,
+    new_call: &mut Option<NewCall>,
+) -> Input {
+    *new_call = None;
+    *talk.saved_plan = Some(new_plan.clone());
+    match edges::prepare(&new_plan, talk.local).await {
+        Ok(placing) => {
+            let provider_label = placing.provider_label();
+            *new_call = Some(Box::pin(
+                async move { (new_plan, edges::place(placing).await) },
+            ));
+            Input::NewCallDialling { provider_label }
+        }
+        Err(refusal) => new_call_refused(&new_plan, refusal),
+    }
+}
+
+/// The machine's news that the new settings' call failed (the call under way goes on).
+fn new_call_refused(new_plan: &Plan, refusal: Refusal) -> Input {
+    let provider_label = match new_plan.provider_label() {
+        label if label.is_empty() => "the new provider".to_owned(),
+        label => label,
+    };
+    log::warn!(
+        "the new settings' call to {provider_label} failed: {}",
+        refusal.sentence
+    );
+    Input::NewCallRefused {
+        provider_label,
+        sentence: refusal.sentence,
+        details: refusal.status.details,
     }
 }
 
@@ -99,23 +191,22 @@ pub async fn run(
 /// when it drops, until it ends.
 async fn converse(
     mut machine: Conversation,
-    plan: &mut Plan,
-    local: &mut Option<walkie_local::LocalProvider>,
+    talk: &mut Talk<'_>,
     edges: &mut Edges<'_, impl Ui>,
-    commands: &mut mpsc::UnboundedReceiver<Command>,
 ) -> Ended {
     let clock = edges.clock;
+    let mut new_call: Option<NewCall> = None;
     loop {
         match edges.carry(&mut machine) {
             Next::Over => return edges.hang_up_call(Ended::Failed).await,
             Next::Dial => {
-                let dialling = plan.clone();
-                let placing = edges::redial(&dialling, local);
+                let dialling = talk.plan.clone();
+                let placing = edges::redial(&dialling, talk.local);
                 tokio::pin!(placing);
                 let placed = loop {
                     tokio::select! {
                         placed = &mut placing => break placed,
-                        command = commands.recv() => match input_of(command, plan) {
+                        command = talk.commands.recv() => match input_of(command, talk.plan) {
                             Ok(input) => machine.handle_input(input, clock.now_ms()),
                             Err(ended) => return edges.hang_up(&mut machine, ended).await,
                         },
@@ -124,16 +215,31 @@ async fn converse(
                         return Ended::Failed;
                     }
                 };
-                edges.dialled(placed, plan, &mut machine);
+                edges.dialled(placed, talk.plan, &mut machine);
                 continue;
             }
             Next::Talk => {}
         }
         let inputs = tokio::select! {
             inputs = edges.next_inputs(machine.next_deadline_ms()) => inputs,
-            command = commands.recv() => match input_of(command, plan) {
-                Ok(input) => vec![input],
-                Err(ended) => return edges.hang_up(&mut machine, ended).await,
+            (new_plan, placed) = new_call_placed(&mut new_call) => {
+                new_call = None;
+                match placed {
+                    Ok(call) => {
+                        let ended = Ended::Moved(new_plan, Box::new(call));
+                        return edges.hang_up(&mut machine, ended).await;
+                    }
+                    Err(refusal) => vec![new_call_refused(&new_plan, refusal)],
+                }
+            }
+            command = talk.commands.recv() => match command {
+                Some(Command::Apply(new_plan)) => {
+                    vec![place_new_call(new_plan, talk, &mut new_call).await]
+                }
+                command => match input_of(command, talk.plan) {
+                    Ok(input) => vec![input],
+                    Err(ended) => return edges.hang_up(&mut machine, ended).await,
+                },
             },
         };
         for input in inputs {

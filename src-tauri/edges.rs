@@ -513,9 +513,10 @@ impl Refusal {
             .map(|wait| tokio::time::Instant::now() + wait)
     }
 
-    fn for_good(status: StatusEvent) -> Self {
+    /// A refusal no new attempt can help; `reason` is the phrase in `status`.
+    fn for_good(status: StatusEvent, reason: &str) -> Self {
         Self {
-            sentence: status.detail.clone(),
+            sentence: reason.to_owned(),
             status,
             retry: Retry::Never,
             retry_after: None,
@@ -523,19 +524,46 @@ impl Refusal {
     }
 }
 
-/// Places the call the plan asks for (starting the local provider the first time it is used).
+/// Places the call the plan asks for (starting the local provider the first time it is used),
+/// saying so in the status line.
 pub(crate) async fn connect(
     plan: &Plan,
     local: &mut Option<walkie_local::LocalProvider>,
     ui: &mut impl Ui,
 ) -> Result<Call, Refusal> {
-    let not_connected = |reason: &str| Refusal::for_good(StatusEvent::not_connected(reason));
-    let needs_settings = |reason: &str| Refusal::for_good(StatusEvent::needs_settings(reason));
+    if let Ok(provider) = &plan.provider {
+        ui.status(StatusEvent::connecting(&provider.label()));
+    }
+    place(prepare(plan, local).await?).await
+}
+
+/// A call ready to be placed: the provider and everything the call needs, resolved.
+pub(crate) struct Placing {
+    provider: Provider,
+    config: walkie_rtc::CallConfig,
+}
+
+impl Placing {
+    /// The provider's name as the status line says it.
+    pub fn provider_label(&self) -> String {
+        self.provider.label()
+    }
+}
+
+/// Resolves what a call to the plan's provider needs, starting the local provider the first
+/// time it is used.
+pub(crate) async fn prepare(
+    plan: &Plan,
+    local: &mut Option<walkie_local::LocalProvider>,
+) -> Result<Placing, Refusal> {
+    let not_connected =
+        |reason: &str| Refusal::for_good(StatusEvent::not_connected(reason), reason);
+    let needs_settings =
+        |reason: &str| Refusal::for_good(StatusEvent::needs_settings(reason), reason);
     let provider = plan
         .provider
         .as_ref()
         .map_err(|reason| needs_settings(&reason.to_string()))?;
-    ui.status(StatusEvent::connecting(&provider.label()));
     if *provider == Provider::Local && local.is_none() {
         let started = walkie_local::LocalProvider::start(walkie_local::ProviderConfig::from_env())
             .await
@@ -547,27 +575,35 @@ pub(crate) async fn connect(
     let endpoint = provider
         .endpoint(local.as_ref().map(walkie_local::LocalProvider::endpoint))
         .map_err(|reason| needs_settings(&reason.to_string()))?;
-    Call::connect(plan.call_config(endpoint))
-        .await
-        .map_err(|error| {
-            log::warn!("could not connect to {}: {error}", provider.label());
-            let sentence = error.user_sentence();
-            let action = provider.refusal_action(&error);
-            let retry_after = error.retry_after();
-            Refusal {
-                status: StatusEvent::call_refused(&provider.label(), &sentence)
-                    .with_action(action)
-                    .with_details(error.to_string()),
-                sentence,
-                retry: match action {
-                    StatusAction::TryAgain => Retry::Later {
-                        after_ms: retry_after.map(|wait| wait.as_millis() as u64),
-                    },
-                    StatusAction::OpenSettings | StatusAction::Dismiss => Retry::Never,
+    Ok(Placing {
+        provider: provider.clone(),
+        config: plan.call_config(endpoint),
+    })
+}
+
+/// Places a prepared call; a refusal says why, whether calling again may help, and what the
+/// user can do.
+pub(crate) async fn place(placing: Placing) -> Result<Call, Refusal> {
+    let Placing { provider, config } = placing;
+    Call::connect(config).await.map_err(|error| {
+        log::warn!("could not connect to {}: {error}", provider.label());
+        let sentence = error.user_sentence();
+        let action = provider.refusal_action(&error);
+        let retry_after = error.retry_after();
+        Refusal {
+            status: StatusEvent::call_refused(&provider.label(), &sentence)
+                .with_action(action)
+                .with_details(error.to_string()),
+            sentence,
+            retry: match action {
+                StatusAction::TryAgain => Retry::Later {
+                    after_ms: retry_after.map(|wait| wait.as_millis() as u64),
                 },
-                retry_after,
-            }
-        })
+                StatusAction::OpenSettings | StatusAction::Dismiss => Retry::Never,
+            },
+            retry_after,
+        }
+    })
 }
 
 /// Places a call for a conversation whose call dropped, with the plan's provider (the local
@@ -629,6 +665,8 @@ pub enum Ended {
     AppClosing,
     Reconnect,
     Apply(Box<Plan>),
+    /// New settings' call answered: the next conversation goes on it, with their plan.
+    Moved(Box<Plan>, Box<Call>),
     Continue(Box<Continuing>),
     /// The status says why; the user asks for the next call.
     Failed,

@@ -8,7 +8,8 @@
 //! The refusals come from the real local provider (started in this process, its calls endpoint
 //! failing on purpose), the silence and the TLS mismatch from plain loopback listeners. One app
 //! run: each row points the custom provider's address at its own server in Settings, and saving
-//! the settings places the call again.
+//! the settings places the call again (there is no call under way to keep: the run starts by
+//! leaving the demo's call for an address that refuses).
 //!
 //! Slow test (X server, WebKitWebDriver); it runs in CI.
 
@@ -19,7 +20,8 @@ use std::time::Duration;
 use fantoccini::{Client, Locator};
 use support::{
     AppDirs, Launch, SecretService, UI_TIMEOUT, WebviewApp, choose_custom_server, click,
-    talk_to_custom_server, wait_for, wait_for_within, wait_until_shown, watch_statuses,
+    end_the_call_on_a_dead_address, talk_to_custom_server, wait_for, wait_for_within,
+    wait_until_shown, watch_statuses,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -199,7 +201,8 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
 
     let app = WebviewApp::launch(TEST).await;
     app.run(|client| async move {
-        let mut previous = String::new();
+        // From here on there is no call, so saving the settings places the call at once.
+        let mut previous = end_the_call_on_a_dead_address(&client).await;
         for (row, base_url, expected) in rows {
             let refused = match row {
                 // Seen twice: the second attempt waits the 7 s Retry-After out.
@@ -319,6 +322,8 @@ async fn e2e_a_first_call_refused_with_a_server_error_is_placed_again_and_comes_
     let (healthy_url, failing_url) = (healthy.base_url(), failing_twice.base_url());
     app.run(|client| async move {
         talk_to_custom_server(&client, &healthy_url, &token).await;
+        // New settings are placed once while a call goes on; a first call is placed again.
+        end_the_call_on_a_dead_address(&client).await;
         watch_statuses(&client).await;
         choose_custom_server(&client, &failing_url).await;
         for attempt in 1..=2 {

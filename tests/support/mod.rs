@@ -785,7 +785,8 @@ pub async fn save_custom_key(client: &Client, token: &str) {
     click(client, "#settings button[value=close]").await;
 }
 
-/// Points the custom provider at `base_url` in Settings and saves: the app calls it at once.
+/// Points the custom provider at `base_url` in Settings and saves: the app calls it at once
+/// (while a call is under way, that call goes on until the new one answers).
 pub async fn choose_custom_server(client: &Client, base_url: &str) {
     open_settings(client).await;
     set_field(client, "provider", "custom".into()).await;
@@ -796,6 +797,24 @@ pub async fn choose_custom_server(client: &Client, base_url: &str) {
     })
     .await;
     click(client, "#settings button[value=close]").await;
+}
+
+/// Ends the call under way the way a user would with settings whose call fails: points the
+/// custom provider at an address where nothing listens (the call under way goes on, and the
+/// window says the new settings' call failed), then starts a new conversation with them,
+/// which is refused. Afterwards there is no call, and saved settings are dialled at once.
+/// Returns the status line then.
+pub async fn end_the_call_on_a_dead_address(client: &Client) -> String {
+    choose_custom_server(client, "http://127.0.0.1:9").await;
+    wait_for(client, "#status", |status| {
+        status.starts_with("Call goes on: the new settings' call to 127.0.0.1 failed")
+    })
+    .await;
+    click(client, "#connect").await;
+    wait_for(client, "#status", |status| {
+        status.starts_with("Not connected")
+    })
+    .await
 }
 
 /// Chooses the server at `base_url` in Settings, with `token` as its key, saves, and waits

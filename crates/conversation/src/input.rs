@@ -45,6 +45,16 @@ pub enum Input {
     /// Saving works again: what waited is on disk, but for `lost_audio_ms` of audio that
     /// could not be held while the disk refused it.
     SavingResumed { lost_audio_ms: u64 },
+    /// The user saved settings that need another call: it is being placed to the provider
+    /// named `provider_label`, and this call goes on until that one answers.
+    NewCallDialling { provider_label: String },
+    /// The call the new settings asked for could not be placed, so this one goes on:
+    /// `sentence` says why and what to do, `details` is the error behind it.
+    NewCallRefused {
+        provider_label: String,
+        sentence: String,
+        details: Option<String>,
+    },
     /// Time passed (at [`crate::Conversation::next_deadline_ms`]).
     Tick,
 }

@@ -57,6 +57,14 @@ enum Phase {
     Ended,
 }
 
+/// News that leaves the call going, with the words behind it and what the user can do.
+#[derive(Debug, Clone)]
+struct Notice {
+    sentence: String,
+    details: Option<String>,
+    action: StatusAction,
+}
+
 /// One conversation (sans-IO), carried by one call after another. See the crate documentation.
 #[derive(Debug)]
 pub struct Conversation {
@@ -90,10 +98,10 @@ pub struct Conversation {
     not_saving: Option<(String, Option<String>)>,
     /// The last hint, shown until something new happens.
     hint: Option<String>,
-    /// What the provider last reported without ending the call (a refused request, a message
-    /// Walkie could not read), with the provider's words: shown whenever the conversation is
-    /// idle, until the user's next turn begins.
-    notice: Option<(String, String)>,
+    /// What the user should know while the call goes on (a request the provider refused, a
+    /// message Walkie could not read, new settings whose call failed): shown whenever the
+    /// conversation is idle, until the user's next turn begins.
+    notice: Option<Notice>,
     /// The status last put out, so only changes go out.
     shown: Option<StatusEvent>,
     /// The assistant item the audio being played belongs to.
@@ -179,6 +187,31 @@ impl Conversation {
             }
             (_, Input::SavingResumed { lost_audio_ms }) if self.not_saving.take().is_some() => {
                 self.hint = Some(sentence::saving_resumed(lost_audio_ms));
+            }
+            (_, Input::NewCallDialling { provider_label }) => {
+                self.hint = Some(sentence::new_call_dialling(
+                    &provider_label,
+                    &self.provider_label,
+                ));
+            }
+            (
+                _,
+                Input::NewCallRefused {
+                    provider_label,
+                    sentence: why,
+                    details,
+                },
+            ) => {
+                self.hint = None;
+                self.notice = Some(Notice {
+                    sentence: sentence::new_call_refused(
+                        &provider_label,
+                        &self.provider_label,
+                        &why,
+                    ),
+                    details,
+                    action: StatusAction::OpenSettings,
+                });
             }
             (_, Input::WallClock(clock)) => self.controller.wall_clock(now_ms, clock),
             (_, Input::Engine(report)) => self.engine(report, now_ms),
@@ -284,6 +317,8 @@ impl Conversation {
             | Input::SetTurnMode(_)
             | Input::NotSaving { .. }
             | Input::SavingResumed { .. }
+            | Input::NewCallDialling { .. }
+            | Input::NewCallRefused { .. }
             | Input::WallClock(_)
             | Input::Engine(_)
             | Input::Dialled
@@ -592,7 +627,11 @@ impl Conversation {
         match event {
             SessionEvent::SessionError(error) if error.recoverable => {
                 if let Some(notice) = sentence::provider_notice(error) {
-                    self.notice = Some((notice, error.message.clone()));
+                    self.notice = Some(Notice {
+                        sentence: notice,
+                        details: Some(error.message.clone()),
+                        action: StatusAction::Dismiss,
+                    });
                 }
             }
             SessionEvent::InputSpeechStart(_) => self.notice = None,
@@ -703,10 +742,10 @@ impl Conversation {
                 // the time: that is its idle state), until the next turn puts it away.
                 let idle = matches!(state, ConnectionState::Ready | ConnectionState::Thinking)
                     || (state == ConnectionState::Listening && self.hands_free());
-                if idle && let Some((notice, words)) = &self.notice {
-                    let status = StatusEvent::new(state, notice.clone())
-                        .with_action(StatusAction::Dismiss)
-                        .with_details(words.clone());
+                if idle && let Some(notice) = &self.notice {
+                    let mut status =
+                        StatusEvent::new(state, notice.sentence.clone()).with_action(notice.action);
+                    status.details = notice.details.clone();
                     return self.show(status);
                 }
                 // Not saving is a problem with an action (another data folder), until it ends.

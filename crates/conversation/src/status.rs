@@ -315,6 +315,32 @@ pub mod sentence {
         )
     }
 
+    /// New settings asked for a call to `new_provider`; the call with `current_provider`
+    /// goes on until it answers.
+    pub fn new_call_dialling(new_provider: &str, current_provider: &str) -> String {
+        format!(
+            "Connecting to {new_provider} with the new settings; {current_provider} answers \
+             until then."
+        )
+    }
+
+    /// The call the new settings asked for (to `new_provider`) failed, so the call with
+    /// `current_provider` goes on; `why` says what went wrong and what to do (a sentence, or
+    /// a phrase from the settings' own checks).
+    pub fn new_call_refused(new_provider: &str, current_provider: &str, why: &str) -> String {
+        let mut why = why.trim().to_owned();
+        if let Some(first) = why.chars().next() {
+            why.replace_range(..first.len_utf8(), &first.to_uppercase().to_string());
+        }
+        if !why.ends_with(['.', '!', '?']) {
+            why.push('.');
+        }
+        format!(
+            "Call goes on: the new settings' call to {new_provider} failed, so \
+             {current_provider} still answers. {why}"
+        )
+    }
+
     /// The user took the recording back (Escape) before it was sent.
     pub fn press_cancelled() -> String {
         "Not sent: the recording was cancelled.".to_owned()

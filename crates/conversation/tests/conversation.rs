@@ -812,3 +812,75 @@ fn a_reply_the_provider_goes_silent_on_is_ended_and_told_not_as_a_refusal() {
         )
     );
 }
+
+#[test]
+fn new_settings_whose_call_fails_leave_the_call_going_and_offer_settings() {
+    let mut call = Call::ready();
+    let outputs = call.input(
+        1_000,
+        Input::NewCallDialling {
+            provider_label: "127.0.0.1".to_owned(),
+        },
+    );
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Ready,
+            "Connecting to 127.0.0.1 with the new settings; Test provider answers until then."
+        )
+    );
+    let outputs = call.input(
+        1_500,
+        Input::NewCallRefused {
+            provider_label: "127.0.0.1".to_owned(),
+            sentence: "no API key for a compatible server: add one in Settings".to_owned(),
+            details: None,
+        },
+    );
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert_eq!(
+        (shown.state, shown.detail.as_str()),
+        (
+            Ready,
+            "Call goes on: the new settings' call to 127.0.0.1 failed, so Test provider still \
+             answers. No API key for a compatible server: add one in Settings."
+        )
+    );
+    assert_eq!(shown.action, Some(StatusAction::OpenSettings));
+    assert_eq!(shown.details, None);
+    assert!(
+        !outputs
+            .iter()
+            .any(|output| matches!(output, Output::Ended { .. } | Output::HangUpCall)),
+        "the call goes on"
+    );
+    let outputs = call.utterance(3_000, 4_000);
+    assert!(
+        sent_types(&outputs).contains(&"response.create"),
+        "a turn still goes to the call under way: {:?}",
+        sent_types(&outputs)
+    );
+}
+
+#[test]
+fn a_refused_new_call_with_the_error_behind_it_keeps_the_words_for_details() {
+    let mut call = Call::ready();
+    let outputs = call.input(
+        1_000,
+        Input::NewCallRefused {
+            provider_label: "Azure OpenAI".to_owned(),
+            sentence: "Azure OpenAI refused the API key: add a valid key in Settings.".to_owned(),
+            details: Some("HTTP 401 from https://example.openai.azure.com".to_owned()),
+        },
+    );
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert_eq!(
+        shown.detail,
+        "Call goes on: the new settings' call to Azure OpenAI failed, so Test provider still \
+         answers. Azure OpenAI refused the API key: add a valid key in Settings."
+    );
+    assert_eq!(
+        shown.details.as_deref(),
+        Some("HTTP 401 from https://example.openai.azure.com")
+    );
+}
