@@ -18,6 +18,8 @@ const APP_COMMANDS: &[&str] = &[
     "test_connection",
     "mic_test_start",
     "mic_test_stop",
+    "preview_voice",
+    "stop_voice_preview",
     "choose_data_folder",
     "set_api_key",
     "forget_api_key",

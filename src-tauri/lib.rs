@@ -16,6 +16,7 @@ pub mod recording;
 mod settings_commands;
 pub use walkie_settings::{self as settings, plan, secrets};
 mod status;
+mod voice_preview;
 
 use std::sync::Mutex;
 
@@ -474,6 +475,7 @@ pub fn run() {
             app.manage(closing::Closing::default());
             app.manage(LatestStatus::default());
             app.manage(mic_test::MicTest::default());
+            app.manage(voice_preview::VoicePreview::default());
             if let Err(error) = shortcut::register(app.handle(), "", &initial_shortcut) {
                 log::warn!("{error}");
             }
@@ -517,6 +519,8 @@ pub fn run() {
             settings_commands::save_settings,
             settings_commands::check_settings,
             settings_commands::test_connection,
+            voice_preview::preview_voice,
+            voice_preview::stop_voice_preview,
             mic_test::mic_test_start,
             mic_test::mic_test_stop,
             settings_commands::choose_data_folder,

@@ -167,6 +167,29 @@ pub(crate) fn check_settings(settings: Settings) -> Vec<InvalidSetting> {
     settings.problems()
 }
 
+/// The plan of what the form holds, with the key typed there (if any) in place of the saved
+/// one; every field at fault is refused first. Nothing is saved.
+pub(crate) async fn form_plan(
+    state: &SettingsState,
+    settings: Settings,
+    key: Option<TypedKey>,
+) -> Result<Plan, SaveError> {
+    let problems = settings.problems();
+    if !problems.is_empty() {
+        return Err(SaveError::Fields(problems));
+    }
+    let typed = key
+        .map(|TypedKey { account, key }| (account, secrets::ApiKey::given(key.trim())))
+        .filter(|(_, key)| !key.expose().is_empty());
+    let data_dir = state.data_dir.clone();
+    Ok(blocking(move || {
+        let mut plan = Plan::resolve(&settings, data_dir);
+        plan.provider = crate::plan::provider_with_typed_key(&settings, typed);
+        plan
+    })
+    .await?)
+}
+
 /// Places a call to the provider the form names (with the key typed there, if any), without
 /// saving anything and without touching the call under way, and hangs up once it is open. The
 /// answer is a sentence for the form; a refusal is the sentence the status line would show.
@@ -176,20 +199,7 @@ pub(crate) async fn test_connection(
     settings: Settings,
     key: Option<TypedKey>,
 ) -> Result<String, SaveError> {
-    let problems = settings.problems();
-    if !problems.is_empty() {
-        return Err(SaveError::Fields(problems));
-    }
-    let typed = key
-        .map(|TypedKey { account, key }| (account, secrets::ApiKey::given(key.trim())))
-        .filter(|(_, key)| !key.expose().is_empty());
-    let data_dir = state.data_dir.clone();
-    let plan = blocking(move || {
-        let mut plan = Plan::resolve(&settings, data_dir);
-        plan.provider = crate::plan::provider_with_typed_key(&settings, typed);
-        plan
-    })
-    .await?;
+    let plan = form_plan(&state, settings, key).await?;
     let provider = plan
         .provider
         .clone()

@@ -11,9 +11,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use fantoccini::{Client, Locator};
 use support::{
-    AppDirs, Launch, SecretService, WebviewApp, click, open_advanced, open_settings, press,
-    rendered_text, set_field, wait_for,
+    AppDirs, Launch, SecretService, WebviewApp, choose_custom_server, click, open_advanced,
+    open_settings, press, rendered_text, set_field, spoken_exchange, talk_to_custom_server, texts,
+    wait_for,
 };
+
+/// The test sound server's microphone and speaker, one test at a time.
+static AUDIO_DEVICES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A key no real service would accept, unique to this run so a match can only come from here.
 fn fake_key(prefix: &str) -> String {
@@ -149,10 +153,11 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
             .await
             .unwrap();
         support::screenshot(&client, "settings").await;
-        // The new provider is dialled with the key: it refuses, and the status says where.
+        // The new provider is dialled with the key: it refuses, and the status says where,
+        // while the call under way goes on.
         click(&client, "#settings button[value=close]").await;
         wait_for(&client, "#status", |text| {
-            text.starts_with("Not connected: could not connect to 127.0.0.1")
+            text.starts_with("Call goes on: the new settings' call to 127.0.0.1 failed")
         })
         .await;
         let page = client.source().await.unwrap();
@@ -947,4 +952,155 @@ async fn e2e_test_connection_calls_what_the_form_holds_and_leaves_the_call_under
         1,
         "the test placed one call to the server"
     );
+}
+
+/// Saving settings whose call fails keeps the call under way: the window says why, with
+/// Settings as the way out, and the next turn is answered on the same call. Settings whose
+/// call answers take over once it has.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_new_settings_take_over_the_call_only_once_their_own_call_answers() {
+    const TEST: &str = "settings_make_before_break";
+    support::audio::require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let dirs = AppDirs::fresh(TEST);
+    let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
+        trace_dir: Some(dirs.trace.join("new-server")),
+        ..walkie_local::ProviderConfig::default()
+    })
+    .await
+    .expect("a local provider on loopback");
+    let secrets = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    let (base_url, token) = (provider.base_url(), provider.token().to_owned());
+    app.run(move |client| async move {
+        wait_for(&client, "#status", |status| {
+            status.starts_with("Ready (the local provider)")
+        })
+        .await;
+        // Nothing listens at this address: the demo's call goes on, and the window says why.
+        choose_custom_server(&client, "http://127.0.0.1:9").await;
+        let status = wait_for(&client, "#status", |status| {
+            status.starts_with("Call goes on:")
+        })
+        .await;
+        assert!(
+            status.starts_with(
+                "Call goes on: the new settings' call to 127.0.0.1 failed, so the local \
+                 provider still answers. The provider could not be reached"
+            ),
+            "{status}"
+        );
+        assert_eq!(
+            rendered_text(&client, "#status > span:first-child")
+                .await
+                .as_deref(),
+            Some("Call goes on"),
+            "one line in the header"
+        );
+        let banner = wait_for(&client, "#banner [data-role=text]", |text| !text.is_empty()).await;
+        assert!(
+            banner.starts_with("The new settings' call to 127.0.0.1 failed"),
+            "{banner}"
+        );
+        assert_eq!(
+            rendered_text(&client, "#banner [data-role=action]")
+                .await
+                .as_deref(),
+            Some("Open Settings")
+        );
+        support::screenshot(&client, "new-settings-refused").await;
+        // The call under way still answers.
+        spoken_exchange(&client, 1.0, 0).await;
+        // A server that answers (with its key): the call moves there once it does.
+        talk_to_custom_server(&client, &base_url, &token).await;
+        let replies = texts(&client, "assistant").await;
+        assert_eq!(replies.len(), 1, "the demo's reply stays: {replies:?}");
+        spoken_exchange(&client, 1.0, 1).await;
+    })
+    .await;
+    assert_eq!(
+        provider.calls_total(),
+        1,
+        "the new server accepted one call: the one the conversation moved to"
+    );
+    provider.shutdown().await;
+}
+
+/// "Hear this voice" plays one short reply in the chosen voice from a call of its own, with
+/// what the form holds (the typed key too): the provider is asked for an out-of-band reply,
+/// the local provider's chime for that voice reaches the speaker, and its words show under
+/// the button. Nothing is saved and the call under way goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_hear_this_voice_plays_one_reply_in_that_voice_beside_the_call_under_way() {
+    const TEST: &str = "settings_voice_preview";
+    support::audio::require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let dirs = AppDirs::fresh(TEST);
+    let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
+        trace_dir: Some(dirs.trace.join("preview-server")),
+        ..walkie_local::ProviderConfig::default()
+    })
+    .await
+    .expect("a local provider on loopback");
+    let secrets = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    let settings_file = app.dirs().config.join("settings.json");
+    let (base_url, token) = (provider.base_url(), provider.token().to_owned());
+    app.run(move |client| async move {
+        let ready = "Ready (the local provider): hold Space or the button to talk.";
+        wait_for(&client, "#status", |status| status == ready).await;
+        open_settings(&client).await;
+        set_field(&client, "provider", "custom".into()).await;
+        set_field(&client, "customBaseUrl", base_url.clone().into()).await;
+        set_field(&client, "voice", "marin".into()).await;
+        client
+            .find(Locator::Css("#settings [name=apiKey]"))
+            .await
+            .expect("the key field")
+            .send_keys(&token)
+            .await
+            .expect("typing the key");
+        let speaker = support::audio::PulseStream::record_speaker();
+        click(&client, "#settings [data-action=preview-voice]").await;
+        let said = wait_for(&client, "#settings [data-role=voice-preview]", |text| {
+            text.starts_with("marin (")
+        })
+        .await;
+        assert!(
+            said.ends_with(
+                "s): “This is Walkie's local provider. It has no voices, so this chime stands \
+                 in for marin.”"
+            ),
+            "{said}"
+        );
+        let heard = tokio::task::spawn_blocking(move || speaker.end())
+            .await
+            .expect("the recording");
+        let span = support::audio::sounding_span_frames(&heard);
+        assert!(
+            (30..=60).contains(&span),
+            "the chime's 36 frames reached the speaker once: {span} frames sounded"
+        );
+        assert_eq!(
+            rendered_text(&client, "#settings [data-action=preview-voice]")
+                .await
+                .as_deref(),
+            Some("Hear this voice")
+        );
+        support::screenshot(&client, "settings-voice-preview").await;
+        let title = client
+            .execute("return document.getElementById('status').title;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(
+            title,
+            serde_json::json!(ready),
+            "the call under way goes on"
+        );
+    })
+    .await;
+    let saved = std::fs::read_to_string(&settings_file).unwrap_or_default();
+    assert!(!saved.contains("marin"), "nothing was saved: {saved}");
+    assert_eq!(provider.calls_total(), 1, "the preview placed one call");
+    provider.shutdown().await;
 }

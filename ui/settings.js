@@ -549,6 +549,65 @@ export function createSettingsDialog(
     }
   }
 
+  // The voice preview: one short reply in the chosen voice, from a call of its own.
+  const previewButton = dialog.querySelector("[data-action=preview-voice]");
+  const previewResult = dialog.querySelector("[data-role=voice-preview]");
+  /** Counts previews, so the answer of one stopped or replaced never lands on the next. */
+  let previewNumber = 0;
+  let previewing = false;
+
+  function showPreviewOff() {
+    previewing = false;
+    previewButton.textContent = "Hear this voice";
+    previewButton.setAttribute("aria-pressed", "false");
+  }
+
+  async function previewVoice() {
+    if (previewing) return stopPreview();
+    clearInvalid();
+    const { settings, problems } = readForm();
+    if (problems.length) {
+      showProblems(problems);
+      return;
+    }
+    const number = ++previewNumber;
+    previewing = true;
+    previewButton.textContent = "Stop";
+    previewButton.setAttribute("aria-pressed", "true");
+    previewResult.dataset.kind = "info";
+    previewResult.textContent = `Calling for a reply in ${settings.voice}…`;
+    let sentence;
+    let kind = "info";
+    try {
+      sentence = await invoke("preview_voice", { settings, key: typedKeyFor(settings.provider) });
+    } catch (error) {
+      if (error?.problems?.length) {
+        sentence = "";
+        showProblems(error.problems);
+      } else {
+        sentence = describeError(error);
+        kind = "error";
+      }
+    }
+    if (number !== previewNumber) return;
+    showPreviewOff();
+    previewResult.dataset.kind = kind;
+    previewResult.textContent = sentence;
+  }
+
+  async function stopPreview() {
+    if (!previewing) return;
+    previewNumber += 1;
+    showPreviewOff();
+    previewResult.dataset.kind = "info";
+    previewResult.textContent = "Stopped.";
+    try {
+      await invoke("stop_voice_preview");
+    } catch {
+      // The preview ends by itself within 30 seconds.
+    }
+  }
+
   // The microphone test: the chosen microphone's level on a bar, until stopped or closed.
   const micTestButton = dialog.querySelector("[data-action=mic-test]");
   const micTestLevel = dialog.querySelector("[data-role=mic-test-level]");
@@ -670,12 +729,14 @@ export function createSettingsDialog(
   field("voiceDetection").addEventListener("change", showHandsFreeFields);
   dialog.querySelector("[data-action=save-key]").addEventListener("click", saveKey);
   dialog.querySelector("[data-action=test-connection]").addEventListener("click", testConnection);
+  previewButton.addEventListener("click", previewVoice);
   micTestButton.addEventListener("click", () => (micTest === null ? startMicTest() : stopMicTest()));
   // A new choice of microphone is tested at once; closing the dialog ends the test.
   field("inputDevice").addEventListener("change", () => {
     if (micTest !== null) stopMicTest().then(startMicTest);
   });
   dialog.addEventListener("close", stopMicTest);
+  dialog.addEventListener("close", stopPreview);
   dialog.querySelector("[data-action=forget-key]").addEventListener("click", forgetKey);
   dialog.querySelector("[data-action=browse]").addEventListener("click", browse);
   dialog.querySelector("[data-action=close]").addEventListener("click", requestClose);
