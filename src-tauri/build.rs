@@ -10,6 +10,7 @@ const APP_COMMANDS: &[&str] = &[
     "cancel_reconnect",
     "push_to_talk",
     "cancel_press",
+    "send_text",
     "copy_text",
     "get_settings",
     "list_devices",

@@ -52,6 +52,8 @@ pub async fn run(
     // Settings saved while a conversation went on: the next conversation's, whatever became
     // of their own call.
     let mut saved_plan = None;
+    // Messages typed while there was no conversation: the next one sends them.
+    let mut typed = Vec::new();
     loop {
         if let Some(not_before) = dial_not_before.take() {
             ui.status(StatusEvent::waiting_to_dial(not_before - Instant::now()));
@@ -71,6 +73,7 @@ pub async fn run(
                             saved_plan: &mut saved_plan,
                             local: &mut local,
                             commands: &mut commands,
+                            typed: &mut typed,
                         };
                         converse(machine, &mut talk, &mut edges).await
                     }
@@ -85,7 +88,7 @@ pub async fn run(
                     );
                     ui.status(status);
                     let wait = tokio::time::sleep(Duration::from_millis(wait_ms));
-                    match until_command(wait, &mut commands, &mut plan).await {
+                    match until_command(wait, &mut commands, &mut plan, &mut typed).await {
                         Waited::Elapsed => continue,
                         Waited::Cancelled => {
                             dial_not_before = refusal.give_up(&mut ui);
@@ -102,7 +105,7 @@ pub async fn run(
         };
         first_dial = edges::first_dial();
         let ended = match ended {
-            Ended::Failed => wait_for_the_user(&mut ui, &mut commands, &mut plan).await,
+            Ended::Failed => wait_for_the_user(&mut ui, &mut commands, &mut plan, &mut typed).await,
             ended => ended,
         };
         if let Some(saved) = saved_plan.take() {
@@ -135,6 +138,8 @@ struct Talk<'a> {
     saved_plan: &'a mut Option<Box<Plan>>,
     local: &'a mut Option<walkie_local::LocalProvider>,
     commands: &'a mut mpsc::UnboundedReceiver<Command>,
+    /// Messages typed before this conversation began, for its first call.
+    typed: &'a mut Vec<String>,
 }
 
 /// The call new settings asked for, being placed while the conversation goes on.
@@ -196,6 +201,9 @@ async fn converse(
 ) -> Ended {
     let clock = edges.clock;
     let mut new_call: Option<NewCall> = None;
+    for text in talk.typed.drain(..) {
+        machine.handle_input(Input::SendText(text), clock.now_ms());
+    }
     loop {
         match edges.carry(&mut machine) {
             Next::Over => return edges.hang_up_call(Ended::Failed).await,

@@ -648,6 +648,8 @@ pub enum Command {
     PushToTalk { pressed: bool },
     /// Take the recording under way back (Escape): nothing of it is sent.
     CancelPress,
+    /// A message the user typed, for the call.
+    SendText(String),
     /// Hang up if connected, then connect again.
     Reconnect,
     /// Stop trying to get a dropped call back.
@@ -672,15 +674,21 @@ pub enum Ended {
     Failed,
 }
 
-/// With no call, waits for the user to ask for the next; a key press has no call to go to.
+/// With no call, waits for the user to ask for the next; a key press has no call to go to,
+/// and a typed message waits in `typed` for the next call.
 pub async fn wait_for_the_user(
     ui: &mut impl Ui,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     plan: &mut Plan,
+    typed: &mut Vec<String>,
 ) -> Ended {
     loop {
         match input_of(commands.recv().await, plan) {
             Ok(Input::Press) => ui.status(StatusEvent::press_while_not_connected()),
+            Ok(Input::SendText(text)) => {
+                typed.push(text);
+                ui.status(StatusEvent::text_while_not_connected());
+            }
             Ok(_) => {}
             Err(ended) => return ended,
         }
@@ -698,11 +706,12 @@ pub enum Waited {
 }
 
 /// Waits out `wait` unless the user asks for something that ends it first (a key press has
-/// no call to go to; a mode switch is kept for the call).
+/// no call to go to; a mode switch is kept for the call, a typed message in `typed`).
 pub async fn until_command(
     wait: tokio::time::Sleep,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     plan: &mut Plan,
+    typed: &mut Vec<String>,
 ) -> Waited {
     tokio::pin!(wait);
     loop {
@@ -712,6 +721,7 @@ pub async fn until_command(
         };
         match input_of(command, plan) {
             Ok(Input::CancelRedial) => return Waited::Cancelled,
+            Ok(Input::SendText(text)) => typed.push(text),
             Ok(_) => {}
             Err(ended) => return Waited::Ended(ended),
         }
@@ -725,6 +735,7 @@ pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ende
         Some(Command::PushToTalk { pressed: false }) => Ok(Input::Release),
         Some(Command::CancelRedial) => Ok(Input::CancelRedial),
         Some(Command::CancelPress) => Ok(Input::CancelPress),
+        Some(Command::SendText(text)) => Ok(Input::SendText(text)),
         Some(Command::SetTurnMode(mode)) => {
             // Kept for the next conversation of this plan; the machine switches now.
             plan.mode = mode.clone();

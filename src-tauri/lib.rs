@@ -94,6 +94,9 @@ pub enum CommandError {
     /// A test call the user asked for did not connect: the sentence says why.
     #[error("{0}")]
     TestCall(String),
+    /// What the user gave cannot be used as it is: the sentence says what to do.
+    #[error("{0}")]
+    Message(String),
     #[error("a background task failed: {0}")]
     Background(String),
 }
@@ -354,6 +357,28 @@ fn cancel_press(conversation: tauri::State<'_, Conversation>) -> Result<(), Comm
     conversation.send(Command::CancelPress)
 }
 
+/// The user sent a typed message: it goes to the call (once one is ready) and is answered.
+/// Refused, so the page keeps it, when blank or too long for one message to the provider.
+#[tauri::command]
+fn send_text(
+    conversation: tauri::State<'_, Conversation>,
+    text: String,
+) -> Result<(), CommandError> {
+    if text.trim().is_empty() {
+        return Err(CommandError::Message(
+            "Type a message first, then press Enter.".to_owned(),
+        ));
+    }
+    if !walkie_session::turn::user_text_fits(text.trim()) {
+        return Err(CommandError::Message(format!(
+            "Too long to send: a typed message holds at most {} KiB; shorten it or send it in \
+             parts.",
+            walkie_session::turn::MAX_USER_TEXT_BYTES / 1024
+        )));
+    }
+    conversation.send(Command::SendText(text))
+}
+
 /// Puts text (a message or the whole transcript) on the system clipboard.
 #[tauri::command]
 fn copy_text(app: AppHandle, text: String) -> Result<(), CommandError> {
@@ -513,6 +538,7 @@ pub fn run() {
             cancel_reconnect,
             push_to_talk,
             cancel_press,
+            send_text,
             copy_text,
             settings_commands::get_settings,
             settings_commands::list_devices,

@@ -644,3 +644,77 @@ async fn e2e_the_microphone_test_in_settings_follows_the_voice_and_stops_when_as
     })
     .await;
 }
+
+/// A question typed mid-call is answered, and shows in order after the spoken turn, in the
+/// window and in the saved transcript; Space typed into the field is a space, not a press.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_question_typed_mid_call_is_answered_and_saved_in_order() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("typed_question").await;
+    let conversations = app.data_dir().join("conversations");
+    const TYPED: &str = "What is the capital of Peru?";
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        support::spoken_exchange(&client, 1.0, 0).await;
+        watch_statuses(&client).await;
+        let field = client
+            .find(fantoccini::Locator::Css("#compose-text"))
+            .await
+            .expect("the field to type in");
+        field.click().await.expect("focusing the field");
+        field.send_keys(TYPED).await.expect("typing");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        let replies = wait_for(&client, "#transcript", |text| {
+            text.contains(&format!("here is what you wrote: {TYPED}"))
+        })
+        .await;
+        assert!(!replies.is_empty());
+        assert_eq!(
+            support::texts(&client, "user")
+                .await
+                .last()
+                .map(String::as_str),
+            Some(TYPED)
+        );
+        assert_eq!(
+            transcript_roles(&client).await,
+            serde_json::json!(["user", "assistant", "user", "assistant"])
+        );
+        let left = client
+            .execute(
+                "return document.getElementById('compose-text').value;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            left,
+            serde_json::json!(""),
+            "the field is emptied once sent"
+        );
+        assert!(
+            !statuses_seen(&client)
+                .await
+                .iter()
+                .any(|status| status.starts_with("Listening")),
+            "the spaces typed never pressed the talk key"
+        );
+        support::screenshot(&client, "typed-question").await;
+    })
+    .await;
+    let folder = saved_conversation(&conversations, |transcript| {
+        transcript.contains("here is what you wrote")
+    })
+    .await;
+    let saved = std::fs::read_to_string(folder.join("transcript.md")).unwrap();
+    let typed_at = saved.find(TYPED).expect("the typed question is saved");
+    let reply_at = saved
+        .find("here is what you wrote")
+        .expect("its reply is saved");
+    let spoken_reply_at = saved.find("played your").expect("the spoken turn's reply");
+    assert!(
+        spoken_reply_at < typed_at && typed_at < reply_at,
+        "in order: {saved}"
+    );
+}

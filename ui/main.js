@@ -13,6 +13,7 @@ import { LEVEL_EVENT, renderLevel, ringLevel } from "./meters.js";
 import { createSettingsDialog } from "./settings.js";
 import { createHistoryPanel } from "./history.js";
 import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
+import { createCompose } from "./compose.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 const INTERRUPTED_EVENT = "walkie://interrupted";
@@ -40,6 +41,11 @@ const meters = {
   input: document.getElementById("input-level"),
   output: document.getElementById("output-level"),
 };
+
+createCompose(document.getElementById("compose"), {
+  send: (text) => invoke("send_text", { text }),
+  state: () => statusLine.dataset.state,
+});
 
 const talk = createPushToTalk((pressed) => {
   pttButton.setAttribute("aria-pressed", String(pressed));

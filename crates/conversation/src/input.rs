@@ -18,6 +18,9 @@ pub enum Input {
     Release,
     /// The user takes the press under way back (Escape): nothing of it is sent.
     CancelPress,
+    /// The user typed a message and sent it: it goes to the call once one is ready (a call
+    /// being placed or dialled again takes it when it is), and is answered like a spoken turn.
+    SendText(String),
     /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
     SetTurnMode(TurnMode),
     /// The user is leaving the conversation (Connect, new settings, the app closing).

@@ -90,6 +90,9 @@ pub struct Conversation {
     /// redialled) and is still held: it starts once the next call is ready, so a key pressed
     /// during a renewal is not lost.
     carried_press: bool,
+    /// Messages the user typed while no call was ready for them (being set up, or being
+    /// replaced): they go out, in order, once one is.
+    typed: VecDeque<String>,
     /// The user part of a press taken back, until its end reaches the transcript (and its
     /// message is marked as not sent).
     cancelled_part: Option<PartIndex>,
@@ -128,6 +131,7 @@ impl Conversation {
             link_down: false,
             renew_due: false,
             carried_press: false,
+            typed: VecDeque::new(),
             cancelled_part: None,
             not_saving: None,
             hint: None,
@@ -212,6 +216,13 @@ impl Conversation {
                     details,
                     action: StatusAction::OpenSettings,
                 });
+            }
+            (_, Input::SendText(text)) => {
+                // Sent in order, once a call is ready for it (see `flush`).
+                self.typed.push_back(text);
+                if self.phase != Phase::InCall {
+                    self.hint = Some(sentence::text_waits_for_the_call());
+                }
             }
             (_, Input::WallClock(clock)) => self.controller.wall_clock(now_ms, clock),
             (_, Input::Engine(report)) => self.engine(report, now_ms),
@@ -319,6 +330,7 @@ impl Conversation {
             | Input::SavingResumed { .. }
             | Input::NewCallDialling { .. }
             | Input::NewCallRefused { .. }
+            | Input::SendText(_)
             | Input::WallClock(_)
             | Input::Engine(_)
             | Input::Dialled
@@ -531,6 +543,12 @@ impl Conversation {
             self.controller.push_to_talk_down(now_ms);
             self.drain(now_ms);
         }
+        if self.phase == Phase::InCall && self.controller.is_ready() && !self.typed.is_empty() {
+            while let Some(text) = self.typed.pop_front() {
+                self.controller.send_user_text(&text, now_ms);
+            }
+            self.drain(now_ms);
+        }
         if self.renew_due && self.phase == Phase::InCall && self.is_quiet() {
             self.renew(now_ms);
         }
@@ -634,7 +652,9 @@ impl Conversation {
                     });
                 }
             }
-            SessionEvent::InputSpeechStart(_) => self.notice = None,
+            SessionEvent::InputSpeechStart(_) | SessionEvent::EnqueuedMessages(_) => {
+                self.notice = None
+            }
             _ => {}
         }
     }

@@ -136,6 +136,14 @@ impl StatusEvent {
         )
     }
 
+    /// A typed message was sent while there is no call: it waits for the next one.
+    pub fn text_while_not_connected() -> Self {
+        Self::new(
+            ConnectionState::NotConnected,
+            "Not connected: your message goes out with the next call; press Connect.",
+        )
+    }
+
     /// The connection dropped and may come back.
     pub fn reconnecting() -> Self {
         Self::new(
@@ -243,6 +251,10 @@ pub mod sentence {
             UiHint::SessionLimitReached => {
                 "The session reached its 60-minute limit: press Connect for a new one.".to_owned()
             }
+            UiHint::TextTooLong { max_bytes } => format!(
+                "Not sent: a typed message holds at most {} KiB; shorten it or send it in parts.",
+                max_bytes / 1024
+            ),
         })
     }
 
@@ -339,6 +351,11 @@ pub mod sentence {
             "Call goes on: the new settings' call to {new_provider} failed, so \
              {current_provider} still answers. {why}"
         )
+    }
+
+    /// The user sent a typed message while the call is being placed or replaced.
+    pub fn text_waits_for_the_call() -> String {
+        "Your message goes out once the call is back.".to_owned()
     }
 
     /// The user took the recording back (Escape) before it was sent.

@@ -729,3 +729,46 @@ fn without_voice_barge_in_a_trusted_canceller_leaves_the_mic_muted_during_replie
         "the user did not ask to talk over replies: the mic is muted while one plays"
     );
 }
+
+#[test]
+fn a_message_typed_while_the_call_is_being_dialled_again_goes_out_once_it_is_back() {
+    let mut call = after_one_exchange();
+    call.input(5_000, dropped());
+    let outputs = call.input(5_010, Input::SendText("Are you there?".to_owned()));
+    assert!(
+        restored(&outputs).is_empty(),
+        "nothing goes to a dropped call"
+    );
+    let shown = last_status(&outputs).expect("a status").1;
+    assert!(
+        shown.ends_with("Your message goes out once the call is back."),
+        "{shown}"
+    );
+    let outputs = redial(&mut call);
+    let sent = restored(&outputs);
+    assert_eq!(
+        sent.last(),
+        Some(&(Role::User, "input_text", "Are you there?".to_owned())),
+        "after the conversation so far: {sent:?}"
+    );
+    assert_eq!(
+        sent_types(&outputs).last(),
+        Some(&"response.create"),
+        "and it is answered"
+    );
+    let shown: Vec<(String, String)> = transcript(&outputs)
+        .iter()
+        .filter(|event| event["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|event| {
+            (
+                event["messageId"].as_str().unwrap_or_default().to_owned(),
+                event["delta"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [("user-2".to_owned(), "Are you there?".to_owned())],
+        "the window shows it as the user's next message"
+    );
+}

@@ -244,6 +244,9 @@ pub struct ProviderSession {
     last_item_id: Option<String>,
     /// The audio of the newest committed turn not yet answered.
     unanswered: Option<Vec<InputFrame>>,
+    /// The text of the last user message the client created (typed, or restored), until a
+    /// reply takes it.
+    unanswered_text: Option<String>,
     /// User transcripts to send after the current reply (they arrive late, as from OpenAI),
     /// with the time of their commit.
     pending_transcripts: Vec<(String, String, u64)>,
@@ -322,6 +325,7 @@ impl ProviderSession {
             vad: None,
             last_item_id: None,
             unanswered: None,
+            unanswered_text: None,
             pending_transcripts: Vec::new(),
             generating: None,
             playback: None,
@@ -852,6 +856,23 @@ impl ProviderSession {
             },
             other => other,
         };
+        if let Item::Message {
+            role: Role::User,
+            content,
+            ..
+        } = &item
+        {
+            let text: String = content
+                .iter()
+                .filter_map(|part| match part {
+                    ContentPart::InputText { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !text.is_empty() {
+                self.unanswered_text = Some(text);
+            }
+        }
         let previous_item_id = previous_item_id.or_else(|| self.last_item_id.clone());
         self.last_item_id = Some(id);
         self.created_items.push(item.clone());
@@ -1131,11 +1152,22 @@ impl ProviderSession {
         } else {
             self.unanswered.take().unwrap_or_default()
         };
+        let typed = if out_of_band {
+            None
+        } else {
+            self.unanswered_text.take()
+        };
         let samples: u64 = frames.iter().map(|frame| u64::from(frame.samples)).sum();
         let audio_ms = samples * 1000 / 48_000;
         let transcript = if out_of_band {
             format!(
                 "This is Walkie's local provider. It has no voices, so this chime stands in for {voice}."
+            )
+        } else if let (true, Some(typed)) = (frames.is_empty(), typed) {
+            format!(
+                "This is Walkie's local provider. It can't read either, so here is what you \
+                 wrote: {}",
+                cut_chars(&typed, TYPED_ECHO_CHARS)
             )
         } else if frames.is_empty() {
             "This is Walkie's local provider. There was no new audio from you to play back."
@@ -1364,6 +1396,17 @@ impl ProviderSession {
         );
         self.emit(out, ServerEvent::ResponseDone { response });
         self.flush_transcripts(out);
+    }
+}
+
+/// How much of a typed message the local provider's reply repeats, in characters.
+const TYPED_ECHO_CHARS: usize = 200;
+
+/// `text` up to `max_chars` characters, with an ellipsis when it was longer.
+fn cut_chars(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
 }
 
@@ -1804,6 +1847,50 @@ mod tests {
             "the user's audio played back"
         );
         assert!(types(&timeline.outputs()).contains(&"conversation.item.added".to_owned()));
+    }
+
+    #[test]
+    fn a_typed_question_is_answered_with_what_was_written_and_no_audio() {
+        let mut session = ptt_session(false);
+        let typed = r#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"What is the capital of Peru?"}]}}"#;
+        assert_eq!(
+            types(&session.on_client_text(typed, 1000)),
+            ["conversation.item.added", "conversation.item.done"]
+        );
+        let mut timeline = Timeline::new();
+        timeline.push(
+            1000,
+            session.on_client_text(r#"{"type":"response.create"}"#, 1000),
+        );
+        run_until(&mut session, &mut timeline, 1000, 10_000);
+        let transcript = events(&timeline.outputs())
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::OutputAudioTranscriptDone { transcript, .. } => Some(transcript),
+                _ => None,
+            })
+            .expect("the reply's transcript");
+        assert_eq!(
+            transcript,
+            "This is Walkie's local provider. It can't read either, so here is what you wrote: \
+             What is the capital of Peru?"
+        );
+        assert!(timeline.audio_times().is_empty());
+        // The text is answered once.
+        let mut timeline = Timeline::new();
+        timeline.push(
+            10_000,
+            session.on_client_text(r#"{"type":"response.create"}"#, 10_000),
+        );
+        run_until(&mut session, &mut timeline, 10_000, 20_000);
+        let again = events(&timeline.outputs())
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::OutputAudioTranscriptDone { transcript, .. } => Some(transcript),
+                _ => None,
+            })
+            .expect("the second reply's transcript");
+        assert!(again.contains("no new audio"), "{again}");
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! numbering, decided here, is the only way they cannot drift apart.
 //!
 //! The rules, chosen for what a person reading the transcript expects:
+//! * A message the user typed (the session's enqueued messages) opens a new exchange too, whole
+//!   at once: their message, then the reply to it.
 //! * A user speech part opens a new exchange (their message at their speech start). An earlier
 //!   exchange takes no new part after that: a reply being cut by the user's barge-in stays in
 //!   its exchange, and the new question, with the reply to it, comes after.
@@ -33,7 +35,7 @@ use std::collections::HashMap;
 
 use walkie_agui::{Event, Speaker as TranscriptSpeaker, TranscriptInput, TranscriptWriter, TurnId};
 
-use crate::event::{Part, PartDelta, PartIndex, SessionEvent, Speaker};
+use crate::event::{Part, PartDelta, PartIndex, SessionEvent, Speaker, UserContent};
 
 /// What [`TranscriptBridge::on_event_noted`] decided about the exchanges for one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +54,9 @@ pub enum BridgeNote {
     },
     /// The model completed exchange `turn` (a `TurnComplete` after its reply started).
     TurnEnded { turn: TurnId },
+    /// The event is a whole message of `speaker`'s (typed, not spoken) that opened exchange
+    /// `turn`: every earlier exchange then takes no new part, as after a part that opens one.
+    MessageOpensTurn { turn: TurnId, speaker: Speaker },
 }
 
 /// A part the bridge follows: its exchange and, for speech and text, its message's speaker.
@@ -213,6 +218,33 @@ impl TranscriptBridge {
                     );
                 }
                 BridgeNote::Nothing
+            }
+            SessionEvent::EnqueuedMessages(delivered) => {
+                let text = delivered
+                    .messages
+                    .iter()
+                    .flat_map(|message| &message.parts)
+                    .map(|UserContent::Text { content }| content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                let turn = self.new_turn();
+                self.user_turn = Some(turn);
+                let speaker = TranscriptSpeaker::User;
+                for input in [
+                    TranscriptInput::SpeechStarted { turn, speaker },
+                    TranscriptInput::TranscriptDone {
+                        turn,
+                        speaker,
+                        transcript: &text,
+                    },
+                    TranscriptInput::SpeechStopped { turn, speaker },
+                ] {
+                    self.writer.push(at_ms, input, out);
+                }
+                BridgeNote::MessageOpensTurn {
+                    turn,
+                    speaker: Speaker::User,
+                }
             }
             SessionEvent::TurnComplete => match self.reply_turn {
                 Some(turn) if !self.reply_ended => {

@@ -167,6 +167,85 @@ fn a_barge_in_keeps_the_cut_reply_and_puts_the_new_question_after_it() {
     );
 }
 
+#[test]
+fn a_typed_question_is_the_users_message_in_its_own_exchange_and_the_reply_follows_it() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut events = Vec::new();
+    talk.at(1_000).types("  What is the capital of Peru?\n");
+    talk.at(1_300)
+        .server(&response_created("resp_1"))
+        .server(&audio_part_added("resp_1", "item_A1"))
+        .server(&output_started("resp_1"))
+        .server(&assistant_says("resp_1", "item_A1", "Lima."))
+        .server(&response_done("resp_1", "completed"))
+        .at(2_000)
+        .server(&output_stopped("resp_1"));
+    let mut notes = Vec::new();
+    for (at_ms, event) in talk.stamped_events() {
+        notes.push(bridge.on_event_noted(1_767_225_600_000 + at_ms as i64, &event, &mut events));
+    }
+    bridge.finish(1_767_225_700_000, &mut events);
+    assert_eq!(
+        notes[0],
+        BridgeNote::MessageOpensTurn {
+            turn: TurnId(1),
+            speaker: Speaker::User
+        }
+    );
+    assert_eq!(
+        strictly_assembled(&events),
+        [
+            ("user".to_owned(), "What is the capital of Peru?".to_owned()),
+            ("assistant".to_owned(), "Lima.".to_owned()),
+        ]
+    );
+    assert_eq!(
+        messages(&bridge)[0].0,
+        "user-1",
+        "numbered as a spoken question"
+    );
+}
+
+#[test]
+fn a_question_typed_during_a_reply_comes_after_it_and_gets_the_next_reply() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut events = Vec::new();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_1"))
+        .server(&audio_part_added("resp_1", "item_A1"))
+        .server(&output_started("resp_1"))
+        .server(&assistant_says("resp_1", "item_A1", "Once upon a time"))
+        .server(&user_transcript_completed("item_U1", "Tell me a story."));
+    talk.at(2_500).types("Make it short.");
+    talk.at(2_600)
+        .server(&assistant_says("resp_1", "item_A1", " there was a cat."))
+        .server(&response_done("resp_1", "completed"))
+        .at(3_000)
+        .server(&output_stopped("resp_1"))
+        .server(&response_created("resp_2"))
+        .server(&audio_part_added("resp_2", "item_A2"))
+        .server(&assistant_says("resp_2", "item_A2", "A cat. The end."))
+        .server(&response_done("resp_2", "completed"));
+    bridge_events(&mut talk, &mut bridge, &mut events);
+    bridge.finish(1_767_225_700_000, &mut events);
+    assert_eq!(
+        strictly_assembled(&events),
+        [
+            ("user".to_owned(), "Tell me a story.".to_owned()),
+            (
+                "assistant".to_owned(),
+                "Once upon a time there was a cat.".to_owned()
+            ),
+            ("user".to_owned(), "Make it short.".to_owned()),
+            ("assistant".to_owned(), "A cat. The end.".to_owned()),
+        ]
+    );
+}
+
 /// Feeds hand-made session events through the bridge; returns the note of each, and keeps the
 /// AG-UI events in `out`.
 fn notes_of(
@@ -465,6 +544,7 @@ mod random_conversations {
         UserFailed(u8),
         Stopped(u8),
         Cleared(u8),
+        Types,
     }
 
     fn step() -> impl Strategy<Value = Step> {
@@ -482,6 +562,7 @@ mod random_conversations {
             id.clone().prop_map(Step::UserFailed),
             id.clone().prop_map(Step::Stopped),
             id.prop_map(Step::Cleared),
+            Just(Step::Types),
         ]
     }
 
@@ -536,6 +617,9 @@ mod random_conversations {
             Step::Cleared(r) => {
                 talk.server(&output_cleared(&format!("resp_{r}")));
             }
+            Step::Types => {
+                talk.types("a typed question");
+            }
         }
     }
 
@@ -568,6 +652,10 @@ mod random_conversations {
                         }
                         BridgeNote::TurnEnded { turn } => {
                             prop_assert!(ended.insert(turn), "exchange {:?} ended twice", turn);
+                        }
+                        BridgeNote::MessageOpensTurn { turn, .. } => {
+                            opened += 1;
+                            prop_assert_eq!(turn, TurnId(opened), "exchanges open in order");
                         }
                         BridgeNote::Nothing => {}
                     }

@@ -340,6 +340,12 @@ impl Recorder {
                 self.journal_session(event, Some(turn), unix_ms);
                 self.part_ended(turn, &end.part, unix_ms);
             }
+            (SessionEvent::EnqueuedMessages(_), BridgeNote::MessageOpensTurn { turn, speaker }) => {
+                // A typed message: its turn begins and has no user WAV.
+                let turn = turn_number(turn);
+                self.begin_turn(turn, speaker, unix_ms);
+                self.journal_session(event, Some(turn), unix_ms);
+            }
             (SessionEvent::TurnComplete, BridgeNote::TurnEnded { turn }) => {
                 let turn = turn_number(turn);
                 self.journal_session(event, Some(turn), unix_ms);

@@ -40,11 +40,12 @@
 //! part belongs to ([`super::item_parts`]) and the ordered output ([`super::outbox`]). The
 //! OpenAI → session mapping lives in [`super::openai_map`] and uses the same methods.
 
-use walkie_openai::{ClientEvent, ServerEvent, decode_server_event};
+use walkie_openai::{ClientEvent, ContentPart, Item, Role, ServerEvent, decode_server_event};
 
 use crate::audio::{AudioChunk, DeviceDirection};
 use crate::event::{
-    Part, PartDelta, PartIndex, PartKind, RealtimeSessionErrorEvent, SessionEvent, Speaker,
+    EnqueuedMessage, EnqueuedMessagesEvent, Part, PartDelta, PartIndex, PartKind,
+    RealtimeSessionErrorEvent, SessionEvent, Speaker, UserContent,
 };
 use crate::session::Session;
 use crate::turn::audibility::Audibility;
@@ -56,6 +57,15 @@ use crate::turn::outbox::Outbox;
 use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, UiHint};
 use crate::turn::press::{Capture, Press, PressDue};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
+
+/// The most a typed message may take on the wire, as the JSON string that carries it: one
+/// data-channel message (64 KiB) then holds it with room for the rest of the event.
+pub const MAX_USER_TEXT_BYTES: usize = 32 * 1024;
+
+/// Whether `text` fits in one typed message ([`MAX_USER_TEXT_BYTES`] once escaped for JSON).
+pub fn user_text_fits(text: &str) -> bool {
+    serde_json::to_string(text).is_ok_and(|json| json.len() <= MAX_USER_TEXT_BYTES)
+}
 
 /// Turn watchdog, WebRTC: how long a reply whose response has ended (`response.done`) may stay
 /// audible with no audio arriving before the controller stops waiting for
@@ -296,6 +306,54 @@ impl TurnController {
             .flatten();
         self.apply_pending_mode();
         cancelled
+    }
+
+    /// The user typed `text` during the call. It joins the conversation as the user's message
+    /// (`conversation.item.create` with `input_text`) and a reply is asked for: at once when
+    /// none is active, else when the active one ends (a reply under way is not cut, as a press
+    /// would cut it). The session reports the message delivered ([`SessionEvent::EnqueuedMessages`],
+    /// under the id of the event that carried it), so the transcript shows it as the user's
+    /// message in an exchange of its own. Returns whether it went out: not before the session
+    /// is set up ([`UiHint::NotReady`]), not when blank, not when longer than
+    /// [`MAX_USER_TEXT_BYTES`] ([`UiHint::TextTooLong`]).
+    pub fn send_user_text(&mut self, text: &str, now_ms: u64) -> bool {
+        self.advance(now_ms);
+        let text = text.trim();
+        if text.is_empty() {
+            return false;
+        }
+        if !user_text_fits(text) {
+            self.hint(UiHint::TextTooLong {
+                max_bytes: MAX_USER_TEXT_BYTES,
+            });
+            return false;
+        }
+        if !self.lifecycle.is_confirmed() {
+            self.hint(UiHint::NotReady);
+            return false;
+        }
+        let enqueue_id = self.send(ClientEvent::ConversationItemCreate {
+            previous_item_id: None,
+            item: Item::Message {
+                id: None,
+                role: Role::User,
+                status: None,
+                content: vec![ContentPart::InputText {
+                    text: text.to_owned(),
+                }],
+            },
+        });
+        self.request_response();
+        let delivered = EnqueuedMessagesEvent {
+            enqueue_id,
+            messages: vec![EnqueuedMessage {
+                parts: vec![UserContent::Text {
+                    content: text.to_owned(),
+                }],
+            }],
+        };
+        self.emit(SessionEvent::EnqueuedMessages(Box::new(delivered)), now_ms);
+        true
     }
 
     /// Ends the user part of the press not yet committed (the newest with no item and no

@@ -37,7 +37,8 @@ pub use config::{
     session_limit_warning_ms,
 };
 pub use controller::{
-    ControllerStats, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS, TurnController,
+    ControllerStats, MAX_USER_TEXT_BYTES, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS,
+    TurnController, user_text_fits,
 };
 pub use item_parts::MAX_OPEN_USER_PARTS;
 pub use openai_map::MAX_TRANSCRIPT_BYTES;

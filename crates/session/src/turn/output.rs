@@ -88,6 +88,12 @@ pub enum UiHint {
     },
     /// The provider's session cap is reached; a new session is needed.
     SessionLimitReached,
+    /// A typed message longer than the controller sends (one data-channel message must hold
+    /// it); nothing was sent.
+    TextTooLong {
+        /// The most a typed message may hold, in UTF-8 bytes.
+        max_bytes: usize,
+    },
 }
 
 /// Something worth a log line, never shown as such.

@@ -106,6 +106,13 @@ impl Conversation {
         self
     }
 
+    /// The user types `text` (and sends it) at the current time.
+    pub fn types(&mut self, text: &str) -> &mut Self {
+        let now = self.now_ms;
+        self.controller.send_user_text(text, now);
+        self
+    }
+
     pub fn tick(&mut self) -> &mut Self {
         self.controller.tick(self.now_ms);
         self
