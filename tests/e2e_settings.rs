@@ -866,12 +866,12 @@ async fn e2e_the_shortcut_is_set_by_pressing_it_and_backspace_clears_it() {
     assert_eq!(saved["globalShortcut"], "Ctrl+W");
 }
 
-/// "Test connection" places a short call with what the form holds, key included, and says how
-/// it went under the button, without saving anything and without ending the call under way.
-#[tokio::test(flavor = "multi_thread")]
-async fn e2e_test_connection_calls_what_the_form_holds_and_leaves_the_call_under_way() {
-    const TEST: &str = "settings_test_connection";
-    let dirs = AppDirs::fresh(TEST);
+/// The app on the demo, with a keyring of its own, beside a local provider started by the test
+/// (tracing what it receives, for the oracle) that the settings form can be pointed at.
+async fn app_beside_a_test_server(
+    test: &'static str,
+) -> (walkie_local::LocalProvider, SecretService, WebviewApp) {
+    let dirs = AppDirs::fresh(test);
     let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
         trace_dir: Some(dirs.trace.join("test-server")),
         ..walkie_local::ProviderConfig::default()
@@ -879,22 +879,36 @@ async fn e2e_test_connection_calls_what_the_form_holds_and_leaves_the_call_under
     .await
     .expect("a local provider on loopback");
     let secrets = SecretService::start(&dirs);
-    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    let app = WebviewApp::launch_with(test, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    (provider, secrets, app)
+}
+
+/// Opens Settings and types the test server in, key and all, saving nothing.
+async fn type_the_test_server_into_the_form(client: &Client, base_url: &str, token: &str) {
+    open_settings(client).await;
+    set_field(client, "provider", "custom".into()).await;
+    set_field(client, "customBaseUrl", base_url.into()).await;
+    client
+        .find(Locator::Css("#settings [name=apiKey]"))
+        .await
+        .expect("the key field")
+        .send_keys(token)
+        .await
+        .expect("typing the key");
+}
+
+/// "Test connection" places a short call with what the form holds, key included, and says how
+/// it went under the button, without saving anything and without ending the call under way.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_test_connection_calls_what_the_form_holds_and_leaves_the_call_under_way() {
+    const TEST: &str = "settings_test_connection";
+    let (provider, _secrets, app) = app_beside_a_test_server(TEST).await;
     let settings_file = app.dirs().config.join("settings.json");
     let (base_url, token) = (provider.base_url(), provider.token().to_owned());
     app.run(move |client| async move {
         let ready = "Ready (the local provider): hold Space or the button to talk.";
         wait_for(&client, "#status", |status| status == ready).await;
-        open_settings(&client).await;
-        set_field(&client, "provider", "custom".into()).await;
-        set_field(&client, "customBaseUrl", base_url.clone().into()).await;
-        client
-            .find(Locator::Css("#settings [name=apiKey]"))
-            .await
-            .expect("the key field")
-            .send_keys(&token)
-            .await
-            .expect("typing the key");
+        type_the_test_server_into_the_form(&client, &base_url, &token).await;
         click(&client, "#settings [data-action=test-connection]").await;
         let answered = wait_for(&client, "#settings [data-role=test-result]", |text| {
             text.contains("answered")
@@ -962,15 +976,7 @@ async fn e2e_new_settings_take_over_the_call_only_once_their_own_call_answers() 
     const TEST: &str = "settings_make_before_break";
     support::audio::require_test_audio();
     let _devices = AUDIO_DEVICES.lock().await;
-    let dirs = AppDirs::fresh(TEST);
-    let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
-        trace_dir: Some(dirs.trace.join("new-server")),
-        ..walkie_local::ProviderConfig::default()
-    })
-    .await
-    .expect("a local provider on loopback");
-    let secrets = SecretService::start(&dirs);
-    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    let (provider, _secrets, app) = app_beside_a_test_server(TEST).await;
     let (base_url, token) = (provider.base_url(), provider.token().to_owned());
     app.run(move |client| async move {
         wait_for(&client, "#status", |status| {
@@ -1035,31 +1041,14 @@ async fn e2e_hear_this_voice_plays_one_reply_in_that_voice_beside_the_call_under
     const TEST: &str = "settings_voice_preview";
     support::audio::require_test_audio();
     let _devices = AUDIO_DEVICES.lock().await;
-    let dirs = AppDirs::fresh(TEST);
-    let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
-        trace_dir: Some(dirs.trace.join("preview-server")),
-        ..walkie_local::ProviderConfig::default()
-    })
-    .await
-    .expect("a local provider on loopback");
-    let secrets = SecretService::start(&dirs);
-    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    let (provider, _secrets, app) = app_beside_a_test_server(TEST).await;
     let settings_file = app.dirs().config.join("settings.json");
     let (base_url, token) = (provider.base_url(), provider.token().to_owned());
     app.run(move |client| async move {
         let ready = "Ready (the local provider): hold Space or the button to talk.";
         wait_for(&client, "#status", |status| status == ready).await;
-        open_settings(&client).await;
-        set_field(&client, "provider", "custom".into()).await;
-        set_field(&client, "customBaseUrl", base_url.clone().into()).await;
+        type_the_test_server_into_the_form(&client, &base_url, &token).await;
         set_field(&client, "voice", "marin".into()).await;
-        client
-            .find(Locator::Css("#settings [name=apiKey]"))
-            .await
-            .expect("the key field")
-            .send_keys(&token)
-            .await
-            .expect("typing the key");
         let speaker = support::audio::PulseStream::record_speaker();
         click(&client, "#settings [data-action=preview-voice]").await;
         let said = wait_for(&client, "#settings [data-role=voice-preview]", |text| {

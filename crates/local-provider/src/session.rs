@@ -1596,6 +1596,14 @@ mod tests {
             .collect()
     }
 
+    /// The whole transcript of the reply among `outputs`, once it is done.
+    fn reply_transcript(outputs: &[Output]) -> Option<String> {
+        events(outputs).into_iter().find_map(|event| match event {
+            ServerEvent::OutputAudioTranscriptDone { transcript, .. } => Some(transcript),
+            _ => None,
+        })
+    }
+
     fn audio(outputs: &[Output]) -> Vec<Bytes> {
         outputs
             .iter()
@@ -1823,13 +1831,7 @@ mod tests {
             })
             .expect("response.done");
         assert_eq!(done.conversation_id, None, "in no conversation");
-        let transcript = events(&timeline.outputs())
-            .into_iter()
-            .find_map(|event| match event {
-                ServerEvent::OutputAudioTranscriptDone { transcript, .. } => Some(transcript),
-                _ => None,
-            })
-            .expect("the transcript");
+        let transcript = reply_transcript(&timeline.outputs()).expect("the transcript");
         assert_eq!(
             transcript,
             "This is Walkie's local provider. It has no voices, so this chime stands in for cedar."
@@ -1863,13 +1865,7 @@ mod tests {
             session.on_client_text(r#"{"type":"response.create"}"#, 1000),
         );
         run_until(&mut session, &mut timeline, 1000, 10_000);
-        let transcript = events(&timeline.outputs())
-            .into_iter()
-            .find_map(|event| match event {
-                ServerEvent::OutputAudioTranscriptDone { transcript, .. } => Some(transcript),
-                _ => None,
-            })
-            .expect("the reply's transcript");
+        let transcript = reply_transcript(&timeline.outputs()).expect("the reply's transcript");
         assert_eq!(
             transcript,
             "This is Walkie's local provider. It can't read either, so here is what you wrote: \
@@ -1883,13 +1879,7 @@ mod tests {
             session.on_client_text(r#"{"type":"response.create"}"#, 10_000),
         );
         run_until(&mut session, &mut timeline, 10_000, 20_000);
-        let again = events(&timeline.outputs())
-            .into_iter()
-            .find_map(|event| match event {
-                ServerEvent::OutputAudioTranscriptDone { transcript, .. } => Some(transcript),
-                _ => None,
-            })
-            .expect("the second reply's transcript");
+        let again = reply_transcript(&timeline.outputs()).expect("the second reply's transcript");
         assert!(again.contains("no new audio"), "{again}");
     }
 
