@@ -19,7 +19,7 @@ mod restore;
 mod status;
 
 pub use input::{EngineInput, Input, LevelReading, TransportInput};
-pub use machine::{Conversation, ConversationConfig};
+pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use output::{Output, Record};
 pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};

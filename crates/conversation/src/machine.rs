@@ -57,6 +57,9 @@ enum Phase {
     Ended,
 }
 
+/// A reply awaited this long with nothing audible yet is slow, and the status says so.
+pub const SLOW_REPLY_MS: u64 = 3_000;
+
 /// News that leaves the call going, with the words behind it and what the user can do.
 #[derive(Debug, Clone)]
 struct Notice {
@@ -105,6 +108,10 @@ pub struct Conversation {
     /// message Walkie could not read, new settings whose call failed): shown whenever the
     /// conversation is idle, until the user's next turn begins.
     notice: Option<Notice>,
+    /// Since when a reply has been awaited with nothing audible yet (the Thinking state), and
+    /// whether that has lasted [`SLOW_REPLY_MS`] (then the status says the reply is slow).
+    thinking_since_ms: Option<u64>,
+    reply_slow: bool,
     /// The status last put out, so only changes go out.
     shown: Option<StatusEvent>,
     /// The assistant item the audio being played belongs to.
@@ -136,6 +143,8 @@ impl Conversation {
             not_saving: None,
             hint: None,
             notice: None,
+            thinking_since_ms: None,
+            reply_slow: false,
             shown: None,
             playing_item: None,
             outputs: VecDeque::new(),
@@ -469,7 +478,16 @@ impl Conversation {
     /// When to feed [`Input::Tick`] next.
     pub fn next_deadline_ms(&self) -> Option<u64> {
         match &self.phase {
-            Phase::InCall => self.controller.next_deadline_ms(),
+            Phase::InCall => {
+                let slow_at_ms = self
+                    .thinking_since_ms
+                    .filter(|_| !self.reply_slow)
+                    .map(|since_ms| since_ms.saturating_add(SLOW_REPLY_MS));
+                match (self.controller.next_deadline_ms(), slow_at_ms) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
             Phase::Redialing { at_ms, .. } => Some(*at_ms),
             Phase::Dialing { .. } | Phase::Renewing | Phase::Ended => None,
         }
@@ -551,6 +569,14 @@ impl Conversation {
         }
         if self.renew_due && self.phase == Phase::InCall && self.is_quiet() {
             self.renew(now_ms);
+        }
+        if self.phase == Phase::InCall && self.state() == ConnectionState::Thinking {
+            let since_ms = *self.thinking_since_ms.get_or_insert(now_ms);
+            // Once past, the deadline is spent, whatever the status shows meanwhile.
+            self.reply_slow |= now_ms >= since_ms.saturating_add(SLOW_REPLY_MS);
+        } else {
+            self.thinking_since_ms = None;
+            self.reply_slow = false;
         }
         self.show_status();
     }
@@ -776,7 +802,11 @@ impl Conversation {
                     status.details = details.clone();
                     return self.show(status);
                 }
-                sentence::default(state, &self.provider_label, &self.controller.config().mode)
+                if state == ConnectionState::Thinking && self.reply_slow {
+                    sentence::thinking_slowly()
+                } else {
+                    sentence::default(state, &self.provider_label, &self.controller.config().mode)
+                }
             }
         };
         self.show(StatusEvent::new(state, detail));

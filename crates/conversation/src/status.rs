@@ -353,6 +353,13 @@ pub mod sentence {
         )
     }
 
+    /// A reply has been awaited for [`crate::SLOW_REPLY_MS`] with nothing audible yet.
+    pub fn thinking_slowly() -> String {
+        "Thinking… the provider is taking longer than usual (the network or the provider is \
+         slow)."
+            .to_owned()
+    }
+
     /// The user sent a typed message while the call is being placed or replaced.
     pub fn text_waits_for_the_call() -> String {
         "Your message goes out once the call is back.".to_owned()

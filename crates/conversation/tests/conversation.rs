@@ -884,3 +884,35 @@ fn a_refused_new_call_with_the_error_behind_it_keeps_the_words_for_details() {
         Some("HTTP 401 from https://example.openai.azure.com")
     );
 }
+
+#[test]
+fn a_reply_slow_to_be_heard_says_so_once_and_speaking_puts_it_away() {
+    let mut call = Call::ready();
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    assert_eq!(
+        call.machine.next_deadline_ms(),
+        Some(2_310 + walkie_conversation::SLOW_REPLY_MS),
+        "woken when the reply becomes slow"
+    );
+    assert_eq!(last_status(&call.tick(2_310 + 2_999)), None, "not yet");
+    assert_eq!(
+        last_status(&call.tick(2_310 + 3_000)),
+        status(
+            Thinking,
+            "Thinking… the provider is taking longer than usual (the network or the provider is \
+             slow)."
+        )
+    );
+    assert_ne!(
+        call.machine.next_deadline_ms(),
+        Some(2_310 + walkie_conversation::SLOW_REPLY_MS),
+        "told once: that deadline is spent"
+    );
+    call.server(5_400, &audio_part_added("resp_R1", "item_A1"));
+    assert_eq!(
+        last_status(&call.server(5_410, &output_started("resp_R1"))),
+        status(Speaking, "Speaking… press to interrupt.")
+    );
+}
