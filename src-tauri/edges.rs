@@ -33,6 +33,8 @@ pub trait Ui: Send + 'static {
     fn interrupted(&mut self, message_id: &str);
     /// The transcript message `message_id` is a recording the user took back, not sent.
     fn cancelled(&mut self, message_id: &str);
+    /// The reply `message_id` was first heard `latency_ms` after the user's turn ended.
+    fn reply_latency(&mut self, message_id: &str, latency_ms: u64);
 }
 
 /// What the driver does after carrying the machine's outputs.
@@ -198,6 +200,10 @@ impl<'a, U: Ui> Edges<'a, U> {
                 Output::Transcript(event) => self.ui.transcript(&event),
                 Output::Interrupted { message_id } => self.ui.interrupted(&message_id),
                 Output::Cancelled { message_id } => self.ui.cancelled(&message_id),
+                Output::ReplyLatency {
+                    message_id,
+                    latency_ms,
+                } => self.ui.reply_latency(&message_id, latency_ms),
                 Output::Record(record) => {
                     if let Some(recording) = self.recording.as_mut() {
                         recording.save(record);

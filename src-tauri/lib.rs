@@ -40,6 +40,16 @@ pub const INTERRUPTED_EVENT: &str = "walkie://interrupted";
 /// The event name the webview listens on for recordings the user took back (Escape), not
 /// sent (the message id).
 pub const CANCELLED_EVENT: &str = "walkie://cancelled";
+/// How long a reply took to be heard: a [`ReplyLatency`].
+pub const LATENCY_EVENT: &str = "walkie://latency";
+
+/// The reply `message_id` was first heard `latency_ms` after the user's turn ended.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplyLatency<'a> {
+    message_id: &'a str,
+    latency_ms: u64,
+}
 
 /// The event name the webview listens on for microphone and speaker levels.
 pub const LEVEL_EVENT: &str = "walkie://level";
@@ -294,6 +304,16 @@ impl Ui for WindowUi {
     fn interrupted(&mut self, message_id: &str) {
         if let Err(error) = self.app.emit(INTERRUPTED_EVENT, message_id) {
             log::warn!("could not mark a reply as interrupted in the window: {error}");
+        }
+    }
+
+    fn reply_latency(&mut self, message_id: &str, latency_ms: u64) {
+        let latency = ReplyLatency {
+            message_id,
+            latency_ms,
+        };
+        if let Err(error) = self.app.emit(LATENCY_EVENT, latency) {
+            log::warn!("could not show a reply's latency in the window: {error}");
         }
     }
 

@@ -153,6 +153,21 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
         .await
         .expect("the reply is in the transcript");
         assert!(reply.contains("played your"), "{reply:?}");
+        // How long the reply took to be heard, from the key coming up, shows beside it.
+        let latency = rendered_text(
+            &client,
+            "#transcript article[data-role='assistant'] .message-latency",
+        )
+        .await
+        .expect("the reply's latency is shown");
+        let seconds: f64 = latency
+            .strip_suffix(" s")
+            .and_then(|figure| figure.parse().ok())
+            .unwrap_or_else(|| panic!("a figure in seconds: {latency:?}"));
+        assert!(
+            (0.05..10.0).contains(&seconds),
+            "release to first sound: {latency}"
+        );
         // The echo lasts as long as what was said (±10 %), and it was played once: twice
         // would double its energy, a lost half would halve it.
         let (said_frames, heard_frames) =

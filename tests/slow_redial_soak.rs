@@ -53,6 +53,7 @@ impl Ui for CollectingUi {
     fn level(&mut self, _: DeviceDirection, _: LevelReading) {}
     fn interrupted(&mut self, _: &str) {}
     fn cancelled(&mut self, _: &str) {}
+    fn reply_latency(&mut self, _: &str, _: u64) {}
 }
 
 /// The window's side of the test: statuses as they come, transcript events kept.

@@ -18,6 +18,7 @@ import { createCompose } from "./compose.js";
 const TRANSCRIPT_EVENT = "walkie://transcript";
 const INTERRUPTED_EVENT = "walkie://interrupted";
 const CANCELLED_EVENT = "walkie://cancelled";
+const LATENCY_EVENT = "walkie://latency";
 
 const { invoke, convertFileSrc } = window.__TAURI__.core;
 const { listen } = window.__TAURI__.event;
@@ -111,6 +112,9 @@ await listen(LEVEL_EVENT, (event) => {
 });
 await listen(INTERRUPTED_EVENT, (event) => transcript.markInterrupted(event.payload));
 await listen(CANCELLED_EVENT, (event) => transcript.markCancelled(event.payload));
+await listen(LATENCY_EVENT, (event) =>
+  transcript.markLatency(event.payload.messageId, event.payload.latencyMs),
+);
 await listen(TRANSCRIPT_EVENT, (event) => {
   try {
     transcript.apply(event.payload);

@@ -54,6 +54,14 @@ function contentText(content) {
  *   `follow` (default true) keeps the view scrolled to the newest text until the reader scrolls
  *   up; then `pill` (a "↓ New" button, if given) shows when new text arrives below.
  */
+/**
+ * A reply's latency as the transcript shows it: seconds with two decimals ("0.31 s").
+ * @param {number} latencyMs
+ */
+export function latencyText(latencyMs) {
+  return `${(Math.max(0, latencyMs) / 1000).toFixed(2)} s`;
+}
+
 export function createTranscript(container, options = {}) {
   const doc = options.document ?? container.ownerDocument;
   const follow = options.follow ?? true;
@@ -310,6 +318,26 @@ export function createTranscript(container, options = {}) {
     return true;
   }
 
+  /**
+   * Shows, small beside the speaker, how long a reply took to be heard after the user's turn
+   * ended. Like an interruption, not part of AG-UI: Rust sends it on its own channel.
+   * @param {string} id
+   * @param {number} latencyMs
+   */
+  function markLatency(id, latencyMs) {
+    const view = messages.get(id);
+    if (!view) return false;
+    let figure = view.element.querySelector(".message-latency");
+    if (!figure) {
+      figure = doc.createElement("span");
+      figure.className = "message-latency";
+      figure.title = "From the end of your turn to the first sound of this reply";
+      view.speaker.after(figure);
+    }
+    figure.textContent = latencyText(latencyMs);
+    return true;
+  }
+
   /** The whole transcript as plain text, one paragraph per message, speaker first. */
   function plainText() {
     return [...messages.values()]
@@ -326,6 +354,7 @@ export function createTranscript(container, options = {}) {
     forgetThread,
     markCancelled,
     markInterrupted,
+    markLatency,
     plainText,
     scrollToNewest,
     /** The ids on screen, in display order. */

@@ -1,6 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createTranscript, TranscriptSequenceError } from "../transcript.js";
+import { createTranscript, latencyText, TranscriptSequenceError } from "../transcript.js";
+
+test("a reply's latency shows in seconds with two decimals", () => {
+  assert.equal(latencyText(312), "0.31 s");
+  assert.equal(latencyText(1_005), "1.00 s");
+  assert.equal(latencyText(-3), "0.00 s");
+});
 
 // A tiny DOM: just what transcript.js touches, plus counters that show how the page changed.
 class FakeText {

@@ -112,6 +112,9 @@ pub struct Conversation {
     /// whether that has lasted [`SLOW_REPLY_MS`] (then the status says the reply is slow).
     thinking_since_ms: Option<u64>,
     reply_slow: bool,
+    /// When the user's last turn ended (the key came up, the provider heard them stop, a typed
+    /// message went out), until the first sound of the reply to it was played.
+    turn_ended_at_ms: Option<u64>,
     /// The status last put out, so only changes go out.
     shown: Option<StatusEvent>,
     /// The assistant item the audio being played belongs to.
@@ -145,6 +148,7 @@ impl Conversation {
             notice: None,
             thinking_since_ms: None,
             reply_slow: false,
+            turn_ended_at_ms: None,
             shown: None,
             playing_item: None,
             outputs: VecDeque::new(),
@@ -297,7 +301,10 @@ impl Conversation {
             Input::Press if self.carried_press => self.press_again_while_carried(),
             Input::Press => controller.push_to_talk_down(now_ms),
             Input::Release if self.carried_press => self.release_carried_press(),
-            Input::Release => controller.push_to_talk_up(now_ms),
+            Input::Release => {
+                controller.push_to_talk_up(now_ms);
+                self.turn_ended_at_ms = Some(now_ms);
+            }
             Input::CancelPress => {
                 if let Some(part) = controller.cancel_press(now_ms) {
                     self.cancelled_part = Some(part);
@@ -504,6 +511,16 @@ impl Conversation {
                 }))
             }
             EngineInput::PlayedProgress { item_id, played_ms } => {
+                if played_ms > 0
+                    && let Some(ended_at_ms) = self.turn_ended_at_ms
+                    && let Some(message_id) = self.bridge.reply_in_progress()
+                {
+                    self.turn_ended_at_ms = None;
+                    self.outputs.push_back(Output::ReplyLatency {
+                        message_id,
+                        latency_ms: now_ms.saturating_sub(ended_at_ms),
+                    });
+                }
                 controller.playback_progress(&item_id, played_ms)
             }
             EngineInput::Drained => controller.playback_drained(now_ms),
@@ -563,7 +580,9 @@ impl Conversation {
         }
         if self.phase == Phase::InCall && self.controller.is_ready() && !self.typed.is_empty() {
             while let Some(text) = self.typed.pop_front() {
-                self.controller.send_user_text(&text, now_ms);
+                if self.controller.send_user_text(&text, now_ms) {
+                    self.turn_ended_at_ms = Some(now_ms);
+                }
             }
             self.drain(now_ms);
         }
@@ -615,6 +634,11 @@ impl Conversation {
             match self.controller.session_mut().poll_event(&self.iterator) {
                 Ok(Some(Delivery::Event(stamped))) => {
                     self.note(&stamped.event);
+                    // Hands-free, the user's turn ends when the provider hears them stop.
+                    if matches!(stamped.event, SessionEvent::InputSpeechEnd(_)) && self.hands_free()
+                    {
+                        self.turn_ended_at_ms = Some(stamped.at_ms);
+                    }
                     self.route(&stamped.event);
                     let mut transcript = Vec::new();
                     let unix_ms = stamped.at_ms as i64;

@@ -31,6 +31,10 @@ pub enum Output {
     /// The transcript message `message_id` is a recording the user took back, not sent
     /// (after its END).
     Cancelled { message_id: String },
+    /// The reply `message_id` was first heard `latency_ms` after the user's turn ended (the
+    /// key came up, the provider heard them stop, or their typed message went out): its first
+    /// sound played at the device.
+    ReplyLatency { message_id: String, latency_ms: u64 },
     /// Something to save.
     Record(Record),
     /// The status line changed.

@@ -916,3 +916,54 @@ fn a_reply_slow_to_be_heard_says_so_once_and_speaking_puts_it_away() {
         status(Speaking, "Speaking… press to interrupt.")
     );
 }
+
+/// The `latency:<message>:<ms>` outputs among `outputs`.
+fn latencies(outputs: &[Output]) -> Vec<String> {
+    names(outputs)
+        .into_iter()
+        .filter(|name| name.starts_with("latency:"))
+        .collect()
+}
+
+#[test]
+fn a_reply_is_timed_from_the_key_coming_up_to_its_first_sound_at_the_device_once() {
+    let mut call = reply_audible();
+    let outputs = call.input(
+        2_500,
+        Input::Engine(EngineInput::PlayedProgress {
+            item_id: "item_A1".to_owned(),
+            played_ms: 20,
+        }),
+    );
+    assert_eq!(
+        latencies(&outputs),
+        ["latency:assistant-1:500"],
+        "released at 2 000, first heard at 2 500"
+    );
+    let outputs = call.input(
+        2_600,
+        Input::Engine(EngineInput::PlayedProgress {
+            item_id: "item_A1".to_owned(),
+            played_ms: 120,
+        }),
+    );
+    assert!(latencies(&outputs).is_empty(), "told once per reply");
+}
+
+#[test]
+fn a_typed_question_is_timed_from_when_it_went_out() {
+    let mut call = Call::ready();
+    call.input(1_000, Input::SendText("Hello?".to_owned()));
+    call.server(1_300, &response_created("resp_R1"));
+    call.server(1_310, &audio_part_added("resp_R1", "item_A1"));
+    call.server(1_320, &output_started("resp_R1"));
+    call.server(1_330, &assistant_says("resp_R1", "item_A1", "Hi."));
+    let outputs = call.input(
+        1_420,
+        Input::Engine(EngineInput::PlayedProgress {
+            item_id: "item_A1".to_owned(),
+            played_ms: 20,
+        }),
+    );
+    assert_eq!(latencies(&outputs), ["latency:assistant-1:420"]);
+}

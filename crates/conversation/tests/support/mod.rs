@@ -175,6 +175,10 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
             }
             Output::Interrupted { message_id } => format!("interrupted:{message_id}"),
             Output::Cancelled { message_id } => format!("cancelled:{message_id}"),
+            Output::ReplyLatency {
+                message_id,
+                latency_ms,
+            } => format!("latency:{message_id}:{latency_ms}"),
             Output::Record(_) => "record".to_owned(),
             Output::Status(_) => "status".to_owned(),
             Output::Level { .. } => "level".to_owned(),
