@@ -461,7 +461,8 @@ fn no_audio(error: &EngineError) -> String {
 }
 
 /// Why the call ended, as a phrase for the status line.
-fn describe(reason: &EndReason) -> String {
+/// Why a call ended, as a phrase ("the provider closed the call").
+pub(crate) fn describe(reason: &EndReason) -> String {
     match reason {
         EndReason::DataChannelClosed => "the provider closed the call".to_owned(),
         EndReason::ConnectionFailed(why) => format!("the connection failed ({why})"),

@@ -213,7 +213,7 @@ async fn listen(
                 Some(CallEvent::Ended(reason)) => {
                     return Err(PreviewFailed(format!(
                         "The call ended before the reply ({}): try again.",
-                        reason_of(reason)
+                        crate::edges::describe(&reason)
                     )));
                 }
                 None => {
@@ -245,13 +245,5 @@ async fn listen(
                 }
             }
         }
-    }
-}
-
-fn reason_of(reason: walkie_rtc::EndReason) -> String {
-    match reason {
-        walkie_rtc::EndReason::ConnectionFailed(why) => why,
-        walkie_rtc::EndReason::DataChannelClosed => "the provider closed it".to_owned(),
-        walkie_rtc::EndReason::Closed => "it was closed".to_owned(),
     }
 }

@@ -888,13 +888,7 @@ async fn type_the_test_server_into_the_form(client: &Client, base_url: &str, tok
     open_settings(client).await;
     set_field(client, "provider", "custom".into()).await;
     set_field(client, "customBaseUrl", base_url.into()).await;
-    client
-        .find(Locator::Css("#settings [name=apiKey]"))
-        .await
-        .expect("the key field")
-        .send_keys(token)
-        .await
-        .expect("typing the key");
+    support::type_api_key(client, token).await;
 }
 
 /// "Test connection" places a short call with what the form holds, key included, and says how

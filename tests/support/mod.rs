@@ -770,19 +770,24 @@ pub async fn press(client: &Client, key: fantoccini::key::Key) {
 /// run, as any server with keys would.
 pub async fn save_custom_key(client: &Client, token: &str) {
     open_settings(client).await;
-    client
-        .find(Locator::Css("#settings [name=apiKey]"))
-        .await
-        .expect("the key field")
-        .send_keys(token)
-        .await
-        .expect("typing the key");
+    type_api_key(client, token).await;
     click(client, "#settings [data-action=save-key]").await;
     wait_for(client, "#settings [data-role=key-state]", |text| {
         text.starts_with("A key is saved")
     })
     .await;
     click(client, "#settings button[value=close]").await;
+}
+
+/// Types `key` into the settings dialog's key field, as a person would (saving nothing).
+pub async fn type_api_key(client: &Client, key: &str) {
+    client
+        .find(Locator::Css("#settings [name=apiKey]"))
+        .await
+        .expect("the key field")
+        .send_keys(key)
+        .await
+        .expect("typing the key");
 }
 
 /// Points the custom provider at `base_url` in Settings and saves: the app calls it at once
