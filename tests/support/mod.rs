@@ -23,6 +23,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -38,6 +39,20 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// How long a test waits for something to show up in the page.
 pub const UI_TIMEOUT: Duration = Duration::from_secs(15);
+
+tokio::task_local! {
+    /// What the running test body last began (a key, a click, a wait, a screenshot): named
+    /// when the body never finishes, since a WebDriver call that never answers leaves no other
+    /// trace.
+    static LAST_STEP: Arc<Mutex<String>>;
+}
+
+/// Notes that the test body begins `what` (outside [`App::run`], nothing is noted).
+pub fn step(what: impl FnOnce() -> String) {
+    let _ = LAST_STEP.try_with(|last| {
+        *last.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = what();
+    });
+}
 
 /// A child process that is the leader of its own process group. Dropping it ends the group:
 /// SIGTERM first, so the driver can close the app, then SIGKILL for anything left.
@@ -452,13 +467,15 @@ impl WebviewApp {
     }
 
     /// Runs the test body against the window. If the body panics, a screenshot is saved and
-    /// the panic goes on; either way the session and every process are ended.
+    /// the panic goes on; either way the session and every process are ended. A body that
+    /// outlives [`BODY_TIMEOUT`] is stopped, and the failure names the last step it began.
     pub async fn run<F, Fut>(self, body: F)
     where
         F: FnOnce(Client) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let mut body = tokio::spawn(body(self.client.clone()));
+        let last_step = Arc::new(Mutex::new(String::from("(none yet)")));
+        let mut body = tokio::spawn(LAST_STEP.scope(last_step.clone(), body(self.client.clone())));
         let outcome = match tokio::time::timeout(BODY_TIMEOUT, &mut body).await {
             Ok(outcome) => outcome,
             Err(_) => {
@@ -467,9 +484,13 @@ impl WebviewApp {
                 body.abort();
                 let path = self.save_screenshot("failure").await;
                 eprintln!("screenshot of the failed test: {}", path.display());
+                let last_step = last_step
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .clone();
                 panic!(
                     "the test did not finish within {BODY_TIMEOUT:?}: a WebDriver call or a \
-                     wait never returned"
+                     wait never returned; the last step begun: {last_step}"
                 );
             }
         };
@@ -533,6 +554,7 @@ async fn wait_until_ready(client: &Client, log_path: &std::path::Path) {
 /// Saves what the window shows as `target/tmp/screenshots/<name>.png` (the README's pictures in
 /// docs/screenshots/ are copies of these).
 pub async fn screenshot(client: &Client, name: &str) {
+    step(|| format!("the screenshot {name}.png"));
     // WebKitWebDriver captures the last frame painted, which can be older than the page: wait
     // for two frames (or half a second, if none comes) first.
     client
@@ -575,6 +597,7 @@ pub async fn rendered_text(client: &Client, css: &str) -> Option<String> {
 /// be wrong), anything else with the mouse — so a click the page did get is never repeated.
 pub async fn click(client: &Client, css: &str) {
     const ATTEMPTS: usize = 3;
+    step(|| format!("a click on {css}"));
     let mut by_keyboard = false;
     for attempt in 1..=ATTEMPTS {
         let element = client
@@ -676,6 +699,7 @@ pub async fn wait_for_within(
     within: Duration,
     wanted: impl Fn(&str) -> bool,
 ) -> String {
+    step(|| format!("waiting for {css}"));
     let deadline = Instant::now() + within;
     let mut last = None;
     while Instant::now() < deadline {
@@ -740,6 +764,7 @@ pub fn group_pids(group: u32) -> Vec<u32> {
 pub async fn space(client: &Client, down: bool) {
     use fantoccini::actions::{InputSource, KeyAction, KeyActions};
     let space: char = fantoccini::key::Key::Space.into();
+    step(|| format!("the space key {}", if down { "down" } else { "up" }));
     let action = if down {
         KeyAction::Down { value: space }
     } else {
@@ -754,6 +779,7 @@ pub async fn space(client: &Client, down: bool) {
 /// Presses `key` (down and up) on the focused element.
 pub async fn press(client: &Client, key: fantoccini::key::Key) {
     use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    step(|| format!("the key {key:?}"));
     let key: char = key.into();
     client
         .perform_actions(
