@@ -182,7 +182,9 @@ class TraceRoot(unittest.TestCase):
 ECHO_DECODED = (
     "import sys, json\n"
     "for line in sys.stdin:\n"
-    "    print(json.dumps({'type': json.loads(line)['type'], 'verdict': 'decoded', 'detail': None}))\n"
+    "    event = json.loads(line)\n"
+    "    print(json.dumps({'type': event['type'], 'verdict': 'decoded', 'detail': None,\n"
+    "                      'usage': event.get('response', {}).get('usage')}))\n"
 )
 
 
@@ -212,6 +214,19 @@ class ServerEvents(unittest.TestCase):
         report = oracle.judge_verdicts(events, verdicts)
         self.assertEqual((report.types_ok, report.types_total), (2, 4))
         self.assertEqual(sorted(report.failures), ["c", "d"])
+
+    def test_a_response_done_whose_usage_is_read_short_of_a_figure_fails(self):
+        done = [(k, t) for k, t in oracle.build_server_events() if k == "response.done"]
+        full = [(k, t) for k, t in done if json.loads(t)["response"].get("usage", {}).get("output_token_details")]
+        self.assertTrue(full, "the SDK-built instances include a usage by modality")
+        sent = json.loads(full[0][1])["response"]["usage"]
+        misread = json.loads(json.dumps(sent))
+        del misread["output_token_details"]["audio_tokens"]
+        report = oracle.judge_verdicts(full[:1], [{"verdict": "decoded", "usage": misread}])
+        self.assertEqual(sorted(report.failures), ["response.done"])
+        self.assertIn("its usage was read as", report.failures["response.done"][0][1]["detail"])
+        read_whole = oracle.judge_verdicts(full[:1], [{"verdict": "decoded", "usage": sent}])
+        self.assertEqual(read_whole.failures, {})
 
     def test_the_pinned_sdk_has_46_server_event_types(self):
         self.assertEqual(len(oracle.SERVER_EVENT_MODELS), oracle.SDK_SERVER_EVENT_TYPES)

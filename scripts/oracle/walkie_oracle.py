@@ -11,7 +11,8 @@ openai-python's GA Realtime models (pinned in requirements.txt) as the reference
    `RealtimeSessionCreateRequest`, unknown fields again errors;
 3. server events built from the SDK's own models, one or more instances for every member of
    `RealtimeServerEvent` (46 in the pinned SDK), are fed through Walkie's decoder (a small Rust
-   program), which must decode each one or keep it raw on purpose (`KEPT_RAW_SERVER_EVENT_TYPES`);
+   program), which must decode each one or keep it raw on purpose (`KEPT_RAW_SERVER_EVENT_TYPES`),
+   and must read a `response.done`'s usage figure for figure as the SDK wrote it;
 4. the model and voice names Walkie's settings offer (`walkie_openai::names`, printed by another
    small Rust program) must be exactly the SDK's `model` and `voice` literals.
 
@@ -399,6 +400,24 @@ class DecoderReport:
 ACCEPTED_VERDICTS = ("decoded", "kept_raw")
 
 
+def _without_nulls(value: object) -> object:
+    """`value` with every null member left out: the SDK writes an unset optional figure as null
+    when it was built with one, Walkie leaves it out."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(member) for key, member in value.items() if member is not None}
+    return value
+
+
+def usage_misread(text: str, verdict: dict) -> str | None:
+    """What Walkie read wrong of a `response.done`'s usage (every figure must come back as the
+    SDK sent it), or None."""
+    sent = _without_nulls(json.loads(text).get("response", {}).get("usage"))
+    read = _without_nulls(verdict.get("usage"))
+    if sent == read:
+        return None
+    return f"its usage was read as {json.dumps(read)}, the SDK sent {json.dumps(sent)}"
+
+
 def judge_verdicts(events: list[tuple[str, str]], verdicts: list[dict]) -> DecoderReport:
     if len(verdicts) != len(events):
         raise ValueError(f"the decoder answered {len(verdicts)} lines for {len(events)} events")
@@ -408,6 +427,8 @@ def judge_verdicts(events: list[tuple[str, str]], verdicts: list[dict]) -> Decod
         by_type[event_type][verdict.get("verdict")] += 1
         if verdict.get("verdict") not in ACCEPTED_VERDICTS:
             failures.setdefault(event_type, []).append((text, verdict))
+        elif event_type == "response.done" and (misread := usage_misread(text, verdict)):
+            failures.setdefault(event_type, []).append((text, {"verdict": "misread", "detail": misread}))
     return DecoderReport(len(by_type), len(events), dict(by_type), failures)
 
 
@@ -509,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         ok = False
     for event_type, failed in sorted(decoder.failures.items()):
         total = sum(decoder.verdicts_by_type[event_type].values())
-        print(f"oracle: FAILED: {event_type}: {len(failed)} of {total} SDK-built instances not decoded", file=sys.stderr)
+        print(f"oracle: FAILED: {event_type}: {len(failed)} of {total} SDK-built instances not decoded, or read wrong", file=sys.stderr)
         reasons: dict[str, str] = {}
         for text, verdict in failed:
             reasons.setdefault(f"{verdict.get('verdict')}: {verdict.get('detail')}", text)

@@ -2,6 +2,9 @@
 //! JSON text per line on stdin and writes one verdict per line on stdout:
 //! `{"type":…,"verdict":"decoded"|"kept_raw"|"unknown"|"error","detail":…}`.
 //!
+//! A decoded `response.done` also carries `"usage"`: the usage as Walkie read it, written out
+//! again, so the oracle can hold it against what the SDK sent.
+//!
 //! `kept_raw` is an event Walkie does not model on purpose (listed in
 //! [`KEPT_RAW_SERVER_EVENT_TYPES`]); `unknown` is one kept raw that is not on that list, so a
 //! type the SDK has and Walkie forgot shows up as such instead of passing unnoticed.
@@ -21,6 +24,12 @@ fn verdict(line: &str) -> serde_json::Value {
                 "detail": if kept { "not modelled on purpose" } else { "kept raw, but not on KEPT_RAW_SERVER_EVENT_TYPES" },
             })
         }
+        Ok(ServerEvent::ResponseDone { response }) => json!({
+            "type": "response.done",
+            "verdict": "decoded",
+            "detail": null,
+            "usage": response.usage,
+        }),
         Ok(event) => json!({ "type": event.event_type(), "verdict": "decoded", "detail": null }),
         Err(error) => json!({ "type": null, "verdict": "error", "detail": error.to_string() }),
     }

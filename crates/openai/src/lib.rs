@@ -27,7 +27,8 @@ pub use decode::{DecodeError, TextPosition, decode_client_event, decode_server_e
 pub use item::{ContentPart, Item, ItemStatus, Role};
 pub use server::KEPT_RAW_SERVER_EVENT_TYPES;
 pub use server::{
-    ErrorDetail, RateLimit, Response, ResponseStatus, ServerEvent, StatusDetails, UnknownEvent,
+    CachedTokenDetails, ErrorDetail, InputTokenDetails, OutputTokenDetails, RateLimit, Response,
+    ResponseStatus, ServerEvent, StatusDetails, UnknownEvent, Usage,
 };
 pub use session::{
     AudioConfig, AudioFormat, AudioInput, AudioOutput, InfiniteTokens, MaxOutputTokens, Modality,

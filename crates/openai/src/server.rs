@@ -300,10 +300,88 @@ pub struct Response {
     #[serde_as(as = "serde_with::DefaultOnError")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_modalities: Option<Vec<Modality>>,
+    /// What the response was billed (set on `response.done`). A malformed one reads as none:
+    /// the figures are for the user's information, the event that ends the response is not.
+    #[serde_as(deserialize_as = "serde_with::DefaultOnError<Option<UsageObject>>")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Value>,
+    pub usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+}
+
+/// A response's token counts, as the SDK's `RealtimeResponseUsage` has them; every figure is
+/// optional there, so here too. Cached input tokens are a part of the input tokens, not more.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_token_details: Option<InputTokenDetails>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_token_details: Option<OutputTokenDetails>,
+}
+
+/// Reads a [`Usage`] from a JSON object only: serde would read a list by position, and
+/// `[1, 2]` is no usage of 1 token in total and 2 in.
+struct UsageObject;
+
+impl<'de> serde_with::DeserializeAs<'de, Usage> for UsageObject {
+    fn deserialize_as<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Usage, D::Error> {
+        use serde::de::Error as _;
+        fn holds_a_list(value: &Value) -> bool {
+            match value {
+                Value::Array(_) => true,
+                Value::Object(fields) => fields.values().any(holds_a_list),
+                _ => false,
+            }
+        }
+        let value = Value::deserialize(deserializer)?;
+        if holds_a_list(&value) {
+            return Err(D::Error::custom(
+                "a usage holds numbers in objects, never a list",
+            ));
+        }
+        Usage::deserialize(value).map_err(D::Error::custom)
+    }
+}
+
+/// The input tokens by modality, and how many of them were cached.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputTokenDetails {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens_details: Option<CachedTokenDetails>,
+}
+
+/// The cached input tokens by modality.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedTokenDetails {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_tokens: Option<u64>,
+}
+
+/// The output tokens by modality.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputTokenDetails {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_tokens: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -79,6 +79,43 @@ fn a_response_done_with_mcp_items_images_and_a_call_without_call_id_still_ends_i
 }
 
 #[test]
+fn a_response_done_reads_its_usage_by_modality_and_a_malformed_usage_as_none() {
+    let decoded = decode_server_event(&response_done_with_unmodelled_output().to_string());
+    let Ok(ServerEvent::ResponseDone { response }) = decoded else {
+        panic!("a response.done: {decoded:?}");
+    };
+    let usage = response.usage.expect("the usage is read");
+    assert_eq!(
+        (usage.total_tokens, usage.input_tokens, usage.output_tokens),
+        (Some(10), Some(4), Some(6))
+    );
+    let output = usage.output_token_details.expect("the output by modality");
+    assert_eq!(
+        (output.text_tokens, output.audio_tokens),
+        (Some(2), Some(4))
+    );
+    let input = usage.input_token_details.expect("the input by modality");
+    assert_eq!(input.text_tokens, Some(4));
+    assert_eq!(
+        input
+            .cached_tokens_details
+            .and_then(|cached| cached.audio_tokens),
+        Some(0)
+    );
+
+    for malformed in [json!(-1), json!({"input_tokens": -4}), json!([1, 2])] {
+        let mut event = response_done_with_unmodelled_output();
+        event["response"]["usage"] = malformed.clone();
+        let decoded = decode_server_event(&event.to_string());
+        let Ok(ServerEvent::ResponseDone { response }) = decoded else {
+            panic!("{malformed}: the response still ends: {decoded:?}");
+        };
+        assert_eq!(response.usage, None, "{malformed}");
+        assert_eq!(response.id, "resp_1", "{malformed}");
+    }
+}
+
+#[test]
 fn unknown_modalities_in_a_response_do_not_lose_it() {
     let mut event = response_done_with_unmodelled_output();
     event["response"]["output_modalities"] = json!(["audio", "video"]);
