@@ -38,6 +38,7 @@ pub mod http_fault;
 pub mod scenario;
 pub mod session;
 mod trace;
+mod usage;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;

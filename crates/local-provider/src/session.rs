@@ -31,6 +31,8 @@ use walkie_openai::{
     SessionConfig, SessionKind, StatusDetails, TurnDetection, decode_client_event,
 };
 
+use crate::usage::{self, Ledger, Tokens};
+
 /// Samples of one 20 ms frame at 48 kHz.
 pub const FRAME_SAMPLES: u32 = 960;
 /// Milliseconds of one frame.
@@ -262,6 +264,8 @@ pub struct ProviderSession {
     limit_ms: u64,
     /// When the data channel opened; `None` before, and after the limit ended the session.
     connected_at_ms: Option<u64>,
+    /// What each response takes in and gives out, for its usage.
+    ledger: Ledger,
 }
 
 /// What is wrong with an item a client asked to create, by the GA reference's rules for
@@ -334,6 +338,7 @@ impl ProviderSession {
             created_items: Vec::new(),
             limit_ms: DEFAULT_SESSION_LIMIT_MS,
             connected_at_ms: None,
+            ledger: Ledger::default(),
         }
     }
 
@@ -873,6 +878,23 @@ impl ProviderSession {
                 self.unanswered_text = Some(text);
             }
         }
+        if let Item::Message { content, .. } = &item {
+            let text: String = content
+                .iter()
+                .filter_map(|part| match part {
+                    ContentPart::InputText { text } | ContentPart::OutputText { text } => {
+                        Some(text.as_str())
+                    }
+                    ContentPart::InputAudio { transcript, .. }
+                    | ContentPart::OutputAudio { transcript } => transcript.as_deref(),
+                    ContentPart::Other(_) => None,
+                })
+                .collect();
+            self.ledger.joined(Tokens {
+                text: usage::text_tokens(&text),
+                audio: 0,
+            });
+        }
         let previous_item_id = previous_item_id.or_else(|| self.last_item_id.clone());
         self.last_item_id = Some(id);
         self.created_items.push(item.clone());
@@ -1159,6 +1181,12 @@ impl ProviderSession {
         };
         let samples: u64 = frames.iter().map(|frame| u64::from(frame.samples)).sum();
         let audio_ms = samples * 1000 / 48_000;
+        if !out_of_band {
+            self.ledger.joined(Tokens {
+                text: 0,
+                audio: usage::user_audio_tokens(audio_ms),
+            });
+        }
         let transcript = if out_of_band {
             format!(
                 "This is Walkie's local provider. It has no voices, so this chime stands in for {voice}."
@@ -1305,12 +1333,13 @@ impl ProviderSession {
             item_id,
             ..
         } = &generating;
-        let (transcript, status, item_status, details) = match cancel {
+        let (transcript, status, item_status, details, generated_frames) = match cancel {
             None => (
                 generating.deltas.concat(),
                 ResponseStatus::Completed,
                 ItemStatus::Completed,
                 None,
+                generating.frames,
             ),
             Some(reason) => {
                 let generated = generating.generated_by(now_ms);
@@ -1338,9 +1367,18 @@ impl ProviderSession {
                         reason: Some(reason.as_str().to_owned()),
                         error: None,
                     }),
+                    generated,
                 )
             }
         };
+        let output = Tokens {
+            text: usage::text_tokens(&transcript),
+            audio: usage::assistant_audio_tokens(generated_frames as u64 * FRAME_MS),
+        };
+        let instructions = usage::text_tokens(self.session.instructions.as_deref().unwrap_or(""));
+        let usage = self
+            .ledger
+            .bill(instructions, output, generating.out_of_band);
         self.emit(
             out,
             ServerEvent::OutputAudioDone {
@@ -1387,13 +1425,16 @@ impl ProviderSession {
                 item: done_item.clone(),
             },
         );
-        let response = self.response(
-            response_id,
-            status,
-            details,
-            vec![done_item],
-            generating.out_of_band,
-        );
+        let response = Response {
+            usage: Some(usage),
+            ..self.response(
+                response_id,
+                status,
+                details,
+                vec![done_item],
+                generating.out_of_band,
+            )
+        };
         self.emit(out, ServerEvent::ResponseDone { response });
         self.flush_transcripts(out);
     }
@@ -1795,6 +1836,32 @@ mod tests {
             })
             .expect("the reply's item");
         (session, timeline, item_id)
+    }
+
+    #[test]
+    fn a_reply_bills_the_users_audio_in_and_its_own_audio_out_and_a_cut_one_what_was_generated() {
+        let (mut session, mut timeline, _) = replying();
+        run_until(&mut session, &mut timeline, 2000, 6000);
+        let usage = response_done(&timeline.outputs())
+            .usage
+            .expect("a response.done carries its usage");
+        let input = usage.input_token_details.expect("the input by modality");
+        assert_eq!(input.audio_tokens, Some(20), "2 s of the user's audio");
+        let output = usage.output_token_details.expect("the output by modality");
+        assert_eq!(output.audio_tokens, Some(40), "2 s of the reply's audio");
+        assert_eq!(
+            usage.total_tokens,
+            Some(usage.input_tokens.unwrap() + usage.output_tokens.unwrap())
+        );
+
+        let (mut session, _, _) = replying();
+        // 200 ms into generation at twice real time: 21 frames (420 ms) generated.
+        let cut = session.on_client_text(r#"{"type":"response.cancel"}"#, 2200);
+        let usage = response_done(&cut)
+            .usage
+            .expect("a cancelled response's usage");
+        let output = usage.output_token_details.expect("the output by modality");
+        assert_eq!(output.audio_tokens, Some(9), "420 ms at 20 tokens a second");
     }
 
     #[test]
