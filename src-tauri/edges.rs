@@ -35,6 +35,8 @@ pub trait Ui: Send + 'static {
     fn cancelled(&mut self, message_id: &str);
     /// The reply `message_id` was first heard `latency_ms` after the user's turn ended.
     fn reply_latency(&mut self, message_id: &str, latency_ms: u64);
+    /// What the conversation has spent so far.
+    fn spending(&mut self, spending: &walkie_conversation::Spending);
 }
 
 /// What the driver does after carrying the machine's outputs.
@@ -204,6 +206,7 @@ impl<'a, U: Ui> Edges<'a, U> {
                     message_id,
                     latency_ms,
                 } => self.ui.reply_latency(&message_id, latency_ms),
+                Output::Spending(spending) => self.ui.spending(&spending),
                 Output::Record(record) => {
                     if let Some(recording) = self.recording.as_mut() {
                         recording.save(record);

@@ -51,6 +51,54 @@ pub struct ReplyLatency<'a> {
     latency_ms: u64,
 }
 
+/// What the conversation has spent: a [`SpendingView`].
+pub const SPENDING_EVENT: &str = "walkie://spending";
+
+/// What the conversation has spent, for the window: its tokens by modality, and their cost
+/// when the model's prices are known (`free`: the local provider bills nothing, the cost is
+/// what the same tokens would cost at `model`'s prices).
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendingView<'a> {
+    responses: u64,
+    total_tokens: u64,
+    text_in: u64,
+    cached_text_in: u64,
+    audio_in: u64,
+    cached_audio_in: u64,
+    image_in: u64,
+    cached_image_in: u64,
+    text_out: u64,
+    audio_out: u64,
+    cost_usd: Option<f64>,
+    model: Option<&'a str>,
+    taken_on: Option<&'a str>,
+    free: bool,
+}
+
+impl<'a> From<&'a walkie_conversation::Spending> for SpendingView<'a> {
+    fn from(spending: &'a walkie_conversation::Spending) -> Self {
+        let tokens = &spending.tokens;
+        let pricing = spending.pricing.as_ref();
+        Self {
+            responses: spending.responses,
+            total_tokens: tokens.total(),
+            text_in: tokens.text_in,
+            cached_text_in: tokens.cached_text_in,
+            audio_in: tokens.audio_in,
+            cached_audio_in: tokens.cached_audio_in,
+            image_in: tokens.image_in,
+            cached_image_in: tokens.cached_image_in,
+            text_out: tokens.text_out,
+            audio_out: tokens.audio_out,
+            cost_usd: spending.cost_usd,
+            model: pricing.map(|pricing| pricing.model.as_str()),
+            taken_on: pricing.map(|pricing| pricing.taken_on.as_str()),
+            free: pricing.is_some_and(|pricing| pricing.free),
+        }
+    }
+}
+
 /// The event name the webview listens on for microphone and speaker levels.
 pub const LEVEL_EVENT: &str = "walkie://level";
 
@@ -314,6 +362,12 @@ impl Ui for WindowUi {
         };
         if let Err(error) = self.app.emit(LATENCY_EVENT, latency) {
             log::warn!("could not show a reply's latency in the window: {error}");
+        }
+    }
+
+    fn spending(&mut self, spending: &walkie_conversation::Spending) {
+        if let Err(error) = self.app.emit(SPENDING_EVENT, SpendingView::from(spending)) {
+            log::warn!("could not show what the conversation spent in the window: {error}");
         }
     }
 

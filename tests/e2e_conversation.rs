@@ -168,6 +168,21 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             (0.05..10.0).contains(&seconds),
             "release to first sound: {latency}"
         );
+        // What the conversation spent shows under the meters, as the provider billed it. The
+        // demo bills nothing: its tokens are costed as OpenAI would bill them.
+        let spent = wait_for(&client, "#spending", |line| line.contains(" tokens")).await;
+        let (count, cost) = spent
+            .split_once(" tokens · free ($")
+            .unwrap_or_else(|| panic!("tokens, then what they would cost: {spent:?}"));
+        let tokens: u64 = count
+            .parse()
+            .unwrap_or_else(|_| panic!("under a thousand tokens for one turn: {spent:?}"));
+        assert!(
+            (40..1_000).contains(&tokens),
+            "a few seconds of speech each way and the instructions: {spent:?}"
+        );
+        assert!(cost.ends_with(" on gpt-realtime)"), "{spent:?}");
+        support::screenshot(&client, "spent").await;
         // The echo lasts as long as what was said (±10 %), and it was played once: twice
         // would double its energy, a lost half would halve it.
         let (said_frames, heard_frames) =

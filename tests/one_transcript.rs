@@ -62,6 +62,7 @@ fn the_saved_transcript_is_the_one_the_webview_showed_after_a_barge_in_and_a_lat
             redial: RedialPolicy::default(),
             jitter_seed: 1,
             voice_barge_in: false,
+            pricing: None,
         },
         ToolRegistry::with_builtins,
     );

@@ -54,6 +54,7 @@ impl Ui for CollectingUi {
     fn interrupted(&mut self, _: &str) {}
     fn cancelled(&mut self, _: &str) {}
     fn reply_latency(&mut self, _: &str, _: u64) {}
+    fn spending(&mut self, _: &walkie_conversation::Spending) {}
 }
 
 /// The window's side of the test: statuses as they come, transcript events kept.

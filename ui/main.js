@@ -14,11 +14,13 @@ import { createSettingsDialog } from "./settings.js";
 import { createHistoryPanel } from "./history.js";
 import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
 import { createCompose } from "./compose.js";
+import { createSpending } from "./spending.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 const INTERRUPTED_EVENT = "walkie://interrupted";
 const CANCELLED_EVENT = "walkie://cancelled";
 const LATENCY_EVENT = "walkie://latency";
+const SPENDING_EVENT = "walkie://spending";
 
 const { invoke, convertFileSrc } = window.__TAURI__.core;
 const { listen } = window.__TAURI__.event;
@@ -112,6 +114,8 @@ await listen(LEVEL_EVENT, (event) => {
 });
 await listen(INTERRUPTED_EVENT, (event) => transcript.markInterrupted(event.payload));
 await listen(CANCELLED_EVENT, (event) => transcript.markCancelled(event.payload));
+const spending = createSpending(document.querySelector("#spending"));
+await listen(SPENDING_EVENT, (event) => spending.show(event.payload));
 await listen(LATENCY_EVENT, (event) =>
   transcript.markLatency(event.payload.messageId, event.payload.latencyMs),
 );

@@ -16,6 +16,7 @@ mod machine;
 mod output;
 mod redial;
 mod restore;
+mod spending;
 mod status;
 
 pub use input::{EngineInput, Input, LevelReading, TransportInput};
@@ -23,5 +24,6 @@ pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use output::{Output, Record};
 pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};
+pub use spending::{Prices, Pricing, Spending, TokenTotals};
 pub use status::{ConnectionState, StatusAction, StatusEvent, sentence};
 pub use walkie_session::DeviceDirection;

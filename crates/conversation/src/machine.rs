@@ -16,6 +16,7 @@ use crate::input::{EngineInput, Input, TransportInput};
 use crate::output::{Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
+use crate::spending::{Pricing, Spending};
 use crate::status::{ConnectionState, StatusAction, StatusEvent, sentence};
 
 /// How one call's conversation is set up.
@@ -35,6 +36,8 @@ pub struct ConversationConfig {
     /// ([`crate::EngineInput::EchoCanceller`]); otherwise the microphone stays muted while the
     /// assistant is audible (half duplex), whatever the canceller says.
     pub voice_barge_in: bool,
+    /// The prices the conversation is costed at, when the model's are known.
+    pub pricing: Option<Pricing>,
 }
 
 /// Where the conversation stands with its calls.
@@ -119,13 +122,17 @@ pub struct Conversation {
     shown: Option<StatusEvent>,
     /// The assistant item the audio being played belongs to.
     playing_item: Option<String>,
+    /// What every call of the conversation was billed so far.
+    spending: Spending,
     outputs: VecDeque<Output>,
 }
 
 impl Conversation {
-    /// A conversation whose first call has been placed; `tools` makes each call's tools.
+    /// A conversation whose first call has been placed; `tools` makes each call's tools. Its
+    /// first output says it has spent nothing yet (the view drops the last one's figure).
     pub fn new(config: ConversationConfig, tools: fn() -> ToolRegistry) -> Self {
         let (controller, iterator) = new_controller(config.turn.clone(), tools);
+        let spending = Spending::new(config.pricing);
         Self {
             controller,
             iterator,
@@ -151,7 +158,8 @@ impl Conversation {
             turn_ended_at_ms: None,
             shown: None,
             playing_item: None,
-            outputs: VecDeque::new(),
+            outputs: VecDeque::from([Output::Spending(spending.clone())]),
+            spending,
         }
     }
 
@@ -627,6 +635,11 @@ impl Conversation {
                 }
                 ControllerOutput::Diagnostic(diagnostic) => {
                     self.outputs.push_back(Output::Diagnostic(diagnostic))
+                }
+                ControllerOutput::Billed(usage) => {
+                    self.spending.add(&usage);
+                    self.outputs
+                        .push_back(Output::Spending(self.spending.clone()));
                 }
             }
         }

@@ -10,6 +10,7 @@ use walkie_session::{AudioChunk, StampedEvent};
 use walkie_session::DeviceDirection;
 
 use crate::input::LevelReading;
+use crate::spending::Spending;
 use crate::status::StatusEvent;
 
 /// One output. The driver carries each to its edge without waiting on it.
@@ -35,6 +36,8 @@ pub enum Output {
     /// key came up, the provider heard them stop, or their typed message went out): its first
     /// sound played at the device.
     ReplyLatency { message_id: String, latency_ms: u64 },
+    /// A response was billed: what the conversation has spent so far.
+    Spending(Spending),
     /// Something to save.
     Record(Record),
     /// The status line changed.

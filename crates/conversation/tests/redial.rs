@@ -602,6 +602,7 @@ fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered
             redial: RedialPolicy::default(),
             jitter_seed: 3,
             voice_barge_in: false,
+            pricing: None,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![
@@ -703,6 +704,7 @@ fn without_voice_barge_in_a_trusted_canceller_leaves_the_mic_muted_during_replie
             redial: RedialPolicy::default(),
             jitter_seed: 1,
             voice_barge_in: false,
+            pricing: None,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
     );
@@ -771,4 +773,84 @@ fn a_message_typed_while_the_call_is_being_dialled_again_goes_out_once_it_is_bac
         [("user-2".to_owned(), "Are you there?".to_owned())],
         "the window shows it as the user's next message"
     );
+}
+
+/// A `response.done` of `response_id` billed `usage`.
+fn done_billed(response_id: &str, usage: serde_json::Value) -> String {
+    let mut done: serde_json::Value =
+        serde_json::from_str(&response_done(response_id, "completed")).expect("JSON");
+    done["response"]["usage"] = usage;
+    done.to_string()
+}
+
+#[test]
+fn what_the_conversation_spent_sums_every_response_of_every_call_at_its_models_prices() {
+    let mut call = Call::ready();
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    let outputs = call.server(
+        2_400,
+        &done_billed(
+            "resp_R1",
+            serde_json::json!({"total_tokens": 170, "input_tokens": 120, "output_tokens": 50,
+                "input_token_details": {"text_tokens": 100, "audio_tokens": 20, "cached_tokens": 0},
+                "output_token_details": {"text_tokens": 10, "audio_tokens": 40}}),
+        ),
+    );
+    let first = spending(&outputs).expect("the first response's bill is reported");
+    assert_eq!((first.tokens.total(), first.responses), (170, 1));
+    let first_cost = (100.0 * 2.0 + 20.0 * 40.0 + 10.0 * 8.0 + 40.0 * 80.0) / 1e6;
+    assert!((first.cost_usd.expect("priced") - first_cost).abs() < 1e-12);
+
+    call.input(5_000, dropped());
+    redial(&mut call);
+    call.utterance(9_000, 10_000);
+    call.server(10_300, &committed("item_U2"));
+    call.server(10_310, &response_created("resp_R2"));
+    let outputs = call.server(
+        10_400,
+        &done_billed(
+            "resp_R2",
+            serde_json::json!({"total_tokens": 205, "input_tokens": 180, "output_tokens": 25,
+                "input_token_details": {"text_tokens": 110, "audio_tokens": 70, "cached_tokens": 120,
+                    "cached_tokens_details": {"text_tokens": 100, "audio_tokens": 20}},
+                "output_token_details": {"text_tokens": 5, "audio_tokens": 20}}),
+        ),
+    );
+    let both = spending(&outputs).expect("the second call's response adds to the first");
+    assert_eq!(both.responses, 2);
+    assert_eq!(
+        (both.tokens.text_in, both.tokens.cached_text_in),
+        (210, 100)
+    );
+    assert_eq!(
+        (both.tokens.audio_in, both.tokens.cached_audio_in),
+        (90, 20)
+    );
+    let second_cost =
+        (10.0 * 2.0 + 100.0 * 0.5 + 50.0 * 40.0 + 20.0 * 1.0 + 5.0 * 8.0 + 20.0 * 80.0) / 1e6;
+    assert!(
+        (both.cost_usd.expect("priced") - (first_cost + second_cost)).abs() < 1e-12,
+        "cached input at the cached price: {:?}",
+        both.cost_usd
+    );
+}
+
+#[test]
+fn a_new_conversation_first_says_it_spent_nothing_and_a_response_done_without_usage_adds_nothing() {
+    let mut placed = Call::placed();
+    let first = placed.input(0, Input::Transport(TransportInput::Open));
+    let nothing = spending(&first).expect("a new conversation reports its spending at once");
+    assert_eq!(
+        (nothing.responses, nothing.tokens.total(), nothing.cost_usd),
+        (0, 0, Some(0.0))
+    );
+
+    let mut call = Call::ready();
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    let outputs = call.server(2_400, &response_done("resp_R1", "completed"));
+    assert_eq!(spending(&outputs), None);
 }

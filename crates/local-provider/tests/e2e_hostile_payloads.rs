@@ -89,7 +89,9 @@ impl Driver {
                     .await
                     .expect("the data channel stays open"),
                 ControllerOutput::Diagnostic(diagnostic) => self.diagnostics.push(diagnostic),
-                ControllerOutput::Audio(_) | ControllerOutput::Hint(_) => {}
+                ControllerOutput::Audio(_)
+                | ControllerOutput::Hint(_)
+                | ControllerOutput::Billed(_) => {}
             }
         }
         while let Some(delivery) = self

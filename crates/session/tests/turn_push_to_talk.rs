@@ -3,7 +3,7 @@
 
 mod turn_support;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use walkie_openai::SessionConfig;
 use walkie_session::turn::{
     AudioCommand, CURRENT_LOCAL_TIME_TOOL, ControllerOutput, Diagnostic, LATE_AUDIO_GRACE_MS,
@@ -1441,4 +1441,37 @@ fn escape_with_no_press_under_way_does_nothing() {
     assert_eq!(talk.sent(), nothing_sent());
     assert_eq!(talk.audio(), []);
     assert_eq!(talk.events(), []);
+}
+
+#[test]
+fn every_response_done_passes_on_what_it_was_billed_a_cancelled_one_too_and_one_without_usage_nothing()
+ {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    let billed = |response_id: &str, status: &str, output_tokens: u64| {
+        let mut done: Value = serde_json::from_str(&response_done(response_id, status)).unwrap();
+        done["response"]["usage"] = json!({"total_tokens": 30 + output_tokens,
+            "input_tokens": 30, "output_tokens": output_tokens,
+            "output_token_details": {"text_tokens": 2, "audio_tokens": output_tokens - 2}});
+        done.to_string()
+    };
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&billed("resp_R1", "completed", 42));
+    talk.at(3_000)
+        .server(&response_created("resp_R2"))
+        .server(&billed("resp_R2", "cancelled", 7))
+        .server(&response_created("resp_R3"))
+        .server(&response_done("resp_R3", "completed"));
+    let billed = talk.billed();
+    let output_tokens: Vec<Option<u64>> = billed.iter().map(|usage| usage.output_tokens).collect();
+    assert_eq!(output_tokens, [Some(42), Some(7)]);
+    assert_eq!(
+        billed[0]
+            .output_token_details
+            .as_ref()
+            .and_then(|details| details.audio_tokens),
+        Some(40)
+    );
 }

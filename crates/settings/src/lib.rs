@@ -6,6 +6,7 @@
 //! settings, and its conversation task is handed a plan; both are tested here without Tauri.
 
 pub mod plan;
+pub mod prices;
 pub mod secrets;
 mod settings;
 

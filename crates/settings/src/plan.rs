@@ -224,6 +224,9 @@ impl Plan {
             redial: RedialPolicy::default(),
             jitter_seed,
             voice_barge_in: self.voice_barge_in,
+            pricing: self.session.model.as_deref().and_then(|model| {
+                crate::prices::pricing_for(model, matches!(self.provider, Ok(Provider::Local)))
+            }),
         }
     }
 

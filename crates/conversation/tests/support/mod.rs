@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 use walkie_conversation::{
-    ConnectionState, Conversation, ConversationConfig, Input, Output, RedialPolicy, StatusEvent,
-    TransportInput,
+    ConnectionState, Conversation, ConversationConfig, Input, Output, Prices, Pricing,
+    RedialPolicy, Spending, StatusEvent, TransportInput,
 };
 use walkie_openai::SessionConfig;
 use walkie_session::AudioChunk;
@@ -14,6 +14,18 @@ use walkie_session::turn::{AudioCommand, ToolRegistry, TurnConfig, TurnMode};
 /// The provider's name in the status sentences of these tests.
 pub const PROVIDER: &str = "Test provider";
 
+/// The prices of these tests' model, per million tokens: each its own, so a figure costed at
+/// the wrong one shows.
+pub const PRICES: Prices = Prices {
+    text_in: 2.0,
+    cached_text_in: 0.5,
+    text_out: 8.0,
+    audio_in: 40.0,
+    cached_audio_in: 1.0,
+    audio_out: 80.0,
+    image_in: 6.0,
+    cached_image_in: 0.6,
+};
 pub struct Call {
     pub machine: Conversation,
     pub config: TurnConfig,
@@ -34,6 +46,12 @@ impl Call {
                 redial: RedialPolicy::default(),
                 jitter_seed: 7,
                 voice_barge_in: true,
+                pricing: Some(Pricing {
+                    model: "gpt-realtime".to_owned(),
+                    prices: PRICES,
+                    taken_on: "2025-08-28".to_owned(),
+                    free: false,
+                }),
             },
             ToolRegistry::with_builtins,
         );
@@ -179,6 +197,7 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
                 message_id,
                 latency_ms,
             } => format!("latency:{message_id}:{latency_ms}"),
+            Output::Spending(_) => "spending".to_owned(),
             Output::Record(_) => "record".to_owned(),
             Output::Status(_) => "status".to_owned(),
             Output::Level { .. } => "level".to_owned(),
@@ -188,6 +207,14 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
             Output::Ended { .. } => "ended".to_owned(),
         })
         .collect()
+}
+
+/// The last report of what the conversation spent among `outputs`.
+pub fn spending(outputs: &[Output]) -> Option<Spending> {
+    outputs.iter().rev().find_map(|output| match output {
+        Output::Spending(spending) => Some(spending.clone()),
+        _ => None,
+    })
 }
 
 /// The transcript events among `outputs`, as JSON.

@@ -960,6 +960,10 @@ impl TurnController {
         self.note(ControllerOutput::Hint(hint));
     }
 
+    pub(super) fn billed(&mut self, usage: walkie_openai::Usage) {
+        self.outbox.billed(usage);
+    }
+
     pub(super) fn diagnose(&mut self, diagnostic: Diagnostic) {
         self.note(ControllerOutput::Diagnostic(diagnostic));
     }

@@ -554,6 +554,10 @@ impl TurnController {
     /// `response.created` was lost) so that the next create is not held back.
     pub(super) fn on_response_done(&mut self, response: Response, now_ms: u64) {
         self.audibility.output_active(now_ms);
+        // Billed whatever became of it: a response cancelled or discarded was still generated.
+        if let Some(usage) = response.usage.clone() {
+            self.billed(usage);
+        }
         let done = self.responses.done(response.id);
         let id = done.id.clone();
         if !done.discarded {

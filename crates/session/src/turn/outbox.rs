@@ -1,12 +1,12 @@
 //! The outbox: everything the controller decided for the world, in one queue in the order it
 //! was decided (client events, audio commands, hints, diagnostics), and the client events'
 //! ids. Hints and diagnostics are bounded while nobody polls (the oldest gives way); client
-//! events and audio commands never are. Client events are queued only while the data channel
+//! events, audio commands and what a response was billed never are. Client events are queued only while the data channel
 //! is open: one sent to a session that no longer exists is dropped.
 
 use std::collections::VecDeque;
 
-use walkie_openai::ClientEvent;
+use walkie_openai::{ClientEvent, Usage};
 
 use crate::turn::output::{AudioCommand, ControllerOutput, OutgoingEvent};
 
@@ -86,6 +86,11 @@ impl Outbox {
 
     pub fn command(&mut self, command: AudioCommand) {
         self.outputs.push_back(ControllerOutput::Audio(command));
+    }
+
+    /// Queues what a response was billed: never dropped, it is money.
+    pub fn billed(&mut self, usage: Usage) {
+        self.outputs.push_back(ControllerOutput::Billed(usage));
     }
 
     /// Queues a hint or diagnostic; when too many wait, the oldest of them gives way.

@@ -6,7 +6,7 @@
 //! data channel (DESIGN rule 1); separate queues drained in a fixed order would put every send
 //! first. The driver polls [`ControllerOutput`]s and carries each to its edge without waiting.
 
-use walkie_openai::{ClientEvent, DecodeError};
+use walkie_openai::{ClientEvent, DecodeError, Usage};
 
 use crate::error::PushError;
 
@@ -38,6 +38,8 @@ pub enum ControllerOutput {
     Hint(UiHint),
     /// Something worth a log line.
     Diagnostic(Diagnostic),
+    /// A response ended (`response.done`), billed this much by the provider.
+    Billed(Usage),
 }
 
 /// What the audio driver must do, in order.

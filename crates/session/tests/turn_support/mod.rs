@@ -45,6 +45,8 @@ pub struct Polled {
     pub audio: Vec<AudioCommand>,
     pub hints: Vec<UiHint>,
     pub diagnostics: Vec<Diagnostic>,
+    /// What each response was billed, in order.
+    pub billed: Vec<walkie_openai::Usage>,
 }
 
 impl Conversation {
@@ -159,6 +161,7 @@ impl Conversation {
                 ControllerOutput::Diagnostic(diagnostic) => {
                     self.polled.diagnostics.push(diagnostic)
                 }
+                ControllerOutput::Billed(usage) => self.polled.billed.push(usage),
             }
         }
         &mut self.polled
@@ -232,6 +235,11 @@ impl Conversation {
 
     pub fn diagnostics(&mut self) -> Vec<Diagnostic> {
         std::mem::take(&mut self.poll().diagnostics)
+    }
+
+    /// What responses were billed since the last call, in order.
+    pub fn billed(&mut self) -> Vec<walkie_openai::Usage> {
+        std::mem::take(&mut self.poll().billed)
     }
 
     /// Session events since the last call, with the time each was stamped with.

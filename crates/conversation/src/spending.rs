@@ -1,0 +1,152 @@
+//! What a conversation has spent: the tokens each `response.done` was billed, summed over every
+//! call of the conversation, and priced by the table of the model in use.
+//!
+//! Why here: the user should see the running cost without adding anything up, and a budget
+//! (to come) is a decision about the conversation, which is the machine's.
+
+use walkie_openai::Usage;
+
+/// Tokens by modality and direction. An input count includes its cached part, as the
+/// provider counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenTotals {
+    pub text_in: u64,
+    pub cached_text_in: u64,
+    pub audio_in: u64,
+    pub cached_audio_in: u64,
+    pub image_in: u64,
+    pub cached_image_in: u64,
+    pub text_out: u64,
+    pub audio_out: u64,
+}
+
+impl TokenTotals {
+    /// Adds what one response was billed. A figure the provider left out counts as none; a
+    /// total given without its modalities is counted as text (a guess, and a low one: audio
+    /// costs more).
+    pub fn add(&mut self, usage: &Usage) {
+        let input = usage.input_token_details.clone().unwrap_or_default();
+        let cached = input.cached_tokens_details.clone().unwrap_or_default();
+        let output = usage.output_token_details.clone().unwrap_or_default();
+        let by_modality_in = input.text_tokens.is_some()
+            || input.audio_tokens.is_some()
+            || input.image_tokens.is_some();
+        let text_in = if by_modality_in {
+            input.text_tokens.unwrap_or(0)
+        } else {
+            usage.input_tokens.unwrap_or(0)
+        };
+        let by_modality_out = output.text_tokens.is_some() || output.audio_tokens.is_some();
+        let text_out = if by_modality_out {
+            output.text_tokens.unwrap_or(0)
+        } else {
+            usage.output_tokens.unwrap_or(0)
+        };
+        let add = |total: &mut u64, more: u64| *total = total.saturating_add(more);
+        add(&mut self.text_in, text_in);
+        add(&mut self.cached_text_in, cached.text_tokens.unwrap_or(0));
+        add(&mut self.audio_in, input.audio_tokens.unwrap_or(0));
+        add(&mut self.cached_audio_in, cached.audio_tokens.unwrap_or(0));
+        add(&mut self.image_in, input.image_tokens.unwrap_or(0));
+        add(&mut self.cached_image_in, cached.image_tokens.unwrap_or(0));
+        add(&mut self.text_out, text_out);
+        add(&mut self.audio_out, output.audio_tokens.unwrap_or(0));
+    }
+
+    /// Every token, in and out.
+    pub fn total(&self) -> u64 {
+        [
+            self.text_in,
+            self.audio_in,
+            self.image_in,
+            self.text_out,
+            self.audio_out,
+        ]
+        .into_iter()
+        .fold(0, u64::saturating_add)
+    }
+}
+
+/// A model's prices in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Prices {
+    pub text_in: f64,
+    pub cached_text_in: f64,
+    pub text_out: f64,
+    pub audio_in: f64,
+    pub cached_audio_in: f64,
+    pub audio_out: f64,
+    pub image_in: f64,
+    pub cached_image_in: f64,
+}
+
+impl Prices {
+    /// What `tokens` cost, in US dollars: cached input at the cached price, the rest of the
+    /// input at the full one.
+    pub fn cost_usd(&self, tokens: &TokenTotals) -> f64 {
+        let priced = |count: u64, per_million: f64| count as f64 * per_million / 1_000_000.0;
+        let fresh = |all: u64, cached: u64| all.saturating_sub(cached);
+        priced(fresh(tokens.text_in, tokens.cached_text_in), self.text_in)
+            + priced(tokens.cached_text_in, self.cached_text_in)
+            + priced(
+                fresh(tokens.audio_in, tokens.cached_audio_in),
+                self.audio_in,
+            )
+            + priced(tokens.cached_audio_in, self.cached_audio_in)
+            + priced(
+                fresh(tokens.image_in, tokens.cached_image_in),
+                self.image_in,
+            )
+            + priced(tokens.cached_image_in, self.cached_image_in)
+            + priced(tokens.text_out, self.text_out)
+            + priced(tokens.audio_out, self.audio_out)
+    }
+}
+
+/// The prices a conversation is costed at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pricing {
+    /// The model whose prices these are, as the price table names it.
+    pub model: String,
+    pub prices: Prices,
+    /// When the prices were taken from the provider's price list (`2025-08-28`), or empty for
+    /// prices the user entered.
+    pub taken_on: String,
+    /// The provider bills nothing (the local one): the cost is what the same tokens would
+    /// cost at these prices.
+    pub free: bool,
+}
+
+/// What the conversation has spent so far, after each billed response.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spending {
+    /// Every response of the conversation, summed.
+    pub tokens: TokenTotals,
+    /// How many responses were billed.
+    pub responses: u64,
+    /// What the tokens cost, when the model's prices are known.
+    pub cost_usd: Option<f64>,
+    /// The prices it was costed at.
+    pub pricing: Option<Pricing>,
+}
+
+impl Spending {
+    /// Nothing spent yet, to be costed at `pricing`.
+    pub fn new(pricing: Option<Pricing>) -> Self {
+        Self {
+            cost_usd: pricing.as_ref().map(|_| 0.0),
+            pricing,
+            ..Self::default()
+        }
+    }
+
+    /// Adds what one more response was billed.
+    pub fn add(&mut self, usage: &Usage) {
+        self.tokens.add(usage);
+        self.responses += 1;
+        self.cost_usd = self
+            .pricing
+            .as_ref()
+            .map(|pricing| pricing.prices.cost_usd(&self.tokens));
+    }
+}

@@ -1,0 +1,65 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createSpending, dollars, spendingDetails, spendingLine, tokenCount } from "../spending.js";
+
+const base = {
+  responses: 2,
+  totalTokens: 1_234,
+  textIn: 210,
+  cachedTextIn: 100,
+  audioIn: 90,
+  cachedAudioIn: 20,
+  imageIn: 0,
+  cachedImageIn: 0,
+  textOut: 15,
+  audioOut: 60,
+  costUsd: 0.00512,
+  model: "gpt-realtime",
+  takenOn: "2025-08-28",
+  free: false,
+};
+
+test("small amounts keep their cents: four decimals under a cent, three under a dollar", () => {
+  assert.equal(dollars(0.00512), "$0.0051");
+  assert.equal(dollars(0.25), "$0.250");
+  assert.equal(dollars(12.345), "$12.35");
+  assert.equal(dollars(-1), "$0.0000");
+});
+
+test("token counts read as people say them", () => {
+  assert.equal(tokenCount(950), "950");
+  assert.equal(tokenCount(1_234), "1.2k");
+  assert.equal(tokenCount(34_400), "34k");
+  assert.equal(tokenCount(1_500_000), "1.5M");
+});
+
+test("the line says the tokens and their cost, the demo's as what OpenAI would bill", () => {
+  assert.equal(spendingLine(base), "1.2k tokens · $0.0051");
+  assert.equal(
+    spendingLine({ ...base, free: true }),
+    "1.2k tokens · free ($0.0051 on gpt-realtime)",
+  );
+  assert.equal(spendingLine({ ...base, costUsd: null, model: null }), "1.2k tokens");
+  assert.equal(spendingLine({ ...base, responses: 0, totalTokens: 0 }), "");
+});
+
+test("the details give the tokens by modality, the cached part, and whose prices of when", () => {
+  const details = spendingDetails(base);
+  assert.match(details, /^In: 210 \(100 cached\) text, 90 \(20 cached\) audio$/m);
+  assert.match(details, /^Out: 15 text, 60 audio$/m);
+  assert.match(details, /2 replies in this conversation/);
+  assert.match(details, /gpt-realtime's prices as published on 2025-08-28/);
+  assert.match(spendingDetails({ ...base, costUsd: null }), /No published prices/);
+});
+
+test("the element is hidden until something was billed, and shown after", () => {
+  const element = { textContent: "", title: "", hidden: true };
+  const spending = createSpending(element);
+  spending.show({ ...base, responses: 0, totalTokens: 0 });
+  assert.equal(element.hidden, true);
+  spending.show(base);
+  assert.equal(element.hidden, false);
+  assert.equal(element.textContent, "1.2k tokens · $0.0051");
+  spending.show({ ...base, responses: 0, totalTokens: 0 });
+  assert.equal(element.hidden, true, "a new conversation starts with nothing shown");
+});
