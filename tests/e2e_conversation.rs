@@ -221,6 +221,28 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             "the reply's WAV holds what was heard: {} samples",
             reply_wav.duration()
         );
+        // What it spent is saved with it: the tokens the window showed, and their cost.
+        let deadline = std::time::Instant::now() + support::UI_TIMEOUT;
+        let spent = loop {
+            let saved = std::fs::read_to_string(folder.join("transcript.json"))
+                .ok()
+                .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
+                .map(|json| json["spent"].clone());
+            if let Some(spent) = saved.filter(|spent| spent["responses"] == 1) {
+                break spent;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "transcript.json never said what the reply was billed"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(spent["totalTokens"], tokens, "{spent}");
+        assert!(
+            spent["costUsd"].as_f64().is_some_and(|cost| cost > 0.0),
+            "{spent}"
+        );
+        assert_eq!(spent["models"], serde_json::json!(["gpt-realtime"]));
     })
     .await;
 }

@@ -484,6 +484,7 @@ async fn e2e_bad_values_show_their_errors_at_once_under_their_labelled_fields() 
         set_field(&client, "preRollMs", "5000".into()).await;
         set_field(&client, "sessionLimitMinutes", "1".into()).await;
         set_field(&client, "globalShortcut", "Ctrl+Banana".into()).await;
+        set_field(&client, "budgetUsd", "cheap".into()).await;
         click(&client, "#settings button[value=save]").await;
         wait_for(&client, "#settings [data-role=message]", |text| {
             !text.is_empty()
@@ -494,6 +495,7 @@ async fn e2e_bad_values_show_their_errors_at_once_under_their_labelled_fields() 
             "preRollMs",
             "sessionLimitMinutes",
             "globalShortcut",
+            "budgetUsd",
         ] {
             let label = label_of(&client, name).await;
             let error = error_under(&client, name)
@@ -525,6 +527,8 @@ async fn e2e_bad_values_show_their_errors_at_once_under_their_labelled_fields() 
             session_limit.contains("2 to 240 minutes"),
             "says the range: {session_limit}"
         );
+        let budget = error_under(&client, "budgetUsd").await.unwrap();
+        assert!(budget.contains("e.g. 0.50"), "says what to type: {budget}");
         // Fixing one field clears its error when saved again; the others stay.
         set_field(&client, "preRollMs", "300".into()).await;
         click(&client, "#settings button[value=save]").await;

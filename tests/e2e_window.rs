@@ -554,3 +554,84 @@ async fn e2e_in_the_dark_theme_the_window_banner_and_settings_pass_the_accessibi
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_on_a_budget_the_window_says_when_80_percent_is_spent_and_the_call_ends_once_all_is() {
+    let _window = ONE_WINDOW.lock().await;
+    // A cent: the demo's replies are costed as gpt-realtime would bill them, some tenths of a
+    // cent each.
+    let app = launch_with_settings(
+        "window_budget",
+        serde_json::json!({ "provider": "local", "budgetUsd": 0.01 }),
+    )
+    .await;
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        let mut warned_at_turn = None;
+        for turn in 1..=15 {
+            support::space(&client, true).await;
+            wait_for(&client, "#status", |text| text.starts_with("Listening")).await;
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            support::space(&client, false).await;
+            let reply = format!("#transcript article:nth-of-type({})", 2 * turn);
+            wait_for(&client, &reply, |text| text.contains("played your")).await;
+            let header = wait_for(&client, "#status", |text| {
+                text.starts_with("Ready") || text.starts_with("Budget")
+            })
+            .await;
+            let banner = rendered_text(&client, "#banner [data-role=text]")
+                .await
+                .unwrap_or_default();
+            // The header's text is the headline, then the rest of the sentence for screen
+            // readers; the banner holds that rest.
+            if header.starts_with("Budget 80 % spent:") && warned_at_turn.is_none() {
+                assert!(
+                    banner.starts_with("This conversation has cost $0.0"),
+                    "{banner:?}"
+                );
+                assert!(
+                    banner.ends_with(
+                        " of its $0.01 budget; the call ends after the reply that spends the rest."
+                    ),
+                    "{banner:?}"
+                );
+                support::screenshot(&client, "budget-80").await;
+                warned_at_turn = Some(turn);
+            }
+            if header.starts_with("Budget spent:") {
+                let warned = warned_at_turn.expect("80 % was said before it was all spent");
+                assert!(warned < turn, "warned at turn {warned}, spent at {turn}");
+                // Between the reply's end and the call's there may be a moment that says the
+                // call ends after this reply.
+                let banner = wait_for(&client, "#banner [data-role=text]", |text| {
+                    text.starts_with("This conversation cost")
+                })
+                .await;
+                assert!(
+                    banner.starts_with("This conversation cost $0.01")
+                        && banner.contains(" of its $0.01 budget, so its call ended."),
+                    "{banner:?}"
+                );
+                assert_eq!(
+                    rendered_text(&client, "#banner [data-role=action]")
+                        .await
+                        .as_deref(),
+                    Some("Open Settings")
+                );
+                assert_eq!(
+                    rendered_text(&client, "#ptt .ptt-label").await.as_deref(),
+                    Some("Not connected"),
+                    "no more turns on this conversation"
+                );
+                let spent = rendered_text(&client, "#spending")
+                    .await
+                    .unwrap_or_default();
+                assert!(spent.contains(" tokens · free ($0.01"), "{spent:?}");
+                support::screenshot(&client, "budget-spent").await;
+                return;
+            }
+        }
+        panic!("15 turns never spent a cent's budget");
+    })
+    .await;
+}

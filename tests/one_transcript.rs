@@ -63,6 +63,7 @@ fn the_saved_transcript_is_the_one_the_webview_showed_after_a_barge_in_and_a_lat
             jitter_seed: 1,
             voice_barge_in: false,
             pricing: None,
+            budget_usd: None,
         },
         ToolRegistry::with_builtins,
     );

@@ -63,7 +63,7 @@ export function keyringMissingText(environmentVariable) {
 
 const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes"]);
 const BOOLEAN_FIELDS = new Set(["handsFree", "warmMic", "echoCancellation", "voiceBargeIn"]);
-const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs"]);
+const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs", "budgetUsd"]);
 
 /**
  * Reads the form's fields into a settings object, starting from `base` so fields the form does
@@ -182,6 +182,16 @@ export function optionalWholeNumberProblem(text, badInput = false) {
   const trimmed = String(text).trim();
   if (!badInput && (trimmed === "" || /^\d+$/.test(trimmed))) return null;
   return "enter a whole number of milliseconds, e.g. 10000, or leave it empty to wait for you";
+}
+
+/**
+ * What is wrong with a typed budget, or null: empty (no budget) or an amount in dollars.
+ * @param {string} text
+ */
+export function optionalAmountProblem(text) {
+  const trimmed = String(text).trim().replace(/^\$/, "");
+  if (trimmed === "" || (/^\d*\.?\d+$/.test(trimmed) && Number(trimmed) > 0)) return null;
+  return "enter an amount in US dollars, e.g. 0.50, or leave it empty for no budget";
 }
 
 /**
@@ -450,6 +460,13 @@ export function createSettingsDialog(
         problems.push({ field: "idleTimeoutMs", reason });
         values.idleTimeoutMs = formValues(view.settings).idleTimeoutMs;
       }
+    }
+    const budget = optionalAmountProblem(values.budgetUsd ?? "");
+    if (budget) {
+      problems.push({ field: "budgetUsd", reason: budget });
+      values.budgetUsd = formValues(view.settings).budgetUsd;
+    } else if (typeof values.budgetUsd === "string") {
+      values.budgetUsd = values.budgetUsd.trim().replace(/^\$/, "");
     }
     values.dataFolder = dataFolderSetting(values.dataFolder, view.settings.dataFolder, view.dataFolderInUse);
     return { settings: settingsFromForm(values, view.settings), problems };

@@ -12,6 +12,7 @@ import {
   formValues,
   handsFreeFieldShown,
   keyringMissingText,
+  optionalAmountProblem,
   optionalWholeNumberProblem,
   settingsFromForm,
   shortcutFromKeys,
@@ -175,6 +176,24 @@ test("only the fields whose values changed count as unsaved", () => {
 
 test("an error under a field starts with the field's label", () => {
   assert.equal(fieldErrorText("Server address", "use https://"), "Server address: use https://");
+});
+
+test("the budget may be empty, else it is an amount in dollars above zero", () => {
+  for (const good of ["", " 0.50 ", "2", "$1.25", ".5"]) {
+    assert.equal(optionalAmountProblem(good), null, good);
+  }
+  for (const bad of ["cheap", "0", "-1", "1,50", "1.2.3"]) {
+    assert.equal(
+      optionalAmountProblem(bad),
+      "enter an amount in US dollars, e.g. 0.50, or leave it empty for no budget",
+      bad,
+    );
+  }
+  const base = { budgetUsd: null, model: "gpt-realtime" };
+  assert.equal(settingsFromForm({ budgetUsd: "0.5" }, base).budgetUsd, 0.5);
+  assert.equal(settingsFromForm({ budgetUsd: "" }, base).budgetUsd, null);
+  assert.equal(formValues({ budgetUsd: 0.5 }).budgetUsd, "0.5");
+  assert.equal(formValues({ budgetUsd: null }).budgetUsd, "");
 });
 
 test("the idle timeout may be empty, else it must be a whole number", () => {

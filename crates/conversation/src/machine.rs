@@ -38,6 +38,9 @@ pub struct ConversationConfig {
     pub voice_barge_in: bool,
     /// The prices the conversation is costed at, when the model's are known.
     pub pricing: Option<Pricing>,
+    /// What the conversation may cost, in US dollars: at 80 % the user is told, and once it is
+    /// spent the call ends after the reply under way. Needs `pricing`.
+    pub budget_usd: Option<f64>,
 }
 
 /// Where the conversation stands with its calls.
@@ -124,6 +127,11 @@ pub struct Conversation {
     playing_item: Option<String>,
     /// What every call of the conversation was billed so far.
     spending: Spending,
+    budget_usd: Option<f64>,
+    /// The user was told that 80 % of the budget is spent.
+    budget_warned: bool,
+    /// The budget is spent: no new turn starts, and the call ends at the next quiet moment.
+    budget_spent: bool,
     outputs: VecDeque<Output>,
 }
 
@@ -160,6 +168,9 @@ impl Conversation {
             playing_item: None,
             outputs: VecDeque::from([Output::Spending(spending.clone())]),
             spending,
+            budget_usd: config.budget_usd,
+            budget_warned: false,
+            budget_spent: false,
         }
     }
 
@@ -307,8 +318,15 @@ impl Conversation {
             // A press carried over starts when the call is ready; a second press (toggle mode)
             // takes it back.
             Input::Press if self.carried_press => self.press_again_while_carried(),
+            // The budget is spent: the reply under way plays out, and no turn starts.
+            Input::Press if self.budget_spent => {
+                if let Some(budget_usd) = self.budget_usd {
+                    self.hint = Some(sentence::budget_spent_during_reply(budget_usd));
+                }
+            }
             Input::Press => controller.push_to_talk_down(now_ms),
             Input::Release if self.carried_press => self.release_carried_press(),
+            Input::Release if self.budget_spent && !controller.is_capturing() => {}
             Input::Release => {
                 controller.push_to_talk_up(now_ms);
                 self.turn_ended_at_ms = Some(now_ms);
@@ -566,13 +584,18 @@ impl Conversation {
 
     /// The conversation is over: the transcript closes, and the status says why.
     fn finish(&mut self, reason: String, now_ms: u64) {
+        self.end(StatusEvent::not_connected(&reason), reason, now_ms);
+    }
+
+    /// The conversation is over (for `reason`, a phrase): the transcript closes, and `status`
+    /// says why.
+    fn end(&mut self, status: StatusEvent, reason: String, now_ms: u64) {
         if self.phase == Phase::Ended {
             return;
         }
         self.phase = Phase::Ended;
         self.close_transcript(now_ms);
-        self.outputs
-            .push_back(Output::Status(StatusEvent::not_connected(&reason)));
+        self.outputs.push_back(Output::Status(status));
         self.outputs.push_back(Output::Ended { reason });
     }
 
@@ -586,13 +609,21 @@ impl Conversation {
             self.controller.push_to_talk_down(now_ms);
             self.drain(now_ms);
         }
-        if self.phase == Phase::InCall && self.controller.is_ready() && !self.typed.is_empty() {
+        // Once the budget is spent, what is typed waits, to be handed back when the call ends.
+        if self.phase == Phase::InCall
+            && self.controller.is_ready()
+            && !self.typed.is_empty()
+            && !self.budget_spent
+        {
             while let Some(text) = self.typed.pop_front() {
                 if self.controller.send_user_text(&text, now_ms) {
                     self.turn_ended_at_ms = Some(now_ms);
                 }
             }
             self.drain(now_ms);
+        }
+        if self.budget_spent && self.phase == Phase::InCall && self.is_quiet() {
+            return self.spend_out(now_ms);
         }
         if self.renew_due && self.phase == Phase::InCall && self.is_quiet() {
             self.renew(now_ms);
@@ -606,6 +637,46 @@ impl Conversation {
             self.reply_slow = false;
         }
         self.show_status();
+    }
+
+    /// Tells the user when 80 % of the budget is spent, and marks it spent at 100 %.
+    fn check_budget(&mut self) {
+        let (Some(budget_usd), Some(spent_usd)) = (self.budget_usd, self.spending.cost_usd) else {
+            return;
+        };
+        if spent_usd >= budget_usd {
+            if !self.budget_spent {
+                self.budget_spent = true;
+                self.notice = Some(Notice {
+                    sentence: sentence::budget_spent_during_reply(budget_usd),
+                    details: None,
+                    action: StatusAction::Dismiss,
+                });
+            }
+        } else if spent_usd >= 0.8 * budget_usd && !self.budget_warned {
+            self.budget_warned = true;
+            self.notice = Some(Notice {
+                sentence: sentence::budget_nearly_spent(spent_usd, budget_usd),
+                details: None,
+                action: StatusAction::Dismiss,
+            });
+        }
+    }
+
+    /// The budget is spent and the call is quiet: the conversation ends here.
+    fn spend_out(&mut self, now_ms: u64) {
+        self.controller.data_channel_closed(now_ms);
+        self.drain(now_ms);
+        if self.phase == Phase::Ended {
+            return;
+        }
+        let unsent: Vec<String> = self.typed.drain(..).collect();
+        let status = StatusEvent::budget_spent(
+            self.spending.cost_usd.unwrap_or_default(),
+            self.budget_usd.unwrap_or_default(),
+            &unsent,
+        );
+        self.end(status, "its budget is spent".to_owned(), now_ms);
     }
 
     /// Nobody is talking and nothing is on its way: no reply pending or audible, no part of
@@ -637,9 +708,21 @@ impl Conversation {
                     self.outputs.push_back(Output::Diagnostic(diagnostic))
                 }
                 ControllerOutput::Billed(usage) => {
-                    self.spending.add(&usage);
+                    let (tokens, cost_usd) = self.spending.add(&usage);
+                    let model = self
+                        .spending
+                        .pricing
+                        .as_ref()
+                        .map(|pricing| pricing.model.clone());
+                    self.outputs.push_back(Output::Record(Record::Billed {
+                        unix_ms: now_ms as i64,
+                        tokens,
+                        cost_usd,
+                        model,
+                    }));
                     self.outputs
                         .push_back(Output::Spending(self.spending.clone()));
+                    self.check_budget();
                 }
             }
         }

@@ -10,7 +10,7 @@ use walkie_session::{AudioChunk, StampedEvent};
 use walkie_session::DeviceDirection;
 
 use crate::input::LevelReading;
-use crate::spending::Spending;
+use crate::spending::{Spending, TokenTotals};
 use crate::status::StatusEvent;
 
 /// One output. The driver carries each to its edge without waiting on it.
@@ -81,4 +81,12 @@ pub enum Record {
     /// The user took the recording of this message back before it was sent (after the
     /// record of its end).
     Cancelled { unix_ms: i64, message_id: String },
+    /// A response was billed `tokens` (its own), which cost `cost_usd` at `model`'s prices
+    /// (`None`: unknown).
+    Billed {
+        unix_ms: i64,
+        tokens: TokenTotals,
+        cost_usd: Option<f64>,
+        model: Option<String>,
+    },
 }

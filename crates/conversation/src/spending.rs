@@ -21,6 +21,13 @@ pub struct TokenTotals {
 }
 
 impl TokenTotals {
+    /// What one response was billed.
+    pub fn of(usage: &Usage) -> Self {
+        let mut tokens = Self::default();
+        tokens.add(usage);
+        tokens
+    }
+
     /// Adds what one response was billed. A figure the provider left out counts as none; a
     /// total given without its modalities is counted as text (a guess, and a low one: audio
     /// costs more).
@@ -124,7 +131,7 @@ pub struct Spending {
     pub tokens: TokenTotals,
     /// How many responses were billed.
     pub responses: u64,
-    /// What the tokens cost, when the model's prices are known.
+    /// What the responses cost, each at the prices of its time, when they are known.
     pub cost_usd: Option<f64>,
     /// The prices it was costed at.
     pub pricing: Option<Pricing>,
@@ -140,13 +147,18 @@ impl Spending {
         }
     }
 
-    /// Adds what one more response was billed.
-    pub fn add(&mut self, usage: &Usage) {
-        self.tokens.add(usage);
-        self.responses += 1;
-        self.cost_usd = self
+    /// Adds what one more response was billed; returns its tokens and what they cost.
+    pub fn add(&mut self, usage: &Usage) -> (TokenTotals, Option<f64>) {
+        let billed = TokenTotals::of(usage);
+        let cost_usd = self
             .pricing
             .as_ref()
-            .map(|pricing| pricing.prices.cost_usd(&self.tokens));
+            .map(|pricing| pricing.prices.cost_usd(&billed));
+        self.tokens.add(usage);
+        self.responses += 1;
+        if let Some(cost_usd) = cost_usd {
+            *self.cost_usd.get_or_insert(0.0) += cost_usd;
+        }
+        (billed, cost_usd)
     }
 }

@@ -105,6 +105,21 @@ impl StatusEvent {
             .with_action(StatusAction::OpenSettings)
     }
 
+    /// The conversation spent its budget and its call ended after the last reply; `unsent` are
+    /// messages the user typed meanwhile, kept behind Details… so they can be copied.
+    pub fn budget_spent(spent_usd: f64, budget_usd: f64, unsent: &[String]) -> Self {
+        let status = Self::new(
+            ConnectionState::Error,
+            sentence::budget_spent(spent_usd, budget_usd, unsent.len()),
+        )
+        .with_action(StatusAction::OpenSettings);
+        if unsent.is_empty() {
+            status
+        } else {
+            status.with_details(unsent.join("\n\n"))
+        }
+    }
+
     /// The provider `provider_label` refused the call or could not be reached; `sentence`
     /// says what went wrong and what to do next. A sentence that names the provider itself
     /// ("OpenAI refused the API key: …") is not framed by a second naming.
@@ -380,6 +395,55 @@ pub mod sentence {
     /// [`super::StatusEvent::not_connected`]).
     pub fn redial_gave_up(reason: &str, attempts: u32) -> String {
         format!("{reason}, and {attempts} attempts to call again failed")
+    }
+
+    /// A dollar amount as small amounts need it: four decimals under a cent, three under a
+    /// dollar (the window's spending line words it the same way).
+    pub fn dollars(usd: f64) -> String {
+        let amount = usd.max(0.0);
+        let decimals = if amount < 0.01 {
+            4
+        } else if amount < 1.0 {
+            3
+        } else {
+            2
+        };
+        format!("${amount:.decimals$}")
+    }
+
+    /// A budget as the user typed it: in cents (one is the least there is).
+    fn budget(usd: f64) -> String {
+        format!("${usd:.2}")
+    }
+
+    pub fn budget_nearly_spent(spent_usd: f64, budget_usd: f64) -> String {
+        format!(
+            "Budget 80 % spent: this conversation has cost {} of its {} budget; the call ends \
+             after the reply that spends the rest.",
+            dollars(spent_usd),
+            budget(budget_usd)
+        )
+    }
+
+    pub fn budget_spent_during_reply(budget_usd: f64) -> String {
+        format!(
+            "Budget spent: the call ends after this reply (a budget of {}).",
+            budget(budget_usd)
+        )
+    }
+
+    pub fn budget_spent(spent_usd: f64, budget_usd: f64, unsent_messages: usize) -> String {
+        let unsent = match unsent_messages {
+            0 => String::new(),
+            1 => " A message you typed was not sent (it is under Details…).".to_owned(),
+            n => format!(" {n} messages you typed were not sent (they are under Details…)."),
+        };
+        format!(
+            "Budget spent: this conversation cost {} of its {} budget, so its call ended. \
+             Connect starts a new conversation; Settings changes the budget.{unsent}",
+            dollars(spent_usd),
+            budget(budget_usd)
+        )
     }
 }
 

@@ -13,10 +13,11 @@ use turn_support::{
     user_transcript_completed,
 };
 use walkie_conversation::{
-    ConnectionState, DialFailure, EngineInput, Input, Output, RedialPolicy, Retry, TransportInput,
+    ConnectionState, DialFailure, EngineInput, Input, Output, Record, RedialPolicy, Retry,
+    TransportInput,
 };
 use walkie_openai::{ClientEvent, ContentPart, Item, Role, SessionConfig};
-use walkie_session::turn::{AudioCommand, TurnConfig};
+use walkie_session::turn::{AudioCommand, LATE_AUDIO_GRACE_MS, TurnConfig};
 
 use ConnectionState::*;
 
@@ -603,6 +604,7 @@ fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered
             jitter_seed: 3,
             voice_barge_in: false,
             pricing: None,
+            budget_usd: None,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![
@@ -705,6 +707,7 @@ fn without_voice_barge_in_a_trusted_canceller_leaves_the_mic_muted_during_replie
             jitter_seed: 1,
             voice_barge_in: false,
             pricing: None,
+            budget_usd: None,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
     );
@@ -818,6 +821,24 @@ fn what_the_conversation_spent_sums_every_response_of_every_call_at_its_models_p
                 "output_token_details": {"text_tokens": 5, "audio_tokens": 20}}),
         ),
     );
+    let saved: Vec<(u64, Option<f64>, Option<String>)> = outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Record(Record::Billed {
+                tokens,
+                cost_usd,
+                model,
+                ..
+            }) => Some((tokens.text_in, *cost_usd, model.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(saved.len(), 1, "each response is saved as billed once");
+    assert_eq!(
+        saved[0].0, 110,
+        "what this response was billed, not the sum"
+    );
+    assert_eq!(saved[0].2.as_deref(), Some("gpt-realtime"));
     let both = spending(&outputs).expect("the second call's response adds to the first");
     assert_eq!(both.responses, 2);
     assert_eq!(
@@ -830,6 +851,7 @@ fn what_the_conversation_spent_sums_every_response_of_every_call_at_its_models_p
     );
     let second_cost =
         (10.0 * 2.0 + 100.0 * 0.5 + 50.0 * 40.0 + 20.0 * 1.0 + 5.0 * 8.0 + 20.0 * 80.0) / 1e6;
+    assert!((saved[0].1.expect("priced") - second_cost).abs() < 1e-12);
     assert!(
         (both.cost_usd.expect("priced") - (first_cost + second_cost)).abs() < 1e-12,
         "cached input at the cached price: {:?}",
@@ -853,4 +875,112 @@ fn a_new_conversation_first_says_it_spent_nothing_and_a_response_done_without_us
     call.server(2_310, &response_created("resp_R1"));
     let outputs = call.server(2_400, &response_done("resp_R1", "completed"));
     assert_eq!(spending(&outputs), None);
+}
+
+/// A `response.done` of `response_id` billed `audio_out` tokens of audio out and nothing else:
+/// at these tests' prices, $80 a million.
+fn done_billed_audio(response_id: &str, audio_out: u64) -> String {
+    done_billed(
+        response_id,
+        serde_json::json!({"output_tokens": audio_out,
+            "output_token_details": {"text_tokens": 0, "audio_tokens": audio_out}}),
+    )
+}
+
+#[test]
+fn at_80_percent_of_its_budget_the_conversation_says_so_and_goes_on() {
+    let mut call = Call::ready_on_a_budget(1.0);
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    // 10,000 tokens at $80 a million: $0.80.
+    let outputs = call.server(2_400, &done_billed_audio("resp_R1", 10_000));
+    let (state, detail) = last_status(&outputs).expect("the status says so");
+    assert_eq!(state, ConnectionState::Ready);
+    assert_eq!(
+        detail,
+        "Budget 80 % spent: this conversation has cost $0.800 of its $1.00 budget; the call ends \
+         after the reply that spends the rest."
+    );
+    assert!(!names(&outputs).contains(&"ended".to_owned()));
+    let next_turn = call.press(3_000);
+    assert!(
+        audio_commands(&next_turn)
+            .iter()
+            .any(|command| matches!(command, AudioCommand::OpenCapture { .. })),
+        "a turn still starts: {:?}",
+        names(&next_turn)
+    );
+}
+
+#[test]
+fn a_spent_budget_lets_the_reply_under_way_play_out_starts_no_turn_then_ends_the_conversation() {
+    let mut call = Call::ready_on_a_budget(0.5);
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(
+        2_305,
+        &user_transcript_completed("item_U1", "Tell me a story."),
+    );
+    call.server(2_310, &response_created("resp_R1"));
+    call.server(2_320, &audio_part_added("resp_R1", "item_A1"));
+    call.server(2_330, &output_started("resp_R1"));
+    call.server(
+        2_340,
+        &assistant_says("resp_R1", "item_A1", "Once upon a time"),
+    );
+    // $0.80 of a $0.50 budget, while the reply is still heard.
+    let outputs = call.server(2_400, &done_billed_audio("resp_R1", 10_000));
+    assert!(
+        !names(&outputs).contains(&"ended".to_owned()),
+        "the reply plays out"
+    );
+    assert!(
+        !audio_commands(&outputs).contains(&AudioCommand::FlushPlayback),
+        "nothing is cut"
+    );
+
+    let press = call.press(2_500);
+    assert!(
+        !audio_commands(&press).iter().any(|command| matches!(
+            command,
+            AudioCommand::OpenCapture { .. } | AudioCommand::FlushPlayback
+        )),
+        "no turn starts and the reply is not cut: {:?}",
+        names(&press)
+    );
+    call.release(2_900);
+    call.input(2_950, Input::SendText("And then?".to_owned()));
+
+    call.server(3_100, &output_stopped("resp_R1"));
+    let outputs = call.tick(3_100 + LATE_AUDIO_GRACE_MS);
+    assert!(
+        names(&outputs).contains(&"ended".to_owned()),
+        "{:?}",
+        names(&outputs)
+    );
+    let ended = statuses(&outputs).pop().expect("the status says why");
+    assert_eq!(ended.state, ConnectionState::Error);
+    assert_eq!(
+        ended.action,
+        Some(walkie_conversation::StatusAction::OpenSettings)
+    );
+    assert!(
+        ended.detail.starts_with(
+            "Budget spent: this conversation cost $0.800 of its $0.50 budget, so its call ended."
+        ),
+        "{}",
+        ended.detail
+    );
+    assert!(ended.detail.contains("A message you typed was not sent"));
+    assert_eq!(
+        ended.details.as_deref(),
+        Some("And then?"),
+        "kept to be copied"
+    );
+    assert!(
+        sent_types(&outputs).is_empty(),
+        "nothing more goes to the provider: {:?}",
+        sent_types(&outputs)
+    );
 }

@@ -191,6 +191,8 @@ pub struct Plan {
     pub data_dir: Result<PathBuf, PlanError>,
     /// The user's voice may interrupt a reply (with echo cancellation on).
     pub voice_barge_in: bool,
+    /// What one conversation may cost, in US dollars.
+    pub budget_usd: Option<f64>,
 }
 
 impl Plan {
@@ -227,6 +229,7 @@ impl Plan {
             pricing: self.session.model.as_deref().and_then(|model| {
                 crate::prices::pricing_for(model, matches!(self.provider, Ok(Provider::Local)))
             }),
+            budget_usd: self.budget_usd,
         }
     }
 
@@ -251,6 +254,7 @@ impl Plan {
             },
             data_dir,
             voice_barge_in: settings.voice_barge_in && settings.echo_cancellation,
+            budget_usd: settings.budget_usd,
         }
     }
 }

@@ -139,6 +139,10 @@ pub struct Settings {
     /// How long the provider lets a session last (OpenAI: 60 minutes). Walkie renews the
     /// session at a quiet moment before it; a new value applies from the next call.
     pub session_limit_minutes: u32,
+    /// What one conversation may cost, in US dollars (at the model's published prices): at
+    /// 80 % the window says so, and once spent the call ends after the reply under way. `None`:
+    /// no budget. Applies from the next conversation.
+    pub budget_usd: Option<f64>,
 }
 
 /// The limits the dialog enforces, here so the file cannot bypass them.
@@ -148,6 +152,8 @@ pub const RETENTION_RANGE_DAYS: std::ops::RangeInclusive<u32> = 1..=36_500;
 /// Shorter than 2 minutes would spend a session renewing it; 4 hours is past any provider's.
 pub const SESSION_LIMIT_RANGE_MINUTES: std::ops::RangeInclusive<u32> = 2..=240;
 pub const INSTRUCTIONS_MAX_CHARS: usize = 20_000;
+/// A cent to ten thousand dollars a conversation.
+pub const BUDGET_RANGE_USD: std::ops::RangeInclusive<f64> = 0.01..=10_000.0;
 /// Walkie's bounds for the idle timeout (the API documents none): shorter would talk over a
 /// user who is thinking, longer is better served by waiting.
 pub const IDLE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u32> = 5_000..=30_000;
@@ -194,6 +200,7 @@ impl Default for Settings {
             data_folder: String::new(),
             retention_days: None,
             session_limit_minutes: 60,
+            budget_usd: None,
         }
     }
 }
@@ -248,6 +255,7 @@ pub fn label(field: &str) -> &'static str {
         "dataFolder" => "Save conversations in",
         "retentionDays" => "Keep conversations",
         "sessionLimitMinutes" => "The provider ends a session after (minutes)",
+        "budgetUsd" => "Budget per conversation (US$)",
         _ => "A setting",
     }
 }
@@ -348,6 +356,18 @@ impl Settings {
                     self.session_limit_minutes,
                     SESSION_LIMIT_RANGE_MINUTES.start(),
                     SESSION_LIMIT_RANGE_MINUTES.end()
+                ),
+            );
+        }
+        if let Some(budget_usd) = self.budget_usd
+            && !BUDGET_RANGE_USD.contains(&budget_usd)
+        {
+            refuse(
+                "budgetUsd",
+                format!(
+                    "enter an amount from {} to {} dollars, or leave it empty for no budget",
+                    BUDGET_RANGE_USD.start(),
+                    BUDGET_RANGE_USD.end()
                 ),
             );
         }
@@ -861,6 +881,20 @@ mod tests {
                     ..Settings::default()
                 },
                 "retentionDays",
+            ),
+            (
+                Settings {
+                    budget_usd: Some(0.0),
+                    ..Settings::default()
+                },
+                "budgetUsd",
+            ),
+            (
+                Settings {
+                    budget_usd: Some(1e9),
+                    ..Settings::default()
+                },
+                "budgetUsd",
             ),
             (
                 Settings {

@@ -19,7 +19,9 @@ use walkie_agui::{
 use walkie_session::{Part, PartIndex, SessionEvent, Speaker};
 
 use crate::civil_time::{CivilTime, format_duration_ms};
-use crate::journal::{AudioSource, ConversationStarted, Record, Recovered, Reopened, WavClosed};
+use crate::journal::{
+    AudioSource, Billed, ConversationStarted, Record, Recovered, Reopened, Tokens, WavClosed,
+};
 
 /// Relative path of a turn WAV inside the conversation folder.
 pub fn turn_wav_file(turn: u32, speaker: Speaker) -> String {
@@ -81,6 +83,35 @@ pub struct TurnInfo {
     pub assistant_wav: Option<WavInfo>,
 }
 
+/// What every response of the conversation was billed, over all its calls and reopenings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spent {
+    pub responses: u64,
+    pub tokens: Tokens,
+    /// What the priced responses cost, in US dollars; `None` when none was priced.
+    pub cost_usd: Option<f64>,
+    /// Responses of a model whose prices were unknown: in the tokens, not in the cost.
+    pub unpriced_responses: u64,
+    /// The models whose prices were used, in the order they first were.
+    pub models: Vec<String>,
+}
+
+impl Spent {
+    fn add(&mut self, billed: &Billed) {
+        self.responses += 1;
+        self.tokens = self.tokens.plus(&billed.tokens);
+        match billed.cost_usd {
+            Some(cost_usd) => *self.cost_usd.get_or_insert(0.0) += cost_usd,
+            None => self.unpriced_responses += 1,
+        }
+        if let Some(model) = &billed.model
+            && !self.models.contains(model)
+        {
+            self.models.push(model.clone());
+        }
+    }
+}
+
 /// See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Conversation {
@@ -106,6 +137,7 @@ pub struct Conversation {
     recoveries: Vec<Recovered>,
     /// Messages whose recording the user took back before it was sent.
     cancelled_messages: BTreeSet<String>,
+    spent: Spent,
     problems: Vec<String>,
 }
 
@@ -198,6 +230,10 @@ impl Conversation {
             } => {
                 self.saw_time(*unix_ms);
                 self.cancelled_messages.insert(message_id.clone());
+            }
+            Record::Billed(billed) => {
+                self.saw_time(billed.unix_ms);
+                self.spent.add(billed);
             }
             Record::Reopened(reopened) => {
                 let gap_ms = i128::from(reopened.unix_ms) - i128::from(self.last_unix_ms);
@@ -543,6 +579,11 @@ impl Conversation {
         out
     }
 
+    /// What the conversation's responses were billed, summed.
+    pub fn spent(&self) -> &Spent {
+        &self.spent
+    }
+
     /// `transcript.json`: the assembled AG-UI messages plus turn metadata.
     pub fn to_json(&self) -> Value {
         let turns: Vec<Value> = self
@@ -585,6 +626,23 @@ impl Conversation {
             "durationMs": self.duration_ms(),
             "messages": self.messages(),
             "turns": turns,
+            "spent": {
+                "responses": self.spent.responses,
+                "totalTokens": self.spent.tokens.total(),
+                "tokens": {
+                    "textIn": self.spent.tokens.text_in,
+                    "cachedTextIn": self.spent.tokens.cached_text_in,
+                    "audioIn": self.spent.tokens.audio_in,
+                    "cachedAudioIn": self.spent.tokens.cached_audio_in,
+                    "imageIn": self.spent.tokens.image_in,
+                    "cachedImageIn": self.spent.tokens.cached_image_in,
+                    "textOut": self.spent.tokens.text_out,
+                    "audioOut": self.spent.tokens.audio_out,
+                },
+                "costUsd": self.spent.cost_usd,
+                "unpricedResponses": self.spent.unpriced_responses,
+                "models": self.spent.models,
+            },
         })
     }
 }
@@ -647,5 +705,38 @@ mod tests {
         assert_eq!(conversation.duration_ms(), u64::MAX);
         let _ = conversation.render_markdown(true);
         let _ = conversation.to_json();
+    }
+
+    #[test]
+    fn every_billed_response_adds_to_what_transcript_json_says_was_spent_priced_or_not() {
+        let conversation = conversation_of(concat!(
+            r#"{"record":"billed","unix_ms":1,"tokens":{"text_in":100,"audio_in":20,"text_out":10,"audio_out":40},"cost_usd":0.004,"model":"gpt-realtime"}"#,
+            "\n",
+            r#"{"record":"closed","unix_ms":2}"#,
+            "\n",
+            r#"{"record":"billed","unix_ms":3,"tokens":{"text_in":110,"cached_text_in":100,"audio_in":70,"cached_audio_in":20,"text_out":5,"audio_out":20},"cost_usd":0.002,"model":"gpt-realtime"}"#,
+            "\n",
+            r#"{"record":"billed","unix_ms":4,"tokens":{"text_in":7,"text_out":3}}"#,
+            "\n",
+        ));
+        let spent = conversation.spent();
+        assert_eq!(spent.responses, 3);
+        assert_eq!(spent.tokens.text_in, 217);
+        assert_eq!(spent.tokens.cached_text_in, 100);
+        assert_eq!(spent.unpriced_responses, 1);
+        assert_eq!(spent.models, ["gpt-realtime"]);
+        let json = conversation.to_json();
+        let cost = json["spent"]["costUsd"].as_f64().expect("a cost");
+        assert!((cost - 0.006).abs() < 1e-12, "{cost}");
+        assert_eq!(json["spent"]["totalTokens"], 217 + 90 + 8 + 60);
+        assert_eq!(json["spent"]["tokens"]["cachedAudioIn"], 20);
+        assert_eq!(json["spent"]["unpricedResponses"], 1);
+    }
+
+    #[test]
+    fn a_conversation_nothing_was_billed_in_says_so_with_no_cost() {
+        let json = conversation_of("").to_json();
+        assert_eq!(json["spent"]["responses"], 0);
+        assert_eq!(json["spent"]["costUsd"], Value::Null);
     }
 }

@@ -44,8 +44,8 @@ use crate::files::{
     create_private_file, sync_dir, write_transcripts,
 };
 use crate::journal::{
-    AudioSource, ConversationStarted, FORMAT_VERSION, JOURNAL_FILE, JournalFile, Record, Reopened,
-    WavClosed, read_journal,
+    AudioSource, Billed, ConversationStarted, FORMAT_VERSION, JOURNAL_FILE, JournalFile, Record,
+    Reopened, WavClosed, read_journal,
 };
 use crate::recovery::{needs_recovery, recover_conversation};
 use crate::wav::{TurnWav, UnsavedAudio};
@@ -380,6 +380,17 @@ impl Recorder {
             message_id: message_id.to_owned(),
             unix_ms,
         });
+        self.transcripts_stale = true;
+        self.write_transcripts_if_stale();
+    }
+
+    /// A response was billed: saved, and `transcript.json`'s sum says so.
+    pub fn billed(&mut self, billed: Billed) {
+        if self.closed {
+            return;
+        }
+        self.retry_if_due(billed.unix_ms);
+        self.append(Record::Billed(billed));
         self.transcripts_stale = true;
         self.write_transcripts_if_stale();
     }

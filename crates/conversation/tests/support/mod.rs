@@ -38,6 +38,24 @@ impl Call {
     }
 
     pub fn placed_with(config: TurnConfig) -> Self {
+        Self::placed_as(config, None)
+    }
+
+    /// Push-to-talk, ready, and the conversation may cost at most `budget_usd`.
+    pub fn ready_on_a_budget(budget_usd: f64) -> Self {
+        let mut call = Self::placed_as(
+            TurnConfig::push_to_talk(SessionConfig::default()),
+            Some(budget_usd),
+        );
+        call.input(0, Input::Transport(TransportInput::Open));
+        call.server(
+            50,
+            &super::turn_support::session_updated_with_transcription(),
+        );
+        call
+    }
+
+    fn placed_as(config: TurnConfig, budget_usd: Option<f64>) -> Self {
         let machine = Conversation::new(
             ConversationConfig {
                 turn: config.clone(),
@@ -52,6 +70,7 @@ impl Call {
                     taken_on: "2025-08-28".to_owned(),
                     free: false,
                 }),
+                budget_usd,
             },
             ToolRegistry::with_builtins,
         );
