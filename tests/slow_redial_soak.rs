@@ -149,6 +149,10 @@ struct Bench {
     trace: std::path::PathBuf,
 }
 
+/// One bench at a time: the memory figure is this process's resident size, which another
+/// bench's calls would swell, and two benches' calls on two cores starve each other's.
+static ONE_BENCH: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn start(name: &str, session_limit_ms: Option<u64>) -> Bench {
     let root = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&root);
@@ -257,6 +261,7 @@ fn shown_and_saved(window: &Window, data_dir: &std::path::Path) -> Vec<(String, 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_calls_dropped_at_any_point_come_back_ready_with_nothing_lost_or_doubled() {
+    let _one_bench = ONE_BENCH.lock().await;
     audio::require_test_audio();
     let drops: usize = std::env::var("WALKIE_SOAK_DROPS")
         .ok()
@@ -390,6 +395,7 @@ async fn slow_calls_dropped_at_any_point_come_back_ready_with_nothing_lost_or_do
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_a_session_near_the_providers_limit_is_renewed_at_a_pause_and_keeps_the_conversation()
 {
+    let _one_bench = ONE_BENCH.lock().await;
     audio::require_test_audio();
     let limit_ms: u64 = std::env::var("WALKIE_RENEWAL_LIMIT_MS")
         .ok()
@@ -500,6 +506,7 @@ fn slope(samples: &[(f64, f64)]) -> f64 {
 /// `WALKIE_SOAK_MINUTES=60 cargo test --release --test slow_redial_soak long_call -- --nocapture`.
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_a_long_call_keeps_its_memory_flat_and_its_journal_in_step_with_the_transcript() {
+    let _one_bench = ONE_BENCH.lock().await;
     audio::require_test_audio();
     let minutes: u64 = std::env::var("WALKIE_SOAK_MINUTES")
         .ok()

@@ -728,7 +728,7 @@ mod tests {
         let json = conversation.to_json();
         let cost = json["spent"]["costUsd"].as_f64().expect("a cost");
         assert!((cost - 0.006).abs() < 1e-12, "{cost}");
-        assert_eq!(json["spent"]["totalTokens"], 217 + 90 + 8 + 60);
+        assert_eq!(json["spent"]["totalTokens"], 217 + 90 + 18 + 60);
         assert_eq!(json["spent"]["tokens"]["cachedAudioIn"], 20);
         assert_eq!(json["spent"]["unpricedResponses"], 1);
     }
