@@ -668,6 +668,8 @@ pub enum Command {
     Apply(Box<Plan>),
     /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
     SetTurnMode(TurnMode),
+    /// Typed messages are answered in text alone (or as the session says) from now on.
+    SetTypedRepliesInText(bool),
     /// Hang up if connected, then go on with a saved conversation in a new call.
     Continue(Box<Continuing>),
 }
@@ -750,6 +752,10 @@ pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ende
             // Kept for the next conversation of this plan; the machine switches now.
             plan.mode = mode.clone();
             Ok(Input::SetTurnMode(mode))
+        }
+        Some(Command::SetTypedRepliesInText(in_text)) => {
+            plan.typed_replies_in_text = in_text;
+            Ok(Input::SetTypedRepliesInText(in_text))
         }
         Some(Command::Apply(plan)) => Err(Ended::Apply(plan)),
         Some(Command::Continue(saved)) => Err(Ended::Continue(saved)),

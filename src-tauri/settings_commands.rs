@@ -300,6 +300,11 @@ pub(crate) async fn save_settings(
         if before.turn_mode_changed(&settings) {
             conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
         }
+        if before.typed_replies_changed(&settings) {
+            conversation.send(Command::SetTypedRepliesInText(
+                settings.typed_replies_in_text,
+            ))?;
+        }
         if let Some(account) = key_account {
             apply_key_change(&state, &conversation, account).await?;
         }

@@ -772,3 +772,72 @@ async fn e2e_a_question_typed_mid_call_is_answered_and_saved_in_order() {
         "in order: {saved}"
     );
 }
+
+/// With "Answer typed messages in text", a typed question is answered in writing and the
+/// speaker stays silent; a spoken turn after it is still answered aloud.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_typed_question_answered_in_text_plays_nothing_and_a_spoken_turn_still_speaks() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let dirs = support::AppDirs::fresh("typed_in_text");
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        serde_json::json!({ "provider": "local", "typedRepliesInText": true }).to_string(),
+    )
+    .expect("writing the settings");
+    let app = WebviewApp::launch_with("typed_in_text", support::Launch::in_dirs(&dirs, None)).await;
+    let received = app.dirs().trace.join("client-events.jsonl");
+    const TYPED: &str = "What is the capital of Peru?";
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        let speaker = PulseStream::record_speaker();
+        let field = client
+            .find(fantoccini::Locator::Css("#compose-text"))
+            .await
+            .expect("the field to type in");
+        field.click().await.expect("focusing the field");
+        field.send_keys(TYPED).await.expect("typing");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains(&format!("here is what you wrote: {TYPED}"))
+        })
+        .await;
+        wait_for_text(&client, "#status", READY).await;
+        let heard = speaker.end();
+        let loudest = heard.iter().map(|sample| sample.unsigned_abs()).max();
+        assert!(
+            loudest.unwrap_or(0) < 100,
+            "the speaker stayed silent: its loudest sample was {loudest:?}"
+        );
+        // A spoken turn is still answered aloud (Space outside the field, where it is a key).
+        client
+            .execute("document.activeElement.blur(); return true;", vec![])
+            .await
+            .expect("leaving the field");
+        support::spoken_exchange(&client, 1.0, 1).await;
+        assert_eq!(
+            transcript_roles(&client).await,
+            serde_json::json!(["user", "assistant", "user", "assistant"])
+        );
+    })
+    .await;
+    let sent = std::fs::read_to_string(&received).expect("the provider's trace");
+    // Each line holds one data-channel text as the provider received it.
+    let creates: Vec<serde_json::Value> = sent
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line["text"].as_str()?).ok())
+        .filter(|event| event["type"] == "response.create")
+        .collect();
+    assert_eq!(creates.len(), 2, "{creates:?}");
+    assert_eq!(
+        creates[0]["response"]["output_modalities"],
+        serde_json::json!(["text"]),
+        "the typed question asked for text alone"
+    );
+    assert!(
+        creates[1].get("response").is_none(),
+        "the spoken turn asked for the session's audio: {}",
+        creates[1]
+    );
+}

@@ -62,7 +62,13 @@ export function keyringMissingText(environmentVariable) {
 }
 
 const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes"]);
-const BOOLEAN_FIELDS = new Set(["handsFree", "warmMic", "echoCancellation", "voiceBargeIn"]);
+const BOOLEAN_FIELDS = new Set([
+  "handsFree",
+  "typedRepliesInText",
+  "warmMic",
+  "echoCancellation",
+  "voiceBargeIn",
+]);
 const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs", "budgetUsd"]);
 
 /**

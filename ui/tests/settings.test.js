@@ -196,6 +196,12 @@ test("the budget may be empty, else it is an amount in dollars above zero", () =
   assert.equal(formValues({ budgetUsd: null }).budgetUsd, "");
 });
 
+test("answering typed messages in text is a switch", () => {
+  const base = { typedRepliesInText: false };
+  assert.equal(settingsFromForm({ typedRepliesInText: true }, base).typedRepliesInText, true);
+  assert.equal(formValues({ typedRepliesInText: true }).typedRepliesInText, true);
+});
+
 test("the idle timeout may be empty, else it must be a whole number", () => {
   assert.equal(optionalWholeNumberProblem(""), null);
   assert.equal(optionalWholeNumberProblem(" 12000 "), null);

@@ -23,6 +23,8 @@ pub enum Input {
     SendText(String),
     /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
     SetTurnMode(TurnMode),
+    /// Typed messages are answered in text alone (`true`) or as the session says, from now on.
+    SetTypedRepliesInText(bool),
     /// The user is leaving the conversation (Connect, new settings, the app closing).
     HangUp,
     /// The call asked for by [`crate::Output::Dial`] is placed: it carries the conversation on.

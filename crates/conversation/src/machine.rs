@@ -210,6 +210,12 @@ impl Conversation {
         match (&self.phase, input) {
             (Phase::Ended, _) => return,
             (_, Input::HangUp) => return self.hang_up(now_ms),
+            (_, Input::SetTypedRepliesInText(in_text)) => {
+                self.turn.typed_replies_in_text = in_text;
+                if self.phase == Phase::InCall {
+                    self.controller.set_typed_replies_in_text(in_text);
+                }
+            }
             (_, Input::SetTurnMode(mode)) => {
                 self.turn.mode = mode.clone();
                 if self.phase == Phase::InCall {
@@ -368,6 +374,7 @@ impl Conversation {
             // Handled for every phase, or meaningless during a call.
             Input::HangUp
             | Input::SetTurnMode(_)
+            | Input::SetTypedRepliesInText(_)
             | Input::NotSaving { .. }
             | Input::SavingResumed { .. }
             | Input::NewCallDialling { .. }

@@ -984,3 +984,40 @@ fn a_spent_budget_lets_the_reply_under_way_play_out_starts_no_turn_then_ends_the
         sent_types(&outputs)
     );
 }
+
+/// The `response.create` among `outputs`, as sent.
+fn response_create(outputs: &[Output]) -> Option<String> {
+    outputs.iter().find_map(|output| match output {
+        Output::Send(sent) if sent.event.event_type() == "response.create" => Some(sent.to_json()),
+        _ => None,
+    })
+}
+
+#[test]
+fn answering_typed_messages_in_text_switches_within_the_call_and_holds_for_the_next_one() {
+    let mut call = Call::ready();
+    let before = call.input(900, Input::SendText("Hi.".to_owned()));
+    let create = response_create(&before).expect("a reply is asked for");
+    assert!(!create.contains("output_modalities"), "{create}");
+    call.server(950, &response_created("resp_R1"));
+    call.server(1_000, &response_done("resp_R1", "completed"));
+
+    call.input(1_100, Input::SetTypedRepliesInText(true));
+    let switched = call.input(1_200, Input::SendText("And now?".to_owned()));
+    let create = response_create(&switched).expect("a reply is asked for");
+    assert!(
+        create.contains(r#""output_modalities":["text"]"#),
+        "{create}"
+    );
+    call.server(1_250, &response_created("resp_R2"));
+    call.server(1_300, &response_done("resp_R2", "completed"));
+
+    call.input(5_000, dropped());
+    redial(&mut call);
+    let next_call = call.input(9_000, Input::SendText("Still in text?".to_owned()));
+    let create = response_create(&next_call).expect("a reply is asked for");
+    assert!(
+        create.contains(r#""output_modalities":["text"]"#),
+        "{create}"
+    );
+}

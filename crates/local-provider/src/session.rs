@@ -184,6 +184,8 @@ struct Generating {
     done_ms: u64,
     /// An out-of-band response (`conversation: "none"`): in no conversation.
     out_of_band: bool,
+    /// Asked for in text alone (`output_modalities: ["text"]`): no audio, `response.output_text.*`.
+    text_only: bool,
 }
 
 impl Generating {
@@ -479,6 +481,7 @@ impl ProviderSession {
             return;
         };
         let (response_id, item_id) = (generating.response_id.clone(), generating.item_id.clone());
+        let text_only = generating.text_only;
         let mut due = Vec::new();
         let mut sent = generating.deltas_sent;
         while sent < generating.deltas.len() && generating.delta_due_ms(sent) <= now_ms {
@@ -490,16 +493,25 @@ impl ProviderSession {
             generating.deltas_sent = sent;
         }
         for delta in due {
-            self.emit(
-                out,
-                ServerEvent::OutputAudioTranscriptDelta {
-                    response_id: response_id.clone(),
-                    item_id: item_id.clone(),
+            let (response_id, item_id) = (response_id.clone(), item_id.clone());
+            let event = if text_only {
+                ServerEvent::OutputTextDelta {
+                    response_id,
+                    item_id,
                     output_index: 0,
                     content_index: 0,
                     delta,
-                },
-            );
+                }
+            } else {
+                ServerEvent::OutputAudioTranscriptDelta {
+                    response_id,
+                    item_id,
+                    output_index: 0,
+                    content_index: 0,
+                    delta,
+                }
+            };
+            self.emit(out, event);
         }
         if finished {
             self.finish_response(out, now_ms, None);
@@ -666,7 +678,7 @@ impl ProviderSession {
         );
         self.commit_as(out, item_id, now_ms);
         if create_response && self.generating.is_none() {
-            self.respond(out, now_ms, false);
+            self.respond(out, now_ms, false, false);
         }
     }
 
@@ -753,8 +765,13 @@ impl ProviderSession {
                     );
                 } else {
                     let out_of_band = response
+                        .as_ref()
                         .is_some_and(|response| response.conversation.as_deref() == Some("none"));
-                    self.respond(out, now_ms, out_of_band);
+                    let text_only = response
+                        .as_ref()
+                        .and_then(|response| response.output_modalities.as_deref())
+                        .is_some_and(|modalities| modalities == [Modality::Text]);
+                    self.respond(out, now_ms, out_of_band, text_only);
                 }
             }
             ClientEvent::ResponseCancel { response_id } => {
@@ -1161,7 +1178,7 @@ impl ProviderSession {
     /// Starts a reply: the user's unanswered audio played back, or, for an out-of-band
     /// response (`conversation: "none"`, which leaves the user's audio for the next reply and
     /// the conversation untouched), a chime standing in for the session's voice.
-    fn respond(&mut self, out: &mut Vec<Output>, now_ms: u64, out_of_band: bool) {
+    fn respond(&mut self, out: &mut Vec<Output>, now_ms: u64, out_of_band: bool, text_only: bool) {
         let voice = self
             .session
             .audio
@@ -1187,7 +1204,13 @@ impl ProviderSession {
                 audio: usage::user_audio_tokens(audio_ms),
             });
         }
-        let transcript = if out_of_band {
+        let transcript = if text_only && !frames.is_empty() {
+            format!(
+                "This is Walkie's local provider. You asked for text, so it cannot play your \
+                 {:.1} seconds of audio back.",
+                audio_ms as f64 / 1000.0
+            )
+        } else if out_of_band {
             format!(
                 "This is Walkie's local provider. It has no voices, so this chime stands in for {voice}."
             )
@@ -1207,6 +1230,8 @@ impl ProviderSession {
             )
         };
 
+        // A reply in text plays nothing.
+        let frames = if text_only { Vec::new() } else { frames };
         let response_id = self.id("resp");
         let item_id = self.id("item");
         let previous_item_id = if out_of_band {
@@ -1223,6 +1248,7 @@ impl ProviderSession {
                     None,
                     vec![],
                     out_of_band,
+                    text_only,
                 ),
             },
         );
@@ -1256,8 +1282,14 @@ impl ProviderSession {
                 item_id: item_id.clone(),
                 output_index: 0,
                 content_index: 0,
-                part: ContentPart::OutputAudio {
-                    transcript: Some(String::new()),
+                part: if text_only {
+                    ContentPart::OutputText {
+                        text: String::new(),
+                    }
+                } else {
+                    ContentPart::OutputAudio {
+                        transcript: Some(String::new()),
+                    }
                 },
             },
         );
@@ -1272,16 +1304,22 @@ impl ProviderSession {
                 },
             );
         }
-        let generation_ms = frames.len() as u64 * FRAME_MS / GENERATION_SPEEDUP;
+        let deltas = transcript_deltas(&transcript);
+        let generation_ms = if text_only {
+            deltas.len() as u64 * TEXT_DELTA_MS
+        } else {
+            frames.len() as u64 * FRAME_MS / GENERATION_SPEEDUP
+        };
         self.generating = Some(Generating {
             response_id: response_id.clone(),
             item_id: item_id.clone(),
             started_ms: now_ms,
             frames: frames.len(),
-            deltas: transcript_deltas(&transcript),
+            deltas,
             deltas_sent: 0,
             done_ms: now_ms + generation_ms,
             out_of_band,
+            text_only,
         });
         self.assistant_audio_ms.push((item_id.clone(), audio_ms));
         if !frames.is_empty() {
@@ -1304,6 +1342,7 @@ impl ProviderSession {
         status_details: Option<StatusDetails>,
         output: Vec<Item>,
         out_of_band: bool,
+        text_only: bool,
     ) -> Response {
         Response {
             id: response_id.to_owned(),
@@ -1311,7 +1350,11 @@ impl ProviderSession {
             status_details,
             output,
             conversation_id: (!out_of_band).then(|| self.conversation_id.clone()),
-            output_modalities: Some(vec![Modality::Audio]),
+            output_modalities: Some(vec![if text_only {
+                Modality::Text
+            } else {
+                Modality::Audio
+            }]),
             usage: None,
             metadata: None,
         }
@@ -1379,27 +1422,43 @@ impl ProviderSession {
         let usage = self
             .ledger
             .bill(instructions, output, generating.out_of_band);
-        self.emit(
-            out,
-            ServerEvent::OutputAudioDone {
-                response_id: response_id.clone(),
-                item_id: item_id.clone(),
-                output_index: 0,
-                content_index: 0,
-            },
-        );
-        self.emit(
-            out,
-            ServerEvent::OutputAudioTranscriptDone {
-                response_id: response_id.clone(),
-                item_id: item_id.clone(),
-                output_index: 0,
-                content_index: 0,
-                transcript: transcript.clone(),
-            },
-        );
-        let part = ContentPart::OutputAudio {
-            transcript: Some(transcript),
+        let part = if generating.text_only {
+            self.emit(
+                out,
+                ServerEvent::OutputTextDone {
+                    response_id: response_id.clone(),
+                    item_id: item_id.clone(),
+                    output_index: 0,
+                    content_index: 0,
+                    text: transcript.clone(),
+                },
+            );
+            ContentPart::OutputText {
+                text: transcript.clone(),
+            }
+        } else {
+            self.emit(
+                out,
+                ServerEvent::OutputAudioDone {
+                    response_id: response_id.clone(),
+                    item_id: item_id.clone(),
+                    output_index: 0,
+                    content_index: 0,
+                },
+            );
+            self.emit(
+                out,
+                ServerEvent::OutputAudioTranscriptDone {
+                    response_id: response_id.clone(),
+                    item_id: item_id.clone(),
+                    output_index: 0,
+                    content_index: 0,
+                    transcript: transcript.clone(),
+                },
+            );
+            ContentPart::OutputAudio {
+                transcript: Some(transcript.clone()),
+            }
         };
         self.emit(
             out,
@@ -1433,12 +1492,16 @@ impl ProviderSession {
                 details,
                 vec![done_item],
                 generating.out_of_band,
+                generating.text_only,
             )
         };
         self.emit(out, ServerEvent::ResponseDone { response });
         self.flush_transcripts(out);
     }
 }
+
+/// How long the local provider takes over each delta of a reply in text.
+const TEXT_DELTA_MS: u64 = 10;
 
 /// How much of a typed message the local provider's reply repeats, in characters.
 const TYPED_ECHO_CHARS: usize = 200;
@@ -1948,6 +2011,45 @@ mod tests {
         run_until(&mut session, &mut timeline, 10_000, 20_000);
         let again = reply_transcript(&timeline.outputs()).expect("the second reply's transcript");
         assert!(again.contains("no new audio"), "{again}");
+    }
+
+    #[test]
+    fn a_reply_asked_for_in_text_streams_output_text_and_plays_nothing_even_with_audio_waiting() {
+        let mut session = ptt_session(false);
+        for (i, frame) in frames(&[true; 50]).into_iter().enumerate() {
+            session.on_audio(frame, i as u64 * 20);
+        }
+        session.on_client_text(r#"{"type":"input_audio_buffer.commit"}"#, 1000);
+        let mut timeline = Timeline::new();
+        let in_text = r#"{"type":"response.create","response":{"output_modalities":["text"]}}"#;
+        timeline.push(1000, session.on_client_text(in_text, 1000));
+        run_until(&mut session, &mut timeline, 1000, 10_000);
+        assert!(timeline.audio_times().is_empty(), "nothing is played");
+        let kinds = types(&timeline.outputs());
+        assert!(
+            !kinds.iter().any(|kind| kind.contains("audio")),
+            "no audio event of any kind: {kinds:?}"
+        );
+        let text: String = events(&timeline.outputs())
+            .into_iter()
+            .filter_map(|event| match event {
+                ServerEvent::OutputTextDelta { delta, .. } => Some(delta),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            text,
+            "This is Walkie's local provider. You asked for text, so it cannot play your 1.0 \
+             seconds of audio back."
+        );
+        let done = response_done(&timeline.outputs());
+        assert_eq!(done.output_modalities, Some(vec![Modality::Text]));
+        let [Item::Message { content, .. }] = &done.output[..] else {
+            panic!("one message: {:?}", done.output);
+        };
+        assert_eq!(content, &[ContentPart::OutputText { text }]);
+        let output = done.usage.and_then(|usage| usage.output_token_details);
+        assert_eq!(output.and_then(|output| output.audio_tokens), Some(0));
     }
 
     #[test]

@@ -126,3 +126,73 @@ fn a_message_typed_before_the_session_is_set_up_is_not_sent_and_says_so() {
     assert!(talk.sent().is_empty());
     assert_eq!(talk.hints(), [UiHint::NotReady]);
 }
+
+fn answering_typed_messages_in_text() -> Conversation {
+    Conversation::ready(TurnConfig {
+        typed_replies_in_text: true,
+        ..TurnConfig::push_to_talk(SessionConfig::default())
+    })
+}
+
+#[test]
+fn with_typed_replies_in_text_a_typed_message_asks_for_text_alone_and_a_spoken_turn_for_the_sessions_audio()
+ {
+    let mut talk = answering_typed_messages_in_text();
+    talk.at(1_000).types("What time is it in Lima?");
+    let sent = talk.sent();
+    assert_eq!(
+        sent.last(),
+        Some(&json!({"type": "response.create", "response": {"output_modalities": ["text"]}}))
+    );
+    talk.at(1_200)
+        .server(&response_created("resp_1"))
+        .server(&response_done("resp_1", "completed"));
+    talk.sent();
+
+    talk.utterance(2_000, 3_000);
+    let sent = talk.sent();
+    assert_eq!(
+        sent.last(),
+        Some(&json!({"type": "response.create"})),
+        "a spoken turn is answered as the session says"
+    );
+}
+
+#[test]
+fn creates_that_wait_for_a_reply_are_answered_in_text_only_if_every_one_asked_so() {
+    let mut talk = answering_typed_messages_in_text();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_1"));
+    talk.sent();
+    talk.at(2_500).types("And in Quito?");
+    talk.sent();
+    talk.at(2_800).server(&response_done("resp_1", "completed"));
+    assert_eq!(
+        talk.sent(),
+        [json!({"type": "response.create", "response": {"output_modalities": ["text"]}})],
+        "the one waiting was typed"
+    );
+
+    talk.at(3_000).server(&response_created("resp_2"));
+    talk.at(3_100).types("And in Bogotá?");
+    talk.utterance(3_200, 4_000);
+    talk.sent();
+    talk.at(4_500).server(&response_done("resp_2", "completed"));
+    assert_eq!(
+        talk.sent(),
+        [json!({"type": "response.create"})],
+        "a spoken turn waits too: its answer is spoken"
+    );
+}
+
+#[test]
+fn without_the_setting_a_typed_message_is_answered_as_the_session_says() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.at(1_000).types("Hello?");
+    assert_eq!(
+        talk.sent().last(),
+        Some(&json!({"type": "response.create"}))
+    );
+}

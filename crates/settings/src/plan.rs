@@ -193,6 +193,8 @@ pub struct Plan {
     pub voice_barge_in: bool,
     /// What one conversation may cost, in US dollars.
     pub budget_usd: Option<f64>,
+    /// A typed message is answered in text alone.
+    pub typed_replies_in_text: bool,
 }
 
 impl Plan {
@@ -212,6 +214,7 @@ impl Plan {
             pre_roll_ms: self.pre_roll_ms,
             session_limit_ms: self.session_limit_ms,
             session_limit_warning_ms: session_limit_warning_ms(self.session_limit_ms),
+            typed_replies_in_text: self.typed_replies_in_text,
             ..TurnConfig::push_to_talk(self.session.clone())
         }
     }
@@ -255,6 +258,7 @@ impl Plan {
             data_dir,
             voice_barge_in: settings.voice_barge_in && settings.echo_cancellation,
             budget_usd: settings.budget_usd,
+            typed_replies_in_text: settings.typed_replies_in_text,
         }
     }
 }

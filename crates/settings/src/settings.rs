@@ -104,6 +104,8 @@ pub struct Settings {
     pub press_mode: PressMode,
     /// The server's voice detection ends turns instead of a key.
     pub hands_free: bool,
+    /// A typed message is answered in text alone (no voice); a spoken turn still aloud.
+    pub typed_replies_in_text: bool,
     /// Which voice detection, hands-free.
     pub voice_detection: VoiceDetection,
     /// Semantic voice detection only.
@@ -185,6 +187,7 @@ impl Default for Settings {
             transcription_model: "gpt-4o-mini-transcribe".to_owned(),
             press_mode: PressMode::Hold,
             hands_free: false,
+            typed_replies_in_text: false,
             voice_detection: VoiceDetection::ServerVad,
             eagerness: Eagerness::Auto,
             idle_timeout_ms: None,
@@ -250,6 +253,7 @@ pub fn label(field: &str) -> &'static str {
         "warmMic" => "Keep the microphone open between turns",
         "echoCancellation" => "Cancel the speaker's echo",
         "voiceBargeIn" => "Interrupt a reply by speaking",
+        "typedRepliesInText" => "Answer typed messages in text",
         "inputDevice" => "Microphone",
         "outputDevice" => "Speaker",
         "dataFolder" => "Save conversations in",
@@ -423,6 +427,12 @@ impl Settings {
             )
         };
         connection(self) != connection(other)
+    }
+
+    /// Whether the way typed messages are answered changed: the call in progress switches
+    /// without hanging up.
+    pub fn typed_replies_changed(&self, other: &Settings) -> bool {
+        self.typed_replies_in_text != other.typed_replies_in_text
     }
 
     /// Whether push-to-talk (hold or toggle) or hands-free changed: the call in progress

@@ -120,6 +120,10 @@ pub struct TurnConfig {
     pub session_limit_ms: u64,
     /// How long before the cap the user is told.
     pub session_limit_warning_ms: u64,
+    /// A typed message is answered in text alone (`output_modalities: ["text"]` on its
+    /// `response.create`), and so is what follows from it (a tool's result); a spoken turn is
+    /// answered as the session says.
+    pub typed_replies_in_text: bool,
 }
 
 impl TurnConfig {
@@ -137,6 +141,7 @@ impl TurnConfig {
             echo_canceller: false,
             session_limit_ms: SESSION_LIMIT_MS,
             session_limit_warning_ms: DEFAULT_SESSION_LIMIT_WARNING_MS,
+            typed_replies_in_text: false,
         }
     }
 

@@ -136,6 +136,11 @@ pub struct TurnController {
     /// Which provider item each open part belongs to.
     pub(super) parts: ItemParts,
 
+    /// The user's last turn was typed (not spoken): its answer may be text alone.
+    last_turn_typed: bool,
+    /// The create waiting for the active response to end asks for text alone.
+    queued_create_text_only: bool,
+
     /// The latest time an input carried (the controller's "now").
     latest_ms: u64,
     /// When the server last sent anything, or a `response.create` went out: the
@@ -166,6 +171,8 @@ impl TurnController {
             responses: ResponseLedger::default(),
             audibility: Audibility::default(),
             parts: ItemParts::default(),
+            last_turn_typed: false,
+            queued_create_text_only: false,
             latest_ms: 0,
             response_activity_ms: 0,
             wall_clock: None,
@@ -220,6 +227,12 @@ impl TurnController {
     /// `session.update` goes out with the new turn detection, and capture opens for
     /// hands-free or closes for push-to-talk. Until the server has applied the update, VAD
     /// events it still sends under the old mode are ignored with a diagnostic.
+    /// Typed messages are answered in text alone (`true`) or as the session says, from the
+    /// next `response.create` on.
+    pub fn set_typed_replies_in_text(&mut self, in_text: bool) {
+        self.config.typed_replies_in_text = in_text;
+    }
+
     pub fn set_turn_mode(&mut self, mode: TurnMode, now_ms: u64) {
         self.advance(now_ms);
         self.pending_mode = Some(mode);
@@ -332,6 +345,7 @@ impl TurnController {
             self.hint(UiHint::NotReady);
             return false;
         }
+        self.last_turn_typed = true;
         let enqueue_id = self.send(ClientEvent::ConversationItemCreate {
             previous_item_id: None,
             item: Item::Message {
@@ -612,6 +626,7 @@ impl TurnController {
     /// The tail is over: the utterance is committed and a response is asked for (now, or after
     /// the active response is done).
     fn finish_tail(&mut self) {
+        self.last_turn_typed = false;
         self.press = Press::Idle;
         self.close_capture();
         let commit_event_id = self.send(ClientEvent::InputAudioBufferCommit);
@@ -666,12 +681,21 @@ impl TurnController {
     /// Ask for a response: sent now when none is active or being created, queued otherwise and
     /// sent at the next `response.done`.
     pub(super) fn request_response(&mut self) -> PairedCreate {
+        let text_only = self.config.typed_replies_in_text && self.last_turn_typed;
         if self.responses.can_create() {
-            let event_id = self.send(ClientEvent::ResponseCreate { response: None });
+            let event_id = self.send(ClientEvent::ResponseCreate {
+                response: text_only.then(text_only_response),
+            });
             self.responses.create_sent(event_id.clone());
             self.response_activity_ms = self.latest_ms;
             PairedCreate::Sent(event_id)
         } else {
+            // Creates that wait are answered by one response: in text only if all asked so.
+            self.queued_create_text_only = if self.responses.create_is_queued() {
+                self.queued_create_text_only && text_only
+            } else {
+                text_only
+            };
             self.responses.queue_create();
             PairedCreate::Queued
         }
@@ -680,7 +704,10 @@ impl TurnController {
     /// Send the queued `response.create`, if one waits and nothing is active any more.
     pub(super) fn flush_queued_create(&mut self) {
         if self.responses.take_queued_create() {
-            let event_id = self.send(ClientEvent::ResponseCreate { response: None });
+            let text_only = std::mem::take(&mut self.queued_create_text_only);
+            let event_id = self.send(ClientEvent::ResponseCreate {
+                response: text_only.then(text_only_response),
+            });
             self.responses.queued_create_sent(event_id);
             self.response_activity_ms = self.latest_ms;
         }
@@ -1116,11 +1143,20 @@ impl TurnController {
     /// Hands-free: the server's VAD heard the user start an utterance.
     pub(super) fn utterance_heard(&mut self) {
         self.vad_utterance_open = true;
+        self.last_turn_typed = false;
     }
 
     /// The server committed the utterance under way: a mode switch may go ahead.
     pub(super) fn utterance_committed(&mut self) {
         self.vad_utterance_open = false;
         self.apply_pending_mode();
+    }
+}
+
+/// A `response.create`'s settings for an answer in text alone.
+fn text_only_response() -> walkie_openai::ResponseConfig {
+    walkie_openai::ResponseConfig {
+        output_modalities: Some(vec![walkie_openai::Modality::Text]),
+        ..walkie_openai::ResponseConfig::default()
     }
 }

@@ -73,6 +73,11 @@ impl ResponseLedger {
         self.create_in_flight = Some(event_id);
     }
 
+    /// Whether a create waits for the active response to end.
+    pub fn create_is_queued(&self) -> bool {
+        self.create_queued
+    }
+
     /// A create waits for the active response to end.
     pub fn queue_create(&mut self) {
         self.create_queued = true;
