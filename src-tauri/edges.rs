@@ -670,6 +670,11 @@ pub enum Command {
     SetTurnMode(TurnMode),
     /// Typed messages are answered in text alone (or as the session says) from now on.
     SetTypedRepliesInText(bool),
+    /// New prices or a new budget, from now on (in the call under way too).
+    SetCosting {
+        prices: Vec<walkie_settings::prices::PriceRow>,
+        budget_usd: Option<f64>,
+    },
     /// Hang up if connected, then go on with a saved conversation in a new call.
     Continue(Box<Continuing>),
 }
@@ -756,6 +761,14 @@ pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ende
         Some(Command::SetTypedRepliesInText(in_text)) => {
             plan.typed_replies_in_text = in_text;
             Ok(Input::SetTypedRepliesInText(in_text))
+        }
+        Some(Command::SetCosting { prices, budget_usd }) => {
+            plan.prices = prices;
+            plan.budget_usd = budget_usd;
+            Ok(Input::SetCosting {
+                pricing: plan.pricing(),
+                budget_usd,
+            })
         }
         Some(Command::Apply(plan)) => Err(Ended::Apply(plan)),
         Some(Command::Continue(saved)) => Err(Ended::Continue(saved)),

@@ -42,6 +42,8 @@ pub(crate) struct SettingsView {
     voices: &'static [&'static str],
     /// The model names the official SDK lists (the field stays free text).
     models: &'static [&'static str],
+    /// The providers' published prices, for "Published prices" in the price table.
+    published_prices: Vec<walkie_settings::prices::PriceRow>,
     config_file: String,
     /// The data folder in use (chosen at start: the setting, or the default when it is empty).
     data_folder_in_use: Option<String>,
@@ -81,6 +83,7 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
         keys,
         voices: walkie_openai::names::VOICES,
         models: walkie_openai::names::REALTIME_MODELS,
+        published_prices: walkie_settings::prices::published_prices(),
         config_file: state.file.path().display().to_string(),
         notice: state
             .notice
@@ -299,6 +302,12 @@ pub(crate) async fn save_settings(
     } else {
         if before.turn_mode_changed(&settings) {
             conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
+        }
+        if before.budget_usd != settings.budget_usd || before.prices != settings.prices {
+            conversation.send(Command::SetCosting {
+                prices: settings.prices.clone(),
+                budget_usd: settings.budget_usd,
+            })?;
         }
         if before.typed_replies_changed(&settings) {
             conversation.send(Command::SetTypedRepliesInText(

@@ -1091,3 +1091,121 @@ async fn e2e_hear_this_voice_plays_one_reply_in_that_voice_beside_the_call_under
     assert_eq!(provider.calls_total(), 1, "the preview placed one call");
     provider.shutdown().await;
 }
+
+/// Types `value` into the price table's cell labelled `label` (e.g. "gpt-realtime: text out").
+async fn set_price(client: &Client, label: &str, value: &str) {
+    let cell = client
+        .find(Locator::Css(&format!("#settings [aria-label='{label}']")))
+        .await
+        .unwrap_or_else(|error| panic!("no price cell {label:?}: {error}"));
+    cell.clear().await.expect("clearing the cell");
+    cell.send_keys(value).await.expect("typing the price");
+}
+
+/// The price table: a bad price is refused naming the model and the price; an edited row
+/// loses its published date; a row added for another model is saved; and the call under way
+/// is costed at the new prices at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_costed_by_it() {
+    let app = WebviewApp::launch("settings_prices").await;
+    let config = app.dirs().config.clone();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        open_settings(&client).await;
+        open_advanced(&client).await;
+        let dates = client
+            .execute(
+                "return [...document.querySelectorAll('#settings .price-date')].map(d => d.innerText);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            dates,
+            serde_json::json!(["published 2025-08-28", "published 2025-10-06"])
+        );
+        set_price(&client, "gpt-realtime: audio out", "64$").await;
+        click(&client, "#settings button[value=save]").await;
+        let error = wait_for(&client, "#settings-prices-error", |text| !text.is_empty()).await;
+        assert_eq!(
+            error,
+            "Prices per million tokens (US$): gpt-realtime's audio out price must be a number of \
+             dollars per million tokens, e.g. 4 or 0.40"
+        );
+        support::screenshot(&client, "settings-prices").await;
+        // Every price but text out at nothing, text out at $1000 a million: the typed reply's
+        // cost is its text tokens out, to the tenth of a cent.
+        for (_, words) in [
+            ("textIn", "text in"),
+            ("cachedTextIn", "cached text in"),
+            ("audioIn", "audio in"),
+            ("cachedAudioIn", "cached audio in"),
+            ("audioOut", "audio out"),
+            ("imageIn", "image in"),
+            ("cachedImageIn", "cached image in"),
+        ] {
+            set_price(&client, &format!("gpt-realtime: {words}"), "0").await;
+        }
+        set_price(&client, "gpt-realtime: text out", "1000").await;
+        click(&client, "#settings [data-action=add-price]").await;
+        // The new row's model has the focus: type its name there.
+        let focused = client
+            .execute(
+                "return document.activeElement.getAttribute('aria-label');",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(focused, serde_json::json!("Model of row 3"));
+        client
+            .active_element()
+            .await
+            .expect("the focused cell")
+            .send_keys("my-deployment")
+            .await
+            .expect("typing the model");
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text.starts_with("Saved")
+        })
+        .await;
+        let saved: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(config.join("settings.json")).expect("settings.json"),
+        )
+        .unwrap();
+        let prices = saved["prices"].as_array().expect("the table is saved");
+        assert_eq!(prices.len(), 3);
+        assert_eq!(prices[0]["textOut"], 1000.0);
+        assert_eq!(prices[0]["takenOn"], "", "an edited row is the user's own");
+        assert_eq!(prices[1]["takenOn"], "2025-10-06");
+        assert_eq!(prices[2]["model"], "my-deployment");
+        press(&client, fantoccini::key::Key::Escape).await;
+
+        // The call under way is costed at the new prices: type a question.
+        let field = client
+            .find(Locator::Css("#compose-text"))
+            .await
+            .expect("the field to type in");
+        field.click().await.expect("focusing the field");
+        field.send_keys("How much is this?").await.expect("typing");
+        press(&client, fantoccini::key::Key::Enter).await;
+        let line = wait_for(&client, "#spending", |text| text.contains(" tokens")).await;
+        let details = client
+            .execute("return document.querySelector('#spending').title;", vec![])
+            .await
+            .unwrap();
+        let details = details.as_str().expect("the tooltip").to_owned();
+        let text_out: f64 = details
+            .lines()
+            .find_map(|line| line.strip_prefix("Out: "))
+            .and_then(|out| out.split(' ').next())
+            .and_then(|count| count.parse().ok())
+            .unwrap_or_else(|| panic!("the text tokens out: {details:?}"));
+        let cost = text_out * 1000.0 / 1e6;
+        assert!(
+            line.ends_with(&format!(" · free (${cost:.3} on gpt-realtime)")),
+            "{text_out} text tokens out at $1000 a million: {line:?}"
+        );
+    })
+    .await;
+}

@@ -7,6 +7,7 @@
 
 import { describeError } from "./status.js";
 import { FLOOR_DBFS } from "./meters.js";
+import { createPriceTable, priceRowsForSettings, priceTableProblem } from "./prices.js";
 
 /** The microphone test's news from Rust: `{ test, kind: "level" | "failed" | "stopped" }`. */
 export const MIC_TEST_EVENT = "walkie://mic-test";
@@ -89,6 +90,9 @@ export function settingsFromForm(values, base) {
       settings[name] = Boolean(value);
     } else if (name === "retentionDays") {
       settings[name] = value === "" || value === "forever" ? null : Number(value);
+    } else if (name === "prices") {
+      // The dialog checks the rows first (priceTableProblem).
+      settings[name] = priceRowsForSettings(typeof value === "string" ? JSON.parse(value || "[]") : value);
     } else if (OPTIONAL_NUMBER_FIELDS.has(name)) {
       // Empty is "none". The dialog checks the rest first (optionalWholeNumberProblem);
       // anything else is left for Rust to refuse, naming the field.
@@ -107,6 +111,7 @@ export function formValues(settings) {
   const values = {};
   for (const [name, value] of Object.entries(settings)) {
     if (name === "retentionDays") values[name] = value == null ? "forever" : String(value);
+    else if (name === "prices") values[name] = JSON.stringify(value ?? []);
     else if (BOOLEAN_FIELDS.has(name)) values[name] = Boolean(value);
     else values[name] = value == null ? "" : String(value);
   }
@@ -260,6 +265,13 @@ export function createSettingsDialog(
   const keyInput = form.elements.namedItem("apiKey");
   const keyButtons = dialog.querySelectorAll("[data-action=save-key], [data-action=forget-key]");
   const dataFolderHelp = dialog.querySelector("[data-role=data-folder-help]");
+  const priceTable = createPriceTable({
+    body: dialog.querySelector("[data-role=price-rows]"),
+    hidden: form.elements.namedItem("prices"),
+    add: dialog.querySelector("[data-action=add-price]"),
+    reset: dialog.querySelector("[data-action=published-prices]"),
+    published: () => view?.publishedPrices ?? [],
+  });
   const dataFolderHelpText = dataFolderHelp.textContent;
   let view = null;
   let saved = {};
@@ -298,7 +310,7 @@ export function createSettingsDialog(
 
   function visibleLabel(element) {
     const label = element.labels?.[0];
-    if (!label) return element.name;
+    if (!label) return element.dataset.label ?? element.name;
     return (label.querySelector("[data-role=label]") ?? label).textContent.trim();
   }
 
@@ -405,6 +417,7 @@ export function createSettingsDialog(
     field("dataFolder").value = folder.value;
     dataFolderHelp.textContent = folder.note ? `${folder.note} ${dataFolderHelpText}` : dataFolderHelpText;
     dialog.querySelector("[data-role=config-file]").textContent = view.configFile;
+    priceTable.load();
     showProviderFields();
     showHandsFreeFields();
   }
@@ -466,6 +479,17 @@ export function createSettingsDialog(
         problems.push({ field: "idleTimeoutMs", reason });
         values.idleTimeoutMs = formValues(view.settings).idleTimeoutMs;
       }
+    }
+    let priceRows = [];
+    try {
+      priceRows = JSON.parse(values.prices || "[]");
+    } catch {
+      priceRows = null;
+    }
+    const prices = priceRows === null ? "the table could not be read; press Published prices" : priceTableProblem(priceRows);
+    if (prices) {
+      problems.push({ field: "prices", reason: prices });
+      values.prices = formValues(view.settings).prices;
     }
     const budget = optionalAmountProblem(values.budgetUsd ?? "");
     if (budget) {

@@ -210,6 +210,13 @@ impl Conversation {
         match (&self.phase, input) {
             (Phase::Ended, _) => return,
             (_, Input::HangUp) => return self.hang_up(now_ms),
+            (
+                _,
+                Input::SetCosting {
+                    pricing,
+                    budget_usd,
+                },
+            ) => self.set_costing(pricing, budget_usd),
             (_, Input::SetTypedRepliesInText(in_text)) => {
                 self.turn.typed_replies_in_text = in_text;
                 if self.phase == Phase::InCall {
@@ -375,6 +382,7 @@ impl Conversation {
             Input::HangUp
             | Input::SetTurnMode(_)
             | Input::SetTypedRepliesInText(_)
+            | Input::SetCosting { .. }
             | Input::NotSaving { .. }
             | Input::SavingResumed { .. }
             | Input::NewCallDialling { .. }
@@ -644,6 +652,29 @@ impl Conversation {
             self.reply_slow = false;
         }
         self.show_status();
+    }
+
+    /// New prices for the responses to come (what was spent stays as costed) and a new budget,
+    /// judged at once: a budget raised above what was spent lets the call go on.
+    fn set_costing(&mut self, pricing: Option<Pricing>, budget_usd: Option<f64>) {
+        self.spending.pricing = pricing;
+        if self.spending.pricing.is_some() {
+            self.spending.cost_usd.get_or_insert(0.0);
+        }
+        self.budget_usd = budget_usd;
+        let spent_usd = self.spending.cost_usd.unwrap_or(0.0);
+        let budget_usd = budget_usd.unwrap_or(f64::INFINITY);
+        if self.budget_spent && spent_usd < budget_usd {
+            // The notice is the one saying the call ends after this reply.
+            self.budget_spent = false;
+            self.notice = None;
+        }
+        if spent_usd < 0.8 * budget_usd {
+            self.budget_warned = false;
+        }
+        self.outputs
+            .push_back(Output::Spending(self.spending.clone()));
+        self.check_budget();
     }
 
     /// Tells the user when 80 % of the budget is spent, and marks it spent at 100 %.

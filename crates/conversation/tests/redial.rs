@@ -1021,3 +1021,61 @@ fn answering_typed_messages_in_text_switches_within_the_call_and_holds_for_the_n
         "{create}"
     );
 }
+
+#[test]
+fn a_budget_raised_while_the_last_reply_plays_lets_the_call_go_on_and_new_prices_cost_what_follows()
+{
+    let mut call = Call::ready_on_a_budget(0.5);
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(
+        2_305,
+        &user_transcript_completed("item_U1", "Tell me a story."),
+    );
+    call.server(2_310, &response_created("resp_R1"));
+    call.server(2_320, &audio_part_added("resp_R1", "item_A1"));
+    call.server(2_330, &output_started("resp_R1"));
+    call.server(2_400, &done_billed_audio("resp_R1", 10_000));
+    // $0.80 of $0.50: spent. The user raises the budget and halves audio out before the end.
+    let cheaper = walkie_conversation::Prices {
+        audio_out: 40.0,
+        ..PRICES
+    };
+    call.input(
+        2_500,
+        Input::SetCosting {
+            pricing: Some(walkie_conversation::Pricing {
+                model: "gpt-realtime".to_owned(),
+                prices: cheaper,
+                taken_on: String::new(),
+                free: false,
+            }),
+            budget_usd: Some(5.0),
+        },
+    );
+    call.server(3_100, &output_stopped("resp_R1"));
+    let outputs = call.tick(3_100 + LATE_AUDIO_GRACE_MS);
+    assert!(
+        !names(&outputs).contains(&"ended".to_owned()),
+        "{:?}",
+        names(&outputs)
+    );
+    let next_turn = call.press(4_000);
+    assert!(
+        audio_commands(&next_turn)
+            .iter()
+            .any(|command| matches!(command, AudioCommand::OpenCapture { .. })),
+        "a turn starts again: {:?}",
+        names(&next_turn)
+    );
+    call.release(5_000);
+    call.server(5_300, &committed("item_U2"));
+    call.server(5_310, &response_created("resp_R2"));
+    let outputs = call.server(5_400, &done_billed_audio("resp_R2", 10_000));
+    let spent = spending(&outputs).expect("reported");
+    assert!(
+        (spent.cost_usd.expect("priced") - (0.8 + 0.4)).abs() < 1e-9,
+        "the first at the old price, the second at the new: {:?}",
+        spent.cost_usd
+    );
+}

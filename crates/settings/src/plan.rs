@@ -195,6 +195,8 @@ pub struct Plan {
     pub budget_usd: Option<f64>,
     /// A typed message is answered in text alone.
     pub typed_replies_in_text: bool,
+    /// What each model costs.
+    pub prices: Vec<crate::prices::PriceRow>,
 }
 
 impl Plan {
@@ -229,11 +231,17 @@ impl Plan {
             redial: RedialPolicy::default(),
             jitter_seed,
             voice_barge_in: self.voice_barge_in,
-            pricing: self.session.model.as_deref().and_then(|model| {
-                crate::prices::pricing_for(model, matches!(self.provider, Ok(Provider::Local)))
-            }),
+            pricing: self.pricing(),
             budget_usd: self.budget_usd,
         }
+    }
+
+    /// The prices this plan's model is costed at, from its price table (`free` on the local
+    /// provider, which bills nothing).
+    pub fn pricing(&self) -> Option<walkie_conversation::Pricing> {
+        let model = self.session.model.as_deref()?;
+        let free = matches!(self.provider, Ok(Provider::Local));
+        crate::prices::pricing_for(model, free, &self.prices)
     }
 
     /// Resolves the settings against the keyring and the environment. Blocks on the keyring:
@@ -259,6 +267,7 @@ impl Plan {
             voice_barge_in: settings.voice_barge_in && settings.echo_cancellation,
             budget_usd: settings.budget_usd,
             typed_replies_in_text: settings.typed_replies_in_text,
+            prices: settings.prices.clone(),
         }
     }
 }

@@ -143,8 +143,10 @@ pub struct Settings {
     pub session_limit_minutes: u32,
     /// What one conversation may cost, in US dollars (at the model's published prices): at
     /// 80 % the window says so, and once spent the call ends after the reply under way. `None`:
-    /// no budget. Applies from the next conversation.
+    /// no budget. A new value applies at once, to the conversation under way too.
     pub budget_usd: Option<f64>,
+    /// What each model costs, per million tokens: the published prices unless edited.
+    pub prices: Vec<crate::prices::PriceRow>,
 }
 
 /// The limits the dialog enforces, here so the file cannot bypass them.
@@ -204,6 +206,7 @@ impl Default for Settings {
             retention_days: None,
             session_limit_minutes: 60,
             budget_usd: None,
+            prices: crate::prices::published_prices(),
         }
     }
 }
@@ -260,6 +263,7 @@ pub fn label(field: &str) -> &'static str {
         "retentionDays" => "Keep conversations",
         "sessionLimitMinutes" => "The provider ends a session after (minutes)",
         "budgetUsd" => "Budget per conversation (US$)",
+        "prices" => "Prices per million tokens (US$)",
         _ => "A setting",
     }
 }
@@ -362,6 +366,9 @@ impl Settings {
                     SESSION_LIMIT_RANGE_MINUTES.end()
                 ),
             );
+        }
+        if let Some(problem) = crate::prices::price_table_problem(&self.prices) {
+            refuse("prices", problem);
         }
         if let Some(budget_usd) = self.budget_usd
             && !BUDGET_RANGE_USD.contains(&budget_usd)
