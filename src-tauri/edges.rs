@@ -113,7 +113,9 @@ impl<'a, U: Ui> Edges<'a, U> {
         let (mut machine, saved_id) = match continuing {
             Some(saved) => {
                 let config = plan.conversation_config(saved.thread_id, jitter_seed);
-                let machine = Conversation::continuing(config, tools, saved.earlier, now_ms);
+                let (tokens, responses, cost_usd) = saved.spent;
+                let machine = Conversation::continuing(config, tools, saved.earlier, now_ms)
+                    .having_spent(tokens, responses, cost_usd);
                 (machine, Some(saved.id))
             }
             None => {

@@ -141,7 +141,7 @@ pub struct OpenedConversation {
 }
 
 /// A saved conversation to go on with: what the conversation task needs to continue it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Continuing {
     /// Its id: the folder the new call's turns are saved in.
     pub id: String,
@@ -149,6 +149,8 @@ pub struct Continuing {
     pub thread_id: String,
     /// Its messages (id, role, text), in order.
     pub earlier: Vec<(String, Role, String)>,
+    /// What it spent so far: its tokens, its billed responses and (when priced) their cost.
+    pub spent: (walkie_conversation::TokenTotals, u64, Option<f64>),
 }
 
 impl Continuing {
@@ -162,10 +164,22 @@ impl Continuing {
                 Some((message.id().to_owned(), message.role()?, text))
             })
             .collect();
+        let spent = conversation.spent();
+        let tokens = walkie_conversation::TokenTotals {
+            text_in: spent.tokens.text_in,
+            cached_text_in: spent.tokens.cached_text_in,
+            audio_in: spent.tokens.audio_in,
+            cached_audio_in: spent.tokens.cached_audio_in,
+            image_in: spent.tokens.image_in,
+            cached_image_in: spent.tokens.cached_image_in,
+            text_out: spent.tokens.text_out,
+            audio_out: spent.tokens.audio_out,
+        };
         Continuing {
             id: id.to_owned(),
             thread_id: conversation.thread_id().unwrap_or(id).to_owned(),
             earlier,
+            spent: (tokens, spent.responses, spent.cost_usd),
         }
     }
 }

@@ -129,6 +129,8 @@ async fn e2e_a_past_conversation_continued_from_history_is_given_to_the_new_call
         save_custom_key(&client, &token).await;
         wait_for(&client, "#status", |status| status.starts_with("Ready")).await;
         spoken_exchange(&client, 1.2, 0).await;
+        let spent_before =
+            wait_for(&client, "#spending", |line| line.contains(" tokens · $")).await;
         let said_before = texts(&client, "user").await;
         let replied_before = texts(&client, "assistant").await;
         assert_eq!((said_before.len(), replied_before.len()), (1, 1));
@@ -141,6 +143,15 @@ async fn e2e_a_past_conversation_continued_from_history_is_given_to_the_new_call
         wait_for_calls(&provider, 2).await;
         wait_for(&client, "#status", |status| status.starts_with("Ready")).await;
         wait_for_conversations(&store, 2).await;
+        let spending_hidden = client
+            .execute("return document.getElementById('spending').hidden;", vec![])
+            .await
+            .expect("reading the spending line");
+        assert_eq!(
+            spending_hidden,
+            Value::Bool(true),
+            "a new conversation has spent nothing"
+        );
 
         // Every transcript event the window gets from now on.
         client
@@ -197,6 +208,8 @@ async fn e2e_a_past_conversation_continued_from_history_is_given_to_the_new_call
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // The continued conversation goes on from what it had spent.
+        wait_for(&client, "#spending", |line| line == spent_before).await;
 
         // A new call, given the earlier exchange before any turn of its own.
         wait_for_calls(&provider, 3).await;

@@ -16,7 +16,7 @@ use crate::input::{EngineInput, Input, TransportInput};
 use crate::output::{Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
-use crate::spending::{Pricing, Spending};
+use crate::spending::{Pricing, Spending, TokenTotals};
 use crate::status::{ConnectionState, StatusAction, StatusEvent, sentence};
 
 /// How one call's conversation is set up.
@@ -612,6 +612,28 @@ impl Conversation {
         self.close_transcript(now_ms);
         self.outputs.push_back(Output::Status(status));
         self.outputs.push_back(Output::Ended { reason });
+    }
+
+    /// The conversation had spent this much before this part of it (a saved one continued):
+    /// `tokens` over `responses`, costing `cost_usd`. The figure shown and the budget count it.
+    pub fn having_spent(
+        mut self,
+        tokens: TokenTotals,
+        responses: u64,
+        cost_usd: Option<f64>,
+    ) -> Self {
+        self.spending.tokens = tokens;
+        self.spending.responses = responses;
+        if cost_usd.is_some() {
+            self.spending.cost_usd = cost_usd;
+        }
+        for output in &mut self.outputs {
+            if let Output::Spending(shown) = output {
+                *shown = self.spending.clone();
+            }
+        }
+        self.check_budget();
+        self
     }
 
     /// Moves what the controller and its session produced to the outputs, in their order, then

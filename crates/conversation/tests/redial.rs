@@ -1079,3 +1079,64 @@ fn a_budget_raised_while_the_last_reply_plays_lets_the_call_go_on_and_new_prices
         spent.cost_usd
     );
 }
+
+#[test]
+fn a_saved_conversation_continued_shows_what_it_spent_before_and_its_budget_counts_it() {
+    use walkie_conversation::{Conversation, ConversationConfig, TokenTotals};
+    let config = walkie_session::turn::TurnConfig::push_to_talk(Default::default());
+    let earlier_tokens = TokenTotals {
+        audio_out: 10_000,
+        ..TokenTotals::default()
+    };
+    let machine = Conversation::continuing(
+        ConversationConfig {
+            turn: config.clone(),
+            provider_label: PROVIDER.to_owned(),
+            thread_id: "call_earlier".to_owned(),
+            redial: RedialPolicy::default(),
+            jitter_seed: 3,
+            voice_barge_in: false,
+            pricing: Some(walkie_conversation::Pricing {
+                model: "gpt-realtime".to_owned(),
+                prices: PRICES,
+                taken_on: String::new(),
+                free: false,
+            }),
+            budget_usd: Some(1.0),
+        },
+        walkie_session::turn::ToolRegistry::with_builtins,
+        vec![(
+            "user-1".to_owned(),
+            walkie_agui::Role::User,
+            "Tell me a story.".to_owned(),
+        )],
+        1_000,
+    )
+    .having_spent(earlier_tokens, 3, Some(0.85));
+    let mut call = Call { machine, config };
+    let first: Vec<Output> = std::iter::from_fn(|| call.machine.poll_output()).collect();
+    let shown = spending(&first).expect("what it spent is shown at once");
+    assert_eq!((shown.responses, shown.tokens.total()), (3, 10_000));
+    assert_eq!(shown.cost_usd, Some(0.85));
+
+    call.input(1_100, Input::Transport(TransportInput::Open));
+    let outputs = call.server(1_150, &session_updated_with_transcription());
+    let (_, detail) = last_status(&outputs).expect("a status");
+    assert!(
+        detail.starts_with("Budget 80 % spent: this conversation has cost $0.850 of its $1.00"),
+        "{detail}"
+    );
+    // The next response adds to it: $0.80 more spends the budget.
+    call.utterance(2_000, 3_000);
+    call.server(3_300, &committed("item_U2"));
+    call.server(3_305, &user_transcript_completed("item_U2", "Go on."));
+    call.server(3_310, &response_created("resp_R2"));
+    let outputs = call.server(3_400, &done_billed_audio("resp_R2", 10_000));
+    let total = spending(&outputs).expect("reported");
+    assert_eq!(total.responses, 4);
+    assert!(
+        names(&outputs).contains(&"ended".to_owned()),
+        "{:?}",
+        names(&outputs)
+    );
+}

@@ -34,7 +34,7 @@ pub mod recorder;
 pub mod recovery;
 pub mod wav;
 
-pub use conversation::{Conversation, TurnInfo, WavInfo, message_id, turn_wav_file};
+pub use conversation::{Conversation, Spent, TurnInfo, WavInfo, message_id, turn_wav_file};
 pub use error::StoreError;
 pub use journal::{AudioSource, Billed, JOURNAL_FILE, Record, Tokens, parse_journal};
 pub use library::{
