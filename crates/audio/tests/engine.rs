@@ -754,10 +754,11 @@ fn engines_started_and_dropped_one_after_another_leave_no_sound_server_connectio
 /// A reply played while the microphone is the speaker's own monitor (every sample comes
 /// straight back, through the sound server's latency), with capture open as hands-free keeps
 /// it: the decoded frames the engine sent, and the stretches of them (frame ranges) sent while
-/// the canceller was trusted (from its `converged: true` to its `converged: false`, if any).
+/// the canceller was trusted (from its `converged: true` to its `converged: false`, if any),
+/// and how many frames the playback underran by (each gap moves the echo the canceller learnt).
 fn reply_heard_by_its_own_microphone(
     echo_cancellation: bool,
-) -> (Vec<Vec<f32>>, Vec<std::ops::Range<usize>>) {
+) -> (Vec<Vec<f32>>, Vec<std::ops::Range<usize>>, u64) {
     let monitor = list_devices(DeviceDirection::Input)
         .expect("the devices are listed")
         .into_iter()
@@ -770,7 +771,7 @@ fn reply_heard_by_its_own_microphone(
 fn reply_heard_by(
     input_device: Option<String>,
     echo_cancellation: bool,
-) -> (Vec<Vec<f32>>, Vec<std::ops::Range<usize>>) {
+) -> (Vec<Vec<f32>>, Vec<std::ops::Range<usize>>, u64) {
     let running = start(EngineConfig {
         input_device,
         echo_cancellation,
@@ -813,13 +814,13 @@ fn reply_heard_by(
         "capture overruns {} frames, playback underruns {} frames",
         stats.capture_xrun_frames, stats.playback_xrun_frames
     );
-    (decode_all(&frames), trusted)
+    (decode_all(&frames), trusted, stats.playback_xrun_frames)
 }
 
 #[test]
 fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller_has_learnt_it() {
     let _sinks = one_at_a_time();
-    let (raw, never) = reply_heard_by_its_own_microphone(false);
+    let (raw, never, _) = reply_heard_by_its_own_microphone(false);
     let raw_at_speech_level = raw
         .iter()
         .filter(|frame| rms_dbfs(frame) >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
@@ -831,19 +832,32 @@ fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller
         raw.len()
     );
 
-    let (cleaned, trusted) = reply_heard_by_its_own_microphone(true);
-    let trusted_frames: usize = trusted.iter().map(|range| range.len()).sum();
-    let leaked: Vec<(usize, f32)> = trusted
-        .iter()
-        .flat_map(|range| range.clone())
-        .map(|n| (n, rms_dbfs(&cleaned[n])))
-        .filter(|&(_, level)| level >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
-        .collect();
-    println!(
-        "trusted over frames {trusted:?} of {}; at speech level then: {leaked:?} \
-         ({raw_at_speech_level} without the canceller)",
-        cleaned.len()
-    );
+    // A playback that underran (a starved 2-core machine) broke the echo path the canceller
+    // had learnt, and a burst follows each gap: such a run is not the canceller's verdict, so
+    // it is run again, up to three times; the last run is judged whatever befell it.
+    const ATTEMPTS: usize = 3;
+    let mut attempt = 0;
+    let (cleaned, trusted, trusted_frames, leaked) = loop {
+        attempt += 1;
+        let (cleaned, trusted, underrun_frames) = reply_heard_by_its_own_microphone(true);
+        let trusted_frames: usize = trusted.iter().map(|range| range.len()).sum();
+        let leaked: Vec<(usize, f32)> = trusted
+            .iter()
+            .flat_map(|range| range.clone())
+            .map(|n| (n, rms_dbfs(&cleaned[n])))
+            .filter(|&(_, level)| level >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
+            .collect();
+        println!(
+            "attempt {attempt}: trusted over frames {trusted:?} of {}; at speech level then: \
+             {leaked:?} ({raw_at_speech_level} without the canceller)",
+            cleaned.len()
+        );
+        let held = leaked.len() * 20 < trusted_frames;
+        if held || underrun_frames == 0 || attempt == ATTEMPTS {
+            break (cleaned, trusted, trusted_frames, leaked);
+        }
+        println!("the playback underran by {underrun_frames} frames: run again");
+    };
     assert!(
         trusted_frames > 100,
         "the canceller was trusted for {trusted_frames} of {} frames: {trusted:?}",

@@ -1,8 +1,8 @@
 //! What a conversation has spent: the tokens each `response.done` was billed, summed over every
 //! call of the conversation, and priced by the table of the model in use.
 //!
-//! Why here: the user should see the running cost without adding anything up, and a budget
-//! (to come) is a decision about the conversation, which is the machine's.
+//! Why here: the user should see the running cost without adding anything up, and ending a
+//! call on a spent budget is a decision about the conversation, which is the machine's.
 
 use walkie_openai::Usage;
 
@@ -133,7 +133,7 @@ pub struct Spending {
     pub responses: u64,
     /// What the responses cost, each at the prices of its time, when they are known.
     pub cost_usd: Option<f64>,
-    /// The prices it was costed at.
+    /// The prices the responses to come are costed at.
     pub pricing: Option<Pricing>,
 }
 
