@@ -165,21 +165,11 @@ impl Continuing {
             })
             .collect();
         let spent = conversation.spent();
-        let tokens = walkie_conversation::TokenTotals {
-            text_in: spent.tokens.text_in,
-            cached_text_in: spent.tokens.cached_text_in,
-            audio_in: spent.tokens.audio_in,
-            cached_audio_in: spent.tokens.cached_audio_in,
-            image_in: spent.tokens.image_in,
-            cached_image_in: spent.tokens.cached_image_in,
-            text_out: spent.tokens.text_out,
-            audio_out: spent.tokens.audio_out,
-        };
         Continuing {
             id: id.to_owned(),
             thread_id: conversation.thread_id().unwrap_or(id).to_owned(),
             earlier,
-            spent: (tokens, spent.responses, spent.cost_usd),
+            spent: (spent.tokens, spent.responses, spent.cost_usd),
         }
     }
 }

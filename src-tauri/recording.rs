@@ -334,16 +334,7 @@ fn save(recorder: &mut Recorder, record: Record) -> i64 {
         } => {
             recorder.billed(walkie_store::Billed {
                 unix_ms,
-                tokens: walkie_store::Tokens {
-                    text_in: tokens.text_in,
-                    cached_text_in: tokens.cached_text_in,
-                    audio_in: tokens.audio_in,
-                    cached_audio_in: tokens.cached_audio_in,
-                    image_in: tokens.image_in,
-                    cached_image_in: tokens.cached_image_in,
-                    text_out: tokens.text_out,
-                    audio_out: tokens.audio_out,
-                },
+                tokens,
                 cost_usd,
                 model,
             });

@@ -5,77 +5,11 @@
 //! call on a spent budget is a decision about the conversation, which is the machine's.
 
 use walkie_openai::Usage;
-
-/// Tokens by modality and direction. An input count includes its cached part, as the
-/// provider counts them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TokenTotals {
-    pub text_in: u64,
-    pub cached_text_in: u64,
-    pub audio_in: u64,
-    pub cached_audio_in: u64,
-    pub image_in: u64,
-    pub cached_image_in: u64,
-    pub text_out: u64,
-    pub audio_out: u64,
-}
-
-impl TokenTotals {
-    /// What one response was billed.
-    pub fn of(usage: &Usage) -> Self {
-        let mut tokens = Self::default();
-        tokens.add(usage);
-        tokens
-    }
-
-    /// Adds what one response was billed. A figure the provider left out counts as none; a
-    /// total given without its modalities is counted as text (a guess, and a low one: audio
-    /// costs more).
-    pub fn add(&mut self, usage: &Usage) {
-        let input = usage.input_token_details.clone().unwrap_or_default();
-        let cached = input.cached_tokens_details.clone().unwrap_or_default();
-        let output = usage.output_token_details.clone().unwrap_or_default();
-        let by_modality_in = input.text_tokens.is_some()
-            || input.audio_tokens.is_some()
-            || input.image_tokens.is_some();
-        let text_in = if by_modality_in {
-            input.text_tokens.unwrap_or(0)
-        } else {
-            usage.input_tokens.unwrap_or(0)
-        };
-        let by_modality_out = output.text_tokens.is_some() || output.audio_tokens.is_some();
-        let text_out = if by_modality_out {
-            output.text_tokens.unwrap_or(0)
-        } else {
-            usage.output_tokens.unwrap_or(0)
-        };
-        let add = |total: &mut u64, more: u64| *total = total.saturating_add(more);
-        add(&mut self.text_in, text_in);
-        add(&mut self.cached_text_in, cached.text_tokens.unwrap_or(0));
-        add(&mut self.audio_in, input.audio_tokens.unwrap_or(0));
-        add(&mut self.cached_audio_in, cached.audio_tokens.unwrap_or(0));
-        add(&mut self.image_in, input.image_tokens.unwrap_or(0));
-        add(&mut self.cached_image_in, cached.image_tokens.unwrap_or(0));
-        add(&mut self.text_out, text_out);
-        add(&mut self.audio_out, output.audio_tokens.unwrap_or(0));
-    }
-
-    /// Every token, in and out.
-    pub fn total(&self) -> u64 {
-        [
-            self.text_in,
-            self.audio_in,
-            self.image_in,
-            self.text_out,
-            self.audio_out,
-        ]
-        .into_iter()
-        .fold(0, u64::saturating_add)
-    }
-}
+pub use walkie_session::TokenTotals;
 
 /// A model's prices in US dollars per million tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Prices {
     pub text_in: f64,
     pub cached_text_in: f64,
@@ -154,7 +88,7 @@ impl Spending {
             .pricing
             .as_ref()
             .map(|pricing| pricing.prices.cost_usd(&billed));
-        self.tokens.add(usage);
+        self.tokens = self.tokens.plus(&billed);
         self.responses += 1;
         if let Some(cost_usd) = cost_usd {
             *self.cost_usd.get_or_insert(0.0) += cost_usd;

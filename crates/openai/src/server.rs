@@ -311,17 +311,14 @@ pub struct Response {
 
 /// A response's token counts, as the SDK's `RealtimeResponseUsage` has them; every figure is
 /// optional there, so here too. Cached input tokens are a part of the input tokens, not more.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Usage {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_token_details: Option<InputTokenDetails>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_token_details: Option<OutputTokenDetails>,
 }
 
@@ -350,37 +347,33 @@ impl<'de> serde_with::DeserializeAs<'de, Usage> for UsageObject {
 }
 
 /// The input tokens by modality, and how many of them were cached.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct InputTokenDetails {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens_details: Option<CachedTokenDetails>,
 }
 
 /// The cached input tokens by modality.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CachedTokenDetails {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_tokens: Option<u64>,
 }
 
 /// The output tokens by modality.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OutputTokenDetails {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio_tokens: Option<u64>,
 }
 

@@ -29,6 +29,7 @@ mod parts;
 pub mod session;
 #[cfg(feature = "stream")]
 pub mod stream;
+mod tokens;
 pub mod transcript;
 pub mod turn;
 pub mod views;
@@ -43,6 +44,7 @@ pub use session::{
     AUDIO_VIEW_CAPACITY, DEFAULT_OUTPUT_SAMPLE_RATE_HZ, DELTA_RING_CAPACITY, EventIterator,
     ResponseDone, STRUCTURAL_RING_CAPACITY, Session, SessionConfig, TRANSCRIPT_VIEW_CAPACITY,
 };
+pub use tokens::TokenTotals;
 pub use views::{
     AudioView, FinalTranscript, TranscriptItem, TranscriptMode, TranscriptUpdate, TranscriptView,
 };

@@ -15,43 +15,22 @@ pub struct PriceRow {
     /// When they were taken from the provider's price list; empty for prices the user set.
     #[serde(default)]
     pub taken_on: String,
-    pub text_in: f64,
-    pub cached_text_in: f64,
-    pub text_out: f64,
-    pub audio_in: f64,
-    pub cached_audio_in: f64,
-    pub audio_out: f64,
-    pub image_in: f64,
-    pub cached_image_in: f64,
+    #[serde(flatten)]
+    pub prices: Prices,
 }
 
-impl PriceRow {
-    fn prices(&self) -> Prices {
-        Prices {
-            text_in: self.text_in,
-            cached_text_in: self.cached_text_in,
-            text_out: self.text_out,
-            audio_in: self.audio_in,
-            cached_audio_in: self.cached_audio_in,
-            audio_out: self.audio_out,
-            image_in: self.image_in,
-            cached_image_in: self.cached_image_in,
-        }
-    }
-
-    /// Each price with the words the window uses for its column.
-    fn named_prices(&self) -> [(&'static str, f64); 8] {
-        [
-            ("text in", self.text_in),
-            ("cached text in", self.cached_text_in),
-            ("text out", self.text_out),
-            ("audio in", self.audio_in),
-            ("cached audio in", self.cached_audio_in),
-            ("audio out", self.audio_out),
-            ("image in", self.image_in),
-            ("cached image in", self.cached_image_in),
-        ]
-    }
+/// Each of `prices` with the words the window uses for its column.
+fn named_prices(prices: &Prices) -> [(&'static str, f64); 8] {
+    [
+        ("text in", prices.text_in),
+        ("cached text in", prices.cached_text_in),
+        ("text out", prices.text_out),
+        ("audio in", prices.audio_in),
+        ("cached audio in", prices.cached_audio_in),
+        ("audio out", prices.audio_out),
+        ("image in", prices.image_in),
+        ("cached image in", prices.cached_image_in),
+    ]
 }
 
 /// The most a price may be, per million tokens: far past any published one, so a slip of the
@@ -64,26 +43,30 @@ pub fn published_prices() -> Vec<PriceRow> {
         PriceRow {
             model: "gpt-realtime".to_owned(),
             taken_on: "2025-08-28".to_owned(),
-            text_in: 4.0,
-            cached_text_in: 0.4,
-            text_out: 16.0,
-            audio_in: 32.0,
-            cached_audio_in: 0.4,
-            audio_out: 64.0,
-            image_in: 5.0,
-            cached_image_in: 0.5,
+            prices: Prices {
+                text_in: 4.0,
+                cached_text_in: 0.4,
+                text_out: 16.0,
+                audio_in: 32.0,
+                cached_audio_in: 0.4,
+                audio_out: 64.0,
+                image_in: 5.0,
+                cached_image_in: 0.5,
+            },
         },
         PriceRow {
             model: "gpt-realtime-mini".to_owned(),
             taken_on: "2025-10-06".to_owned(),
-            text_in: 0.6,
-            cached_text_in: 0.06,
-            text_out: 2.4,
-            audio_in: 10.0,
-            cached_audio_in: 0.3,
-            audio_out: 20.0,
-            image_in: 0.8,
-            cached_image_in: 0.08,
+            prices: Prices {
+                text_in: 0.6,
+                cached_text_in: 0.06,
+                text_out: 2.4,
+                audio_in: 10.0,
+                cached_audio_in: 0.3,
+                audio_out: 20.0,
+                image_in: 0.8,
+                cached_image_in: 0.08,
+            },
         },
     ]
 }
@@ -101,7 +84,7 @@ pub fn pricing_for(model: &str, free: bool, table: &[PriceRow]) -> Option<Pricin
     })?;
     Some(Pricing {
         model: row.model.clone(),
-        prices: row.prices(),
+        prices: row.prices,
         taken_on: row.taken_on.clone(),
         free,
     })
@@ -125,7 +108,7 @@ pub fn price_table_problem(table: &[PriceRow]) -> Option<String> {
                 "{model} has two rows: keep one (row {row_number} is the second)"
             ));
         }
-        for (name, price) in row.named_prices() {
+        for (name, price) in named_prices(&row.prices) {
             if !(0.0..=MAX_PRICE_PER_MILLION).contains(&price) {
                 return Some(format!(
                     "{model}'s {name} price must be 0 to {MAX_PRICE_PER_MILLION} dollars per \
@@ -175,8 +158,10 @@ mod tests {
         table.push(PriceRow {
             model: "my-deployment".to_owned(),
             taken_on: String::new(),
-            audio_out: 50.0,
-            ..published_prices()[0].clone()
+            prices: Prices {
+                audio_out: 50.0,
+                ..published_prices()[0].prices
+            },
         });
         let pricing = pricing_for("my-deployment", false, &table).expect("a row of its own");
         assert_eq!(pricing.prices.audio_out, 50.0);
@@ -212,7 +197,7 @@ mod tests {
         );
         for price in [-1.0, f64::NAN, 1e6] {
             let mut wrong = published_prices();
-            wrong[0].cached_audio_in = price;
+            wrong[0].prices.cached_audio_in = price;
             assert_eq!(
                 price_table_problem(&wrong).as_deref(),
                 Some(

@@ -20,7 +20,7 @@ use walkie_session::{Part, PartIndex, SessionEvent, Speaker};
 
 use crate::civil_time::{CivilTime, format_duration_ms};
 use crate::journal::{
-    AudioSource, Billed, ConversationStarted, Record, Recovered, Reopened, Tokens, WavClosed,
+    AudioSource, Billed, ConversationStarted, Record, Recovered, Reopened, WavClosed,
 };
 
 /// Relative path of a turn WAV inside the conversation folder.
@@ -87,7 +87,7 @@ pub struct TurnInfo {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Spent {
     pub responses: u64,
-    pub tokens: Tokens,
+    pub tokens: walkie_session::TokenTotals,
     /// What the priced responses cost, in US dollars; `None` when none was priced.
     pub cost_usd: Option<f64>,
     /// Responses of a model whose prices were unknown: in the tokens, not in the cost.

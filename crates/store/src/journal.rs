@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use walkie_session::{Speaker, StampedEvent};
+use walkie_session::{Speaker, StampedEvent, TokenTotals};
 
 use crate::error::StoreError;
 
@@ -56,56 +56,12 @@ pub struct Reopened {
     pub assistant_sample_rate_hz: u32,
 }
 
-/// Tokens by modality and direction; an input count includes its cached part.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Tokens {
-    pub text_in: u64,
-    pub cached_text_in: u64,
-    pub audio_in: u64,
-    pub cached_audio_in: u64,
-    pub image_in: u64,
-    pub cached_image_in: u64,
-    pub text_out: u64,
-    pub audio_out: u64,
-}
-
-impl Tokens {
-    /// Every token, in and out.
-    pub fn total(&self) -> u64 {
-        [
-            self.text_in,
-            self.audio_in,
-            self.image_in,
-            self.text_out,
-            self.audio_out,
-        ]
-        .into_iter()
-        .fold(0, u64::saturating_add)
-    }
-
-    /// These and `more`, summed.
-    pub fn plus(&self, more: &Tokens) -> Tokens {
-        let add = u64::saturating_add;
-        Tokens {
-            text_in: add(self.text_in, more.text_in),
-            cached_text_in: add(self.cached_text_in, more.cached_text_in),
-            audio_in: add(self.audio_in, more.audio_in),
-            cached_audio_in: add(self.cached_audio_in, more.cached_audio_in),
-            image_in: add(self.image_in, more.image_in),
-            cached_image_in: add(self.cached_image_in, more.cached_image_in),
-            text_out: add(self.text_out, more.text_out),
-            audio_out: add(self.audio_out, more.audio_out),
-        }
-    }
-}
-
 /// One response was billed by the provider. Older versions read this line as one they do not
 /// know and skip it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Billed {
     pub unix_ms: i64,
-    pub tokens: Tokens,
+    pub tokens: TokenTotals,
     /// What they cost in US dollars at `model`'s prices; `None` when its prices are unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,

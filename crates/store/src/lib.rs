@@ -36,7 +36,7 @@ pub mod wav;
 
 pub use conversation::{Conversation, Spent, TurnInfo, WavInfo, message_id, turn_wav_file};
 pub use error::StoreError;
-pub use journal::{AudioSource, Billed, JOURNAL_FILE, Record, Tokens, parse_journal};
+pub use journal::{AudioSource, Billed, JOURNAL_FILE, Record, parse_journal};
 pub use library::{
     ConversationSummary, DATA_DIR_ENV, Retention, Store, ZeroRetentionDays, conversations_dir,
     data_dir_from, default_data_dir,
