@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-core_crates=(agui session openai conversation dsp)
+core_crates=(agui session openai conversation dsp picture)
 # Patterns are extended regular expressions over the source text.
 forbidden_uses=(
   'Instant::now' 'SystemTime::now' 'chrono::(Local|Utc)::now'

@@ -139,7 +139,7 @@ struct Talk<'a> {
     local: &'a mut Option<walkie_local::LocalProvider>,
     commands: &'a mut mpsc::UnboundedReceiver<Command>,
     /// Messages typed before this conversation began, for its first call.
-    typed: &'a mut Vec<String>,
+    typed: &'a mut Vec<walkie_session::turn::UserMessage>,
 }
 
 /// The call new settings asked for, being placed while the conversation goes on.
@@ -201,8 +201,8 @@ async fn converse(
 ) -> Ended {
     let clock = edges.clock;
     let mut new_call: Option<NewCall> = None;
-    for text in talk.typed.drain(..) {
-        machine.handle_input(Input::SendText(text), clock.now_ms());
+    for message in talk.typed.drain(..) {
+        machine.handle_input(Input::SendMessage(message), clock.now_ms());
     }
     loop {
         match edges.carry(&mut machine) {

@@ -16,7 +16,7 @@ use walkie_conversation::{
 };
 use walkie_rtc::{Call, CallEvent, EndReason};
 use walkie_session::PlaybackSink;
-use walkie_session::turn::{ToolRegistry, TurnMode, WallClock};
+use walkie_session::turn::{ToolRegistry, TurnMode, UserMessage, WallClock};
 
 use crate::history::Continuing;
 use crate::plan::{Plan, Provider};
@@ -660,8 +660,8 @@ pub enum Command {
     PushToTalk { pressed: bool },
     /// Take the recording under way back (Escape): nothing of it is sent.
     CancelPress,
-    /// A message the user typed, for the call.
-    SendText(String),
+    /// A message the user wrote (text, pictures or both), for the call.
+    SendMessage(UserMessage),
     /// Hang up if connected, then connect again.
     Reconnect,
     /// Stop trying to get a dropped call back.
@@ -699,13 +699,13 @@ pub async fn wait_for_the_user(
     ui: &mut impl Ui,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     plan: &mut Plan,
-    typed: &mut Vec<String>,
+    typed: &mut Vec<UserMessage>,
 ) -> Ended {
     loop {
         match input_of(commands.recv().await, plan) {
             Ok(Input::Press) => ui.status(StatusEvent::press_while_not_connected()),
-            Ok(Input::SendText(text)) => {
-                typed.push(text);
+            Ok(Input::SendMessage(message)) => {
+                typed.push(message);
                 ui.status(StatusEvent::text_while_not_connected());
             }
             Ok(_) => {}
@@ -730,7 +730,7 @@ pub async fn until_command(
     wait: tokio::time::Sleep,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     plan: &mut Plan,
-    typed: &mut Vec<String>,
+    typed: &mut Vec<UserMessage>,
 ) -> Waited {
     tokio::pin!(wait);
     loop {
@@ -740,7 +740,7 @@ pub async fn until_command(
         };
         match input_of(command, plan) {
             Ok(Input::CancelRedial) => return Waited::Cancelled,
-            Ok(Input::SendText(text)) => typed.push(text),
+            Ok(Input::SendMessage(message)) => typed.push(message),
             Ok(_) => {}
             Err(ended) => return Waited::Ended(ended),
         }
@@ -754,7 +754,7 @@ pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ende
         Some(Command::PushToTalk { pressed: false }) => Ok(Input::Release),
         Some(Command::CancelRedial) => Ok(Input::CancelRedial),
         Some(Command::CancelPress) => Ok(Input::CancelPress),
-        Some(Command::SendText(text)) => Ok(Input::SendText(text)),
+        Some(Command::SendMessage(message)) => Ok(Input::SendMessage(message)),
         Some(Command::SetTurnMode(mode)) => {
             // Kept for the next conversation of this plan; the machine switches now.
             plan.mode = mode.clone();

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
 use tauri::{AppHandle, Manager};
-use walkie_agui::{Message, Role};
+use walkie_agui::{EarlierMessage, Message};
 use walkie_store::files::write_atomically;
 use walkie_store::{Retention, Store, StoreError, WavInfo, conversations_dir};
 
@@ -147,8 +147,8 @@ pub struct Continuing {
     pub id: String,
     /// The AG-UI thread of its transcript: its first run's, else its id.
     pub thread_id: String,
-    /// Its messages (id, role, text), in order.
-    pub earlier: Vec<(String, Role, String)>,
+    /// Its messages (id, role, text and metadata: the pictures a message showed), in order.
+    pub earlier: Vec<EarlierMessage>,
     /// What it spent so far: its tokens, its billed responses and (when priced) their cost.
     pub spent: (walkie_conversation::TokenTotals, u64, Option<f64>),
 }
@@ -160,8 +160,12 @@ impl Continuing {
             .messages()
             .iter()
             .filter_map(|message| {
-                let text = message.content().unwrap_or_default().to_owned();
-                Some((message.id().to_owned(), message.role()?, text))
+                Some(EarlierMessage {
+                    message_id: message.id().to_owned(),
+                    role: message.role()?,
+                    text: message.content().unwrap_or_default().to_owned(),
+                    metadata: message.metadata().cloned(),
+                })
             })
             .collect();
         let spent = conversation.spent();
@@ -498,6 +502,7 @@ pub fn history_set_retention(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use walkie_agui::Role;
 
     use std::sync::Arc as StdArc;
 
@@ -775,7 +780,15 @@ mod tests {
         assert_eq!(continuing.id, id);
         assert_eq!(continuing.thread_id, id, "the recorded runs' thread");
         assert_eq!(
-            continuing.earlier,
+            continuing
+                .earlier
+                .iter()
+                .map(|message| (
+                    message.message_id.clone(),
+                    message.role,
+                    message.text.clone()
+                ))
+                .collect::<Vec<_>>(),
             [
                 (
                     "user-1".to_owned(),

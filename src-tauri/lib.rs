@@ -12,7 +12,9 @@ pub mod desktop;
 mod edges;
 pub mod history;
 mod mic_test;
+mod pictures;
 pub mod recording;
+mod screenshot;
 mod settings_commands;
 pub use walkie_settings::{self as settings, plan, secrets};
 mod status;
@@ -431,16 +433,20 @@ fn cancel_press(conversation: tauri::State<'_, Conversation>) -> Result<(), Comm
     conversation.send(Command::CancelPress)
 }
 
-/// The user sent a typed message: it goes to the call (once one is ready) and is answered.
-/// Refused, so the page keeps it, when blank or too long for one message to the provider.
+/// The user sent a message (typed text, attached pictures or both, `pictures` naming them
+/// as [`pictures::attach_picture`] gave them): it goes to the call (once one is ready), and
+/// its text is answered. Refused, so the page keeps it, when empty, too long for one message
+/// to the provider, or showing a picture no longer attached.
 #[tauri::command]
-fn send_text(
+fn send_message(
     conversation: tauri::State<'_, Conversation>,
+    attachments: tauri::State<'_, pictures::Attachments>,
     text: String,
+    pictures: Vec<u64>,
 ) -> Result<(), CommandError> {
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && pictures.is_empty() {
         return Err(CommandError::Message(
-            "Type a message first, then press Enter.".to_owned(),
+            "Type a message or attach a picture first, then press Enter.".to_owned(),
         ));
     }
     if !walkie_session::turn::user_text_fits(text.trim()) {
@@ -450,7 +456,13 @@ fn send_text(
             walkie_session::turn::MAX_USER_TEXT_BYTES / 1024
         )));
     }
-    conversation.send(Command::SendText(text))
+    let message = walkie_session::turn::UserMessage {
+        text,
+        pictures: attachments.look_up(&pictures)?,
+    };
+    conversation.send(Command::SendMessage(message))?;
+    attachments.release(&pictures);
+    Ok(())
 }
 
 /// Puts text (a message or the whole transcript) on the system clipboard.
@@ -563,6 +575,9 @@ pub fn run() {
             ) {
                 desktop::save_window_state_soon(window.app_handle());
             }
+            if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                pictures::files_dropped(window.app_handle(), paths.clone());
+            }
         })
         .setup(move |app| {
             if let Err(error) = install_log(app.handle()) {
@@ -572,6 +587,7 @@ pub fn run() {
             let saving = Saving::new(current.clone());
             app.manage(Conversation::new(saving.clone()));
             app.manage(closing::Closing::default());
+            app.manage(pictures::Attachments::default());
             app.manage(LatestStatus::default());
             app.manage(mic_test::MicTest::default());
             app.manage(voice_preview::VoicePreview::default());
@@ -612,7 +628,11 @@ pub fn run() {
             cancel_reconnect,
             push_to_talk,
             cancel_press,
-            send_text,
+            send_message,
+            pictures::attach_picture,
+            pictures::detach_picture,
+            pictures::screenshot_targets,
+            pictures::attach_screenshot,
             copy_text,
             settings_commands::get_settings,
             settings_commands::list_devices,

@@ -773,6 +773,280 @@ async fn e2e_a_question_typed_mid_call_is_answered_and_saved_in_order() {
     );
 }
 
+/// A photo attached with the file dialog goes to the provider as `input_image` with the question
+/// typed beside it: the window shows its thumbnail and the provider's reply names the size it
+/// received; the picture is saved as a file of the turn and transcript.md shows it. A file
+/// that is not a picture is refused with a sentence naming it, and nothing is attached.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_picture_attached_with_a_question_reaches_the_provider_and_is_shown_and_saved() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("picture_shown").await;
+    let conversations = app.data_dir().join("conversations");
+    let received = app.dirs().trace.join("client-events.jsonl");
+    // A 1600 × 1200 photo-like PNG (gradients under a little noise): larger than is sent.
+    let photo = app.dirs().root.join("holiday photo.png");
+    let mut state: u32 = 0x9E37_79B9;
+    image::RgbImage::from_fn(1600, 1200, |x, y| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        image::Rgb([(x / 7) as u8, (y / 5) as u8, 96 + (state % 8) as u8])
+    })
+    .save(&photo)
+    .expect("writing the photo");
+    let not_a_picture = app.dirs().root.join("notes.png");
+    std::fs::write(&not_a_picture, "shopping: eggs, flour").expect("writing the text file");
+    const QUESTION: &str = "What is in this picture?";
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        let chooser = client
+            .find(fantoccini::Locator::Css("#compose input[type=file]"))
+            .await
+            .expect("the file input behind Picture…");
+        support::step(|| "choosing a file that is not a picture".to_owned());
+        chooser
+            .send_keys(&not_a_picture.to_string_lossy())
+            .await
+            .expect("choosing the file");
+        let refused = wait_for(&client, "#compose-note", |text| text.contains("cannot be shown")).await;
+        assert_eq!(
+            refused,
+            "“notes.png” cannot be shown: it is not a picture Walkie reads (PNG, JPEG, WebP, GIF \
+             or BMP). Choose another picture."
+        );
+        support::step(|| "choosing the photo".to_owned());
+        chooser
+            .send_keys(&photo.to_string_lossy())
+            .await
+            .expect("choosing the photo");
+        let attached = wait_for(&client, "#compose-note", |text| text.contains("is attached")).await;
+        assert_eq!(
+            attached,
+            "holiday photo.png is attached, to be sent at 1024 × 768 (from 1600 × 1200)."
+        );
+        support::screenshot(&client, "picture-attached").await;
+        assert_eq!(
+            support::accessibility_violations(&client).await,
+            Vec::<String>::new(),
+            "with a picture waiting to be sent"
+        );
+        let field = client
+            .find(fantoccini::Locator::Css("#compose-text"))
+            .await
+            .expect("the field to type in");
+        field.click().await.expect("focusing the field");
+        field.send_keys(QUESTION).await.expect("typing");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains("you showed me a picture: 1024 by 768 pixels.")
+        })
+        .await;
+        assert_eq!(
+            support::texts(&client, "user").await,
+            [QUESTION.to_owned()]
+        );
+        let shown = client
+            .execute(
+                "const pictures = [...document.querySelectorAll(\
+                   '#transcript article[data-role=user] img.message-picture')];\
+                 const waiting = document.querySelectorAll('#compose .attachment').length;\
+                 return { pictures: pictures.map((p) => [p.alt, p.complete && p.naturalWidth > 0]), waiting };",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            shown,
+            serde_json::json!({
+                "pictures": [["Picture 1, 1024 × 768 pixels", true]],
+                "waiting": 0
+            }),
+            "the thumbnail is in the message, and no longer waits to be sent"
+        );
+        support::screenshot(&client, "picture-shown").await;
+    })
+    .await;
+    let sent_pictures: Vec<serde_json::Value> = std::fs::read_to_string(&received)
+        .expect("the provider's trace")
+        .lines()
+        .filter_map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).ok()?;
+            let event: serde_json::Value = serde_json::from_str(record["text"].as_str()?).ok()?;
+            (event["type"] == "conversation.item.create").then(|| event["item"]["content"].clone())
+        })
+        .collect();
+    assert_eq!(sent_pictures.len(), 1, "{sent_pictures:?}");
+    assert_eq!(sent_pictures[0][0]["type"], "input_image");
+    assert!(
+        sent_pictures[0][0]["image_url"]
+            .as_str()
+            .is_some_and(|url| url.starts_with("data:image/jpeg;base64,")),
+    );
+    assert_eq!(sent_pictures[0][1]["text"], QUESTION);
+
+    let folder = saved_conversation(&conversations, |transcript| {
+        transcript.contains("you showed me a picture")
+    })
+    .await;
+    let saved = std::fs::read_to_string(folder.join("transcript.md")).unwrap();
+    let picture_at = saved
+        .find("![picture 1](turns/0001-user-1.jpg)")
+        .expect("the picture is linked in transcript.md");
+    let question_at = saved.find(QUESTION).expect("the question is saved");
+    assert!(
+        picture_at < question_at,
+        "the picture, then the question: {saved}"
+    );
+    let file =
+        image::open(folder.join("turns/0001-user-1.jpg")).expect("the saved picture is a JPEG");
+    assert_eq!((file.width(), file.height()), (1024, 768));
+}
+
+/// Screenshot… lists the whole screen and the windows on it (Walkie's among them), by keyboard
+/// alone: arrows move, Escape closes and gives the focus back, Enter takes one. A window's
+/// screenshot sent alone reaches the provider as `input_image` and asks for no reply; the
+/// question typed after it is answered, and the answer names the picture.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_screenshot_of_a_window_is_taken_by_keyboard_and_sent_alone_without_a_reply() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("screenshot_shown").await;
+    let received = app.dirs().trace.join("client-events.jsonl");
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        let menu_items = |client: fantoccini::Client| async move {
+            let titles = client
+                .execute(
+                    "return [...document.querySelectorAll('#screenshot-menu button')]\
+                       .map((item) => item.textContent);",
+                    vec![],
+                )
+                .await
+                .expect("the menu's items");
+            serde_json::from_value::<Vec<String>>(titles).expect("texts")
+        };
+        let focused = |client: fantoccini::Client| async move {
+            client
+                .execute("return document.activeElement.textContent;", vec![])
+                .await
+                .unwrap()
+        };
+        client
+            .find(fantoccini::Locator::Css("[data-action=screenshot]"))
+            .await
+            .expect("the Screenshot… button")
+            .click()
+            .await
+            .expect("opening the menu");
+        wait_for(&client, "#screenshot-menu", |text| {
+            text.contains("The whole screen")
+        })
+        .await;
+        let titles = menu_items(client.clone()).await;
+        assert_eq!(titles.first().map(String::as_str), Some("The whole screen"));
+        assert!(titles.iter().any(|title| title == "Walkie"), "{titles:?}");
+        assert_eq!(focused(client.clone()).await, "The whole screen");
+        support::screenshot(&client, "screenshot-menu").await;
+        assert_eq!(
+            support::accessibility_violations(&client).await,
+            Vec::<String>::new(),
+            "with the screenshot menu open"
+        );
+        support::press(&client, fantoccini::key::Key::Escape).await;
+        assert_eq!(
+            focused(client.clone()).await,
+            "Screenshot…",
+            "Escape gives the focus back"
+        );
+        let hidden = client
+            .execute(
+                "return document.getElementById('screenshot-menu').hidden;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(hidden, serde_json::json!(true));
+
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        wait_for(&client, "#screenshot-menu", |text| text.contains("Walkie")).await;
+        let walkie_at = menu_items(client.clone())
+            .await
+            .iter()
+            .position(|title| title == "Walkie")
+            .expect("Walkie's window is listed");
+        for _ in 0..walkie_at {
+            support::press(&client, fantoccini::key::Key::Down).await;
+        }
+        assert_eq!(focused(client.clone()).await, "Walkie");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        let attached = wait_for(&client, "#compose-note", |text| {
+            text.contains("is attached")
+        })
+        .await;
+        assert!(
+            attached.starts_with("Screenshot of Walkie is attached"),
+            "{attached}"
+        );
+        // The focus is back in the field: Enter sends the picture alone.
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        wait_for(&client, "#compose-note", str::is_empty).await;
+        support::wait_for_script(
+            &client,
+            "return [...document.querySelectorAll('#transcript img.message-picture')]\
+               .filter((p) => p.complete && p.naturalWidth > 0).length;",
+            serde_json::json!(1),
+        )
+        .await;
+        let field = client
+            .find(fantoccini::Locator::Css("#compose-text"))
+            .await
+            .expect("the field to type in");
+        field
+            .send_keys("What is on my screen?")
+            .await
+            .expect("typing");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        let transcript = wait_for(&client, "#transcript", |text| {
+            text.contains("you showed me a picture:")
+        })
+        .await;
+        assert_eq!(
+            transcript
+                .matches("This is Walkie's local provider")
+                .count(),
+            1,
+            "one reply, to the question, not to the picture alone: {transcript}"
+        );
+        support::screenshot(&client, "screenshot-shown").await;
+    })
+    .await;
+    let sent: Vec<serde_json::Value> = std::fs::read_to_string(&received)
+        .expect("the provider's trace")
+        .lines()
+        .filter_map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).ok()?;
+            serde_json::from_str(record["text"].as_str()?).ok()
+        })
+        .filter(|event: &serde_json::Value| {
+            ["conversation.item.create", "response.create"]
+                .contains(&event["type"].as_str().unwrap_or(""))
+        })
+        .map(|event| match event["type"].as_str() {
+            Some("conversation.item.create") => event["item"]["content"][0]["type"].clone(),
+            _ => event["type"].clone(),
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        serde_json::json!(["input_image", "input_text", "response.create"])
+            .as_array()
+            .unwrap()
+            .clone(),
+        "the picture alone asked for no reply"
+    );
+}
+
 /// With "Answer typed messages in text", a typed question is answered in writing and the
 /// speaker stays silent; a spoken turn after it is still answered aloud.
 #[tokio::test(flavor = "multi_thread")]

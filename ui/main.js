@@ -45,10 +45,18 @@ const meters = {
   output: document.getElementById("output-level"),
 };
 
-createCompose(document.getElementById("compose"), {
-  send: (text) => invoke("send_text", { text }),
+const compose = createCompose(document.getElementById("compose"), {
+  send: (text, pictures) => invoke("send_message", { text, pictures }),
+  attach: async (file) =>
+    invoke("attach_picture", new Uint8Array(await file.arrayBuffer()), {
+      headers: { "walkie-picture-name": encodeURIComponent(file.name ?? "") },
+    }),
+  detach: (id) => invoke("detach_picture", { id }),
+  screenshotTargets: () => invoke("screenshot_targets"),
+  screenshot: (target) => invoke("attach_screenshot", { target }),
   state: () => statusLine.dataset.state,
 });
+listen("walkie://picture-dropped", (event) => compose.dropped(event.payload));
 
 const talk = createPushToTalk((pressed) => {
   pttButton.setAttribute("aria-pressed", String(pressed));

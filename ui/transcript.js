@@ -10,6 +10,7 @@
 //   <article class="message" data-message-id="…" data-role="user|assistant|system|developer"
 //            [data-streaming] [data-state="interrupted"|"cancelled"]>
 //     <span class="message-speaker">You</span>
+//     [<div class="message-pictures"><img class="message-picture" alt="Picture 1, 1024 × 768 pixels"></div>]
 //     <p class="message-text">…one text node…</p>
 //     <button class="message-copy" data-action="copy-message">Copy</button>
 //   </article>
@@ -33,6 +34,26 @@ export class TranscriptSequenceError extends Error {
     super(message);
     this.name = "TranscriptSequenceError";
   }
+}
+
+/**
+ * The pictures a message's metadata lists (`metadata.pictures`: what the user showed), each
+ * with a thumbnail that is a JPEG or PNG data URL; anything else there is left out, so saved
+ * metadata can never make the page load a file or a remote address.
+ * @param {unknown} metadata
+ * @returns {{ thumbnail: string, widthPx: number, heightPx: number }[]}
+ */
+export function picturesOf(metadata) {
+  const listed = metadata && typeof metadata === "object" ? metadata.pictures : undefined;
+  if (!Array.isArray(listed)) return [];
+  return listed.filter(
+    (picture) =>
+      picture &&
+      typeof picture.thumbnail === "string" &&
+      /^data:image\/(jpeg|png);base64,[A-Za-z0-9+/=]+$/.test(picture.thumbnail) &&
+      Number.isInteger(picture.widthPx) &&
+      Number.isInteger(picture.heightPx),
+  );
 }
 
 /** The plain text of a history message's content: a string, or the text parts of an array. */
@@ -138,6 +159,22 @@ export function createTranscript(container, options = {}) {
     view.speaker.textContent = name ?? SPEAKER_LABELS[role] ?? role;
   }
 
+  /** Shows the pictures `metadata` lists above the message's text (once: a message's pictures are set when it is sent). */
+  function showPictures(view, metadata) {
+    const pictures = picturesOf(metadata);
+    if (pictures.length === 0 || view.element.querySelector(".message-pictures")) return;
+    const strip = doc.createElement("div");
+    strip.className = "message-pictures";
+    pictures.forEach((picture, index) => {
+      const image = doc.createElement("img");
+      image.className = "message-picture";
+      image.src = picture.thumbnail;
+      image.alt = `Picture ${index + 1}, ${picture.widthPx} × ${picture.heightPx} pixels`;
+      strip.appendChild(image);
+    });
+    view.speaker.after(strip);
+  }
+
   function createMessage(id, role, name, content = "") {
     const element = doc.createElement("article");
     element.className = "message";
@@ -223,9 +260,10 @@ export function createTranscript(container, options = {}) {
       const content = contentText(message.content);
       const view = messages.get(message.id);
       if (!view) {
-        createMessage(message.id, message.role, message.name, content);
+        showPictures(createMessage(message.id, message.role, message.name, content), message.metadata);
         continue;
       }
+      showPictures(view, message.metadata);
       if (view.text.data !== content) view.text.data = content;
       setSpeaker(view, message.role, message.name);
     }
@@ -261,17 +299,22 @@ export function createTranscript(container, options = {}) {
     switch (event.type) {
       case "TEXT_MESSAGE_START":
         closeChunks(lane);
-        open(event.messageId, event.role, event.name);
+        showPictures(open(event.messageId, event.role, event.name), event.metadata);
         break;
-      case "TEXT_MESSAGE_CONTENT":
+      case "TEXT_MESSAGE_CONTENT": {
         closeChunks(lane);
-        if (event.delta !== "") openView(event.messageId, event.type).text.appendData(event.delta);
-        else openView(event.messageId, event.type);
+        const view = openView(event.messageId, event.type);
+        if (event.delta !== "") view.text.appendData(event.delta);
+        showPictures(view, event.metadata);
         break;
-      case "TEXT_MESSAGE_END":
+      }
+      case "TEXT_MESSAGE_END": {
         closeChunks(lane);
-        close(openView(event.messageId, event.type));
+        const view = openView(event.messageId, event.type);
+        showPictures(view, event.metadata);
+        close(view);
         break;
+      }
       case "TEXT_MESSAGE_CHUNK":
         chunk(event);
         break;
@@ -341,10 +384,15 @@ export function createTranscript(container, options = {}) {
   /** The whole transcript as plain text, one paragraph per message, speaker first. */
   function plainText() {
     return [...messages.values()]
-      .filter((view) => view.text.data.trim() !== "")
       .map((view) => {
+        const shown = view.element.querySelectorAll?.(".message-picture").length ?? 0;
+        const pictures = shown === 0 ? "" : shown === 1 ? "[a picture] " : `[${shown} pictures] `;
+        return { view, said: `${pictures}${view.text.data.trim()}`.trim() };
+      })
+      .filter(({ said }) => said !== "")
+      .map(({ view, said }) => {
         const cut = view.element.dataset.state === "interrupted" ? " (interrupted)" : "";
-        return `${view.speaker.textContent}${cut}: ${view.text.data.trim()}`;
+        return `${view.speaker.textContent}${cut}: ${said}`;
       })
       .join("\n\n");
   }

@@ -96,6 +96,44 @@ class ClientEvents(unittest.TestCase):
             {(p.path, p.kind) for p in problems}, {("item.content[0].lang", "unknown field")}
         )
 
+    def test_a_picture_shown_with_a_question_passes_and_a_misshapen_one_fails(self):
+        def shown(picture: dict) -> str:
+            return json.dumps(
+                {
+                    "type": "conversation.item.create",
+                    "item": {
+                        "type": "message",
+                        "role": "user",
+                        "content": [picture, {"type": "input_text", "text": "What is this?"}],
+                    },
+                }
+            )
+
+        url = "data:image/jpeg;base64,/9j/4AAQ"
+        self.assertEqual(oracle.check_client_event(shown({"type": "input_image", "image_url": url})), ("conversation.item.create", []))
+        _, problems = oracle.check_client_event(shown({"type": "input_image", "image_url": url, "detail": "sharp"}))
+        self.assertIn("item.content[0].detail", [p.path for p in problems])
+        _, problems = oracle.check_client_event(shown({"type": "input_image", "image_url": {"url": url}}))
+        self.assertIn("item.content[0].image_url", [p.path for p in problems])
+
+    def test_a_trace_that_never_shows_a_picture_fails_for_want_of_one(self):
+        with tempfile.TemporaryDirectory() as root:
+            test_dir = Path(root) / "some_test"
+            test_dir.mkdir()
+            typed = {"type": "conversation.item.create", "item": {"type": "message", "role": "user",
+                                                                  "content": [{"type": "input_text", "text": "hi"}]}}
+            record = {"call_id": "rtc_1", "received_at_unix_ms": 1, "text": json.dumps(typed)}
+            (test_dir / "client-events.jsonl").write_text(json.dumps(record) + "\n")
+            stderr = io.StringIO()
+            with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+                status = oracle.main(
+                    ["--trace-root", root, "--names", names_program(self, oracle.sdk_names()),
+                     "--decoder", sys.executable, "-c", ECHO_DECODED]
+                )
+        self.assertEqual(status, 1)
+        self.assertIn("no user message under", stderr.getvalue())
+        self.assertIn("carried input_image", stderr.getvalue())
+
     def test_a_function_tool_with_an_unknown_field_fails(self):
         text = with_change(PUSH_TO_TALK_UPDATE, ["session", "tools", 0, "strict"], True)
         _, problems = oracle.check_client_event(text)
@@ -147,8 +185,9 @@ class SessionPart(unittest.TestCase):
 class TraceRoot(unittest.TestCase):
     def test_the_sample_trace_is_read_whole(self):
         report = oracle.check_trace_root(SAMPLES)
-        self.assertEqual(report.client_events, 9)
+        self.assertEqual(report.client_events, 10)
         self.assertEqual(report.client_events_by_type["session.update"], 2)
+        self.assertEqual(dict(report.user_content_by_type), {"input_image": 1, "input_text": 1})
         self.assertEqual((report.calls, report.session_parts), (2, 1))
         self.assertEqual(report.failures, [])
 
@@ -241,7 +280,8 @@ class ServerEvents(unittest.TestCase):
             )
         self.assertEqual(status, 0)
         types = len(oracle.SERVER_EVENT_MODELS)
-        self.assertIn("oracle: 9 client events (2 session.update, ", stdout.getvalue())
+        self.assertIn("oracle: 10 client events (2 conversation.item.create, 2 session.update, ", stdout.getvalue())
+        self.assertIn("user content: 1 input_image, 1 input_text)", stdout.getvalue())
         self.assertIn("0 unknown fields, 0 model in session.update; 1 session parts checked", stdout.getvalue())
         self.assertIn(f"{types}/{types} server event types decoded or kept", stdout.getvalue())
 

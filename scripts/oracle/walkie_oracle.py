@@ -232,6 +232,8 @@ class Failure:
 @dataclasses.dataclass
 class TraceReport:
     client_events_by_type: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    # The content part types of the user messages Walkie created (`conversation.item.create`).
+    user_content_by_type: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     unknown_fields: int = 0
     model_in_session_update: int = 0
     session_parts: int = 0
@@ -250,6 +252,29 @@ def _jsonl(path: Path):
                 yield f"{path}:{number}", line
 
 
+# What Walkie sends as a user message, each of which the end-to-end tests must send, so that
+# the SDK checks it: a trace without one would pass without checking it.
+REQUIRED_USER_CONTENT_TYPES = ("input_text", "input_image")
+
+
+def user_content_types(text: str) -> list[str]:
+    """The content part types of a user message a `conversation.item.create` carries."""
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    if not isinstance(event, dict) or event.get("type") != "conversation.item.create":
+        return []
+    item = event.get("item")
+    if not isinstance(item, dict) or item.get("role") != "user" or not isinstance(item.get("content"), list):
+        return []
+    return [part.get("type") for part in item["content"] if isinstance(part, dict) and isinstance(part.get("type"), str)]
+
+
+def missing_user_content(report: TraceReport) -> list[str]:
+    return [kind for kind in REQUIRED_USER_CONTENT_TYPES if report.user_content_by_type[kind] == 0]
+
+
 def check_trace_root(root: Path) -> TraceReport:
     report = TraceReport()
     for path in sorted(root.rglob("client-events.jsonl")):
@@ -264,6 +289,7 @@ def check_trace_root(root: Path) -> TraceReport:
                 continue
             event_type, problems = check_client_event(text)
             report.client_events_by_type[event_type or "<none>"] += 1
+            report.user_content_by_type.update(user_content_types(text))
             report.unknown_fields += sum(p.kind == "unknown field" for p in problems)
             report.model_in_session_update += sum(p.kind == "model in session.update" for p in problems)
             if problems:
@@ -514,6 +540,13 @@ def main(argv: list[str] | None = None) -> int:
     for failure in trace.failures:
         print(f"oracle: FAILED: {failure}", file=sys.stderr)
         ok = False
+    for kind in missing_user_content(trace) if trace.client_events else []:
+        print(
+            f"oracle: FAILED: no user message under {args.trace_root} carried {kind}; the end-to-end "
+            "tests must send one, or the SDK never checks it",
+            file=sys.stderr,
+        )
+        ok = False
 
     events = build_server_events()
     try:
@@ -550,7 +583,8 @@ def main(argv: list[str] | None = None) -> int:
     names = sdk_names()
 
     print(
-        f"oracle: {trace.client_events} client events ({_by_type(trace.client_events_by_type)}), "
+        f"oracle: {trace.client_events} client events ({_by_type(trace.client_events_by_type)}; "
+        f"user content: {_by_type(trace.user_content_by_type)}), "
         f"{trace.unknown_fields} unknown fields, {trace.model_in_session_update} model in session.update; "
         f"{trace.session_parts} session parts checked in {trace.calls} calls, "
         f"{sum(1 for f in trace.failures if f.where.endswith('(session part)'))} bad; "

@@ -714,6 +714,25 @@ pub async fn wait_for_within(
     panic!("{css} still shows {last:?} after {within:?}");
 }
 
+/// Waits until `script` (a function body that returns JSON) returns `expected`, as
+/// [`wait_for`] waits on text: for what the page shows but does not say (a picture loaded).
+pub async fn wait_for_script(client: &Client, script: &str, expected: serde_json::Value) {
+    step(|| format!("waiting for {script} to be {expected}"));
+    let deadline = Instant::now() + UI_TIMEOUT;
+    let mut last = serde_json::Value::Null;
+    while Instant::now() < deadline {
+        last = client
+            .execute(script, vec![])
+            .await
+            .expect("WebDriver runs the script");
+        if last == expected {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{script} still returns {last} after {UI_TIMEOUT:?}, not {expected}");
+}
+
 /// Waits until process `pid` has ended (gone, or a zombie its parent has not reaped yet);
 /// panics after `within`.
 pub async fn wait_until_exited(pid: u32, within: Duration) {

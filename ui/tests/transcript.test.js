@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createTranscript, latencyText, TranscriptSequenceError } from "../transcript.js";
+import { createTranscript, latencyText, picturesOf, TranscriptSequenceError } from "../transcript.js";
 
 test("a reply's latency shows in seconds with two decimals", () => {
   assert.equal(latencyText(312), "0.31 s");
@@ -64,6 +64,19 @@ class FakeElement {
   }
   set textContent(text) {
     this.childNodes = [new FakeText(text)];
+  }
+  after(node) {
+    if (node.parent) node.remove();
+    const siblings = this.parent.childNodes;
+    siblings.splice(siblings.indexOf(this) + 1, 0, node);
+    node.parent = this.parent;
+  }
+  querySelectorAll(selector) {
+    const className = selector.replace(/^\./, "");
+    return this.children.flatMap((child) => [
+      ...(child.className.split(" ").includes(className) ? [child] : []),
+      ...child.querySelectorAll(selector),
+    ]);
   }
   querySelector(selector) {
     const className = selector.replace(/^\./, "");
@@ -392,4 +405,64 @@ test("a conversation deleted in the history leaves the screen with its divider",
   assert.equal(page.transcript.forgetThread("t3"), 1);
   assert.deepEqual(page.shown(), []);
   assert.equal(page.transcript.forgetThread("unknown"), 0);
+});
+
+const THUMBNAIL = "data:image/jpeg;base64,/9j/4AAQSkZJRgABAQAAAQABAAD/2w==";
+
+test("the pictures a typed message showed appear above its text, described by their size", () => {
+  const page = transcriptPage();
+  const pictures = [
+    { thumbnail: THUMBNAIL, widthPx: 1024, heightPx: 768 },
+    { thumbnail: THUMBNAIL, widthPx: 300, heightPx: 200 },
+  ];
+  page.feed(
+    run(),
+    start("user-1", "user"),
+    content("user-1", "What is this?"),
+    { type: "TEXT_MESSAGE_END", messageId: "user-1", metadata: { pictures } },
+  );
+
+  const [article] = page.articles();
+  const [speaker, strip, text] = article.children;
+  assert.equal(speaker.textContent, "You");
+  assert.equal(strip.className, "message-pictures");
+  assert.deepEqual(
+    strip.children.map((image) => [image.src, image.alt]),
+    [
+      [THUMBNAIL, "Picture 1, 1024 × 768 pixels"],
+      [THUMBNAIL, "Picture 2, 300 × 200 pixels"],
+    ],
+  );
+  assert.equal(text.textContent, "What is this?");
+  assert.equal(page.transcript.plainText(), "You: [2 pictures] What is this?");
+});
+
+test("a saved conversation's pictures come back with its messages (History's snapshot)", () => {
+  const page = transcriptPage();
+  page.feed(run(), {
+    type: "MESSAGES_SNAPSHOT",
+    messages: [
+      { id: "user-1", role: "user", content: "", metadata: { pictures: [{ thumbnail: THUMBNAIL, widthPx: 640, heightPx: 480 }] } },
+      { id: "assistant-1", role: "assistant", content: "A cat." },
+    ],
+  });
+
+  const [user, assistant] = page.articles();
+  assert.equal(user.querySelectorAll(".message-picture").length, 1);
+  assert.equal(assistant.querySelectorAll(".message-picture").length, 0);
+  assert.equal(page.transcript.plainText(), "You: [a picture]\n\nWalkie: A cat.");
+});
+
+test("a thumbnail that is not an inline JPEG or PNG is never loaded", () => {
+  for (const thumbnail of [
+    "file:///etc/passwd",
+    "https://example.com/cat.jpg",
+    "data:image/svg+xml;base64,PHN2Zz4=",
+    "data:image/jpeg;base64,AAAA\" onerror=\"alert(1)",
+  ]) {
+    assert.deepEqual(picturesOf({ pictures: [{ thumbnail, widthPx: 1, heightPx: 1 }] }), [], thumbnail);
+  }
+  assert.deepEqual(picturesOf({ pictures: [{ thumbnail: THUMBNAIL, widthPx: "1", heightPx: 1 }] }), []);
+  assert.deepEqual(picturesOf(null), []);
+  assert.deepEqual(picturesOf({ pictures: "many" }), []);
 });

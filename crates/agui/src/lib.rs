@@ -33,4 +33,4 @@ pub use message::{
 pub use stream::{Consumer, violation_json};
 pub use verify::{Mode, Verifier};
 pub use violation::{Rule, Violation};
-pub use writer::{Speaker, TimestampMs, TranscriptInput, TranscriptWriter, TurnId};
+pub use writer::{EarlierMessage, Speaker, TimestampMs, TranscriptInput, TranscriptWriter, TurnId};

@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 
 use crate::event::{
-    Event, MessagesSnapshot, Role, RunFinished, RunStarted, TextMessageContent, TextMessageEnd,
-    TextMessageStart,
+    Event, JsonObject, MessagesSnapshot, Role, RunFinished, RunStarted, TextMessageContent,
+    TextMessageEnd, TextMessageStart,
 };
 use crate::message::Message;
 
@@ -66,6 +66,36 @@ pub enum TranscriptInput<'a> {
     },
     /// The model finished the turn: its run finishes.
     TurnComplete { turn: TurnId },
+    /// Metadata for the speaker's message in this turn (what a typed message showed, say),
+    /// merged key by key into what it has. It is stamped on the message's next event (its
+    /// content or its end; a closed message is reopened and closed to carry it) and kept in
+    /// every restatement.
+    Annotate {
+        turn: TurnId,
+        speaker: Speaker,
+        metadata: &'a JsonObject,
+    },
+}
+
+/// A message of a saved conversation that a writer goes on from
+/// ([`TranscriptWriter::continuing`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EarlierMessage {
+    pub message_id: String,
+    pub role: Role,
+    pub text: String,
+    pub metadata: Option<JsonObject>,
+}
+
+impl From<(String, Role, String)> for EarlierMessage {
+    fn from((message_id, role, text): (String, Role, String)) -> EarlierMessage {
+        EarlierMessage {
+            message_id,
+            role,
+            text,
+            metadata: None,
+        }
+    }
 }
 
 /// Time of a signal in milliseconds since the Unix epoch (AG-UI `timestamp`).
@@ -77,6 +107,10 @@ struct Utterance {
     role: Role,
     text: String,
     open: bool,
+    /// Every metadata object annotated so far, merged.
+    metadata: Option<JsonObject>,
+    /// Metadata annotated since the message's last event, for its next one.
+    unstamped: Option<JsonObject>,
 }
 
 #[derive(Debug, Clone)]
@@ -110,14 +144,20 @@ impl TranscriptWriter {
     }
 
     /// A writer that goes on with a saved conversation: `earlier` holds its messages (id,
-    /// role, text; all closed), which a MESSAGES_SNAPSHOT restates, and whose exchanges keep
-    /// their numbers (ids the writer did not make are kept, never reused).
+    /// role, text, metadata; all closed), which a MESSAGES_SNAPSHOT restates, and whose
+    /// exchanges keep their numbers (ids the writer did not make are kept, never reused).
     pub fn continuing(
         thread_id: impl Into<String>,
-        earlier: impl IntoIterator<Item = (String, Role, String)>,
+        earlier: impl IntoIterator<Item = impl Into<EarlierMessage>>,
     ) -> TranscriptWriter {
         let mut writer = TranscriptWriter::new(thread_id);
-        for (message_id, role, text) in earlier {
+        for message in earlier {
+            let EarlierMessage {
+                message_id,
+                role,
+                text,
+                metadata,
+            } = message.into();
             if let Some(key) = TranscriptWriter::turn_of_message(&message_id) {
                 writer.utterance_by_key.insert(key, writer.utterances.len());
             }
@@ -126,6 +166,8 @@ impl TranscriptWriter {
                 role,
                 text,
                 open: false,
+                metadata,
+                unstamped: None,
             });
         }
         writer
@@ -232,6 +274,29 @@ impl TranscriptWriter {
                     self.finish_run(at_ms, out);
                 }
             }
+            TranscriptInput::Annotate {
+                turn,
+                speaker,
+                metadata,
+            } => {
+                if metadata.is_empty() {
+                    return;
+                }
+                self.ensure_run(turn, at_ms, out);
+                let index = self.utterance(turn, speaker, at_ms, out);
+                let utterance = &mut self.utterances[index];
+                for merged in [&mut utterance.metadata, &mut utterance.unstamped] {
+                    merged.get_or_insert_with(JsonObject::new).extend(
+                        metadata
+                            .iter()
+                            .map(|(key, value)| (key.clone(), value.clone())),
+                    );
+                }
+                if !utterance.open {
+                    self.ensure_open(index, at_ms, out);
+                    self.close(index, at_ms, out);
+                }
+            }
         }
     }
 
@@ -240,6 +305,15 @@ impl TranscriptWriter {
         if self.active_run.is_some() {
             self.finish_run(at_ms, out);
         }
+    }
+
+    /// The metadata annotated on a message so far (merged), if it has any.
+    pub fn metadata(&self, message_id: &str) -> Option<&JsonObject> {
+        self.utterances
+            .iter()
+            .find(|utterance| utterance.message_id == message_id)?
+            .metadata
+            .as_ref()
     }
 
     /// The text written so far for each message, in order of first appearance.
@@ -310,6 +384,8 @@ impl TranscriptWriter {
             role: speaker.role(),
             text: String::new(),
             open: false,
+            metadata: None,
+            unstamped: None,
         });
         self.utterance_by_key.insert((turn, speaker), index);
         self.ensure_open(index, at_ms, out);
@@ -329,7 +405,7 @@ impl TranscriptWriter {
             role: Some(utterance.role),
             name: None,
             subagent_run_id: None,
-            metadata: None,
+            metadata: utterance.unstamped.take(),
             timestamp: Some(at_ms),
             raw_event: None,
         }));
@@ -343,7 +419,7 @@ impl TranscriptWriter {
             message_id: utterance.message_id.clone(),
             delta: delta.to_owned(),
             subagent_run_id: None,
-            metadata: None,
+            metadata: utterance.unstamped.take(),
             timestamp: Some(at_ms),
             raw_event: None,
         }));
@@ -355,11 +431,12 @@ impl TranscriptWriter {
         out.push(self.end_event(index, at_ms));
     }
 
-    fn end_event(&self, index: usize, at_ms: TimestampMs) -> Event {
+    fn end_event(&mut self, index: usize, at_ms: TimestampMs) -> Event {
+        let utterance = &mut self.utterances[index];
         Event::TextMessageEnd(TextMessageEnd {
-            message_id: self.utterances[index].message_id.clone(),
+            message_id: utterance.message_id.clone(),
             subagent_run_id: None,
-            metadata: None,
+            metadata: utterance.unstamped.take(),
             timestamp: Some(at_ms),
             raw_event: None,
         })
@@ -374,6 +451,7 @@ impl TranscriptWriter {
                     Message::new_text(&utterance.message_id, utterance.role, None, None);
                 if let Some(fields) = message.text_fields_mut() {
                     fields.content.push_str(&utterance.text);
+                    fields.metadata.clone_from(&utterance.metadata);
                 }
                 message
             })

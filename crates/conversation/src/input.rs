@@ -4,7 +4,7 @@
 //! The engine's own types live in the audio driver; the machine has its own small ones, and the
 //! driver translates (a core crate never depends on a driver).
 
-use walkie_session::turn::{TurnMode, WallClock};
+use walkie_session::turn::{TurnMode, UserMessage, WallClock};
 use walkie_session::{AudioChunk, DeviceDirection};
 
 use crate::redial::DialFailure;
@@ -18,9 +18,10 @@ pub enum Input {
     Release,
     /// The user takes the press under way back (Escape): nothing of it is sent.
     CancelPress,
-    /// The user typed a message and sent it: it goes to the call once one is ready (a call
-    /// being placed or dialled again takes it when it is), and is answered like a spoken turn.
-    SendText(String),
+    /// The user wrote a message (text, pictures or both) and sent it: it goes to the call once
+    /// one is ready (a call being placed or dialled again takes it when it is); its text is
+    /// answered like a spoken turn.
+    SendMessage(UserMessage),
     /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
     SetTurnMode(TurnMode),
     /// Typed messages are answered in text alone (`true`) or as the session says, from now on.

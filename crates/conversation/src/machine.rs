@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use walkie_session::transcript::{BridgeNote, TranscriptBridge};
 use walkie_session::turn::{
     ControllerOutput, PressMode, ToolRegistry, TurnConfig, TurnController, TurnMode, UiHint,
+    UserMessage,
 };
 use walkie_session::{
     Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
@@ -101,7 +102,7 @@ pub struct Conversation {
     carried_press: bool,
     /// Messages the user typed while no call was ready for them (being set up, or being
     /// replaced): they go out, in order, once one is.
-    typed: VecDeque<String>,
+    typed: VecDeque<UserMessage>,
     /// The user part of a press taken back, until its end reaches the transcript (and its
     /// message is marked as not sent).
     cancelled_part: Option<PartIndex>,
@@ -181,7 +182,7 @@ impl Conversation {
     pub fn continuing(
         config: ConversationConfig,
         tools: fn() -> ToolRegistry,
-        earlier: Vec<(String, walkie_agui::Role, String)>,
+        earlier: impl IntoIterator<Item = impl Into<walkie_agui::EarlierMessage>>,
         now_ms: u64,
     ) -> Self {
         let thread_id = config.thread_id.clone();
@@ -262,9 +263,9 @@ impl Conversation {
                     action: StatusAction::OpenSettings,
                 });
             }
-            (_, Input::SendText(text)) => {
+            (_, Input::SendMessage(message)) => {
                 // Sent in order, once a call is ready for it (see `flush`).
-                self.typed.push_back(text);
+                self.typed.push_back(message);
                 if self.phase != Phase::InCall {
                     self.hint = Some(sentence::text_waits_for_the_call());
                 }
@@ -354,7 +355,9 @@ impl Conversation {
             Input::Transport(TransportInput::Open) => {
                 controller.data_channel_open(now_ms);
                 if std::mem::take(&mut self.restore_on_open) {
-                    let so_far = self.bridge.transcript().map(|(_, role, text)| (role, text));
+                    let so_far: Vec<(walkie_agui::Role, String)> =
+                        self.bridge.restorable().collect();
+                    let so_far = so_far.iter().map(|(role, text)| (*role, text.as_str()));
                     controller.restore_items(restore_items(so_far, RESTORE_BUDGET_CHARS));
                 }
             }
@@ -387,7 +390,7 @@ impl Conversation {
             | Input::SavingResumed { .. }
             | Input::NewCallDialling { .. }
             | Input::NewCallRefused { .. }
-            | Input::SendText(_)
+            | Input::SendMessage(_)
             | Input::WallClock(_)
             | Input::Engine(_)
             | Input::Dialled
@@ -652,8 +655,8 @@ impl Conversation {
             && !self.typed.is_empty()
             && !self.budget_spent
         {
-            while let Some(text) = self.typed.pop_front() {
-                if self.controller.send_user_text(&text, now_ms) {
+            while let Some(message) = self.typed.pop_front() {
+                if self.controller.send_user_message(&message, now_ms) {
                     self.turn_ended_at_ms = Some(now_ms);
                 }
             }
@@ -730,7 +733,7 @@ impl Conversation {
         if self.phase == Phase::Ended {
             return;
         }
-        let unsent: Vec<String> = self.typed.drain(..).collect();
+        let unsent: Vec<String> = self.typed.drain(..).map(unsent_words).collect();
         let status = StatusEvent::budget_spent(
             self.spending.cost_usd.unwrap_or_default(),
             self.budget_usd.unwrap_or_default(),
@@ -1075,4 +1078,17 @@ fn interrupted_reply(event: &SessionEvent, note: &BridgeNote) -> Option<String> 
     };
     (speech.speaker == Speaker::Assistant && speech.interrupted_at_ms.is_some())
         .then(|| walkie_agui::TranscriptWriter::message_id(*turn, walkie_agui::Speaker::Assistant))
+}
+
+/// A message that was not sent, as the user can copy it back: its text, and how many pictures
+/// it showed (they are to be attached again).
+fn unsent_words(message: UserMessage) -> String {
+    let text = message.text.trim();
+    match (message.pictures.len(), text.is_empty()) {
+        (0, _) => text.to_owned(),
+        (1, true) => "(a picture)".to_owned(),
+        (count, true) => format!("({count} pictures)"),
+        (1, false) => format!("{text}\n(with a picture)"),
+        (count, false) => format!("{text}\n(with {count} pictures)"),
+    }
 }

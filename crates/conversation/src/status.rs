@@ -270,6 +270,11 @@ pub mod sentence {
                 "Not sent: a typed message holds at most {} KiB; shorten it or send it in parts.",
                 max_bytes / 1024
             ),
+            UiHint::PictureTooLarge { bytes, max_bytes } => format!(
+                "Not sent: a picture takes {} KiB where a message holds {} KiB; attach it again.",
+                bytes.div_ceil(1024),
+                max_bytes / 1024
+            ),
         })
     }
 

@@ -18,6 +18,7 @@ use walkie_openai::SessionConfig;
 use walkie_session::AudioChunk;
 use walkie_session::turn::{
     AudioCommand, LATE_AUDIO_GRACE_MS, PressMode, RESPONSE_DONE_WATCHDOG_MS, TurnConfig, TurnMode,
+    UserMessage,
 };
 
 use ConnectionState::*;
@@ -953,7 +954,7 @@ fn a_reply_is_timed_from_the_key_coming_up_to_its_first_sound_at_the_device_once
 #[test]
 fn a_typed_question_is_timed_from_when_it_went_out() {
     let mut call = Call::ready();
-    call.input(1_000, Input::SendText("Hello?".to_owned()));
+    call.input(1_000, Input::SendMessage(UserMessage::text("Hello?")));
     call.server(1_300, &response_created("resp_R1"));
     call.server(1_310, &audio_part_added("resp_R1", "item_A1"));
     call.server(1_320, &output_started("resp_R1"));

@@ -17,7 +17,7 @@ use walkie_conversation::{
     TransportInput,
 };
 use walkie_openai::{ClientEvent, ContentPart, Item, Role, SessionConfig};
-use walkie_session::turn::{AudioCommand, LATE_AUDIO_GRACE_MS, TurnConfig};
+use walkie_session::turn::{AudioCommand, LATE_AUDIO_GRACE_MS, TurnConfig, UserMessage};
 
 use ConnectionState::*;
 
@@ -735,11 +735,59 @@ fn without_voice_barge_in_a_trusted_canceller_leaves_the_mic_muted_during_replie
     );
 }
 
+/// A picture as the app attaches one (a small PNG, prepared).
+fn a_picture() -> walkie_session::Picture {
+    let mut png = Vec::new();
+    image::DynamicImage::new_rgb8(64, 48)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    walkie_picture::prepare(&png, &walkie_picture::PictureLimits::default())
+        .unwrap()
+        .picture
+}
+
+#[test]
+fn a_picture_shown_before_a_drop_is_named_to_the_next_session_not_sent_again() {
+    let mut call = after_one_exchange();
+    let shown = call.input(
+        3_000,
+        Input::SendMessage(UserMessage {
+            text: "What is this?".to_owned(),
+            pictures: vec![a_picture()],
+        }),
+    );
+    assert!(
+        shown.iter().any(|output| matches!(output, Output::Send(sent)
+            if matches!(&sent.event, ClientEvent::ConversationItemCreate {
+                item: Item::Message { content, .. }, ..
+            } if matches!(content[..], [ContentPart::InputImage { .. }, ContentPart::InputText { .. }])))),
+        "the picture went out with its question"
+    );
+    call.input(5_000, dropped());
+
+    let sent = restored(&redial(&mut call));
+
+    assert_eq!(
+        sent.get(2),
+        Some(&(
+            Role::User,
+            "input_text",
+            "[The user showed a picture here; it is not part of this copy of the conversation.]\n\
+             What is this?"
+                .to_owned()
+        )),
+        "{sent:?}"
+    );
+}
+
 #[test]
 fn a_message_typed_while_the_call_is_being_dialled_again_goes_out_once_it_is_back() {
     let mut call = after_one_exchange();
     call.input(5_000, dropped());
-    let outputs = call.input(5_010, Input::SendText("Are you there?".to_owned()));
+    let outputs = call.input(
+        5_010,
+        Input::SendMessage(UserMessage::text("Are you there?")),
+    );
     assert!(
         restored(&outputs).is_empty(),
         "nothing goes to a dropped call"
@@ -950,7 +998,7 @@ fn a_spent_budget_lets_the_reply_under_way_play_out_starts_no_turn_then_ends_the
         names(&press)
     );
     call.release(2_900);
-    call.input(2_950, Input::SendText("And then?".to_owned()));
+    call.input(2_950, Input::SendMessage(UserMessage::text("And then?")));
 
     call.server(3_100, &output_stopped("resp_R1"));
     let outputs = call.tick(3_100 + LATE_AUDIO_GRACE_MS);
@@ -996,14 +1044,14 @@ fn response_create(outputs: &[Output]) -> Option<String> {
 #[test]
 fn answering_typed_messages_in_text_switches_within_the_call_and_holds_for_the_next_one() {
     let mut call = Call::ready();
-    let before = call.input(900, Input::SendText("Hi.".to_owned()));
+    let before = call.input(900, Input::SendMessage(UserMessage::text("Hi.")));
     let create = response_create(&before).expect("a reply is asked for");
     assert!(!create.contains("output_modalities"), "{create}");
     call.server(950, &response_created("resp_R1"));
     call.server(1_000, &response_done("resp_R1", "completed"));
 
     call.input(1_100, Input::SetTypedRepliesInText(true));
-    let switched = call.input(1_200, Input::SendText("And now?".to_owned()));
+    let switched = call.input(1_200, Input::SendMessage(UserMessage::text("And now?")));
     let create = response_create(&switched).expect("a reply is asked for");
     assert!(
         create.contains(r#""output_modalities":["text"]"#),
@@ -1014,7 +1062,10 @@ fn answering_typed_messages_in_text_switches_within_the_call_and_holds_for_the_n
 
     call.input(5_000, dropped());
     redial(&mut call);
-    let next_call = call.input(9_000, Input::SendText("Still in text?".to_owned()));
+    let next_call = call.input(
+        9_000,
+        Input::SendMessage(UserMessage::text("Still in text?")),
+    );
     let create = response_create(&next_call).expect("a reply is asked for");
     assert!(
         create.contains(r#""output_modalities":["text"]"#),

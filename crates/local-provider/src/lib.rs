@@ -34,6 +34,7 @@ pub mod fault;
 mod http;
 #[cfg(feature = "test-bench")]
 pub mod http_fault;
+pub mod picture;
 #[cfg(feature = "test-bench")]
 pub mod scenario;
 pub mod session;

@@ -31,6 +31,7 @@ use walkie_openai::{
     SessionConfig, SessionKind, StatusDetails, TurnDetection, decode_client_event,
 };
 
+use crate::picture::{self, ReceivedPicture};
 use crate::usage::{self, Ledger, Tokens};
 
 /// Samples of one 20 ms frame at 48 kHz.
@@ -251,6 +252,10 @@ pub struct ProviderSession {
     /// The text of the last user message the client created (typed, or restored), until a
     /// reply takes it.
     unanswered_text: Option<String>,
+    /// The pictures user messages carried since the last reply, which the next reply mentions.
+    unseen_pictures: Vec<ReceivedPicture>,
+    /// Every picture user messages carried, in order.
+    received_pictures: Vec<ReceivedPicture>,
     /// User transcripts to send after the current reply (they arrive late, as from OpenAI),
     /// with the time of their commit.
     pending_transcripts: Vec<(String, String, u64)>,
@@ -270,6 +275,26 @@ pub struct ProviderSession {
     ledger: Ledger,
 }
 
+/// The pictures of a user message, each read as the picture its `input_image` claims to be;
+/// the first that is not says what is wrong with it.
+fn pictures_of(item: &Item) -> Result<Vec<ReceivedPicture>, String> {
+    let Item::Message { content, .. } = item else {
+        return Ok(Vec::new());
+    };
+    content
+        .iter()
+        .enumerate()
+        .filter_map(|(index, part)| match part {
+            ContentPart::InputImage { image_url, detail } => Some(picture::read_input_image(
+                image_url,
+                *detail,
+                &format!("item.content[{index}].image_url"),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// What is wrong with an item a client asked to create, by the GA reference's rules for
 /// `conversation.item.create`; `None` for an item the local provider accepts.
 fn item_problem(item: &Item) -> Option<String> {
@@ -283,7 +308,9 @@ fn item_problem(item: &Item) -> Option<String> {
                     (role, part),
                     (
                         Role::User,
-                        ContentPart::InputText { .. } | ContentPart::InputAudio { .. }
+                        ContentPart::InputText { .. }
+                            | ContentPart::InputAudio { .. }
+                            | ContentPart::InputImage { .. }
                     ) | (Role::System, ContentPart::InputText { .. })
                         | (
                             Role::Assistant,
@@ -332,6 +359,8 @@ impl ProviderSession {
             last_item_id: None,
             unanswered: None,
             unanswered_text: None,
+            unseen_pictures: Vec::new(),
+            received_pictures: Vec::new(),
             pending_transcripts: Vec::new(),
             generating: None,
             playback: None,
@@ -861,6 +890,10 @@ impl ProviderSession {
         if let Some(problem) = item_problem(&item) {
             return self.error(out, event_id, "invalid_value", problem);
         }
+        let pictures = match pictures_of(&item) {
+            Ok(pictures) => pictures,
+            Err(problem) => return self.error(out, event_id, "invalid_value", problem),
+        };
         let id = self.id("item");
         let item = match item {
             Item::Message { role, content, .. } => Item::Message {
@@ -904,14 +937,17 @@ impl ProviderSession {
                     }
                     ContentPart::InputAudio { transcript, .. }
                     | ContentPart::OutputAudio { transcript } => transcript.as_deref(),
-                    ContentPart::Other(_) => None,
+                    ContentPart::InputImage { .. } | ContentPart::Other(_) => None,
                 })
                 .collect();
             self.ledger.joined(Tokens {
                 text: usage::text_tokens(&text),
                 audio: 0,
+                image: pictures.iter().map(picture::image_tokens).sum(),
             });
         }
+        self.unseen_pictures.extend(pictures.iter().cloned());
+        self.received_pictures.extend(pictures);
         let previous_item_id = previous_item_id.or_else(|| self.last_item_id.clone());
         self.last_item_id = Some(id);
         self.created_items.push(item.clone());
@@ -934,6 +970,11 @@ impl ProviderSession {
     /// The items the client created with `conversation.item.create`, in order.
     pub fn created_items(&self) -> &[Item] {
         &self.created_items
+    }
+
+    /// The pictures (`input_image`) the client's user messages carried, in order.
+    pub fn received_pictures(&self) -> &[ReceivedPicture] {
+        &self.received_pictures
     }
 
     fn truncate(
@@ -1200,8 +1241,8 @@ impl ProviderSession {
         let audio_ms = samples * 1000 / 48_000;
         if !out_of_band {
             self.ledger.joined(Tokens {
-                text: 0,
                 audio: usage::user_audio_tokens(audio_ms),
+                ..Tokens::default()
             });
         }
         let transcript = if text_only && !frames.is_empty() {
@@ -1230,6 +1271,23 @@ impl ProviderSession {
             )
         };
 
+        let transcript = if out_of_band || self.unseen_pictures.is_empty() {
+            transcript
+        } else {
+            let sizes: Vec<String> = std::mem::take(&mut self.unseen_pictures)
+                .iter()
+                .map(|picture| format!("{} by {} pixels", picture.width_px, picture.height_px))
+                .collect();
+            let pictures = if sizes.len() == 1 {
+                "a picture"
+            } else {
+                "pictures"
+            };
+            format!(
+                "{transcript} I can't see either, but you showed me {pictures}: {}.",
+                sizes.join(", ")
+            )
+        };
         // A reply in text plays nothing.
         let frames = if text_only { Vec::new() } else { frames };
         let response_id = self.id("resp");
@@ -1417,6 +1475,7 @@ impl ProviderSession {
         let output = Tokens {
             text: usage::text_tokens(&transcript),
             audio: usage::assistant_audio_tokens(generated_frames as u64 * FRAME_MS),
+            image: 0,
         };
         let instructions = usage::text_tokens(self.session.instructions.as_deref().unwrap_or(""));
         let usage = self
@@ -2011,6 +2070,89 @@ mod tests {
         run_until(&mut session, &mut timeline, 10_000, 20_000);
         let again = reply_transcript(&timeline.outputs()).expect("the second reply's transcript");
         assert!(again.contains("no new audio"), "{again}");
+    }
+
+    fn png_data_url(width_px: u32, height_px: u32) -> String {
+        use base64::Engine as _;
+        let mut png = Vec::new();
+        image::DynamicImage::new_rgb8(width_px, height_px)
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(png)
+        )
+    }
+
+    #[test]
+    fn a_picture_shown_is_recorded_billed_and_mentioned_in_the_next_reply() {
+        let mut session = ptt_session(false);
+        let shown = serde_json::json!({"type": "conversation.item.create", "item": {
+            "type": "message", "role": "user", "content": [
+                {"type": "input_image", "image_url": png_data_url(300, 200)},
+                {"type": "input_text", "text": "What is this?"}]}});
+        assert_eq!(
+            types(&session.on_client_text(&shown.to_string(), 1000)),
+            ["conversation.item.added", "conversation.item.done"]
+        );
+        let received = session.received_pictures();
+        assert_eq!(received.len(), 1);
+        assert_eq!(
+            (
+                received[0].media_type.as_str(),
+                received[0].width_px,
+                received[0].height_px
+            ),
+            ("image/png", 300, 200)
+        );
+        let mut timeline = Timeline::new();
+        timeline.push(
+            1000,
+            session.on_client_text(r#"{"type":"response.create"}"#, 1000),
+        );
+        run_until(&mut session, &mut timeline, 1000, 10_000);
+        let transcript = reply_transcript(&timeline.outputs()).expect("the reply's transcript");
+        assert!(
+            transcript.ends_with("you showed me a picture: 300 by 200 pixels."),
+            "{transcript}"
+        );
+        let usage = events(&timeline.outputs())
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::ResponseDone { response } => response.usage,
+                _ => None,
+            })
+            .expect("the response's usage");
+        let details = usage.input_token_details.expect("input details");
+        assert_eq!(details.image_tokens, Some(85 + 170));
+    }
+
+    #[test]
+    fn a_picture_that_is_not_what_its_data_url_says_is_refused_and_not_kept() {
+        let mut session = ptt_session(false);
+        let url = png_data_url(4, 4).replace("image/png", "image/jpeg");
+        let shown = serde_json::json!({"type": "conversation.item.create", "event_id": "e9",
+            "item": {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "Look"},
+                {"type": "input_image", "image_url": url}]}});
+        let outputs = session.on_client_text(&shown.to_string(), 1000);
+        let error = events(&outputs)
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::Error { error, .. } => Some(error),
+                _ => None,
+            })
+            .expect("an error");
+        assert_eq!(error.code.as_deref(), Some("invalid_value"));
+        assert!(
+            error
+                .message
+                .starts_with("Invalid 'item.content[1].image_url': the data is not image/jpeg"),
+            "{}",
+            error.message
+        );
+        assert!(session.received_pictures().is_empty());
+        assert!(session.created_items().is_empty());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - the whole conversation so far, plus the instructions, is the input of every response;
 //! - user audio is 1 token per 100 ms, assistant audio 1 token per 50 ms;
 //! - what the previous response already took as input is cached this time (a prefix);
-//! - text is about 4 characters a token (the local provider has no tokenizer).
+//! - text is about 4 characters a token (the local provider has no tokenizer);
+//! - a picture costs what OpenAI's vision guide counts ([`crate::picture`]).
 //!
 //! An out-of-band response (`conversation: "none"`) takes the instructions alone and joins no
 //! conversation.
@@ -17,17 +18,19 @@ use walkie_openai::{CachedTokenDetails, InputTokenDetails, OutputTokenDetails, U
 pub(crate) struct Tokens {
     pub text: u64,
     pub audio: u64,
+    pub image: u64,
 }
 
 impl Tokens {
     pub fn total(self) -> u64 {
-        self.text + self.audio
+        self.text + self.audio + self.image
     }
 
     fn plus(self, other: Tokens) -> Tokens {
         Tokens {
             text: self.text + other.text,
             audio: self.audio + other.audio,
+            image: self.image + other.image,
         }
     }
 
@@ -35,6 +38,7 @@ impl Tokens {
         Tokens {
             text: self.text.min(other.text),
             audio: self.audio.min(other.audio),
+            image: self.image.min(other.image),
         }
     }
 }
@@ -72,7 +76,7 @@ impl Ledger {
     pub fn bill(&mut self, instructions: u64, output: Tokens, out_of_band: bool) -> Usage {
         let instructions = Tokens {
             text: instructions,
-            audio: 0,
+            ..Tokens::default()
         };
         let (input, cached) = if out_of_band {
             (instructions, Tokens::default())
@@ -90,12 +94,12 @@ impl Ledger {
             input_token_details: Some(InputTokenDetails {
                 text_tokens: Some(input.text),
                 audio_tokens: Some(input.audio),
-                image_tokens: Some(0),
+                image_tokens: Some(input.image),
                 cached_tokens: Some(cached.total()),
                 cached_tokens_details: Some(CachedTokenDetails {
                     text_tokens: Some(cached.text),
                     audio_tokens: Some(cached.audio),
-                    image_tokens: Some(0),
+                    image_tokens: Some(cached.image),
                 }),
             }),
             output_token_details: Some(OutputTokenDetails {
@@ -114,6 +118,7 @@ mod tests {
         Tokens {
             text: text_tokens(transcript),
             audio: assistant_audio_tokens(audio_ms),
+            image: 0,
         }
     }
 
@@ -132,6 +137,7 @@ mod tests {
         ledger.joined(Tokens {
             text: 0,
             audio: user_audio_tokens(2_000),
+            image: 0,
         });
         let first = ledger.bill(10, reply(2_000, "twelve chars"), false);
         assert_eq!(first.input_tokens, Some(10 + 20));
@@ -143,6 +149,7 @@ mod tests {
         ledger.joined(Tokens {
             text: 0,
             audio: user_audio_tokens(1_000),
+            image: 0,
         });
         let second = ledger.bill(10, reply(1_000, ""), false);
         let details = second.input_token_details.expect("details");
@@ -164,7 +171,11 @@ mod tests {
     #[test]
     fn an_out_of_band_response_takes_the_instructions_alone_and_joins_nothing() {
         let mut ledger = Ledger::default();
-        ledger.joined(Tokens { text: 5, audio: 50 });
+        ledger.joined(Tokens {
+            text: 5,
+            audio: 50,
+            image: 0,
+        });
         let chime = ledger.bill(10, reply(800, "a chime"), true);
         assert_eq!(chime.input_tokens, Some(10));
         let next = ledger.bill(10, reply(0, ""), false);

@@ -1,7 +1,7 @@
 //! Conversation items: messages (user, assistant, system), function calls and their outputs.
 //!
 //! Items and content parts the server may send that Walkie does not model (MCP calls and
-//! approvals, `input_image` parts, a function call without `call_id`, a part without `type`, ...)
+//! approvals, a function call without `call_id`, a part without `type`, ...)
 //! are kept whole as `Other`, so an event that carries one (`response.done` lists every item of
 //! the response) is never lost over a part Walkie does not read.
 
@@ -38,6 +38,12 @@ pub enum ContentPart {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         transcript: Option<String>,
     },
+    /// A picture the user shows, as a data URL (`data:image/jpeg;base64,…`).
+    InputImage {
+        image_url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<ImageDetail>,
+    },
     #[serde(alias = "audio")]
     OutputAudio {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,6 +58,15 @@ pub enum ContentPart {
     /// received.
     #[serde(untagged)]
     Other(Value),
+}
+
+/// How closely the model looks at an `input_image` (`auto` when absent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageDetail {
+    Auto,
+    Low,
+    High,
 }
 
 /// A conversation item.

@@ -24,7 +24,7 @@ mod session;
 
 pub use client::{ClientEvent, ResponseConfig};
 pub use decode::{DecodeError, TextPosition, decode_client_event, decode_server_event};
-pub use item::{ContentPart, Item, ItemStatus, Role};
+pub use item::{ContentPart, ImageDetail, Item, ItemStatus, Role};
 pub use server::KEPT_RAW_SERVER_EVENT_TYPES;
 pub use server::{
     CachedTokenDetails, ErrorDetail, InputTokenDetails, OutputTokenDetails, RateLimit, Response,

@@ -5,14 +5,15 @@
 
 use serde_json::json;
 use walkie_openai::{
-    ContentPart, DecodeError, Item, RateLimit, ResponseStatus, ServerEvent, Tool, Transcription,
-    decode_client_event, decode_server_event,
+    ContentPart, DecodeError, ImageDetail, Item, RateLimit, ResponseStatus, ServerEvent, Tool,
+    Transcription, decode_client_event, decode_server_event,
 };
 
 /// `RealtimeResponse` of a finished reply whose `output` holds what Walkie does not model: an
 /// MCP call (`RealtimeMcpToolCall`), a function call without `call_id`
 /// (`RealtimeConversationItemFunctionCall.call_id` is optional), a user message with an
-/// `input_image` part, and an assistant message with a part without `type`.
+/// `input_image` part (modelled) and a part of a type Walkie does not know, and an assistant
+/// message with a part without `type`.
 fn response_done_with_unmodelled_output() -> serde_json::Value {
     json!({"type": "response.done", "event_id": "event_D1", "response": {
         "object": "realtime.response", "id": "resp_1", "status": "completed",
@@ -29,7 +30,8 @@ fn response_done_with_unmodelled_output() -> serde_json::Value {
             {"id": "item_M", "type": "mcp_call", "server_label": "deepwiki", "name": "ask",
              "arguments": "{\"q\":1}", "output": "42", "error": null, "approval_request_id": null},
             {"id": "item_U", "type": "message", "role": "user", "content": [
-                {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"}]}
+                {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"},
+                {"type": "input_file", "file_id": "file_1"}]}
         ],
         "usage": {"total_tokens": 10, "input_tokens": 4, "output_tokens": 6,
             "input_token_details": {"text_tokens": 4, "audio_tokens": 0, "image_tokens": 0,
@@ -75,7 +77,19 @@ fn a_response_done_with_mcp_items_images_and_a_call_without_call_id_still_ends_i
     let Item::Message { content, .. } = user else {
         panic!("the user message stays typed: {user:?}");
     };
-    assert!(matches!(&content[0], ContentPart::Other(raw) if raw["type"] == "input_image"));
+    assert_eq!(
+        content[0],
+        ContentPart::InputImage {
+            image_url: "data:image/png;base64,AAAA".to_owned(),
+            detail: Some(ImageDetail::Auto)
+        },
+        "a picture the user showed is read"
+    );
+    assert!(
+        matches!(&content[1], ContentPart::Other(raw) if raw["type"] == "input_file"),
+        "a part this crate does not model is kept whole: {:?}",
+        content[1]
+    );
 }
 
 #[test]
@@ -385,7 +399,7 @@ fn a_client_sending_what_is_only_kept_raw_from_the_server_gets_a_schema_error_at
             "\"item\"",
         ),
         (
-            r#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_image","image_url":"x"}]}}"#,
+            r#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_image","detail":"low"}]}}"#,
             "\"content\"",
         ),
         (

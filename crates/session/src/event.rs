@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use walkie_picture::Picture;
+
 use crate::audio::{AudioChunk, WavSnapshot};
 
 /// Identifies a part in the stream. Session-unique and monotonic, shared by the user and
@@ -358,6 +360,8 @@ pub enum UserContent {
         /// The text.
         content: String,
     },
+    /// A picture the user showed (as JSON: its size, not its bytes).
+    Image(Picture),
 }
 
 /// A request message recorded in history from enqueued content.

@@ -33,9 +33,25 @@
 
 use std::collections::HashMap;
 
-use walkie_agui::{Event, Speaker as TranscriptSpeaker, TranscriptInput, TranscriptWriter, TurnId};
+use walkie_agui::{
+    EarlierMessage, Event, JsonObject, Speaker as TranscriptSpeaker, TranscriptInput,
+    TranscriptWriter, TurnId,
+};
 
-use crate::event::{Part, PartDelta, PartIndex, SessionEvent, Speaker, UserContent};
+use crate::event::{Part, PartDelta, PartIndex, Picture, SessionEvent, Speaker, UserContent};
+
+/// The metadata key under which a user message lists the pictures it showed, in order: each
+/// `{"widthPx", "heightPx", "thumbnail"}` (the thumbnail a JPEG data URL). The pictures
+/// themselves are saved as files of the turn.
+pub const PICTURES_METADATA_KEY: &str = "pictures";
+
+fn picture_metadata(picture: &Picture) -> serde_json::Value {
+    serde_json::json!({
+        "widthPx": picture.width_px(),
+        "heightPx": picture.height_px(),
+        "thumbnail": picture.thumbnail_data_url(),
+    })
+}
 
 /// What [`TranscriptBridge::on_event_noted`] decided about the exchanges for one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,11 +116,12 @@ impl TranscriptBridge {
     /// [`TranscriptWriter::continuing`]): its exchanges are numbered after the earlier ones.
     pub fn continuing(
         thread_id: impl Into<String>,
-        earlier: Vec<(String, walkie_agui::Role, String)>,
+        earlier: impl IntoIterator<Item = impl Into<EarlierMessage>>,
     ) -> Self {
+        let earlier: Vec<EarlierMessage> = earlier.into_iter().map(Into::into).collect();
         let latest_turn = earlier
             .iter()
-            .filter_map(|(id, _, _)| TranscriptWriter::turn_of_message(id))
+            .filter_map(|message| TranscriptWriter::turn_of_message(&message.message_id))
             .map(|(turn, _)| turn)
             .max();
         Self {
@@ -220,18 +237,41 @@ impl TranscriptBridge {
                 BridgeNote::Nothing
             }
             SessionEvent::EnqueuedMessages(delivered) => {
-                let text = delivered
-                    .messages
-                    .iter()
-                    .flat_map(|message| &message.parts)
-                    .map(|UserContent::Text { content }| content.as_str())
+                let parts = || delivered.messages.iter().flat_map(|message| &message.parts);
+                let text = parts()
+                    .filter_map(|part| match part {
+                        UserContent::Text { content } => Some(content.as_str()),
+                        UserContent::Image(_) => None,
+                    })
                     .collect::<Vec<_>>()
                     .join("\n\n");
+                let pictures: Vec<serde_json::Value> = parts()
+                    .filter_map(|part| match part {
+                        UserContent::Image(picture) => Some(picture_metadata(picture)),
+                        UserContent::Text { .. } => None,
+                    })
+                    .collect();
                 let turn = self.new_turn();
                 self.user_turn = Some(turn);
                 let speaker = TranscriptSpeaker::User;
+                self.writer
+                    .push(at_ms, TranscriptInput::SpeechStarted { turn, speaker }, out);
+                if !pictures.is_empty() {
+                    let metadata = JsonObject::from_iter([(
+                        PICTURES_METADATA_KEY.to_owned(),
+                        serde_json::Value::Array(pictures),
+                    )]);
+                    self.writer.push(
+                        at_ms,
+                        TranscriptInput::Annotate {
+                            turn,
+                            speaker,
+                            metadata: &metadata,
+                        },
+                        out,
+                    );
+                }
                 for input in [
-                    TranscriptInput::SpeechStarted { turn, speaker },
                     TranscriptInput::TranscriptDone {
                         turn,
                         speaker,
@@ -359,5 +399,36 @@ impl TranscriptBridge {
     /// The transcript so far: (message id, role, text) in order of first appearance.
     pub fn transcript(&self) -> impl Iterator<Item = (&str, walkie_agui::Role, &str)> {
         self.writer.transcript()
+    }
+
+    /// The transcript so far as a new session is given it: each message's role and text, and
+    /// where a message showed pictures, a line saying so (the pictures themselves are not
+    /// given again), so the model does not speak of a picture it cannot see.
+    pub fn restorable(&self) -> impl Iterator<Item = (walkie_agui::Role, String)> + '_ {
+        self.writer.transcript().map(|(id, role, text)| {
+            let shown = self
+                .writer
+                .metadata(id)
+                .and_then(|metadata| metadata.get(PICTURES_METADATA_KEY))
+                .and_then(serde_json::Value::as_array)
+                .map_or(0, Vec::len);
+            let note = match shown {
+                0 => return (role, text.to_owned()),
+                1 => "[The user showed a picture here; it is not part of this copy of the \
+                      conversation.]"
+                    .to_owned(),
+                count => format!(
+                    "[The user showed {count} pictures here; they are not part of this copy of \
+                     the conversation.]"
+                ),
+            };
+            let text = text.trim();
+            let restored = if text.is_empty() {
+                note
+            } else {
+                format!("{note}\n{text}")
+            };
+            (role, restored)
+        })
     }
 }

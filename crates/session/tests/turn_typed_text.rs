@@ -24,7 +24,10 @@ fn delivered(talk: &mut Conversation) -> Vec<(String, String)> {
                 let text = messages
                     .iter()
                     .flat_map(|message| &message.parts)
-                    .map(|UserContent::Text { content }| content.as_str())
+                    .filter_map(|part| match part {
+                        UserContent::Text { content } => Some(content.as_str()),
+                        UserContent::Image(_) => None,
+                    })
                     .collect::<String>();
                 Some((enqueue_id, text))
             }

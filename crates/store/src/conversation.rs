@@ -16,6 +16,7 @@ use walkie_agui::{
     Assembler, ChunkExpander, Event, Message, Mode, Role, Speaker as AguiSpeaker, TranscriptWriter,
     TurnId, Verifier,
 };
+use walkie_session::transcript::PICTURES_METADATA_KEY;
 use walkie_session::{Part, PartIndex, SessionEvent, Speaker};
 
 use crate::civil_time::{CivilTime, format_duration_ms};
@@ -30,6 +31,24 @@ pub fn turn_wav_file(turn: u32, speaker: Speaker) -> String {
         Speaker::Assistant => "assistant",
     };
     format!("turns/{turn:04}-{side}.wav")
+}
+
+/// The file of the `index`th picture (from 1) the user showed in a turn, relative to the
+/// conversation's folder.
+pub fn turn_picture_file(turn: u32, index: usize) -> String {
+    format!(
+        "turns/{turn:04}-user-{index}.{}",
+        walkie_picture::FILE_EXTENSION
+    )
+}
+
+/// How many pictures a message showed: the entries of its `pictures` metadata.
+fn pictures_shown(message: &Message) -> usize {
+    message
+        .metadata()
+        .and_then(|metadata| metadata.get(PICTURES_METADATA_KEY))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
 }
 
 /// The AG-UI message id of a speaker's utterance in a turn (as [`TranscriptWriter`] names it).
@@ -568,11 +587,29 @@ impl Conversation {
                 }
             }
             out.push_str("\n\n");
+            let pictures = match self.turn_of_message(message.id()) {
+                Some((info, Speaker::User)) => (1..=pictures_shown(message))
+                    .map(|index| turn_picture_file(info.turn, index))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (index, file) in pictures.iter().enumerate() {
+                let number = index + 1;
+                if audio_links {
+                    out.push_str(&format!("![picture {number}]({file})\n"));
+                } else {
+                    out.push_str(&format!("_(picture {number}: {file})_\n"));
+                }
+            }
             match message.content() {
                 Some(text) if !text.trim().is_empty() => {
+                    if !pictures.is_empty() {
+                        out.push('\n');
+                    }
                     out.push_str(text.trim_end());
                     out.push('\n');
                 }
+                _ if !pictures.is_empty() => {}
                 _ => out.push_str("_(no transcript)_\n"),
             }
         }
@@ -606,6 +643,13 @@ impl Conversation {
                     .map(|speaker| message_id(info.turn, speaker))
                     .filter(|id| self.assembler.message(id).is_some())
                     .collect();
+                let shown = self
+                    .assembler
+                    .message(&message_id(info.turn, Speaker::User))
+                    .map_or(0, pictures_shown);
+                let user_pictures: Vec<String> = (1..=shown)
+                    .map(|index| turn_picture_file(info.turn, index))
+                    .collect();
                 json!({
                     "turn": info.turn,
                     "openedBy": info.opened_by,
@@ -615,6 +659,7 @@ impl Conversation {
                     "interruptedAtMs": info.interrupted_at_ms,
                     "messages": messages,
                     "userWav": wav(&info.user_wav),
+                    "userPictures": user_pictures,
                     "assistantWav": wav(&info.assistant_wav),
                 })
             })

@@ -9,6 +9,7 @@
 //!                              transcript.json    the assembled AG-UI messages + turn metadata
 //!                              turns/NNNN-user.wav       what was sent
 //!                              turns/NNNN-assistant.wav  what was heard
+//!                              turns/NNNN-user-K.jpg     the Kth picture the user showed
 //!                              .writing           present while the conversation is written
 //! ```
 //!
@@ -34,7 +35,9 @@ pub mod recorder;
 pub mod recovery;
 pub mod wav;
 
-pub use conversation::{Conversation, Spent, TurnInfo, WavInfo, message_id, turn_wav_file};
+pub use conversation::{
+    Conversation, Spent, TurnInfo, WavInfo, message_id, turn_picture_file, turn_wav_file,
+};
 pub use error::StoreError;
 pub use journal::{AudioSource, Billed, JOURNAL_FILE, Record, parse_journal};
 pub use library::{

@@ -34,14 +34,17 @@ use std::sync::Arc;
 
 use walkie_agui::{Event, TurnId};
 use walkie_session::transcript::BridgeNote;
-use walkie_session::{Part, PartDelta, PartIndex, SessionEvent, Speaker, SpeechPart, StampedEvent};
+use walkie_session::{
+    Part, PartDelta, PartIndex, Picture, SessionEvent, Speaker, SpeechPart, StampedEvent,
+    UserContent,
+};
 
 use crate::civil_time::CivilTime;
-use crate::conversation::{Conversation, turn_wav_file};
+use crate::conversation::{Conversation, turn_picture_file, turn_wav_file};
 use crate::error::StoreError;
 use crate::files::{
     TURNS_DIR, WRITING_MARKER_FILE, create_private_dir, create_private_dir_all,
-    create_private_file, sync_dir, write_transcripts,
+    create_private_file, sync_dir, write_atomically, write_transcripts,
 };
 use crate::journal::{
     AudioSource, Billed, ConversationStarted, FORMAT_VERSION, JOURNAL_FILE, JournalFile, Record,
@@ -122,6 +125,8 @@ pub struct Recorder {
     pending_user_audio: VecDeque<i16>,
     /// WAVs of ended turns whose close failed; closed again on retry.
     unclosed_wavs: Vec<TurnWav>,
+    /// Pictures whose file the disk refused, with where they go; written again on retry.
+    unsaved_pictures: Vec<(PathBuf, Picture)>,
     /// The memory every WAV shares for audio the disk refused.
     unsaved_room: Arc<UnsavedAudio>,
     save_error: Option<StoreError>,
@@ -241,6 +246,7 @@ impl Recorder {
             current_turn: None,
             pending_user_audio: VecDeque::new(),
             unclosed_wavs: Vec::new(),
+            unsaved_pictures: Vec::new(),
             unsaved_room: UnsavedAudio::new(unsaved_samples(&config)),
             save_error: None,
             last_retry_unix_ms: now_unix_ms,
@@ -340,10 +346,26 @@ impl Recorder {
                 self.journal_session(event, Some(turn), unix_ms);
                 self.part_ended(turn, &end.part, unix_ms);
             }
-            (SessionEvent::EnqueuedMessages(_), BridgeNote::MessageOpensTurn { turn, speaker }) => {
-                // A typed message: its turn begins and has no user WAV.
+            (
+                SessionEvent::EnqueuedMessages(delivered),
+                BridgeNote::MessageOpensTurn { turn, speaker },
+            ) => {
+                // A typed message: its turn begins and has no user WAV; the pictures it showed
+                // are files of the turn (the journal describes them, without their bytes).
                 let turn = turn_number(turn);
                 self.begin_turn(turn, speaker, unix_ms);
+                let pictures = delivered
+                    .messages
+                    .iter()
+                    .flat_map(|message| &message.parts)
+                    .filter_map(|part| match part {
+                        UserContent::Image(picture) => Some(picture.clone()),
+                        UserContent::Text { .. } => None,
+                    });
+                for (index, picture) in pictures.enumerate() {
+                    let path = self.dir.join(turn_picture_file(turn, index + 1));
+                    self.save_picture(path, picture);
+                }
                 self.journal_session(event, Some(turn), unix_ms);
             }
             (SessionEvent::TurnComplete, BridgeNote::TurnEnded { turn }) => {
@@ -721,6 +743,15 @@ impl Recorder {
         }
     }
 
+    /// Writes a picture's file; one the disk refuses waits in memory and is written again with
+    /// the rest ([`Recorder::retry_saving`]).
+    fn save_picture(&mut self, path: PathBuf, picture: Picture) {
+        if let Err(error) = write_atomically(&path, picture.jpeg()) {
+            self.note_failure(error);
+            self.unsaved_pictures.push((path, picture));
+        }
+    }
+
     fn note_failure(&mut self, error: StoreError) {
         // A paused journal reports misuse for every queued record; keep the real cause.
         if matches!(error, StoreError::Misuse(_)) && self.save_error.is_some() {
@@ -760,6 +791,12 @@ impl Recorder {
                 if let Err(error) = wav.resume() {
                     failure = Some(error);
                 }
+            }
+        }
+        for (path, picture) in std::mem::take(&mut self.unsaved_pictures) {
+            if let Err(error) = write_atomically(&path, picture.jpeg()) {
+                failure = Some(error);
+                self.unsaved_pictures.push((path, picture));
             }
         }
         let mut still_unclosed = Vec::new();

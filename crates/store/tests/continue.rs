@@ -63,7 +63,7 @@ fn continuing_feed(recorder: &mut Recorder, unix_ms: i64) -> Feed {
         .thread_id()
         .expect("the saved runs name their thread")
         .to_owned();
-    let earlier = conversation
+    let earlier: Vec<(String, walkie_agui::Role, String)> = conversation
         .messages()
         .iter()
         .map(|message| {

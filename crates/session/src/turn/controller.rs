@@ -40,7 +40,7 @@
 //! part belongs to ([`super::item_parts`]) and the ordered output ([`super::outbox`]). The
 //! OpenAI → session mapping lives in [`super::openai_map`] and uses the same methods.
 
-use walkie_openai::{ClientEvent, ContentPart, Item, Role, ServerEvent, decode_server_event};
+use walkie_openai::{ClientEvent, ServerEvent, decode_server_event};
 
 use crate::audio::{AudioChunk, DeviceDirection};
 use crate::event::{
@@ -57,6 +57,7 @@ use crate::turn::outbox::Outbox;
 use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, UiHint};
 use crate::turn::press::{Capture, Press, PressDue};
 use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
+use crate::turn::user_message::{MAX_ITEM_EVENT_BYTES, PartTooLarge, UserMessage, user_items};
 
 /// The most a typed message may take on the wire, as the JSON string that carries it: one
 /// data-channel message (64 KiB) then holds it with room for the rest of the event.
@@ -321,50 +322,67 @@ impl TurnController {
         cancelled
     }
 
-    /// The user typed `text` during the call. It joins the conversation as the user's message
-    /// (`conversation.item.create` with `input_text`) and a reply is asked for: at once when
-    /// none is active, else when the active one ends (a reply under way is not cut, as a press
-    /// would cut it). The session reports the message delivered ([`SessionEvent::EnqueuedMessages`],
-    /// under the id of the event that carried it), so the transcript shows it as the user's
-    /// message in an exchange of its own. Returns whether it went out: not before the session
-    /// is set up ([`UiHint::NotReady`]), not when blank, not when longer than
-    /// [`MAX_USER_TEXT_BYTES`] ([`UiHint::TextTooLong`]).
-    pub fn send_user_text(&mut self, text: &str, now_ms: u64) -> bool {
+    /// The user wrote a message during the call: its text and pictures join the conversation
+    /// as the user's (`conversation.item.create` with `input_image` and `input_text` parts, as
+    /// few items as fit the data channel: see [`user_message`](super::user_message)). When it
+    /// has text, a reply is asked for: at once when none is active, else when the active one
+    /// ends (a reply under way is not cut, as a press would cut it). Pictures alone ask for
+    /// none: the user goes on to ask about them, typing or speaking. The session reports the
+    /// message delivered ([`SessionEvent::EnqueuedMessages`], under the id of the last event
+    /// that carried it), so the transcript shows it as the user's message in an exchange of
+    /// its own. Returns whether it went out: not before the session is set up
+    /// ([`UiHint::NotReady`]), not when empty, not when its text is longer than
+    /// [`MAX_USER_TEXT_BYTES`] ([`UiHint::TextTooLong`]) or a picture larger than an item
+    /// holds ([`UiHint::PictureTooLarge`]).
+    pub fn send_user_message(&mut self, message: &UserMessage, now_ms: u64) -> bool {
         self.advance(now_ms);
-        let text = text.trim();
-        if text.is_empty() {
+        if message.is_empty() {
             return false;
         }
+        let text = message.text.trim();
         if !user_text_fits(text) {
             self.hint(UiHint::TextTooLong {
                 max_bytes: MAX_USER_TEXT_BYTES,
             });
             return false;
         }
+        let items = match user_items(message) {
+            Ok(items) => items,
+            Err(PartTooLarge { bytes }) => {
+                self.hint(UiHint::PictureTooLarge {
+                    bytes,
+                    max_bytes: MAX_ITEM_EVENT_BYTES,
+                });
+                return false;
+            }
+        };
         if !self.lifecycle.is_confirmed() {
             self.hint(UiHint::NotReady);
             return false;
         }
-        self.last_turn_typed = true;
-        let enqueue_id = self.send(ClientEvent::ConversationItemCreate {
-            previous_item_id: None,
-            item: Item::Message {
-                id: None,
-                role: Role::User,
-                status: None,
-                content: vec![ContentPart::InputText {
-                    text: text.to_owned(),
-                }],
-            },
-        });
-        self.request_response();
+        let mut enqueue_id = String::new();
+        for item in items {
+            enqueue_id = self.send(ClientEvent::ConversationItemCreate {
+                previous_item_id: None,
+                item,
+            });
+        }
+        if !text.is_empty() {
+            self.last_turn_typed = true;
+            self.request_response();
+        }
+        let parts = message
+            .pictures
+            .iter()
+            .cloned()
+            .map(UserContent::Image)
+            .chain((!text.is_empty()).then(|| UserContent::Text {
+                content: text.to_owned(),
+            }))
+            .collect();
         let delivered = EnqueuedMessagesEvent {
             enqueue_id,
-            messages: vec![EnqueuedMessage {
-                parts: vec![UserContent::Text {
-                    content: text.to_owned(),
-                }],
-            }],
+            messages: vec![EnqueuedMessage { parts }],
         };
         self.emit(SessionEvent::EnqueuedMessages(Box::new(delivered)), now_ms);
         true

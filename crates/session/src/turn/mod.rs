@@ -9,6 +9,7 @@
 //! - inputs: [`TurnController::data_channel_open`] / [`TurnController::data_channel_closed`],
 //!   [`TurnController::push_to_talk_down`] / [`TurnController::push_to_talk_up`],
 //!   [`TurnController::server_text`] (or [`TurnController::server_event`]),
+//!   [`TurnController::send_user_message`],
 //!   [`TurnController::assistant_audio`] (decoded RTP), [`TurnController::playback_progress`],
 //!   [`TurnController::playback_drained`], [`TurnController::device_changed`],
 //!   [`TurnController::wall_clock`], [`TurnController::tick`] (at
@@ -29,6 +30,7 @@ mod outbox;
 mod output;
 mod press;
 mod tools;
+mod user_message;
 
 pub use config::{
     DEFAULT_INTERRUPT_HOLD_MS, DEFAULT_MAX_PRESS_MS, DEFAULT_MIN_PRESS_MS, DEFAULT_PRE_ROLL_MS,
@@ -47,3 +49,4 @@ pub use tools::{
     CURRENT_LOCAL_TIME_TOOL, CurrentLocalTime, DuplicateTool, LocalDateTime, LocalTool,
     ToolContext, ToolError, ToolRegistry, WallClock,
 };
+pub use user_message::{MAX_ITEM_EVENT_BYTES, UserMessage};

@@ -96,6 +96,14 @@ pub enum UiHint {
         /// The most a typed message may hold, in UTF-8 bytes.
         max_bytes: usize,
     },
+    /// A picture larger than one item holds on the data channel (one not prepared by
+    /// `walkie_picture::prepare`'s defaults); nothing of its message was sent.
+    PictureTooLarge {
+        /// Its `input_image` part's size on the wire.
+        bytes: usize,
+        /// The most one item takes.
+        max_bytes: usize,
+    },
 }
 
 /// Something worth a log line, never shown as such.

@@ -110,8 +110,13 @@ impl Conversation {
 
     /// The user types `text` (and sends it) at the current time.
     pub fn types(&mut self, text: &str) -> &mut Self {
+        self.sends(&walkie_session::turn::UserMessage::text(text))
+    }
+
+    /// The user sends `message` (text, pictures or both) at the current time.
+    pub fn sends(&mut self, message: &walkie_session::turn::UserMessage) -> &mut Self {
         let now = self.now_ms;
-        self.controller.send_user_text(text, now);
+        self.controller.send_user_message(message, now);
         self
     }
 
