@@ -229,6 +229,28 @@ impl<'a, U: Ui> Edges<'a, U> {
                     log::warn!("conversation ended: {reason}");
                     next = Next::Over;
                 }
+                // No tool server is connected by this shell yet (the plan declares no outside
+                // tool): a call is answered as failed, so the model is never left waiting.
+                Output::RunTool(request) => {
+                    log::warn!("the model called {}, which no server runs", request.name);
+                    let finished = Input::ToolFinished {
+                        call_id: request.call_id,
+                        result: Err(format!("no server runs the tool {}", request.name)),
+                    };
+                    machine.handle_input(finished, self.clock.now_ms());
+                }
+                Output::AskApproval(approval) => {
+                    log::warn!(
+                        "{} asks first, and no card shows it: denied",
+                        approval.title
+                    );
+                    let denied = Input::ToolDecision {
+                        call_id: approval.call_id,
+                        allowed: false,
+                    };
+                    machine.handle_input(denied, self.clock.now_ms());
+                }
+                Output::ApprovalClosed { .. } => {}
             }
         }
         next

@@ -64,6 +64,7 @@ fn the_saved_transcript_is_the_one_the_webview_showed_after_a_barge_in_and_a_lat
             voice_barge_in: false,
             pricing: None,
             budget_usd: None,
+            outside_tools: Vec::new(),
         },
         ToolRegistry::with_builtins,
     );

@@ -22,6 +22,15 @@ pub enum Input {
     /// one is ready (a call being placed or dialled again takes it when it is); its text is
     /// answered like a spoken turn.
     SendMessage(UserMessage),
+    /// The user allowed (or denied) a call of an outside tool that asked first
+    /// ([`crate::Output::AskApproval`]).
+    ToolDecision { call_id: String, allowed: bool },
+    /// A call the driver ran ([`crate::Output::RunTool`]) gave this, or failed this way (the
+    /// server crashed, hung or answered garbage: said in a phrase).
+    ToolFinished {
+        call_id: String,
+        result: Result<serde_json::Value, String>,
+    },
     /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
     SetTurnMode(TurnMode),
     /// Typed messages are answered in text alone (`true`) or as the session says, from now on.

@@ -18,6 +18,7 @@ mod redial;
 mod restore;
 mod spending;
 mod status;
+mod tools;
 
 pub use input::{EngineInput, Input, LevelReading, TransportInput};
 pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
@@ -26,4 +27,5 @@ pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};
 pub use spending::{Prices, Pricing, Spending, TokenTotals};
 pub use status::{ConnectionState, StatusAction, StatusEvent, sentence};
+pub use tools::{APPROVAL_TIMEOUT_MS, ApprovalRequest, OutsideTool, ToolPolicy};
 pub use walkie_session::DeviceDirection;

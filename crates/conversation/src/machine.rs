@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 
 use walkie_session::transcript::{BridgeNote, TranscriptBridge};
 use walkie_session::turn::{
-    ControllerOutput, PressMode, ToolRegistry, TurnConfig, TurnController, TurnMode, UiHint,
-    UserMessage,
+    ControllerOutput, PressMode, ToolError, ToolRegistry, TurnConfig, TurnController, TurnMode,
+    UiHint, UserMessage,
 };
 use walkie_session::{
     Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
@@ -19,6 +19,7 @@ use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
 use crate::spending::{Pricing, Spending, TokenTotals};
 use crate::status::{ConnectionState, StatusAction, StatusEvent, sentence};
+use crate::tools::{OutsideTool, Tools, Verdict};
 
 /// How one call's conversation is set up.
 #[derive(Debug, Clone)]
@@ -42,6 +43,9 @@ pub struct ConversationConfig {
     /// What the conversation may cost, in US dollars: at 80 % the user is told, and once it is
     /// spent the call ends after the reply under way. Needs `pricing`.
     pub budget_usd: Option<f64>,
+    /// Tools served outside the app (MCP servers'), declared to every call's session, with
+    /// what the user allows of each.
+    pub outside_tools: Vec<OutsideTool>,
 }
 
 /// Where the conversation stands with its calls.
@@ -86,6 +90,10 @@ pub struct Conversation {
     turn: TurnConfig,
     voice_barge_in: bool,
     tools: fn() -> ToolRegistry,
+    /// The outside tools, and their calls waiting for the user.
+    outside: Tools,
+    /// The hint shown is the one saying a call waits for the user.
+    asking: bool,
     provider_label: String,
     redial: RedialPolicy,
     jitter: Jitter,
@@ -140,7 +148,8 @@ impl Conversation {
     /// A conversation whose first call has been placed; `tools` makes each call's tools. Its
     /// first output says it has spent nothing yet (the view drops the last one's figure).
     pub fn new(config: ConversationConfig, tools: fn() -> ToolRegistry) -> Self {
-        let (controller, iterator) = new_controller(config.turn.clone(), tools);
+        let outside = Tools::new(config.outside_tools);
+        let (controller, iterator) = new_controller(config.turn.clone(), tools, &outside);
         let spending = Spending::new(config.pricing);
         Self {
             controller,
@@ -149,6 +158,8 @@ impl Conversation {
             turn: config.turn,
             voice_barge_in: config.voice_barge_in,
             tools,
+            outside,
+            asking: false,
             provider_label: config.provider_label,
             redial: config.redial,
             jitter: Jitter::new(config.jitter_seed),
@@ -380,7 +391,34 @@ impl Conversation {
                 self.lose_call(format!("could not send to the provider: {error}"), now_ms)
             }
             Input::Transport(TransportInput::Closed(reason)) => self.lose_call(reason, now_ms),
-            Input::Tick => controller.tick(now_ms),
+            Input::Tick => {
+                for (call_id, denial) in self.outside.expire(now_ms) {
+                    self.outputs.push_back(Output::ApprovalClosed {
+                        call_id: call_id.clone(),
+                    });
+                    self.controller.tool_finished(&call_id, Err(denial), now_ms);
+                }
+                self.show_waiting_approval();
+                self.controller.tick(now_ms)
+            }
+            Input::ToolDecision { call_id, allowed } => {
+                match self.outside.decide(&call_id, allowed) {
+                    Some(Ok(request)) => self.outputs.push_back(Output::RunTool(request)),
+                    Some(Err((call_id, denial))) => {
+                        controller.tool_finished(&call_id, Err(denial), now_ms)
+                    }
+                    None => return,
+                }
+                self.outputs.push_back(Output::ApprovalClosed { call_id });
+                self.show_waiting_approval();
+            }
+            Input::ToolFinished { call_id, result } => {
+                let result = result.map_err(|failure| {
+                    self.hint = Some(sentence::tool_failed(&failure));
+                    ToolError::Failed { message: failure }
+                });
+                self.controller.tool_finished(&call_id, result, now_ms);
+            }
             // Handled for every phase, or meaningless during a call.
             Input::HangUp
             | Input::SetTurnMode(_)
@@ -457,6 +495,7 @@ impl Conversation {
             transcript,
         }));
         self.playing_item = None;
+        self.close_approvals();
         self.outputs.push_back(Output::HangUpCall);
         true
     }
@@ -510,7 +549,8 @@ impl Conversation {
     /// A new call was placed: a fresh controller and session carry the conversation on, and
     /// the conversation so far goes to the provider once the data channel opens.
     fn next_call(&mut self) {
-        let (controller, iterator) = new_controller(self.turn.clone(), self.tools);
+        let (controller, iterator) = new_controller(self.turn.clone(), self.tools, &self.outside);
+        self.close_approvals();
         self.controller = controller;
         self.iterator = iterator;
         self.phase = Phase::InCall;
@@ -519,6 +559,27 @@ impl Conversation {
         self.renew_due = false;
         self.notice = None;
         self.shown = None;
+    }
+
+    /// Closes the cards of calls waiting for the user: their session ended.
+    fn close_approvals(&mut self) {
+        for call_id in self.outside.drop_waiting() {
+            self.outputs.push_back(Output::ApprovalClosed { call_id });
+        }
+        self.show_waiting_approval();
+    }
+
+    /// While a call waits for the user, the hint says so (the card has the buttons); once
+    /// none waits, that hint goes.
+    fn show_waiting_approval(&mut self) {
+        match self.outside.first_waiting() {
+            Some(approval) => {
+                self.hint = Some(sentence::tool_waits_for_you(&approval.title));
+                self.asking = true;
+            }
+            None if std::mem::take(&mut self.asking) => self.hint = None,
+            None => {}
+        }
     }
 
     /// The next output, in causal order.
@@ -534,10 +595,14 @@ impl Conversation {
                     .thinking_since_ms
                     .filter(|_| !self.reply_slow)
                     .map(|since_ms| since_ms.saturating_add(SLOW_REPLY_MS));
-                match (self.controller.next_deadline_ms(), slow_at_ms) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
+                [
+                    self.controller.next_deadline_ms(),
+                    slow_at_ms,
+                    self.outside.next_deadline_ms(),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
             }
             Phase::Redialing { at_ms, .. } => Some(*at_ms),
             Phase::Dialing { .. } | Phase::Renewing | Phase::Ended => None,
@@ -612,6 +677,7 @@ impl Conversation {
             return;
         }
         self.phase = Phase::Ended;
+        self.close_approvals();
         self.close_transcript(now_ms);
         self.outputs.push_back(Output::Status(status));
         self.outputs.push_back(Output::Ended { reason });
@@ -770,6 +836,17 @@ impl Conversation {
                 ControllerOutput::Diagnostic(diagnostic) => {
                     self.outputs.push_back(Output::Diagnostic(diagnostic))
                 }
+                ControllerOutput::ToolCall(request) => match self.outside.judge(request, now_ms) {
+                    Verdict::Run(request) => self.outputs.push_back(Output::RunTool(request)),
+                    Verdict::Ask(approval) => {
+                        self.outputs.push_back(Output::AskApproval(approval));
+                        self.show_waiting_approval();
+                    }
+                    // Answered at once; what that sends follows in this same loop.
+                    Verdict::Refuse(call_id, error) => {
+                        self.controller.tool_finished(&call_id, Err(error), now_ms)
+                    }
+                },
                 ControllerOutput::Billed(usage) => {
                     let (tokens, cost_usd) = self.spending.add(&usage);
                     let model = self
@@ -1041,8 +1118,15 @@ impl Conversation {
 fn new_controller(
     turn: TurnConfig,
     tools: fn() -> ToolRegistry,
+    outside: &Tools,
 ) -> (TurnController, EventIterator) {
-    let mut controller = TurnController::new(turn, tools());
+    let mut registry = tools();
+    for tool in outside.declared() {
+        // A name taken already (by a built-in tool, or twice) keeps its first owner; the
+        // driver names tools so this does not happen.
+        let _ = registry.register_outside(tool.definition.clone());
+    }
+    let mut controller = TurnController::new(turn, registry);
     let iterator = controller
         .session_mut()
         .iterate()

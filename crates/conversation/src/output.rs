@@ -4,7 +4,7 @@
 
 use walkie_agui::Event;
 use walkie_session::transcript::BridgeNote;
-use walkie_session::turn::{AudioCommand, Diagnostic, OutgoingEvent};
+use walkie_session::turn::{AudioCommand, Diagnostic, OutgoingEvent, ToolCallRequest};
 use walkie_session::{AudioChunk, StampedEvent};
 
 use walkie_session::DeviceDirection;
@@ -12,6 +12,7 @@ use walkie_session::DeviceDirection;
 use crate::input::LevelReading;
 use crate::spending::{Spending, TokenTotals};
 use crate::status::StatusEvent;
+use crate::tools::ApprovalRequest;
 
 /// One output. The driver carries each to its edge without waiting on it.
 #[derive(Debug, Clone)]
@@ -57,6 +58,13 @@ pub enum Output {
     Dial,
     /// The conversation is over (the status says why); the driver hangs up.
     Ended { reason: String },
+    /// Run this call of an outside tool, then feed [`crate::Input::ToolFinished`].
+    RunTool(ToolCallRequest),
+    /// Show the user this call and ask whether it may run; their answer is
+    /// [`crate::Input::ToolDecision`].
+    AskApproval(ApprovalRequest),
+    /// The card of this call is no longer needed (decided, expired, or its call ended).
+    ApprovalClosed { call_id: String },
 }
 
 /// What the store saves, at wall time `unix_ms`.

@@ -385,6 +385,16 @@ pub mod sentence {
         "Your message goes out once the call is back.".to_owned()
     }
 
+    /// A call of an outside tool waits for the user's decision (the card has the buttons).
+    pub fn tool_waits_for_you(title: &str) -> String {
+        format!("Walkie asks to use {title}: allow or deny it in the card above.")
+    }
+
+    /// A call of an outside tool failed (`failure` says how); the model was told.
+    pub fn tool_failed(failure: &str) -> String {
+        format!("A tool failed: {failure}. The assistant was told and goes on.")
+    }
+
     /// The user took the recording back (Escape) before it was sent.
     pub fn press_cancelled() -> String {
         "Not sent: the recording was cancelled.".to_owned()

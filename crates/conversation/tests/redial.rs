@@ -605,6 +605,7 @@ fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered
             voice_barge_in: false,
             pricing: None,
             budget_usd: None,
+            outside_tools: Vec::new(),
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![
@@ -708,6 +709,7 @@ fn without_voice_barge_in_a_trusted_canceller_leaves_the_mic_muted_during_replie
             voice_barge_in: false,
             pricing: None,
             budget_usd: None,
+            outside_tools: Vec::new(),
         },
         walkie_session::turn::ToolRegistry::with_builtins,
     );
@@ -1154,6 +1156,7 @@ fn a_saved_conversation_continued_shows_what_it_spent_before_and_its_budget_coun
                 free: false,
             }),
             budget_usd: Some(1.0),
+            outside_tools: Vec::new(),
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![(

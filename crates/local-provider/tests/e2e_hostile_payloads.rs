@@ -89,9 +89,11 @@ impl Driver {
                     .await
                     .expect("the data channel stays open"),
                 ControllerOutput::Diagnostic(diagnostic) => self.diagnostics.push(diagnostic),
+                // This controller declares no outside tool, so none is called.
                 ControllerOutput::Audio(_)
                 | ControllerOutput::Hint(_)
-                | ControllerOutput::Billed(_) => {}
+                | ControllerOutput::Billed(_)
+                | ControllerOutput::ToolCall(_) => {}
             }
         }
         while let Some(delivery) = self

@@ -233,6 +233,7 @@ impl Plan {
             voice_barge_in: self.voice_barge_in,
             pricing: self.pricing(),
             budget_usd: self.budget_usd,
+            outside_tools: Vec::new(),
         }
     }
 

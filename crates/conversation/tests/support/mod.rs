@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use walkie_conversation::{
-    ConnectionState, Conversation, ConversationConfig, Input, Output, Prices, Pricing,
+    ConnectionState, Conversation, ConversationConfig, Input, Output, OutsideTool, Prices, Pricing,
     RedialPolicy, Spending, StatusEvent, TransportInput,
 };
 use walkie_openai::SessionConfig;
@@ -55,7 +55,35 @@ impl Call {
         call
     }
 
+    /// Push-to-talk, placed, with these outside tools declared.
+    pub fn placed_with_tools(outside_tools: Vec<OutsideTool>) -> Self {
+        Self::placed_as_with(
+            TurnConfig::push_to_talk(SessionConfig::default()),
+            None,
+            outside_tools,
+        )
+    }
+
+    /// Push-to-talk, ready, with these outside tools declared.
+    pub fn ready_with_tools(outside_tools: Vec<OutsideTool>) -> Self {
+        let mut call = Self::placed_with_tools(outside_tools);
+        call.input(0, Input::Transport(TransportInput::Open));
+        call.server(
+            50,
+            &super::turn_support::session_updated_with_transcription(),
+        );
+        call
+    }
+
     fn placed_as(config: TurnConfig, budget_usd: Option<f64>) -> Self {
+        Self::placed_as_with(config, budget_usd, Vec::new())
+    }
+
+    fn placed_as_with(
+        config: TurnConfig,
+        budget_usd: Option<f64>,
+        outside_tools: Vec<OutsideTool>,
+    ) -> Self {
         let machine = Conversation::new(
             ConversationConfig {
                 turn: config.clone(),
@@ -71,6 +99,7 @@ impl Call {
                     free: false,
                 }),
                 budget_usd,
+                outside_tools,
             },
             ToolRegistry::with_builtins,
         );
@@ -193,7 +222,8 @@ pub fn audio_commands(outputs: &[Output]) -> Vec<AudioCommand> {
 /// Each output named briefly, in order: `send:<type>`, `audio:<command>`, `begin:<item>`,
 /// `play`, `transcript:<TYPE>:<messageId>`, `interrupted:<messageId>`, `cancelled:<messageId>`,
 /// `record`, `status`,
-/// `level`, `diagnostic`, `hang-up-call`, `dial`, `ended`.
+/// `level`, `diagnostic`, `hang-up-call`, `dial`, `ended`, `run-tool:<call>`,
+/// `ask-approval:<call>`, `approval-closed:<call>`.
 pub fn names(outputs: &[Output]) -> Vec<String> {
     outputs
         .iter()
@@ -224,6 +254,9 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
             Output::HangUpCall => "hang-up-call".to_owned(),
             Output::Dial => "dial".to_owned(),
             Output::Ended { .. } => "ended".to_owned(),
+            Output::RunTool(request) => format!("run-tool:{}", request.call_id),
+            Output::AskApproval(approval) => format!("ask-approval:{}", approval.call_id),
+            Output::ApprovalClosed { call_id } => format!("approval-closed:{call_id}"),
         })
         .collect()
 }

@@ -40,12 +40,15 @@
 //! part belongs to ([`super::item_parts`]) and the ordered output ([`super::outbox`]). The
 //! OpenAI → session mapping lives in [`super::openai_map`] and uses the same methods.
 
+use std::collections::BTreeMap;
+
+use serde_json::json;
 use walkie_openai::{ClientEvent, ServerEvent, decode_server_event};
 
 use crate::audio::{AudioChunk, DeviceDirection};
 use crate::event::{
     EnqueuedMessage, EnqueuedMessagesEvent, Part, PartDelta, PartIndex, PartKind,
-    RealtimeSessionErrorEvent, SessionEvent, Speaker, UserContent,
+    RealtimeSessionErrorEvent, SessionEvent, Speaker, ToolOutcome, UserContent,
 };
 use crate::session::Session;
 use crate::turn::audibility::Audibility;
@@ -54,9 +57,9 @@ use crate::turn::item_parts::{ItemParts, UserSlot};
 use crate::turn::ledger::{PairedCreate, ResponseLedger};
 use crate::turn::lifecycle::{Lifecycle, LifecycleDue};
 use crate::turn::outbox::Outbox;
-use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, UiHint};
+use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, ToolCallRequest, UiHint};
 use crate::turn::press::{Capture, Press, PressDue};
-use crate::turn::tools::{ToolContext, ToolRegistry, WallClock};
+use crate::turn::tools::{ToolContext, ToolError, ToolRegistry, WallClock};
 use crate::turn::user_message::{MAX_ITEM_EVENT_BYTES, PartTooLarge, UserMessage, user_items};
 
 /// The most a typed message may take on the wire, as the JSON string that carries it: one
@@ -137,6 +140,10 @@ pub struct TurnController {
     /// Which provider item each open part belongs to.
     pub(super) parts: ItemParts,
 
+    /// Calls of outside tools asked of the caller and not yet answered, by call id (with the
+    /// tool's name): the reply waits for all of them.
+    pub(super) outside_calls: BTreeMap<String, String>,
+
     /// The user's last turn was typed (not spoken): its answer may be text alone.
     last_turn_typed: bool,
     /// The create waiting for the active response to end asks for text alone.
@@ -172,6 +179,7 @@ impl TurnController {
             responses: ResponseLedger::default(),
             audibility: Audibility::default(),
             parts: ItemParts::default(),
+            outside_calls: BTreeMap::new(),
             last_turn_typed: false,
             queued_create_text_only: false,
             latest_ms: 0,
@@ -216,6 +224,8 @@ impl TurnController {
         self.close_capture();
         self.set_mic_gate(false);
         self.responses.channel_closed();
+        // An answer could only go to the session that asked: the calls end with it.
+        self.outside_calls.clear();
         self.finish_pending_response(now_ms);
         self.apply_pending_mode();
     }
@@ -1007,6 +1017,41 @@ impl TurnController {
 
     pub(super) fn billed(&mut self, usage: walkie_openai::Usage) {
         self.outbox.billed(usage);
+    }
+
+    pub(super) fn request_tool_call(&mut self, request: ToolCallRequest) {
+        self.outbox.tool_call(request);
+    }
+
+    /// The answer to a [`ControllerOutput::ToolCall`]: what the tool gave (or why it gave
+    /// nothing: a denial, a crash, a timeout, each said to the model as an error) goes to the
+    /// model, and once no other call waits, the reply is asked for. An answer for a call not
+    /// waiting (answered already, or from a session that ended) is ignored.
+    pub fn tool_finished(
+        &mut self,
+        call_id: &str,
+        result: Result<serde_json::Value, ToolError>,
+        now_ms: u64,
+    ) {
+        self.advance(now_ms);
+        let Some(tool_name) = self.outside_calls.remove(call_id) else {
+            return self.diagnose(Diagnostic::Ignored {
+                event_type: "tool result".to_owned(),
+                reason: "no call of this id waits for an answer",
+            });
+        };
+        let (content, outcome) = match result {
+            Ok(value) => (value, ToolOutcome::Success),
+            Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
+        };
+        self.answer_tool_call(call_id.to_owned(), tool_name, content, outcome, now_ms);
+    }
+
+    /// The calls of outside tools still waiting for their answer (call id, tool name).
+    pub fn waiting_tool_calls(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.outside_calls
+            .iter()
+            .map(|(call_id, name)| (call_id.as_str(), name.as_str()))
     }
 
     pub(super) fn diagnose(&mut self, diagnostic: Diagnostic) {

@@ -9,7 +9,8 @@
 //! - inputs: [`TurnController::data_channel_open`] / [`TurnController::data_channel_closed`],
 //!   [`TurnController::push_to_talk_down`] / [`TurnController::push_to_talk_up`],
 //!   [`TurnController::server_text`] (or [`TurnController::server_event`]),
-//!   [`TurnController::send_user_message`],
+//!   [`TurnController::send_user_message`], [`TurnController::tool_finished`] (the answer to a
+//!   [`ControllerOutput::ToolCall`]),
 //!   [`TurnController::assistant_audio`] (decoded RTP), [`TurnController::playback_progress`],
 //!   [`TurnController::playback_drained`], [`TurnController::device_changed`],
 //!   [`TurnController::wall_clock`], [`TurnController::tick`] (at
@@ -44,7 +45,9 @@ pub use controller::{
 };
 pub use item_parts::MAX_OPEN_USER_PARTS;
 pub use openai_map::MAX_TRANSCRIPT_BYTES;
-pub use output::{AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, UiHint};
+pub use output::{
+    AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, ToolCallRequest, UiHint,
+};
 pub use tools::{
     CURRENT_LOCAL_TIME_TOOL, CurrentLocalTime, DuplicateTool, LocalDateTime, LocalTool,
     ToolContext, ToolError, ToolRegistry, WallClock,

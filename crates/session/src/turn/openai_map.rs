@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use walkie_openai::{
     ClientEvent, ContentPart, ErrorDetail, Item, Response, ResponseStatus, ServerEvent,
     Transcription,
@@ -30,15 +30,15 @@ use walkie_openai::{
 
 use crate::audio::AudioChunk;
 use crate::event::{
-    FunctionToolCallEvent, FunctionToolResultEvent, Part, PartDelta, PartKind,
-    RealtimeInputSpeechEndEvent, RealtimeInputSpeechStartEvent,
-    RealtimeInputTranscriptionErrorEvent, RealtimeSessionErrorEvent, SessionEvent, Speaker,
-    TextPartDelta, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
+    DeferredToolRequests, DeferredToolRequestsEvent, FunctionToolCallEvent,
+    FunctionToolResultEvent, Part, PartDelta, PartKind, RealtimeInputSpeechEndEvent,
+    RealtimeInputSpeechStartEvent, RealtimeInputTranscriptionErrorEvent, RealtimeSessionErrorEvent,
+    SessionEvent, Speaker, TextPartDelta, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
 };
 use crate::turn::config::{Transport, TurnMode};
 use crate::turn::controller::TurnController;
 use crate::turn::item_parts::UserSlot;
-use crate::turn::output::{Diagnostic, UiHint};
+use crate::turn::output::{Diagnostic, ToolCallRequest, UiHint};
 use crate::turn::tools::parse_arguments;
 
 /// The new text a final transcript adds to what was streamed: `(appended, whole)`. A final text
@@ -507,19 +507,54 @@ impl TurnController {
             }
             Err(error) => self.refused(error),
         }
-        let args_valid = parse_arguments(&arguments).is_ok();
+        let parsed = parse_arguments(&arguments);
         self.emit(
             SessionEvent::FunctionToolCall(Box::new(FunctionToolCallEvent {
-                part: call,
-                args_valid: Some(args_valid),
+                part: call.clone(),
+                args_valid: Some(parsed.is_ok()),
             })),
             now_ms,
         );
+        if self.tools.is_outside(&tool_name)
+            && let Ok(parsed) = parsed
+        {
+            // Decided and run by the caller; the reply waits for every such answer.
+            self.outside_calls
+                .insert(call_id.clone(), tool_name.clone());
+            self.emit(
+                SessionEvent::DeferredToolRequests(Box::new(DeferredToolRequestsEvent {
+                    requests: DeferredToolRequests {
+                        approvals: Vec::new(),
+                        calls: vec![call],
+                    },
+                })),
+                now_ms,
+            );
+            self.request_tool_call(ToolCallRequest {
+                call_id,
+                name: tool_name,
+                arguments: parsed,
+            });
+            return;
+        }
         let context = self.tool_context(now_ms);
         let (content, outcome) = match self.tools.execute(&tool_name, &arguments, &context) {
             Ok(value) => (value, ToolOutcome::Success),
             Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
         };
+        self.answer_tool_call(call_id, tool_name, content, outcome, now_ms);
+    }
+
+    /// Tells the model what its call of `tool_name` gave (`function_call_output`, and the
+    /// session's result event), then asks for the reply once no other call waits.
+    pub(super) fn answer_tool_call(
+        &mut self,
+        call_id: String,
+        tool_name: String,
+        content: Value,
+        outcome: ToolOutcome,
+        now_ms: u64,
+    ) {
         let output = content.to_string();
         self.emit(
             SessionEvent::FunctionToolResult(Box::new(FunctionToolResultEvent {
@@ -536,7 +571,9 @@ impl TurnController {
             previous_item_id: None,
             item: Item::function_call_output(call_id, output),
         });
-        self.request_response();
+        if self.outside_calls.is_empty() {
+            self.request_response();
+        }
     }
 
     /// A `response.created` answers the create in flight. One without an id (the SDK makes it

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 use walkie_openai::{ClientEvent, Usage};
 
-use crate::turn::output::{AudioCommand, ControllerOutput, OutgoingEvent};
+use crate::turn::output::{AudioCommand, ControllerOutput, OutgoingEvent, ToolCallRequest};
 
 /// Client event ids remembered for matching a server `error` to the request that caused it.
 const REMEMBERED_EVENT_IDS: usize = 128;
@@ -91,6 +91,11 @@ impl Outbox {
     /// Queues what a response was billed: never dropped, it is money.
     pub fn billed(&mut self, usage: Usage) {
         self.outputs.push_back(ControllerOutput::Billed(usage));
+    }
+
+    /// Queues a call of an outside tool: never dropped, the reply waits for its answer.
+    pub fn tool_call(&mut self, request: ToolCallRequest) {
+        self.outputs.push_back(ControllerOutput::ToolCall(request));
     }
 
     /// Queues a hint or diagnostic; when too many wait, the oldest of them gives way.

@@ -40,6 +40,20 @@ pub enum ControllerOutput {
     Diagnostic(Diagnostic),
     /// A response ended (`response.done`), billed this much by the provider.
     Billed(Usage),
+    /// The model called a tool run outside the controller: decide and run it, then answer
+    /// with [`crate::turn::TurnController::tool_finished`]. The reply waits for the answer.
+    ToolCall(ToolCallRequest),
+}
+
+/// A call of an outside tool, as the model made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallRequest {
+    /// The provider's id of the call, which its answer names.
+    pub call_id: String,
+    /// The tool's name, as declared.
+    pub name: String,
+    /// The model's arguments, parsed (an object, or whatever JSON the model sent).
+    pub arguments: serde_json::Value,
 }
 
 /// What the audio driver must do, in order.

@@ -1,4 +1,10 @@
-//! Local function tools: the registry the model's function calls are executed against.
+//! Function tools: the registry the model's function calls are executed against.
+//!
+//! Two kinds: a local tool runs inside the controller (below); an outside tool (one an MCP
+//! server serves) is only declared here, and a call to it goes out of the controller
+//! ([`ControllerOutput::ToolCall`](crate::turn::ControllerOutput::ToolCall)) to be decided and
+//! run by the caller, whose answer comes back in
+//! [`TurnController::tool_finished`](crate::turn::TurnController::tool_finished).
 //!
 //! Why tools are synchronous and take a [`ToolContext`]: the controller is sans-IO, so a tool
 //! runs inside the input that delivered its call and must not read a clock or touch the world.
@@ -55,7 +61,7 @@ pub enum ToolError {
 
 /// A registry refusal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a local tool named {name:?} is already registered")]
+#[error("a tool named {name:?} is already registered")]
 pub struct DuplicateTool {
     /// The name taken twice.
     pub name: String,
@@ -71,10 +77,11 @@ pub trait LocalTool: Send + std::fmt::Debug {
     fn call(&self, arguments: &Value, context: &ToolContext) -> Result<Value, ToolError>;
 }
 
-/// The local function tools, by name.
+/// The function tools, by name: local ones, and outside ones by their definition.
 #[derive(Debug, Default)]
 pub struct ToolRegistry {
     tools: Vec<Box<dyn LocalTool>>,
+    outside: Vec<Tool>,
 }
 
 impl ToolRegistry {
@@ -87,18 +94,42 @@ impl ToolRegistry {
     pub fn with_builtins() -> Self {
         Self {
             tools: vec![Box::new(CurrentLocalTime)],
+            outside: Vec::new(),
         }
     }
 
     /// Add a tool; a name may be registered once.
     pub fn register(&mut self, tool: Box<dyn LocalTool>) -> Result<(), DuplicateTool> {
-        if self.get(tool.name()).is_some() {
+        if self.has(tool.name()) {
             return Err(DuplicateTool {
                 name: tool.name().to_owned(),
             });
         }
         self.tools.push(tool);
         Ok(())
+    }
+
+    /// Declare a tool run outside the controller (see the module docs); a name may be
+    /// registered once, and a definition the registry cannot name is refused as a duplicate
+    /// of the empty name.
+    pub fn register_outside(&mut self, definition: Tool) -> Result<(), DuplicateTool> {
+        let name = tool_name(&definition).unwrap_or_default().to_owned();
+        if name.is_empty() || self.has(&name) {
+            return Err(DuplicateTool { name });
+        }
+        self.outside.push(definition);
+        Ok(())
+    }
+
+    /// Whether a tool of this name is run outside the controller.
+    pub fn is_outside(&self, name: &str) -> bool {
+        self.outside
+            .iter()
+            .any(|definition| tool_name(definition) == Some(name))
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.get(name).is_some() || self.is_outside(name)
     }
 
     /// The tool of this name.
@@ -109,9 +140,14 @@ impl ToolRegistry {
             .map(|tool| tool.as_ref())
     }
 
-    /// The definitions for `session.update`, in registration order.
+    /// The definitions for `session.update`: the local tools, then the outside ones, each in
+    /// registration order.
     pub fn definitions(&self) -> Vec<Tool> {
-        self.tools.iter().map(|tool| tool.definition()).collect()
+        self.tools
+            .iter()
+            .map(|tool| tool.definition())
+            .chain(self.outside.iter().cloned())
+            .collect()
     }
 
     /// Run a call: parse the arguments, find the tool, call it. `Ok(None)`-free by design: every
@@ -127,6 +163,13 @@ impl ToolRegistry {
         })?;
         let arguments = parse_arguments(arguments)?;
         tool.call(&arguments, context)
+    }
+}
+
+fn tool_name(definition: &Tool) -> Option<&str> {
+    match definition {
+        Tool::Function { name, .. } => Some(name),
+        Tool::Other(_) => None,
     }
 }
 

@@ -47,6 +47,8 @@ pub struct Polled {
     pub diagnostics: Vec<Diagnostic>,
     /// What each response was billed, in order.
     pub billed: Vec<walkie_openai::Usage>,
+    /// Calls of outside tools asked of the caller, in order.
+    pub tool_calls: Vec<walkie_session::turn::ToolCallRequest>,
 }
 
 impl Conversation {
@@ -167,6 +169,7 @@ impl Conversation {
                     self.polled.diagnostics.push(diagnostic)
                 }
                 ControllerOutput::Billed(usage) => self.polled.billed.push(usage),
+                ControllerOutput::ToolCall(request) => self.polled.tool_calls.push(request),
             }
         }
         &mut self.polled

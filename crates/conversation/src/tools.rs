@@ -1,0 +1,187 @@
+//! Outside tools in a conversation (those an MCP server serves): what the user allows of each,
+//! and the calls waiting for the user's decision.
+//!
+//! Why here and not in the driver: whether a call runs is the user's policy, and "ask first"
+//! is a wait with a deadline (an unanswered card is a denial), which only virtual time tests
+//! well. The driver runs what [`crate::Output::RunTool`] asks and reports the outcome; the
+//! machine answers the model.
+
+use walkie_openai::Tool;
+use walkie_session::turn::{ToolCallRequest, ToolError};
+
+/// How long a call that asks first waits for the user before it is denied.
+pub const APPROVAL_TIMEOUT_MS: u64 = 60_000;
+
+/// What the user allows of a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolPolicy {
+    /// Run every call.
+    Always,
+    /// Show each call and run it only if the user allows it.
+    #[default]
+    Ask,
+    /// Never run it: the model is told the user does not allow it.
+    Never,
+}
+
+/// A tool served outside the app, as the conversation declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutsideTool {
+    /// What the model is told (its name is the one calls use).
+    pub definition: Tool,
+    /// What the user reads: the tool and where it runs ("add, on test-server").
+    pub title: String,
+    pub policy: ToolPolicy,
+}
+
+impl OutsideTool {
+    pub fn name(&self) -> &str {
+        match &self.definition {
+            Tool::Function { name, .. } => name,
+            Tool::Other(_) => "",
+        }
+    }
+}
+
+/// A call waiting for the user, as the window shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    pub call_id: String,
+    /// The tool's title ([`OutsideTool::title`]).
+    pub title: String,
+    /// The model's arguments.
+    pub arguments: serde_json::Value,
+    /// When it is denied unless decided (session time).
+    pub expires_at_ms: u64,
+}
+
+/// What becomes of a call the model made.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Verdict {
+    /// Run it now.
+    Run(ToolCallRequest),
+    /// Ask the user first.
+    Ask(ApprovalRequest),
+    /// Answer the model's call at once with this error.
+    Refuse(String, ToolError),
+}
+
+/// The conversation's outside tools and the calls waiting for the user.
+#[derive(Debug, Default)]
+pub(crate) struct Tools {
+    declared: Vec<OutsideTool>,
+    waiting: Vec<(ToolCallRequest, ApprovalRequest)>,
+}
+
+impl Tools {
+    pub fn new(declared: Vec<OutsideTool>) -> Tools {
+        Tools {
+            declared,
+            waiting: Vec::new(),
+        }
+    }
+
+    pub fn declared(&self) -> &[OutsideTool] {
+        &self.declared
+    }
+
+    /// What the user's policy makes of a call the model made at `now_ms`.
+    pub fn judge(&mut self, request: ToolCallRequest, now_ms: u64) -> Verdict {
+        let Some(tool) = self
+            .declared
+            .iter()
+            .find(|tool| tool.name() == request.name)
+        else {
+            return Verdict::Refuse(
+                request.call_id,
+                ToolError::UnknownTool { name: request.name },
+            );
+        };
+        match tool.policy {
+            ToolPolicy::Always => Verdict::Run(request),
+            ToolPolicy::Never => Verdict::Refuse(
+                request.call_id,
+                ToolError::Failed {
+                    message: "the user does not allow this tool".to_owned(),
+                },
+            ),
+            ToolPolicy::Ask => {
+                let approval = ApprovalRequest {
+                    call_id: request.call_id.clone(),
+                    title: tool.title.clone(),
+                    arguments: request.arguments.clone(),
+                    expires_at_ms: now_ms.saturating_add(APPROVAL_TIMEOUT_MS),
+                };
+                self.waiting.push((request, approval.clone()));
+                Verdict::Ask(approval)
+            }
+        }
+    }
+
+    /// The user decided on a waiting call: the call to run, or the denial to tell the model.
+    /// `None` when no call of this id waits (decided already, expired, or of an ended call).
+    pub fn decide(
+        &mut self,
+        call_id: &str,
+        allowed: bool,
+    ) -> Option<Result<ToolCallRequest, (String, ToolError)>> {
+        let at = self
+            .waiting
+            .iter()
+            .position(|(request, _)| request.call_id == call_id)?;
+        let (request, _) = self.waiting.remove(at);
+        Some(if allowed {
+            Ok(request)
+        } else {
+            Err((
+                request.call_id,
+                ToolError::Failed {
+                    message: "the user denied this call".to_owned(),
+                },
+            ))
+        })
+    }
+
+    /// The calls whose wait ended unanswered by `now_ms`: each is denied.
+    pub fn expire(&mut self, now_ms: u64) -> Vec<(String, ToolError)> {
+        let (expired, waiting) = std::mem::take(&mut self.waiting)
+            .into_iter()
+            .partition(|(_, approval)| approval.expires_at_ms <= now_ms);
+        self.waiting = waiting;
+        expired
+            .into_iter()
+            .map(|(request, _): (ToolCallRequest, ApprovalRequest)| {
+                (
+                    request.call_id,
+                    ToolError::Failed {
+                        message: format!(
+                            "the user did not answer within {} s, so the call was denied",
+                            APPROVAL_TIMEOUT_MS / 1000
+                        ),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Forgets every waiting call (their session ended); returns their ids.
+    pub fn drop_waiting(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.waiting)
+            .into_iter()
+            .map(|(request, _)| request.call_id)
+            .collect()
+    }
+
+    /// The first call waiting for the user, if any.
+    pub fn first_waiting(&self) -> Option<&ApprovalRequest> {
+        self.waiting.first().map(|(_, approval)| approval)
+    }
+
+    /// When the next waiting call is denied unless decided.
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        self.waiting
+            .iter()
+            .map(|(_, approval)| approval.expires_at_ms)
+            .min()
+    }
+}

@@ -1,0 +1,356 @@
+//! Tools served outside the app (an MCP server's), in virtual time: each is declared to the
+//! session; a call runs at once, asks the user first, or is refused, as the user's policy for
+//! the tool says; a card left unanswered is a denial; whatever happens, the model is answered
+//! and the reply follows only once every call of the response is.
+
+mod support;
+#[path = "../../session/tests/turn_support/mod.rs"]
+mod turn_support;
+
+use serde_json::{Value, json};
+use support::*;
+use turn_support::{function_arguments_done, function_call_added, response_created, response_done};
+use walkie_conversation::{
+    APPROVAL_TIMEOUT_MS, Input, Output, OutsideTool, ToolPolicy, TransportInput,
+};
+use walkie_openai::{ClientEvent, Item, Tool};
+
+fn tool(name: &str, policy: ToolPolicy) -> OutsideTool {
+    OutsideTool {
+        definition: Tool::Function {
+            name: name.to_owned(),
+            description: Some(format!("The test server's {name}")),
+            parameters: json!({"type": "object", "properties": {}}),
+        },
+        title: format!("{name}, on test-server"),
+        policy,
+    }
+}
+
+/// The model calls `name` with `arguments` as call `call_id`, in a response that then ends.
+fn model_calls(
+    call: &mut Call,
+    at_ms: u64,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+) -> Vec<Output> {
+    let response = format!("resp_{call_id}");
+    let item = format!("item_{call_id}");
+    let mut outputs = call.server(at_ms, &response_created(&response));
+    outputs.extend(call.server(
+        at_ms + 1,
+        &function_call_added(&response, &item, call_id, name),
+    ));
+    outputs.extend(call.server(
+        at_ms + 2,
+        &function_arguments_done(&response, &item, call_id, name, arguments),
+    ));
+    outputs.extend(call.server(at_ms + 3, &response_done(&response, "completed")));
+    outputs
+}
+
+fn runs(outputs: &[Output]) -> Vec<(String, String, Value)> {
+    outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::RunTool(request) => Some((
+                request.call_id.clone(),
+                request.name.clone(),
+                request.arguments.clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `function_call_output`s sent: (call id, output as JSON).
+fn answers(outputs: &[Output]) -> Vec<(String, Value)> {
+    outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Send(sent) => match &sent.event {
+                ClientEvent::ConversationItemCreate {
+                    item:
+                        Item::FunctionCallOutput {
+                            call_id, output, ..
+                        },
+                    ..
+                } => Some((
+                    call_id.clone(),
+                    serde_json::from_str(output).expect("JSON output"),
+                )),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn outside_tools_are_declared_to_the_session_after_the_built_in_one() {
+    let mut call = Call::placed_with_tools(vec![
+        tool("add", ToolPolicy::Always),
+        tool("echo", ToolPolicy::Ask),
+    ]);
+    let outputs = call.input(0, Input::Transport(TransportInput::Open));
+    let declared = outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::Send(sent) => match &sent.event {
+                ClientEvent::SessionUpdate { session } => session.tools.clone(),
+                _ => None,
+            },
+            _ => None,
+        })
+        .expect("a session.update with tools");
+    let names: Vec<&str> = declared
+        .iter()
+        .map(|tool| match tool {
+            Tool::Function { name, .. } => name.as_str(),
+            Tool::Other(_) => "?",
+        })
+        .collect();
+    assert_eq!(names, ["get_current_local_time", "add", "echo"]);
+}
+
+#[test]
+fn an_always_allowed_call_runs_at_once_and_its_result_is_answered_then_the_reply_asked_for() {
+    let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
+    let outputs = model_calls(&mut call, 1_000, "call_1", "add", r#"{"a": 2, "b": 3}"#);
+    assert_eq!(
+        runs(&outputs),
+        [(
+            "call_1".to_owned(),
+            "add".to_owned(),
+            json!({"a": 2, "b": 3})
+        )]
+    );
+    assert!(
+        answers(&outputs).is_empty(),
+        "nothing is answered before the tool ran"
+    );
+    assert!(
+        !sent_types(&outputs).contains(&"response.create"),
+        "the reply waits"
+    );
+
+    let outputs = call.input(
+        1_500,
+        Input::ToolFinished {
+            call_id: "call_1".to_owned(),
+            result: Ok(json!({"sum": 5})),
+        },
+    );
+    assert_eq!(
+        answers(&outputs),
+        [("call_1".to_owned(), json!({"sum": 5}))]
+    );
+    assert_eq!(
+        sent_types(&outputs),
+        ["conversation.item.create", "response.create"]
+    );
+}
+
+#[test]
+fn a_call_that_asks_first_waits_for_the_user_and_runs_once_allowed() {
+    let mut call = Call::ready_with_tools(vec![tool("echo", ToolPolicy::Ask)]);
+    let outputs = model_calls(&mut call, 1_000, "call_1", "echo", r#"{"text": "hi"}"#);
+    let asked = outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::AskApproval(approval) => Some(approval.clone()),
+            _ => None,
+        })
+        .expect("the user is asked");
+    assert_eq!(asked.title, "echo, on test-server");
+    assert_eq!(asked.arguments, json!({"text": "hi"}));
+    assert!(runs(&outputs).is_empty());
+    let (_, shown) = last_status(&outputs).expect("a status");
+    assert!(
+        shown.contains("Walkie asks to use echo, on test-server"),
+        "{shown}"
+    );
+
+    let outputs = call.input(
+        4_000,
+        Input::ToolDecision {
+            call_id: "call_1".to_owned(),
+            allowed: true,
+        },
+    );
+    assert_eq!(runs(&outputs).len(), 1, "it runs once allowed");
+    assert!(outputs.iter().any(|output| matches!(output,
+        Output::ApprovalClosed { call_id } if call_id == "call_1")));
+    // A second decision on the same call changes nothing.
+    let again = call.input(
+        4_100,
+        Input::ToolDecision {
+            call_id: "call_1".to_owned(),
+            allowed: false,
+        },
+    );
+    assert!(runs(&again).is_empty() && answers(&again).is_empty());
+}
+
+#[test]
+fn a_denied_call_is_told_to_the_model_as_denied_and_never_runs() {
+    let mut call = Call::ready_with_tools(vec![tool("echo", ToolPolicy::Ask)]);
+    model_calls(&mut call, 1_000, "call_1", "echo", "{}");
+    let outputs = call.input(
+        2_000,
+        Input::ToolDecision {
+            call_id: "call_1".to_owned(),
+            allowed: false,
+        },
+    );
+    assert!(runs(&outputs).is_empty());
+    assert_eq!(
+        answers(&outputs),
+        [(
+            "call_1".to_owned(),
+            json!({"error": "the user denied this call"})
+        )]
+    );
+    assert_eq!(
+        sent_types(&outputs),
+        ["conversation.item.create", "response.create"],
+        "the model goes on, knowing"
+    );
+}
+
+#[test]
+fn a_card_left_unanswered_is_a_denial_when_its_time_is_up() {
+    let mut call = Call::ready_with_tools(vec![tool("echo", ToolPolicy::Ask)]);
+    model_calls(&mut call, 1_000, "call_1", "echo", "{}");
+    let deadline = call
+        .machine
+        .next_deadline_ms()
+        .expect("the wait has a deadline");
+    assert_eq!(deadline, 1_002 + APPROVAL_TIMEOUT_MS);
+    assert!(
+        answers(&call.tick(deadline - 1)).is_empty(),
+        "not before its time"
+    );
+
+    let outputs = call.tick(deadline);
+
+    assert_eq!(
+        answers(&outputs),
+        [(
+            "call_1".to_owned(),
+            json!({"error": "the user did not answer within 60 s, so the call was denied"})
+        )]
+    );
+    assert!(outputs.iter().any(|output| matches!(output,
+        Output::ApprovalClosed { call_id } if call_id == "call_1")));
+}
+
+#[test]
+fn a_never_allowed_tool_is_refused_at_once_without_asking() {
+    let mut call = Call::ready_with_tools(vec![tool("crash", ToolPolicy::Never)]);
+    let outputs = model_calls(&mut call, 1_000, "call_1", "crash", "{}");
+    assert!(runs(&outputs).is_empty());
+    assert!(
+        !outputs
+            .iter()
+            .any(|output| matches!(output, Output::AskApproval(_)))
+    );
+    assert_eq!(
+        answers(&outputs),
+        [(
+            "call_1".to_owned(),
+            json!({"error": "the user does not allow this tool"})
+        )]
+    );
+}
+
+#[test]
+fn a_tool_that_failed_is_reported_to_the_user_and_to_the_model_and_the_call_goes_on() {
+    let mut call = Call::ready_with_tools(vec![tool("crash", ToolPolicy::Always)]);
+    model_calls(&mut call, 1_000, "call_1", "crash", "{}");
+    let outputs = call.input(
+        1_200,
+        Input::ToolFinished {
+            call_id: "call_1".to_owned(),
+            result: Err(
+                "test-server stopped during the call (it is started again for the next one)"
+                    .to_owned(),
+            ),
+        },
+    );
+    assert_eq!(
+        answers(&outputs),
+        [(
+            "call_1".to_owned(),
+            json!({"error": "test-server stopped during the call (it is started again for the next one)"})
+        )]
+    );
+    let (_, shown) = last_status(&outputs).expect("a status");
+    assert!(
+        shown.starts_with("A tool failed: test-server stopped"),
+        "{shown}"
+    );
+    assert_eq!(sent_types(&outputs).last(), Some(&"response.create"));
+}
+
+#[test]
+fn two_calls_in_one_response_are_both_answered_before_the_reply_is_asked_for() {
+    let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
+    let response = "resp_two";
+    call.server(1_000, &response_created(response));
+    for (index, call_id) in ["call_a", "call_b"].into_iter().enumerate() {
+        let item = format!("item_{index}");
+        call.server(1_001, &function_call_added(response, &item, call_id, "add"));
+        call.server(
+            1_002,
+            &function_arguments_done(response, &item, call_id, "add", "{}"),
+        );
+    }
+    call.server(1_003, &response_done(response, "completed"));
+
+    let first = call.input(
+        1_100,
+        Input::ToolFinished {
+            call_id: "call_b".to_owned(),
+            result: Ok(json!(1)),
+        },
+    );
+    assert_eq!(
+        sent_types(&first),
+        ["conversation.item.create"],
+        "one still runs"
+    );
+    let second = call.input(
+        1_200,
+        Input::ToolFinished {
+            call_id: "call_a".to_owned(),
+            result: Ok(json!(2)),
+        },
+    );
+    assert_eq!(
+        sent_types(&second),
+        ["conversation.item.create", "response.create"]
+    );
+}
+
+#[test]
+fn a_call_waiting_for_the_user_when_the_call_drops_has_its_card_closed() {
+    let mut call = Call::ready_with_tools(vec![tool("echo", ToolPolicy::Ask)]);
+    model_calls(&mut call, 1_000, "call_1", "echo", "{}");
+    let outputs = call.input(
+        2_000,
+        Input::Transport(TransportInput::Closed("the network went away".to_owned())),
+    );
+    assert!(outputs.iter().any(|output| matches!(output,
+        Output::ApprovalClosed { call_id } if call_id == "call_1")));
+    // A decision that comes late changes nothing.
+    let late = call.input(
+        2_100,
+        Input::ToolDecision {
+            call_id: "call_1".to_owned(),
+            allowed: true,
+        },
+    );
+    assert!(runs(&late).is_empty());
+}
