@@ -1047,6 +1047,50 @@ async fn e2e_a_screenshot_of_a_window_is_taken_by_keyboard_and_sent_alone_withou
     );
 }
 
+/// The built-in local-time tool, called for real: the local provider's scripted model calls it
+/// when asked in words, the app runs it and sends its `function_call_output`, and the reply
+/// says what it answered (the user's local date and time).
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_built_in_local_time_tool_is_called_and_its_answer_reaches_the_model() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = WebviewApp::launch("local_time_tool").await;
+    let received = app.dirs().trace.join("client-events.jsonl");
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        let field = client
+            .find(fantoccini::Locator::Css("#compose-text"))
+            .await
+            .expect("the field to type in");
+        field.click().await.expect("focusing the field");
+        field
+            .send_keys("What time is it? use get_current_local_time")
+            .await
+            .expect("typing");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        let reply = wait_for(&client, "#transcript", |text| {
+            text.contains("The get_current_local_time tool answered:")
+        })
+        .await;
+        assert!(reply.contains("local_time"), "{reply}");
+    })
+    .await;
+    let outputs: Vec<serde_json::Value> = std::fs::read_to_string(&received)
+        .expect("the provider's trace")
+        .lines()
+        .filter_map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).ok()?;
+            let event: serde_json::Value = serde_json::from_str(record["text"].as_str()?).ok()?;
+            (event["item"]["type"] == "function_call_output").then(|| event["item"].clone())
+        })
+        .collect();
+    assert_eq!(outputs.len(), 1, "{outputs:?}");
+    let answered: serde_json::Value =
+        serde_json::from_str(outputs[0]["output"].as_str().expect("an output text"))
+            .expect("the output is JSON");
+    assert!(answered["local_time"].is_string(), "{answered}");
+}
+
 /// With "Answer typed messages in text", a typed question is answered in writing and the
 /// speaker stays silent; a spoken turn after it is still answered aloud.
 #[tokio::test(flavor = "multi_thread")]

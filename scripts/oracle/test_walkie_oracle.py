@@ -116,7 +116,7 @@ class ClientEvents(unittest.TestCase):
         _, problems = oracle.check_client_event(shown({"type": "input_image", "image_url": {"url": url}}))
         self.assertIn("item.content[0].image_url", [p.path for p in problems])
 
-    def test_a_trace_that_never_shows_a_picture_fails_for_want_of_one(self):
+    def test_a_trace_that_never_shows_a_picture_nor_answers_a_tool_fails_for_want_of_them(self):
         with tempfile.TemporaryDirectory() as root:
             test_dir = Path(root) / "some_test"
             test_dir.mkdir()
@@ -131,8 +131,9 @@ class ClientEvents(unittest.TestCase):
                      "--decoder", sys.executable, "-c", ECHO_DECODED]
                 )
         self.assertEqual(status, 1)
-        self.assertIn("no user message under", stderr.getvalue())
-        self.assertIn("carried input_image", stderr.getvalue())
+        self.assertIn("carried input_image;", stderr.getvalue())
+        self.assertIn("carried function_call_output;", stderr.getvalue())
+        self.assertNotIn("carried input_text;", stderr.getvalue())
 
     def test_a_function_tool_with_an_unknown_field_fails(self):
         text = with_change(PUSH_TO_TALK_UPDATE, ["session", "tools", 0, "strict"], True)
@@ -187,7 +188,9 @@ class TraceRoot(unittest.TestCase):
         report = oracle.check_trace_root(SAMPLES)
         self.assertEqual(report.client_events, 10)
         self.assertEqual(report.client_events_by_type["session.update"], 2)
-        self.assertEqual(dict(report.user_content_by_type), {"input_image": 1, "input_text": 1})
+        self.assertEqual(
+            dict(report.created_by_kind), {"input_image": 1, "input_text": 1, "function_call_output": 1}
+        )
         self.assertEqual((report.calls, report.session_parts), (2, 1))
         self.assertEqual(report.failures, [])
 
@@ -281,7 +284,7 @@ class ServerEvents(unittest.TestCase):
         self.assertEqual(status, 0)
         types = len(oracle.SERVER_EVENT_MODELS)
         self.assertIn("oracle: 10 client events (2 conversation.item.create, 2 session.update, ", stdout.getvalue())
-        self.assertIn("user content: 1 input_image, 1 input_text)", stdout.getvalue())
+        self.assertIn("created: 1 function_call_output, 1 input_image, 1 input_text)", stdout.getvalue())
         self.assertIn("0 unknown fields, 0 model in session.update; 1 session parts checked", stdout.getvalue())
         self.assertIn(f"{types}/{types} server event types decoded or kept", stdout.getvalue())
 

@@ -232,8 +232,9 @@ class Failure:
 @dataclasses.dataclass
 class TraceReport:
     client_events_by_type: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    # The content part types of the user messages Walkie created (`conversation.item.create`).
-    user_content_by_type: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    # What Walkie's `conversation.item.create` events carried: the content part types of user
+    # messages, and `function_call_output` items.
+    created_by_kind: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     unknown_fields: int = 0
     model_in_session_update: int = 0
     session_parts: int = 0
@@ -252,13 +253,14 @@ def _jsonl(path: Path):
                 yield f"{path}:{number}", line
 
 
-# What Walkie sends as a user message, each of which the end-to-end tests must send, so that
+# What Walkie creates in a conversation, each of which the end-to-end tests must send, so that
 # the SDK checks it: a trace without one would pass without checking it.
-REQUIRED_USER_CONTENT_TYPES = ("input_text", "input_image")
+REQUIRED_CREATED_KINDS = ("input_text", "input_image", "function_call_output")
 
 
-def user_content_types(text: str) -> list[str]:
-    """The content part types of a user message a `conversation.item.create` carries."""
+def created_kinds(text: str) -> list[str]:
+    """What a `conversation.item.create` carries: a user message's content part types, or
+    `function_call_output`."""
     try:
         event = json.loads(text)
     except json.JSONDecodeError:
@@ -266,13 +268,17 @@ def user_content_types(text: str) -> list[str]:
     if not isinstance(event, dict) or event.get("type") != "conversation.item.create":
         return []
     item = event.get("item")
-    if not isinstance(item, dict) or item.get("role") != "user" or not isinstance(item.get("content"), list):
+    if not isinstance(item, dict):
+        return []
+    if item.get("type") == "function_call_output":
+        return ["function_call_output"]
+    if item.get("role") != "user" or not isinstance(item.get("content"), list):
         return []
     return [part.get("type") for part in item["content"] if isinstance(part, dict) and isinstance(part.get("type"), str)]
 
 
-def missing_user_content(report: TraceReport) -> list[str]:
-    return [kind for kind in REQUIRED_USER_CONTENT_TYPES if report.user_content_by_type[kind] == 0]
+def missing_created_kinds(report: TraceReport) -> list[str]:
+    return [kind for kind in REQUIRED_CREATED_KINDS if report.created_by_kind[kind] == 0]
 
 
 def check_trace_root(root: Path) -> TraceReport:
@@ -289,7 +295,7 @@ def check_trace_root(root: Path) -> TraceReport:
                 continue
             event_type, problems = check_client_event(text)
             report.client_events_by_type[event_type or "<none>"] += 1
-            report.user_content_by_type.update(user_content_types(text))
+            report.created_by_kind.update(created_kinds(text))
             report.unknown_fields += sum(p.kind == "unknown field" for p in problems)
             report.model_in_session_update += sum(p.kind == "model in session.update" for p in problems)
             if problems:
@@ -540,10 +546,10 @@ def main(argv: list[str] | None = None) -> int:
     for failure in trace.failures:
         print(f"oracle: FAILED: {failure}", file=sys.stderr)
         ok = False
-    for kind in missing_user_content(trace) if trace.client_events else []:
+    for kind in missing_created_kinds(trace) if trace.client_events else []:
         print(
-            f"oracle: FAILED: no user message under {args.trace_root} carried {kind}; the end-to-end "
-            "tests must send one, or the SDK never checks it",
+            f"oracle: FAILED: no conversation.item.create under {args.trace_root} carried {kind}; the "
+            "end-to-end tests must send one, or the SDK never checks it",
             file=sys.stderr,
         )
         ok = False
@@ -584,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"oracle: {trace.client_events} client events ({_by_type(trace.client_events_by_type)}; "
-        f"user content: {_by_type(trace.user_content_by_type)}), "
+        f"created: {_by_type(trace.created_by_kind)}), "
         f"{trace.unknown_fields} unknown fields, {trace.model_in_session_update} model in session.update; "
         f"{trace.session_parts} session parts checked in {trace.calls} calls, "
         f"{sum(1 for f in trace.failures if f.where.endswith('(session part)'))} bad; "

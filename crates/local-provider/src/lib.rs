@@ -38,6 +38,7 @@ pub mod picture;
 #[cfg(feature = "test-bench")]
 pub mod scenario;
 pub mod session;
+mod tool_calls;
 mod trace;
 mod usage;
 

@@ -32,6 +32,7 @@ use walkie_openai::{
 };
 
 use crate::picture::{self, ReceivedPicture};
+use crate::tool_calls::{self, ToolRequest};
 use crate::usage::{self, Ledger, Tokens};
 
 /// Samples of one 20 ms frame at 48 kHz.
@@ -252,6 +253,12 @@ pub struct ProviderSession {
     /// The text of the last user message the client created (typed, or restored), until a
     /// reply takes it.
     unanswered_text: Option<String>,
+    /// The calls of function tools the model made and the client has not answered yet: call
+    /// id → tool name.
+    open_tool_calls: std::collections::BTreeMap<String, String>,
+    /// The tools' outputs the client sent since the last reply (tool name, output), which the
+    /// next reply says.
+    tool_outputs: Vec<(String, String)>,
     /// The pictures user messages carried since the last reply, which the next reply mentions.
     unseen_pictures: Vec<ReceivedPicture>,
     /// Every picture user messages carried, in order.
@@ -359,6 +366,8 @@ impl ProviderSession {
             last_item_id: None,
             unanswered: None,
             unanswered_text: None,
+            open_tool_calls: std::collections::BTreeMap::new(),
+            tool_outputs: Vec::new(),
             unseen_pictures: Vec::new(),
             received_pictures: Vec::new(),
             pending_transcripts: Vec::new(),
@@ -894,6 +903,26 @@ impl ProviderSession {
             Ok(pictures) => pictures,
             Err(problem) => return self.error(out, event_id, "invalid_value", problem),
         };
+        if let Item::FunctionCallOutput {
+            call_id, output, ..
+        } = &item
+        {
+            let Some(name) = self.open_tool_calls.remove(call_id) else {
+                return self.error(
+                    out,
+                    event_id,
+                    "invalid_value",
+                    format!(
+                        "Invalid value for 'item.call_id': no function call with call_id '{call_id}' waits for its output."
+                    ),
+                );
+            };
+            self.ledger.joined(Tokens {
+                text: usage::text_tokens(output),
+                ..Tokens::default()
+            });
+            self.tool_outputs.push((name, output.clone()));
+        }
         let id = self.id("item");
         let item = match item {
             Item::Message { role, content, .. } => Item::Message {
@@ -1237,6 +1266,14 @@ impl ProviderSession {
         } else {
             self.unanswered_text.take()
         };
+        if let Some(request) = typed.as_deref().and_then(|text| {
+            tool_calls::tool_request(text, self.session.tools.as_deref().unwrap_or_default())
+        }) {
+            if !frames.is_empty() {
+                self.unanswered = Some(frames);
+            }
+            return self.call_tool(out, request);
+        }
         let samples: u64 = frames.iter().map(|frame| u64::from(frame.samples)).sum();
         let audio_ms = samples * 1000 / 48_000;
         if !out_of_band {
@@ -1271,6 +1308,21 @@ impl ProviderSession {
             )
         };
 
+        let answered = std::mem::take(&mut self.tool_outputs);
+        let transcript = match answered.as_slice() {
+            _ if out_of_band => transcript,
+            [] => transcript,
+            [(name, output)] => format!(
+                "This is Walkie's local provider. The {name} tool answered: {}",
+                cut_chars(output, TYPED_ECHO_CHARS)
+            ),
+            [.., (name, output)] => format!(
+                "This is Walkie's local provider. {} tool calls were answered; the last, {name}, \
+                 answered: {}",
+                answered.len(),
+                cut_chars(output, TYPED_ECHO_CHARS)
+            ),
+        };
         let transcript = if out_of_band || self.unseen_pictures.is_empty() {
             transcript
         } else {
@@ -1391,6 +1443,112 @@ impl ProviderSession {
         }
         // The first transcript delta and the first frame go out now.
         out.extend(self.tick(now_ms));
+    }
+
+    /// A response that is the scripted model's call of a declared tool (see
+    /// [`crate::tool_calls`]), `request.count` times: each call's item, its arguments streamed
+    /// in one delta, then `response.done` billed for the arguments. It plays nothing.
+    fn call_tool(&mut self, out: &mut Vec<Output>, request: ToolRequest) {
+        let response_id = self.id("resp");
+        self.emit(
+            out,
+            ServerEvent::ResponseCreated {
+                response: self.response(
+                    &response_id,
+                    ResponseStatus::InProgress,
+                    None,
+                    vec![],
+                    false,
+                    false,
+                ),
+            },
+        );
+        let mut done_items = Vec::with_capacity(request.count);
+        for index in 0..request.count {
+            let output_index = u32::try_from(index).unwrap_or(u32::MAX);
+            let item_id = self.id("item");
+            let call_id = self.id("call");
+            let call = |status, arguments: &str| Item::FunctionCall {
+                id: Some(item_id.clone()),
+                call_id: call_id.clone(),
+                name: request.name.clone(),
+                arguments: arguments.to_owned(),
+                status: Some(status),
+            };
+            let previous_item_id = self.last_item_id.replace(item_id.clone());
+            self.emit(
+                out,
+                ServerEvent::ResponseOutputItemAdded {
+                    response_id: response_id.clone(),
+                    output_index,
+                    item: call(ItemStatus::InProgress, ""),
+                },
+            );
+            self.emit(
+                out,
+                ServerEvent::ConversationItemAdded {
+                    item: call(ItemStatus::InProgress, ""),
+                    previous_item_id: previous_item_id.clone(),
+                },
+            );
+            self.emit(
+                out,
+                ServerEvent::FunctionCallArgumentsDelta {
+                    response_id: response_id.clone(),
+                    item_id: item_id.clone(),
+                    output_index,
+                    call_id: call_id.clone(),
+                    delta: request.arguments.clone(),
+                },
+            );
+            self.emit(
+                out,
+                ServerEvent::FunctionCallArgumentsDone {
+                    response_id: response_id.clone(),
+                    item_id: item_id.clone(),
+                    output_index,
+                    call_id: call_id.clone(),
+                    name: Some(request.name.clone()),
+                    arguments: request.arguments.clone(),
+                },
+            );
+            let done = call(ItemStatus::Completed, &request.arguments);
+            self.emit(
+                out,
+                ServerEvent::ResponseOutputItemDone {
+                    response_id: response_id.clone(),
+                    output_index,
+                    item: done.clone(),
+                },
+            );
+            self.emit(
+                out,
+                ServerEvent::ConversationItemDone {
+                    item: done.clone(),
+                    previous_item_id,
+                },
+            );
+            self.open_tool_calls.insert(call_id, request.name.clone());
+            done_items.push(done);
+        }
+        let output = Tokens {
+            text: usage::text_tokens(&request.arguments) * request.count as u64,
+            ..Tokens::default()
+        };
+        let instructions = usage::text_tokens(self.session.instructions.as_deref().unwrap_or(""));
+        let usage = self.ledger.bill(instructions, output, false);
+        let response = Response {
+            usage: Some(usage),
+            ..self.response(
+                &response_id,
+                ResponseStatus::Completed,
+                None,
+                done_items,
+                false,
+                false,
+            )
+        };
+        self.emit(out, ServerEvent::ResponseDone { response });
     }
 
     fn response(
@@ -2070,6 +2228,126 @@ mod tests {
         run_until(&mut session, &mut timeline, 10_000, 20_000);
         let again = reply_transcript(&timeline.outputs()).expect("the second reply's transcript");
         assert!(again.contains("no new audio"), "{again}");
+    }
+
+    /// A push-to-talk session that declares the tools `add` and `echo`.
+    fn session_with_tools() -> ProviderSession {
+        let mut session = ptt_session(false);
+        let update = serde_json::json!({"type": "session.update", "session": {"type": "realtime",
+            "tools": [
+                {"type": "function", "name": "add", "parameters": {"type": "object"}},
+                {"type": "function", "name": "echo", "parameters": {"type": "object"}}]}});
+        assert_eq!(
+            types(&session.on_client_text(&update.to_string(), 0)),
+            ["session.updated"]
+        );
+        session
+    }
+
+    fn typed(text: &str) -> String {
+        serde_json::json!({"type": "conversation.item.create", "item": {"type": "message",
+            "role": "user", "content": [{"type": "input_text", "text": text}]}})
+        .to_string()
+    }
+
+    /// The calls a response made: (call id, name, arguments).
+    fn calls_made(outputs: &[Output]) -> Vec<(String, String, String)> {
+        events(outputs)
+            .into_iter()
+            .filter_map(|event| match event {
+                ServerEvent::FunctionCallArgumentsDone {
+                    call_id,
+                    name,
+                    arguments,
+                    ..
+                } => Some((call_id, name.unwrap_or_default(), arguments)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn typed_words_naming_a_declared_tool_make_the_response_a_call_and_its_output_the_next_reply() {
+        let mut session = session_with_tools();
+        session.on_client_text(&typed(r#"Now use add with {"a": 2, "b": 3}"#), 1_000);
+        let outputs = session.on_client_text(r#"{"type":"response.create"}"#, 1_000);
+        let calls = calls_made(&outputs);
+        assert_eq!(calls.len(), 1);
+        let (call_id, name, arguments) = &calls[0];
+        assert_eq!(
+            (name.as_str(), arguments.as_str()),
+            ("add", r#"{"a": 2, "b": 3}"#)
+        );
+        let done = events(&outputs)
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::ResponseDone { response } => Some(response),
+                _ => None,
+            })
+            .expect("the response ends at once");
+        assert!(
+            matches!(&done.output[..], [Item::FunctionCall { call_id: id, .. }] if id == call_id)
+        );
+        assert!(reply_transcript(&outputs).is_none(), "a call says nothing");
+
+        let answer = serde_json::json!({"type": "conversation.item.create", "item": {
+            "type": "function_call_output", "call_id": call_id, "output": "{\"sum\":5}"}});
+        assert_eq!(
+            types(&session.on_client_text(&answer.to_string(), 1_100)),
+            ["conversation.item.added", "conversation.item.done"]
+        );
+        let mut timeline = Timeline::new();
+        timeline.push(
+            1_100,
+            session.on_client_text(r#"{"type":"response.create"}"#, 1_100),
+        );
+        run_until(&mut session, &mut timeline, 1_100, 10_000);
+        assert_eq!(
+            reply_transcript(&timeline.outputs()).as_deref(),
+            Some(r#"This is Walkie's local provider. The add tool answered: {"sum":5}"#)
+        );
+    }
+
+    #[test]
+    fn many_calls_in_one_response_each_get_their_own_id_and_an_unknown_call_id_is_refused() {
+        let mut session = session_with_tools();
+        session.on_client_text(&typed(r#"use echo 100 times with {"text": "hi"}"#), 1_000);
+        let outputs = session.on_client_text(r#"{"type":"response.create"}"#, 1_000);
+        let calls = calls_made(&outputs);
+        assert_eq!(calls.len(), 100);
+        let ids: std::collections::BTreeSet<&str> =
+            calls.iter().map(|(id, ..)| id.as_str()).collect();
+        assert_eq!(ids.len(), 100, "each call its own id");
+
+        let stray = serde_json::json!({"type": "conversation.item.create", "event_id": "e7",
+            "item": {"type": "function_call_output", "call_id": "call_nobody", "output": "{}"}});
+        let outputs = session.on_client_text(&stray.to_string(), 1_100);
+        let error = events(&outputs)
+            .into_iter()
+            .find_map(|event| match event {
+                ServerEvent::Error { error } => Some(error),
+                _ => None,
+            })
+            .expect("an error");
+        assert_eq!(error.code.as_deref(), Some("invalid_value"));
+        assert!(error.message.contains("call_nobody"), "{}", error.message);
+    }
+
+    #[test]
+    fn a_tool_the_session_did_not_declare_is_never_called() {
+        let mut session = ptt_session(false);
+        session.on_client_text(&typed("use add with {}"), 1_000);
+        let mut timeline = Timeline::new();
+        timeline.push(
+            1_000,
+            session.on_client_text(r#"{"type":"response.create"}"#, 1_000),
+        );
+        run_until(&mut session, &mut timeline, 1_000, 10_000);
+        assert!(calls_made(&timeline.outputs()).is_empty());
+        assert!(
+            reply_transcript(&timeline.outputs())
+                .is_some_and(|text| text.contains("here is what you wrote"))
+        );
     }
 
     fn png_data_url(width_px: u32, height_px: u32) -> String {
