@@ -9,5 +9,6 @@ pub mod plan;
 pub mod prices;
 pub mod secrets;
 mod settings;
+pub mod tool_servers;
 
 pub use settings::*;

@@ -147,6 +147,8 @@ pub struct Settings {
     pub budget_usd: Option<f64>,
     /// What each model costs, per million tokens: the published prices unless edited.
     pub prices: Vec<crate::prices::PriceRow>,
+    /// The MCP servers whose tools the assistant may use, and what each tool may do.
+    pub tool_servers: Vec<crate::tool_servers::ToolServer>,
 }
 
 /// The limits the dialog enforces, here so the file cannot bypass them.
@@ -207,6 +209,7 @@ impl Default for Settings {
             session_limit_minutes: 60,
             budget_usd: None,
             prices: crate::prices::published_prices(),
+            tool_servers: Vec::new(),
         }
     }
 }
@@ -264,6 +267,7 @@ pub fn label(field: &str) -> &'static str {
         "sessionLimitMinutes" => "The provider ends a session after (minutes)",
         "budgetUsd" => "Budget per conversation (US$)",
         "prices" => "Prices per million tokens (US$)",
+        "toolServers" => "Tool servers (MCP)",
         _ => "A setting",
     }
 }
@@ -369,6 +373,9 @@ impl Settings {
         }
         if let Some(problem) = crate::prices::price_table_problem(&self.prices) {
             refuse("prices", problem);
+        }
+        if let Some(problem) = crate::tool_servers::tool_servers_problem(&self.tool_servers) {
+            refuse("toolServers", problem);
         }
         if let Some(budget_usd) = self.budget_usd
             && !BUDGET_RANGE_USD.contains(&budget_usd)

@@ -1,0 +1,89 @@
+//! An MCP server for Walkie's tests, over stdio, built with the official SDK (rmcp): the tools
+//! a desktop assistant meets in the wild, well-behaved and not. `echo` and `add` answer;
+//! `sleep` answers late (a hung server, for timeouts); `crash` ends the process mid-call; `garble`
+//! writes a line that is not JSON-RPC onto the protocol stream before it answers; `fail`
+//! answers with a tool error. Its stderr says when it starts, so a test can count restarts.
+
+use std::io::Write as _;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::transport::stdio;
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoArgs {
+    /// The text to give back.
+    text: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SleepArgs {
+    /// How long to wait before answering.
+    ms: u64,
+}
+
+#[derive(Clone)]
+struct TestServer;
+
+#[tool_router]
+impl TestServer {
+    #[tool(description = "Gives back the text it was given")]
+    async fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
+        text
+    }
+
+    #[tool(description = "Adds two integers")]
+    async fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> String {
+        a.saturating_add(b).to_string()
+    }
+
+    #[tool(description = "Waits ms milliseconds, then answers")]
+    async fn sleep(&self, Parameters(SleepArgs { ms }): Parameters<SleepArgs>) -> String {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        format!("slept {ms} ms")
+    }
+
+    #[tool(description = "Ends the server process at once, without answering")]
+    async fn crash(&self) -> String {
+        eprintln!("walkie-mcp-test-server: crashing as asked");
+        std::process::exit(3)
+    }
+
+    #[tool(description = "Writes garbage onto the protocol stream, then answers")]
+    async fn garble(&self) -> String {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(b"}{ this is not JSON-RPC\n");
+        let _ = stdout.flush();
+        "garbled".to_owned()
+    }
+
+    #[tool(description = "Always fails")]
+    async fn fail(&self) -> Result<String, String> {
+        Err("this tool always fails".to_owned())
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("walkie-test-server", "0.1.0"))
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    eprintln!("walkie-mcp-test-server: started");
+    let service = TestServer.serve(stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

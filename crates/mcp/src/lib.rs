@@ -1,0 +1,374 @@
+//! `walkie-mcp`: the edge to the MCP servers the user lists, through the official Rust SDK
+//! (rmcp).
+//!
+//! Why a driver of its own: an MCP server is a process (or an address) that can be slow,
+//! crash, or write garbage, and none of that may stop a call. Each server is started (its
+//! command run with piped stdio) and asked for its tools when the conversation begins; a call
+//! runs with a deadline; a server found dead (its process ended, its stream closed) is started
+//! again for the next call. Every failure is a [`CallError`] whose words the user and the model
+//! can read. The tools are offered under names the Realtime API takes (`server__tool`, letters,
+//! digits, `_` and `-`, at most 64), mapped back here. What a call may do is not decided here:
+//! the conversation machine applies the user's policy before it asks for a run.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::Value;
+use tokio::process::Command;
+use tokio::sync::Mutex;
+
+/// The longest name the Realtime API takes for a function tool.
+pub const MAX_TOOL_NAME_CHARS: usize = 64;
+
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The user's name for it (shown, and the first part of its tools' names).
+    pub name: String,
+    /// The program to run, and its arguments; it speaks MCP on its standard input and output.
+    pub command: String,
+    pub args: Vec<String>,
+}
+
+/// A tool a server offers, as the session declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedTool {
+    /// The server's name ([`ServerSpec::name`]).
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    /// The name the model calls it by (`server__tool`, made valid and unique).
+    pub offered_name: String,
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// Why a server could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerError {
+    #[error("{server} could not be started ({reason}); check its command in Settings")]
+    NotStarted { server: String, reason: String },
+    #[error("{server} did not answer as an MCP server ({reason})")]
+    NoHandshake { server: String, reason: String },
+    #[error("{server} did not list its tools ({reason})")]
+    NoTools { server: String, reason: String },
+}
+
+/// Why a call gave no result. Each is said to the model as the tool's error, and to the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error("there is no tool named {offered_name}")]
+    UnknownTool { offered_name: String },
+    #[error("{server} did not answer within {} s", after.as_secs())]
+    TimedOut { server: String, after: Duration },
+    #[error("{server} stopped during the call (it is started again for the next one)")]
+    ServerStopped { server: String },
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error("{server} refused the call: {message}")]
+    Refused { server: String, message: String },
+    #[error("{tool} failed: {message}")]
+    ToolFailed { tool: String, message: String },
+}
+
+struct Connection {
+    service: RunningService<RoleClient, ()>,
+}
+
+impl Connection {
+    fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+
+    fn is_alive(&self) -> bool {
+        !self.service.is_transport_closed()
+    }
+}
+
+struct Server {
+    spec: ServerSpec,
+    connection: Mutex<Option<Connection>>,
+}
+
+impl Server {
+    /// A live connection: the one there is, or a new one (the server started again).
+    async fn peer(&self, deadline: Duration) -> Result<Peer<RoleClient>, ServerError> {
+        let mut connection = self.connection.lock().await;
+        if let Some(live) = connection.as_ref().filter(|live| live.is_alive()) {
+            return Ok(live.peer());
+        }
+        if connection.take().is_some() {
+            // Dropping the service ends what is left of it.
+            log::warn!("{} had stopped; starting it again", self.spec.name);
+        }
+        let started = start(&self.spec, deadline).await?;
+        let peer = started.peer();
+        *connection = Some(started);
+        Ok(peer)
+    }
+
+    async fn stop(&self) {
+        if let Some(live) = self.connection.lock().await.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), live.service.cancel()).await;
+        }
+    }
+}
+
+async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, ServerError> {
+    let not_started = |reason: String| ServerError::NotStarted {
+        server: spec.name.clone(),
+        reason,
+    };
+    let mut command = Command::new(&spec.command);
+    command.args(&spec.args);
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|error| not_started(error.to_string()))?;
+    let handshake = tokio::time::timeout(deadline, ().serve(transport)).await;
+    let service = match handshake {
+        Ok(Ok(service)) => service,
+        Ok(Err(error)) => {
+            return Err(ServerError::NoHandshake {
+                server: spec.name.clone(),
+                reason: error.to_string(),
+            });
+        }
+        Err(_) => {
+            return Err(ServerError::NoHandshake {
+                server: spec.name.clone(),
+                reason: format!("no answer within {} s", deadline.as_secs()),
+            });
+        }
+    };
+    Ok(Connection { service })
+}
+
+/// The servers of a conversation, their tools, and the calls to them.
+pub struct Servers {
+    servers: Vec<Arc<Server>>,
+    tools: Vec<ServedTool>,
+    /// Offered name → (server index, tool name on the server).
+    by_offered_name: BTreeMap<String, (usize, String)>,
+}
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Servers")
+            .field("tools", &self.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Servers {
+    /// Starts every server and lists its tools, each within `deadline`; a server that fails
+    /// is reported and left out (the others are used).
+    pub async fn start(specs: Vec<ServerSpec>, deadline: Duration) -> (Servers, Vec<ServerError>) {
+        let mut servers = Servers {
+            servers: Vec::new(),
+            tools: Vec::new(),
+            by_offered_name: BTreeMap::new(),
+        };
+        let mut problems = Vec::new();
+        for spec in specs {
+            let server = Arc::new(Server {
+                spec,
+                connection: Mutex::new(None),
+            });
+            match list_tools(&server, deadline).await {
+                Ok(listed) => {
+                    let index = servers.servers.len();
+                    servers.servers.push(server.clone());
+                    for (tool, description, input_schema) in listed {
+                        let offered_name =
+                            offered_name(&server.spec.name, &tool, &servers.by_offered_name);
+                        servers
+                            .by_offered_name
+                            .insert(offered_name.clone(), (index, tool.clone()));
+                        servers.tools.push(ServedTool {
+                            server: server.spec.name.clone(),
+                            tool,
+                            offered_name,
+                            description,
+                            input_schema,
+                        });
+                    }
+                }
+                Err(problem) => {
+                    server.stop().await;
+                    problems.push(problem);
+                }
+            }
+        }
+        (servers, problems)
+    }
+
+    /// Every tool the servers offer, in the servers' order.
+    pub fn tools(&self) -> &[ServedTool] {
+        &self.tools
+    }
+
+    /// Runs a call of the tool offered as `offered_name` with `arguments` (an object), within
+    /// `deadline`: its text (or its structured result, as JSON), or why there is none. A
+    /// server found stopped is started again first.
+    pub async fn call(
+        &self,
+        offered_name: &str,
+        arguments: Value,
+        deadline: Duration,
+    ) -> Result<Value, CallError> {
+        let (index, tool) =
+            self.by_offered_name
+                .get(offered_name)
+                .ok_or_else(|| CallError::UnknownTool {
+                    offered_name: offered_name.to_owned(),
+                })?;
+        let server = &self.servers[*index];
+        let name = server.spec.name.clone();
+        let peer = server.peer(deadline).await?;
+        let mut params = CallToolRequestParams::new(tool.clone());
+        if let Value::Object(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let answered = tokio::time::timeout(deadline, peer.call_tool(params)).await;
+        let result = match answered {
+            Err(_) => {
+                return Err(CallError::TimedOut {
+                    server: name,
+                    after: deadline,
+                });
+            }
+            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                return Err(CallError::ServerStopped { server: name });
+            }
+            Ok(Err(ServiceError::McpError(error))) => {
+                return Err(CallError::Refused {
+                    server: name,
+                    message: error.message.to_string(),
+                });
+            }
+            Ok(Err(other)) => {
+                // A closed stream can surface as another error: the next call restarts.
+                if peer.is_transport_closed() {
+                    return Err(CallError::ServerStopped { server: name });
+                }
+                return Err(CallError::Refused {
+                    server: name,
+                    message: other.to_string(),
+                });
+            }
+            Ok(Ok(result)) => result,
+        };
+        let text = result
+            .content
+            .iter()
+            .filter_map(|block| block.as_text())
+            .map(|text| text.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if result.is_error == Some(true) {
+            return Err(CallError::ToolFailed {
+                tool: tool.clone(),
+                message: text,
+            });
+        }
+        Ok(result.structured_content.unwrap_or(Value::String(text)))
+    }
+
+    /// Stops every server (their processes end).
+    pub async fn stop(&self) {
+        for server in &self.servers {
+            server.stop().await;
+        }
+    }
+}
+
+/// A server's tools: (name, description, input schema).
+async fn list_tools(
+    server: &Server,
+    deadline: Duration,
+) -> Result<Vec<(String, Option<String>, Value)>, ServerError> {
+    let peer = server.peer(deadline).await?;
+    let listed = tokio::time::timeout(deadline, peer.list_all_tools())
+        .await
+        .map_err(|_| ServerError::NoTools {
+            server: server.spec.name.clone(),
+            reason: format!("no answer within {} s", deadline.as_secs()),
+        })?
+        .map_err(|error| ServerError::NoTools {
+            server: server.spec.name.clone(),
+            reason: error.to_string(),
+        })?;
+    Ok(listed
+        .into_iter()
+        .map(|tool| {
+            (
+                tool.name.to_string(),
+                tool.description.map(|description| description.to_string()),
+                Value::Object((*tool.input_schema).clone()),
+            )
+        })
+        .collect())
+}
+
+/// `server__tool`, with every character the API refuses made `_`, at most
+/// [`MAX_TOOL_NAME_CHARS`], and made unique among `taken` with a number.
+pub fn offered_name<V>(server: &str, tool: &str, taken: &BTreeMap<String, V>) -> String {
+    let valid = |text: &str| -> String {
+        text.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let base: String = format!("{}__{}", valid(server), valid(tool))
+        .chars()
+        .take(MAX_TOOL_NAME_CHARS)
+        .collect();
+    if !taken.contains_key(&base) {
+        return base;
+    }
+    (2..)
+        .map(|number| {
+            let suffix = format!("_{number}");
+            let kept: String = base
+                .chars()
+                .take(MAX_TOOL_NAME_CHARS - suffix.len())
+                .collect();
+            format!("{kept}{suffix}")
+        })
+        .find(|candidate| !taken.contains_key(candidate))
+        .expect("some numbered name is free")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_offered_name_is_valid_for_the_api_short_enough_and_unique() {
+        let mut taken = BTreeMap::new();
+        assert_eq!(
+            offered_name("My files", "read.file", &taken),
+            "My_files__read_file"
+        );
+        taken.insert("My_files__read_file".to_owned(), ());
+        assert_eq!(
+            offered_name("My files", "read.file", &taken),
+            "My_files__read_file_2"
+        );
+        let long = offered_name(&"s".repeat(80), "t", &taken);
+        assert_eq!(long.chars().count(), MAX_TOOL_NAME_CHARS);
+    }
+}

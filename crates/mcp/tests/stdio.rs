@@ -1,0 +1,215 @@
+//! Walkie and an MCP server over stdio, both real: the test server (built with rmcp, the
+//! official SDK) is started as a process, its tools are listed and called, and a server that
+//! sleeps, crashes, writes garbage or fails each gives a clear error while the next call works.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use walkie_mcp::{CallError, ServerError, ServerSpec, Servers};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn test_server(name: &str) -> ServerSpec {
+    ServerSpec {
+        name: name.to_owned(),
+        command: env!("CARGO_BIN_EXE_walkie-mcp-test-server").to_owned(),
+        args: Vec::new(),
+    }
+}
+
+async fn started() -> Servers {
+    let (servers, problems) = Servers::start(vec![test_server("test")], DEADLINE).await;
+    assert_eq!(problems, []);
+    servers
+}
+
+#[tokio::test]
+async fn a_servers_tools_are_listed_under_names_the_api_takes_with_their_schemas() {
+    let servers = started().await;
+    let mut names: Vec<&str> = servers
+        .tools()
+        .iter()
+        .map(|tool| tool.offered_name.as_str())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "test__add",
+            "test__crash",
+            "test__echo",
+            "test__fail",
+            "test__garble",
+            "test__sleep"
+        ]
+    );
+    let add = servers
+        .tools()
+        .iter()
+        .find(|tool| tool.tool == "add")
+        .unwrap();
+    assert_eq!(add.description.as_deref(), Some("Adds two integers"));
+    assert_eq!(add.input_schema["type"], "object");
+    assert!(
+        add.input_schema["properties"]["a"].is_object(),
+        "{}",
+        add.input_schema
+    );
+    servers.stop().await;
+}
+
+#[tokio::test]
+async fn calls_give_the_tools_answers() {
+    let servers = started().await;
+    assert_eq!(
+        servers
+            .call("test__add", json!({"a": 2, "b": 3}), DEADLINE)
+            .await,
+        Ok(json!("5"))
+    );
+    assert_eq!(
+        servers
+            .call("test__echo", json!({"text": "hello"}), DEADLINE)
+            .await,
+        Ok(json!("hello"))
+    );
+    assert_eq!(
+        servers.call("test__nothing", json!({}), DEADLINE).await,
+        Err(CallError::UnknownTool {
+            offered_name: "test__nothing".to_owned()
+        })
+    );
+    servers.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_past_its_deadline_times_out_and_the_server_still_answers_the_next() {
+    let servers = started().await;
+    let late = servers
+        .call(
+            "test__sleep",
+            json!({"ms": 5_000}),
+            Duration::from_millis(300),
+        )
+        .await;
+    assert_eq!(
+        late,
+        Err(CallError::TimedOut {
+            server: "test".to_owned(),
+            after: Duration::from_millis(300)
+        })
+    );
+    assert_eq!(
+        servers
+            .call("test__add", json!({"a": 1, "b": 1}), DEADLINE)
+            .await,
+        Ok(json!("2"))
+    );
+    servers.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_that_crashes_is_reported_and_started_again_for_the_next_call() {
+    let servers = started().await;
+    let crashed = servers.call("test__crash", json!({}), DEADLINE).await;
+    assert_eq!(
+        crashed,
+        Err(CallError::ServerStopped {
+            server: "test".to_owned()
+        })
+    );
+    assert_eq!(
+        crashed.unwrap_err().to_string(),
+        "test stopped during the call (it is started again for the next one)"
+    );
+    assert_eq!(
+        servers
+            .call("test__add", json!({"a": 20, "b": 22}), DEADLINE)
+            .await,
+        Ok(json!("42")),
+        "the server was started again"
+    );
+    servers.stop().await;
+}
+
+#[tokio::test]
+async fn garbage_on_the_protocol_stream_and_a_failing_tool_leave_the_server_usable() {
+    let servers = started().await;
+    let garbled = servers.call("test__garble", json!({}), DEADLINE).await;
+    assert!(
+        matches!(&garbled, Ok(Value::String(text)) if text == "garbled")
+            || matches!(
+                &garbled,
+                Err(CallError::ServerStopped { .. } | CallError::Refused { .. })
+            ),
+        "{garbled:?}"
+    );
+    assert_eq!(
+        servers.call("test__fail", json!({}), DEADLINE).await,
+        Err(CallError::ToolFailed {
+            tool: "fail".to_owned(),
+            message: "this tool always fails".to_owned()
+        })
+    );
+    assert_eq!(
+        servers
+            .call("test__echo", json!({"text": "still here"}), DEADLINE)
+            .await,
+        Ok(json!("still here"))
+    );
+    servers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_calls_at_once_give_a_hundred_right_answers() {
+    let servers = std::sync::Arc::new(started().await);
+    let calls = (0..100).map(|n| {
+        let servers = servers.clone();
+        tokio::spawn(async move {
+            servers
+                .call("test__add", json!({"a": n, "b": 1000}), DEADLINE)
+                .await
+        })
+    });
+    let mut answers = Vec::new();
+    for call in calls {
+        answers.push(call.await.expect("the call's task"));
+    }
+    let expected: Vec<Result<Value, CallError>> = (0..100)
+        .map(|n| Ok(json!((n + 1000).to_string())))
+        .collect();
+    assert_eq!(answers, expected);
+    servers.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_or_is_not_mcp_is_reported_and_the_others_are_used() {
+    let missing = ServerSpec {
+        name: "missing".to_owned(),
+        command: "/nonexistent/walkie-mcp-server".to_owned(),
+        args: Vec::new(),
+    };
+    let not_mcp = ServerSpec {
+        name: "chatty".to_owned(),
+        command: "sh".to_owned(),
+        args: vec!["-c".to_owned(), "echo hello; exit 0".to_owned()],
+    };
+    let (servers, problems) = Servers::start(
+        vec![missing, not_mcp, test_server("test")],
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(matches!(&problems[0], ServerError::NotStarted { server, .. } if server == "missing"));
+    assert!(
+        problems[0]
+            .to_string()
+            .ends_with("; check its command in Settings"),
+        "{}",
+        problems[0]
+    );
+    assert!(matches!(&problems[1], ServerError::NoHandshake { server, .. } if server == "chatty"));
+    assert!(servers.tools().iter().all(|tool| tool.server == "test"));
+    assert!(!servers.tools().is_empty());
+    servers.stop().await;
+}
