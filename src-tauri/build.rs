@@ -15,6 +15,7 @@ const APP_COMMANDS: &[&str] = &[
     "detach_picture",
     "screenshot_targets",
     "attach_screenshot",
+    "tool_decision",
     "copy_text",
     "get_settings",
     "list_devices",

@@ -54,6 +54,8 @@ pub async fn run(
     let mut saved_plan = None;
     // Messages typed while there was no conversation: the next one sends them.
     let mut typed = Vec::new();
+    // The MCP servers of the settings' list, kept while the list stays the same.
+    let mut tool_servers = crate::tool_servers::ToolServers::default();
     loop {
         if let Some(not_before) = dial_not_before.take() {
             ui.status(StatusEvent::waiting_to_dial(not_before - Instant::now()));
@@ -65,7 +67,9 @@ pub async fn run(
         };
         let ended = match call {
             Ok(call) => {
+                let servers = tool_servers.for_list(&plan.tool_servers).await;
                 let mut edges = Edges::new(&mut ui);
+                edges.tool_servers = servers;
                 match edges.begin(call, &plan, continuing.take(), &saving).await {
                     Some(machine) => {
                         let mut talk = Talk {

@@ -37,6 +37,10 @@ pub trait Ui: Send + 'static {
     fn reply_latency(&mut self, message_id: &str, latency_ms: u64);
     /// What the conversation has spent so far.
     fn spending(&mut self, spending: &walkie_conversation::Spending);
+    /// A call of a tool that asks first waits for the user's decision (a card to show).
+    fn ask_approval(&mut self, approval: &walkie_conversation::ApprovalRequest);
+    /// The card of this call is no longer needed.
+    fn approval_closed(&mut self, call_id: &str);
 }
 
 /// What the driver does after carrying the machine's outputs.
@@ -58,6 +62,10 @@ pub struct Edges<'a, U> {
     pub audio: Option<Audio>,
     pub recording: Option<Recording>,
     pub ui: &'a mut U,
+    /// The MCP servers whose tools the conversation declares, if any.
+    pub tool_servers: Option<Arc<walkie_mcp::Servers>>,
+    /// The outcomes of tool calls run off this task, as the machine's inputs.
+    tool_results: (mpsc::UnboundedSender<Input>, mpsc::UnboundedReceiver<Input>),
 }
 
 impl<'a, U: Ui> Edges<'a, U> {
@@ -68,6 +76,8 @@ impl<'a, U: Ui> Edges<'a, U> {
             audio: None,
             recording: None,
             ui,
+            tool_servers: None,
+            tool_results: mpsc::unbounded_channel(),
         }
     }
 
@@ -110,9 +120,14 @@ impl<'a, U: Ui> Edges<'a, U> {
         let now_ms = self.clock.now_ms();
         let jitter_seed = jitter_seed();
         let tools = ToolRegistry::with_builtins;
+        let outside_tools = self
+            .tool_servers
+            .as_deref()
+            .map(|servers| crate::tool_servers::outside_tools(servers, &plan.tool_servers))
+            .unwrap_or_default();
         let (mut machine, saved_id) = match continuing {
             Some(saved) => {
-                let config = plan.conversation_config(saved.thread_id, jitter_seed);
+                let config = plan.conversation_config(saved.thread_id, jitter_seed, outside_tools);
                 let (tokens, responses, cost_usd) = saved.spent;
                 let machine = Conversation::continuing(config, tools, saved.earlier, now_ms)
                     .having_spent(tokens, responses, cost_usd);
@@ -123,7 +138,7 @@ impl<'a, U: Ui> Edges<'a, U> {
                 let thread_id = call
                     .call_id()
                     .map_or_else(|| format!("call_{now_ms}"), str::to_owned);
-                let config = plan.conversation_config(thread_id, jitter_seed);
+                let config = plan.conversation_config(thread_id, jitter_seed, outside_tools);
                 (Conversation::new(config, tools), None)
             }
         };
@@ -229,28 +244,23 @@ impl<'a, U: Ui> Edges<'a, U> {
                     log::warn!("conversation ended: {reason}");
                     next = Next::Over;
                 }
-                // No tool server is connected by this shell yet (the plan declares no outside
-                // tool): a call is answered as failed, so the model is never left waiting.
-                Output::RunTool(request) => {
-                    log::warn!("the model called {}, which no server runs", request.name);
-                    let finished = Input::ToolFinished {
-                        call_id: request.call_id,
-                        result: Err(format!("no server runs the tool {}", request.name)),
-                    };
-                    machine.handle_input(finished, self.clock.now_ms());
-                }
-                Output::AskApproval(approval) => {
-                    log::warn!(
-                        "{} asks first, and no card shows it: denied",
-                        approval.title
-                    );
-                    let denied = Input::ToolDecision {
-                        call_id: approval.call_id,
-                        allowed: false,
-                    };
-                    machine.handle_input(denied, self.clock.now_ms());
-                }
-                Output::ApprovalClosed { .. } => {}
+                Output::RunTool(request) => match &self.tool_servers {
+                    Some(servers) => crate::tool_servers::run(
+                        servers.clone(),
+                        request,
+                        self.tool_results.0.clone(),
+                    ),
+                    // Only declared tools are called, and they come from the servers.
+                    None => {
+                        let finished = Input::ToolFinished {
+                            call_id: request.call_id,
+                            result: Err(format!("no server runs the tool {}", request.name)),
+                        };
+                        machine.handle_input(finished, self.clock.now_ms());
+                    }
+                },
+                Output::AskApproval(approval) => self.ui.ask_approval(&approval),
+                Output::ApprovalClosed { call_id } => self.ui.approval_closed(&call_id),
             }
         }
         next
@@ -314,6 +324,7 @@ impl<'a, U: Ui> Edges<'a, U> {
             event = next_call_event(&mut self.call) => self.call_input(event).into_iter().collect(),
             _ = audio_woken(self.audio.as_ref().map(|audio| &*audio.woken)) => self.audio_inputs(),
             news = saving_news(self.recording.as_mut()) => vec![news],
+            Some(finished) = self.tool_results.1.recv() => vec![finished],
             _ = clock.sleep_until(deadline_ms) => vec![Input::Tick],
         }
     }
@@ -684,6 +695,8 @@ pub enum Command {
     CancelPress,
     /// A message the user wrote (text, pictures or both), for the call.
     SendMessage(UserMessage),
+    /// The user allowed (or denied) a tool call that asked first.
+    ToolDecision { call_id: String, allowed: bool },
     /// Hang up if connected, then connect again.
     Reconnect,
     /// Stop trying to get a dropped call back.
@@ -777,6 +790,9 @@ pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ende
         Some(Command::CancelRedial) => Ok(Input::CancelRedial),
         Some(Command::CancelPress) => Ok(Input::CancelPress),
         Some(Command::SendMessage(message)) => Ok(Input::SendMessage(message)),
+        Some(Command::ToolDecision { call_id, allowed }) => {
+            Ok(Input::ToolDecision { call_id, allowed })
+        }
         Some(Command::SetTurnMode(mode)) => {
             // Kept for the next conversation of this plan; the machine switches now.
             plan.mode = mode.clone();

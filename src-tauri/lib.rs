@@ -16,6 +16,7 @@ mod pictures;
 pub mod recording;
 mod screenshot;
 mod settings_commands;
+mod tool_servers;
 pub use walkie_settings::{self as settings, plan, secrets};
 mod status;
 mod voice_preview;
@@ -55,6 +56,10 @@ pub struct ReplyLatency<'a> {
 
 /// What the conversation has spent: a [`SpendingView`].
 pub const SPENDING_EVENT: &str = "walkie://spending";
+/// A tool call that asks first waits for the user: the card's content.
+pub const TOOL_APPROVAL_EVENT: &str = "walkie://tool-approval";
+/// A tool call's card is no longer needed (decided, expired, or its call ended).
+pub const TOOL_APPROVAL_CLOSED_EVENT: &str = "walkie://tool-approval-closed";
 
 /// What the conversation has spent, for the window: its tokens by modality, and their cost
 /// when the model's prices are known (`free`: the local provider bills nothing, the cost is
@@ -373,6 +378,24 @@ impl Ui for WindowUi {
         }
     }
 
+    fn ask_approval(&mut self, approval: &walkie_conversation::ApprovalRequest) {
+        let card = serde_json::json!({
+            "callId": approval.call_id,
+            "title": approval.title,
+            "arguments": serde_json::to_string_pretty(&approval.arguments).unwrap_or_default(),
+            "timeoutSeconds": walkie_conversation::APPROVAL_TIMEOUT_MS / 1000,
+        });
+        if let Err(error) = self.app.emit(TOOL_APPROVAL_EVENT, card) {
+            log::warn!("could not show a tool call to approve in the window: {error}");
+        }
+    }
+
+    fn approval_closed(&mut self, call_id: &str) {
+        if let Err(error) = self.app.emit(TOOL_APPROVAL_CLOSED_EVENT, call_id) {
+            log::warn!("could not close a tool call's card in the window: {error}");
+        }
+    }
+
     fn cancelled(&mut self, message_id: &str) {
         if let Err(error) = self.app.emit(CANCELLED_EVENT, message_id) {
             log::warn!("could not mark a recording as not sent in the window: {error}");
@@ -463,6 +486,16 @@ fn send_message(
     conversation.send(Command::SendMessage(message))?;
     attachments.release(&pictures);
     Ok(())
+}
+
+/// The user allowed (or denied) a tool call shown in its card.
+#[tauri::command]
+fn tool_decision(
+    conversation: tauri::State<'_, Conversation>,
+    call_id: String,
+    allowed: bool,
+) -> Result<(), CommandError> {
+    conversation.send(Command::ToolDecision { call_id, allowed })
 }
 
 /// Puts text (a message or the whole transcript) on the system clipboard.
@@ -633,6 +666,7 @@ pub fn run() {
             pictures::detach_picture,
             pictures::screenshot_targets,
             pictures::attach_screenshot,
+            tool_decision,
             copy_text,
             settings_commands::get_settings,
             settings_commands::list_devices,

@@ -55,6 +55,9 @@ impl Ui for CollectingUi {
     fn cancelled(&mut self, _: &str) {}
     fn reply_latency(&mut self, _: &str, _: u64) {}
     fn spending(&mut self, _: &walkie_conversation::Spending) {}
+    // The soak declares no tool server, so no call asks first.
+    fn ask_approval(&mut self, _: &walkie_conversation::ApprovalRequest) {}
+    fn approval_closed(&mut self, _: &str) {}
 }
 
 /// The window's side of the test: statuses as they come, transcript events kept.

@@ -15,6 +15,7 @@ import { createHistoryPanel } from "./history.js";
 import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
 import { createCompose } from "./compose.js";
 import { createSpending } from "./spending.js";
+import { createApprovals } from "./approvals.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 const INTERRUPTED_EVENT = "walkie://interrupted";
@@ -57,6 +58,12 @@ const compose = createCompose(document.getElementById("compose"), {
   state: () => statusLine.dataset.state,
 });
 listen("walkie://picture-dropped", (event) => compose.dropped(event.payload));
+const approvals = createApprovals(document.getElementById("approvals"), {
+  decide: (callId, allowed) => invoke("tool_decision", { callId, allowed }),
+  report: (error) => reportFailure(error),
+});
+listen("walkie://tool-approval", (event) => approvals.show(event.payload));
+listen("walkie://tool-approval-closed", (event) => approvals.close(event.payload));
 
 const talk = createPushToTalk((pressed) => {
   pttButton.setAttribute("aria-pressed", String(pressed));

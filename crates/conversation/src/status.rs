@@ -387,7 +387,7 @@ pub mod sentence {
 
     /// A call of an outside tool waits for the user's decision (the card has the buttons).
     pub fn tool_waits_for_you(title: &str) -> String {
-        format!("Walkie asks to use {title}: allow or deny it in the card above.")
+        format!("Walkie asks to use {title}: choose Allow or Deny in its card.")
     }
 
     /// A call of an outside tool failed (`failure` says how); the model was told.

@@ -26,7 +26,13 @@ pub(crate) fn tool_request(text: &str, tools: &[Tool]) -> Option<ToolRequest> {
     if lower.len() != text.len() {
         return None;
     }
-    let at = lower.rfind("use ")? + "use ".len();
+    // The last "use " that starts a word ("because " does not).
+    let at = lower
+        .match_indices("use ")
+        .map(|(at, _)| at)
+        .filter(|&at| at == 0 || lower[..at].ends_with(char::is_whitespace))
+        .last()?
+        + "use ".len();
     let rest = &text[at..];
     let name = tools
         .iter()
@@ -111,5 +117,6 @@ mod tests {
         assert_eq!(tool_request("use adder", &declared), None);
         assert_eq!(tool_request("What can you do?", &declared), None);
         assert_eq!(tool_request("use add", &[]), None);
+        assert_eq!(tool_request("because add is fun", &declared), None);
     }
 }

@@ -197,6 +197,8 @@ pub struct Plan {
     pub typed_replies_in_text: bool,
     /// What each model costs.
     pub prices: Vec<crate::prices::PriceRow>,
+    /// The MCP servers listed in the settings (the enabled ones are started).
+    pub tool_servers: Vec<crate::tool_servers::ToolServer>,
 }
 
 impl Plan {
@@ -222,8 +224,13 @@ impl Plan {
     }
 
     /// How a conversation of this plan is set up: its turns, its provider's name, the thread
-    /// id of its transcript, and the seed of its redial jitter.
-    pub fn conversation_config(&self, thread_id: String, jitter_seed: u64) -> ConversationConfig {
+    /// id of its transcript, the seed of its redial jitter, and the tool servers' tools.
+    pub fn conversation_config(
+        &self,
+        thread_id: String,
+        jitter_seed: u64,
+        outside_tools: Vec<walkie_conversation::OutsideTool>,
+    ) -> ConversationConfig {
         ConversationConfig {
             turn: self.turn_config(),
             provider_label: self.provider_label(),
@@ -233,7 +240,7 @@ impl Plan {
             voice_barge_in: self.voice_barge_in,
             pricing: self.pricing(),
             budget_usd: self.budget_usd,
-            outside_tools: Vec::new(),
+            outside_tools,
         }
     }
 
@@ -269,6 +276,7 @@ impl Plan {
             budget_usd: settings.budget_usd,
             typed_replies_in_text: settings.typed_replies_in_text,
             prices: settings.prices.clone(),
+            tool_servers: settings.tool_servers.clone(),
         }
     }
 }

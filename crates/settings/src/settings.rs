@@ -438,6 +438,7 @@ impl Settings {
                     s.voice_barge_in,
                 ),
                 (s.input_device.clone(), s.output_device.clone()),
+                s.tool_servers.clone(),
             )
         };
         connection(self) != connection(other)

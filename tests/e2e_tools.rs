@@ -1,0 +1,154 @@
+//! Tools from an MCP server, end to end: the settings list the test server (built with rmcp,
+//! the official SDK); the app starts it and declares its tools; the local provider's scripted
+//! model calls them when asked in words; a tool that asks first shows a card and waits for
+//! Allow or Deny; a server that crashes is reported and started again for the next call.
+
+mod support;
+
+use support::audio::require_test_audio;
+use support::{WebviewApp, wait_for, wait_for_text};
+
+const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
+
+/// The test server beside the test binaries (`cargo test --workspace` builds it with
+/// walkie-mcp's test-server feature).
+fn test_server() -> std::path::PathBuf {
+    let debug = std::env::current_exe()
+        .expect("the test's path")
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/debug")
+        .to_owned();
+    let server = debug.join("walkie-mcp-test-server");
+    assert!(
+        server.is_file(),
+        "{} is missing: build it with `cargo build -p walkie-mcp --features test-server`",
+        server.display()
+    );
+    server
+}
+
+async fn say(client: &fantoccini::Client, text: &str) {
+    let field = client
+        .find(fantoccini::Locator::Css("#compose-text"))
+        .await
+        .expect("the field to type in");
+    field.click().await.expect("focusing the field");
+    field.send_keys(text).await.expect("typing");
+    support::press(client, fantoccini::key::Key::Enter).await;
+}
+
+async fn click(client: &fantoccini::Client, css: &str) {
+    support::click(client, css).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_crash() {
+    require_test_audio();
+    let dirs = support::AppDirs::fresh("mcp_tools");
+    let command = format!("'{}'", test_server().display());
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        serde_json::json!({
+            "provider": "local",
+            "toolServers": [{
+                "name": "test",
+                "command": command,
+                "enabled": true,
+                "permission": "ask",
+                "tools": {"add": "always", "crash": "always", "sleep": "never"}
+            }]
+        })
+        .to_string(),
+    )
+    .expect("writing the settings");
+    let app = WebviewApp::launch_with("mcp_tools", support::Launch::in_dirs(&dirs, None)).await;
+    let received = app.dirs().trace.join("client-events.jsonl");
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+
+        // Always allowed: it runs at once.
+        say(&client, r#"use test__add with {"a": 2, "b": 3}"#).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains(r#"The test__add tool answered: "5""#)
+        })
+        .await;
+
+        // Asks first: a card, and nothing more until the user decides.
+        say(&client, r#"use test__echo with {"text": "hello"}"#).await;
+        let card = wait_for(&client, "#approvals", |text| text.contains("wants to use")).await;
+        assert!(
+            card.starts_with("The assistant wants to use echo, on test. Allow it?"),
+            "{card}"
+        );
+        assert!(
+            card.contains(r#""text": "hello""#),
+            "the arguments are shown: {card}"
+        );
+        support::screenshot(&client, "tool-approval").await;
+        assert_eq!(
+            support::accessibility_violations(&client).await,
+            Vec::<String>::new(),
+            "with a tool call's card"
+        );
+        click(&client, ".approval button.primary").await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains(r#"The test__echo tool answered: "hello""#)
+        })
+        .await;
+        wait_for(&client, "#approvals", str::is_empty).await;
+
+        // Denied: the model is told, nothing runs.
+        say(&client, r#"use test__echo with {"text": "secret"}"#).await;
+        wait_for(&client, "#approvals", |text| text.contains("wants to use")).await;
+        click(&client, ".approval button.quiet").await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains("the user denied this call")
+        })
+        .await;
+
+        // Never allowed: refused without a card.
+        say(&client, r#"use test__sleep with {"ms": 10}"#).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains("the user does not allow this tool")
+        })
+        .await;
+
+        // A crash: reported, and the server is started again for the next call.
+        support::watch_statuses(&client).await;
+        say(&client, "use test__crash").await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains("test stopped during the call (it is started again for the next one)")
+        })
+        .await;
+        assert!(
+            support::statuses_seen(&client)
+                .await
+                .iter()
+                .any(|status| status.contains("A tool failed: test stopped during the call")),
+            "the user is told too"
+        );
+        say(&client, r#"use test__add with {"a": 20, "b": 22}"#).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains(r#"The test__add tool answered: "42""#)
+        })
+        .await;
+    })
+    .await;
+
+    let outputs: Vec<String> = std::fs::read_to_string(&received)
+        .expect("the provider's trace")
+        .lines()
+        .filter_map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).ok()?;
+            let event: serde_json::Value = serde_json::from_str(record["text"].as_str()?).ok()?;
+            (event["item"]["type"] == "function_call_output").then(|| {
+                event["item"]["output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+        })
+        .collect();
+    assert_eq!(outputs.len(), 6, "one answer per call: {outputs:?}");
+}
