@@ -867,14 +867,10 @@ async fn e2e_a_picture_attached_with_a_question_reaches_the_provider_and_is_show
         support::screenshot(&client, "picture-shown").await;
     })
     .await;
-    let sent_pictures: Vec<serde_json::Value> = std::fs::read_to_string(&received)
-        .expect("the provider's trace")
-        .lines()
-        .filter_map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).ok()?;
-            let event: serde_json::Value = serde_json::from_str(record["text"].as_str()?).ok()?;
-            (event["type"] == "conversation.item.create").then(|| event["item"]["content"].clone())
-        })
+    let sent_pictures: Vec<serde_json::Value> = support::client_events(&received)
+        .into_iter()
+        .filter(|event| event["type"] == "conversation.item.create")
+        .map(|event| event["item"]["content"].clone())
         .collect();
     assert_eq!(sent_pictures.len(), 1, "{sent_pictures:?}");
     assert_eq!(sent_pictures[0][0]["type"], "input_image");
@@ -1021,13 +1017,8 @@ async fn e2e_a_screenshot_of_a_window_is_taken_by_keyboard_and_sent_alone_withou
         support::screenshot(&client, "screenshot-shown").await;
     })
     .await;
-    let sent: Vec<serde_json::Value> = std::fs::read_to_string(&received)
-        .expect("the provider's trace")
-        .lines()
-        .filter_map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).ok()?;
-            serde_json::from_str(record["text"].as_str()?).ok()
-        })
+    let sent: Vec<serde_json::Value> = support::client_events(&received)
+        .into_iter()
         .filter(|event: &serde_json::Value| {
             ["conversation.item.create", "response.create"]
                 .contains(&event["type"].as_str().unwrap_or(""))
@@ -1075,14 +1066,10 @@ async fn e2e_the_built_in_local_time_tool_is_called_and_its_answer_reaches_the_m
         assert!(reply.contains("local_time"), "{reply}");
     })
     .await;
-    let outputs: Vec<serde_json::Value> = std::fs::read_to_string(&received)
-        .expect("the provider's trace")
-        .lines()
-        .filter_map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).ok()?;
-            let event: serde_json::Value = serde_json::from_str(record["text"].as_str()?).ok()?;
-            (event["item"]["type"] == "function_call_output").then(|| event["item"].clone())
-        })
+    let outputs: Vec<serde_json::Value> = support::client_events(&received)
+        .into_iter()
+        .filter(|event| event["item"]["type"] == "function_call_output")
+        .map(|event| event["item"].clone())
         .collect();
     assert_eq!(outputs.len(), 1, "{outputs:?}");
     let answered: serde_json::Value =

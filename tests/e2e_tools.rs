@@ -136,19 +136,10 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
     })
     .await;
 
-    let outputs: Vec<String> = std::fs::read_to_string(&received)
-        .expect("the provider's trace")
-        .lines()
-        .filter_map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).ok()?;
-            let event: serde_json::Value = serde_json::from_str(record["text"].as_str()?).ok()?;
-            (event["item"]["type"] == "function_call_output").then(|| {
-                event["item"]["output"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-        })
+    let outputs: Vec<serde_json::Value> = support::client_events(&received)
+        .into_iter()
+        .filter(|event| event["item"]["type"] == "function_call_output")
+        .map(|event| event["item"]["output"].clone())
         .collect();
     assert_eq!(outputs.len(), 6, "one answer per call: {outputs:?}");
 }

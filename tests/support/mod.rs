@@ -714,6 +714,19 @@ pub async fn wait_for_within(
     panic!("{css} still shows {last:?} after {within:?}");
 }
 
+/// The client events the app's local provider received, as JSON, in order (its trace file,
+/// `client-events.jsonl` under [`AppDirs::trace`]).
+pub fn client_events(trace_file: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(trace_file)
+        .expect("the provider's trace")
+        .lines()
+        .filter_map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).ok()?;
+            serde_json::from_str(record["text"].as_str()?).ok()
+        })
+        .collect()
+}
+
 /// Waits until `script` (a function body that returns JSON) returns `expected`, as
 /// [`wait_for`] waits on text: for what the page shows but does not say (a picture loaded).
 pub async fn wait_for_script(client: &Client, script: &str, expected: serde_json::Value) {
