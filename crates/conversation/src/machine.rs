@@ -809,13 +809,15 @@ impl Conversation {
     }
 
     /// Nobody is talking and nothing is on its way: no reply pending or audible, no part of
-    /// either side open, no press (in push-to-talk).
+    /// either side open, no press (in push-to-talk), no tool call unanswered.
     fn is_quiet(&self) -> bool {
         let controller = &self.controller;
         controller.active_response_id().is_none()
             && !controller.is_assistant_audible()
             && (self.hands_free() || !controller.is_capturing())
             && !self.bridge.has_open_parts()
+            // A tool call running or waiting for the user is answered in this session.
+            && controller.waiting_tool_calls().next().is_none()
     }
 
     /// Moves what the controller and its session produced to the outputs, in their order.

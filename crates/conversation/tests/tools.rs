@@ -354,3 +354,36 @@ fn a_call_waiting_for_the_user_when_the_call_drops_has_its_card_closed() {
     );
     assert!(runs(&late).is_empty());
 }
+
+#[test]
+fn a_budget_spent_by_the_calling_response_ends_the_call_only_after_the_tool_is_answered() {
+    let mut call = Call::ready_on_a_budget_with_tools(1.0, vec![tool("add", ToolPolicy::Always)]);
+    call.server(1_000, &response_created("resp_1"));
+    call.server(
+        1_001,
+        &function_call_added("resp_1", "item_1", "call_1", "add"),
+    );
+    call.server(
+        1_002,
+        &function_arguments_done("resp_1", "item_1", "call_1", "add", "{}"),
+    );
+    // 20,000 audio tokens out at $80 a million: $1.60 of a $1 budget.
+    let mut done: Value = serde_json::from_str(&response_done("resp_1", "completed")).unwrap();
+    done["response"]["usage"] = json!({"output_tokens": 20_000,
+        "output_token_details": {"text_tokens": 0, "audio_tokens": 20_000}});
+    let outputs = call.server(1_003, &done.to_string());
+    assert!(
+        !names(&outputs).contains(&"ended".to_owned()),
+        "the call goes on while its tool runs: {:?}",
+        names(&outputs)
+    );
+
+    let outputs = call.input(
+        1_500,
+        Input::ToolFinished {
+            call_id: "call_1".to_owned(),
+            result: Ok(json!(3)),
+        },
+    );
+    assert_eq!(answers(&outputs), [("call_1".to_owned(), json!(3))]);
+}

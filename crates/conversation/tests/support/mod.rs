@@ -55,6 +55,21 @@ impl Call {
         call
     }
 
+    /// Push-to-talk, ready, on a budget of `budget_usd`, with these outside tools declared.
+    pub fn ready_on_a_budget_with_tools(budget_usd: f64, outside_tools: Vec<OutsideTool>) -> Self {
+        let mut call = Self::placed_as_with(
+            TurnConfig::push_to_talk(SessionConfig::default()),
+            Some(budget_usd),
+            outside_tools,
+        );
+        call.input(0, Input::Transport(TransportInput::Open));
+        call.server(
+            50,
+            &super::turn_support::session_updated_with_transcription(),
+        );
+        call
+    }
+
     /// Push-to-talk, placed, with these outside tools declared.
     pub fn placed_with_tools(outside_tools: Vec<OutsideTool>) -> Self {
         Self::placed_as_with(
