@@ -403,3 +403,74 @@ fn a_continued_transcript_restates_the_saved_messages_in_a_run_and_numbers_on() 
         ])
     );
 }
+
+/// A message's metadata (what a typed message showed) is stamped on its next event, kept by
+/// a snapshot that restates the message, and kept by a writer that goes on from it.
+#[test]
+fn annotated_metadata_is_stamped_once_and_survives_restatements_and_continuing() {
+    use TranscriptInput::*;
+    let metadata: walkie_agui::JsonObject =
+        serde_json::from_value(serde_json::json!({"pictures": [{"widthPx": 64}]})).unwrap();
+    let user = Speaker::User;
+    let mut writer = TranscriptWriter::new("thread-1");
+    let mut events = Vec::new();
+    for input in [
+        SpeechStarted {
+            turn: T1,
+            speaker: user,
+        },
+        Annotate {
+            turn: T1,
+            speaker: user,
+            metadata: &metadata,
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: user,
+            transcript: "What is this?",
+        },
+    ] {
+        writer.push(1_000, input, &mut events);
+    }
+    writer.finish(1_100, &mut events);
+    assert_passes_agui_verify_strict(&events);
+    let stamped: Vec<&str> = events
+        .iter()
+        .filter(|event| {
+            serde_json::to_value(event).unwrap()["metadata"] == serde_json::json!(metadata)
+        })
+        .map(Event::type_name)
+        .collect();
+    assert_eq!(
+        stamped,
+        ["TEXT_MESSAGE_CONTENT"],
+        "stamped on the next event alone"
+    );
+    let assembled = strict_consumer(&events);
+    assert_eq!(assembled.messages()[0].metadata(), Some(&metadata));
+
+    let mut restated = Vec::new();
+    writer.restate(2_000, &mut restated);
+    let snapshot = serde_json::to_value(&restated[1]).unwrap();
+    assert_eq!(
+        snapshot["messages"][0]["metadata"],
+        serde_json::json!(metadata)
+    );
+
+    let earlier = writer
+        .transcript()
+        .map(|(id, role, text)| walkie_agui::EarlierMessage {
+            message_id: id.to_owned(),
+            role,
+            text: text.to_owned(),
+            metadata: writer.metadata(id).cloned(),
+        });
+    let mut continued = TranscriptWriter::continuing("thread-1", earlier.collect::<Vec<_>>());
+    let mut again = Vec::new();
+    continued.restate(3_000, &mut again);
+    let snapshot = serde_json::to_value(&again[1]).unwrap();
+    assert_eq!(
+        snapshot["messages"][0]["metadata"],
+        serde_json::json!(metadata)
+    );
+}
