@@ -147,7 +147,8 @@ pub struct Continuing {
     pub id: String,
     /// The AG-UI thread of its transcript: its first run's, else its id.
     pub thread_id: String,
-    /// Its messages (id, role, text and metadata: the pictures a message showed), in order.
+    /// Its messages, in order: the text ones (id, role, text and metadata: the pictures a
+    /// message showed) and the others (tool calls and their results) as they were saved.
     pub earlier: Vec<EarlierMessage>,
     /// What it spent so far: its tokens, its billed responses and (when priced) their cost.
     pub spent: (walkie_conversation::TokenTotals, u64, Option<f64>),
@@ -159,14 +160,8 @@ impl Continuing {
         let earlier = conversation
             .messages()
             .iter()
-            .filter_map(|message| {
-                Some(EarlierMessage {
-                    message_id: message.id().to_owned(),
-                    role: message.role()?,
-                    text: message.content().unwrap_or_default().to_owned(),
-                    metadata: message.metadata().cloned(),
-                })
-            })
+            .cloned()
+            .map(EarlierMessage::from)
             .collect();
         let spent = conversation.spent();
         Continuing {
@@ -783,11 +778,15 @@ mod tests {
             continuing
                 .earlier
                 .iter()
-                .map(|message| (
-                    message.message_id.clone(),
-                    message.role,
-                    message.text.clone()
-                ))
+                .filter_map(|message| match message {
+                    EarlierMessage::Text {
+                        message_id,
+                        role,
+                        text,
+                        ..
+                    } => Some((message_id.clone(), *role, text.clone())),
+                    EarlierMessage::Kept(_) => None,
+                })
                 .collect::<Vec<_>>(),
             [
                 (

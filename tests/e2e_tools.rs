@@ -1,7 +1,9 @@
 //! Tools from an MCP server, end to end: the settings list the test server (built with rmcp,
 //! the official SDK); the app starts it and declares its tools; the local provider's scripted
 //! model calls them when asked in words; a tool that asks first shows a card and waits for
-//! Allow or Deny; a server that crashes is reported and started again for the next call.
+//! Allow or Deny; a server that crashes is reported and started again for the next call; a
+//! hundred calls in one response get a hundred answers; every call and answer is shown and
+//! saved.
 
 mod support;
 
@@ -133,6 +135,25 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
             text.contains(r#"The test__add tool answered: "42""#)
         })
         .await;
+        support::screenshot(&client, "tool-calls-shown").await;
+
+        // A hundred calls in one response: a hundred answers, then the reply.
+        say(&client, r#"use test__add 100 times with {"a": 1, "b": 1}"#).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains(r#"100 tool calls were answered; the last, test__add, answered: "2""#)
+        })
+        .await;
+        let shown = client
+            .execute(
+                "return [...document.querySelectorAll('#transcript article[data-role=\"tool-call\"]')]\
+                 .map((article) => article.querySelector('.message-speaker').textContent)",
+                vec![],
+            )
+            .await
+            .expect("the tool calls shown");
+        let shown: Vec<String> = serde_json::from_value(shown).expect("their speakers");
+        assert_eq!(shown.len(), 106, "every call is shown: {shown:?}");
+        assert_eq!(shown[0], "Used test__add");
     })
     .await;
 
@@ -141,5 +162,38 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
         .filter(|event| event["item"]["type"] == "function_call_output")
         .map(|event| event["item"]["output"].clone())
         .collect();
-    assert_eq!(outputs.len(), 6, "one answer per call: {outputs:?}");
+    assert_eq!(outputs.len(), 106, "one answer per call: {outputs:?}");
+
+    // Saved: every call and every answer, in both transcripts.
+    let folder = std::fs::read_dir(dirs.data.join("conversations"))
+        .expect("the conversations folder")
+        .map(|entry| entry.expect("a folder entry").path())
+        .find(|path| path.join("transcript.json").is_file())
+        .expect("the conversation was saved");
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("transcript.json")).expect("transcript.json"),
+    )
+    .expect("JSON");
+    let messages = saved["messages"].as_array().expect("its messages");
+    let calls = messages
+        .iter()
+        .filter(|message| message["toolCalls"].is_array())
+        .count();
+    let answers: Vec<&serde_json::Value> = messages
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .collect();
+    assert_eq!((calls, answers.len()), (106, 106), "{messages:#?}");
+    assert!(
+        answers.iter().any(|answer| answer["content"]
+            .as_str()
+            .is_some_and(|content| content.contains("the user denied this call"))),
+        "a denial is saved as the answer the model was given"
+    );
+    let markdown = std::fs::read_to_string(folder.join("transcript.md")).expect("transcript.md");
+    assert_eq!(
+        markdown.matches("Called ` test__add ` with").count(),
+        102,
+        "{markdown}"
+    );
 }

@@ -16,6 +16,10 @@
 //   </article>
 // The container's `.empty` placeholder is removed when the first message appears. A run of a
 // new thread (the next conversation) adds <p class="conversation-divider"> first.
+//
+// Tool calls (TOOL_CALL_START / ARGS / END, a snapshot's `toolCalls`) show as a message of role
+// "tool-call" (its id the call's, speaker "Used <tool>", text the arguments), and each result
+// (TOOL_CALL_RESULT, a snapshot's tool message) as one of role "tool" ("Tool answer").
 
 /** Speaker labels for messages that carry no `name`. */
 export const SPEAKER_LABELS = Object.freeze({
@@ -247,6 +251,20 @@ export function createTranscript(container, options = {}) {
     if (typeof event.delta === "string" && event.delta !== "") messages.get(id).text.appendData(event.delta);
   }
 
+  /** Shows a tool call (once): the tool's name as its speaker, its arguments as its text. */
+  function showToolCall(id, name, args = "") {
+    if (messages.has(id)) return messages.get(id);
+    return createMessage(id, "tool-call", `Used ${name}`, args);
+  }
+
+  /** Shows what a tool answered, or restates it. */
+  function showToolAnswer(id, content) {
+    const text = contentText(content);
+    const view = messages.get(id) ?? createMessage(id, "tool", "Tool answer", text);
+    if (view.text.data !== text) view.text.data = text;
+    return view;
+  }
+
   function snapshot(history) {
     const listed = new Map();
     for (const message of history) if (!listed.has(message.id)) listed.set(message.id, message);
@@ -256,7 +274,20 @@ export function createTranscript(container, options = {}) {
       messages.delete(id);
     }
     for (const message of listed.values()) {
-      if (!TEXT_ROLES.has(message.role)) continue;
+      if (message.role === "tool" && typeof message.toolCallId === "string") {
+        showToolAnswer(message.id, message.content);
+        continue;
+      }
+      if (Array.isArray(message.toolCalls)) {
+        for (const call of message.toolCalls) {
+          if (typeof call?.id !== "string" || typeof call.function?.name !== "string") continue;
+          const args = typeof call.function.arguments === "string" ? call.function.arguments : "";
+          showToolCall(call.id, call.function.name, args);
+        }
+      }
+      if (!TEXT_ROLES.has(message.role) || typeof message.content !== "string" && !Array.isArray(message.content)) {
+        continue;
+      }
       const content = contentText(message.content);
       const view = messages.get(message.id);
       if (!view) {
@@ -291,7 +322,7 @@ export function createTranscript(container, options = {}) {
   }
 
   /**
-   * Applies one AG-UI event. Events outside the text-message family are ignored.
+   * Applies one AG-UI event: text messages and tool calls; other events are ignored.
    * @param {{ type: string, [field: string]: unknown }} event
    */
   function apply(event) {
@@ -321,6 +352,24 @@ export function createTranscript(container, options = {}) {
       case "MESSAGES_SNAPSHOT":
         closeChunks();
         snapshot(event.messages ?? []);
+        break;
+      case "TOOL_CALL_START":
+        closeChunks(lane);
+        showToolCall(event.toolCallId, event.toolCallName);
+        break;
+      case "TOOL_CALL_ARGS": {
+        closeChunks(lane);
+        const view = messages.get(event.toolCallId);
+        if (!view) throw new TranscriptSequenceError(`TOOL_CALL_ARGS for call '${event.toolCallId}', which never started`);
+        view.text.appendData(event.delta);
+        break;
+      }
+      case "TOOL_CALL_END":
+        closeChunks(lane);
+        break;
+      case "TOOL_CALL_RESULT":
+        closeChunks(lane);
+        showToolAnswer(event.messageId, event.content);
         break;
       case "RUN_STARTED":
         closeChunks();

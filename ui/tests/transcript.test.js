@@ -199,6 +199,7 @@ test("a snapshot restates listed messages, drops unlisted ones and appends new o
     [
       ["m1", "final answer"],
       ["u0", "question"],
+      ["t1", "tool output"],
     ],
   );
   assert.equal(page.articles()[0], firstArticle, "a restated message keeps its element");
@@ -465,4 +466,58 @@ test("a thumbnail that is not an inline JPEG or PNG is never loaded", () => {
   assert.deepEqual(picturesOf({ pictures: [{ thumbnail: THUMBNAIL, widthPx: "1", heightPx: 1 }] }), []);
   assert.deepEqual(picturesOf(null), []);
   assert.deepEqual(picturesOf({ pictures: "many" }), []);
+});
+
+test("a tool call shows the tool and its arguments, then what it answered, where they happened", () => {
+  const page = transcriptPage();
+  page.feed(
+    run(),
+    start("user-1", "user"),
+    content("user-1", "What is 2 + 3?"),
+    end("user-1"),
+    { type: "TOOL_CALL_START", toolCallId: "call_1", toolCallName: "tests__add" },
+    { type: "TOOL_CALL_ARGS", toolCallId: "call_1", delta: '{"a": 2, ' },
+    { type: "TOOL_CALL_ARGS", toolCallId: "call_1", delta: '"b": 3}' },
+    { type: "TOOL_CALL_END", toolCallId: "call_1" },
+    finished(),
+    run("r2"),
+    { type: "TOOL_CALL_RESULT", messageId: "call_1-result", toolCallId: "call_1", content: "5", role: "tool" },
+    start("assistant-1", "assistant"),
+    content("assistant-1", "It is 5."),
+    end("assistant-1"),
+    finished("r2"),
+  );
+  assert.deepEqual(page.shown(), [
+    { id: "user-1", role: "user", speaker: "You", text: "What is 2 + 3?" },
+    { id: "call_1", role: "tool-call", speaker: "Used tests__add", text: '{"a": 2, "b": 3}' },
+    { id: "call_1-result", role: "tool", speaker: "Tool answer", text: "5" },
+    { id: "assistant-1", role: "assistant", speaker: "Walkie", text: "It is 5." },
+  ]);
+  assert.throws(
+    () => page.transcript.apply({ type: "TOOL_CALL_ARGS", toolCallId: "call_9", delta: "{}" }),
+    TranscriptSequenceError,
+  );
+});
+
+test("a snapshot shows the tool calls an assistant message holds and the tool messages answering them", () => {
+  const page = transcriptPage();
+  page.feed({
+    type: "MESSAGES_SNAPSHOT",
+    messages: [
+      { id: "user-1", role: "user", content: "Read my notes" },
+      {
+        id: "call_1",
+        role: "assistant",
+        toolCalls: [{ id: "call_1", type: "function", function: { name: "files__read", arguments: '{"path":"n.txt"}' } }],
+      },
+      { id: "call_1-result", role: "tool", toolCallId: "call_1", content: [{ type: "text", text: "buy milk" }] },
+      { id: "assistant-1", role: "assistant", content: "They say: buy milk." },
+    ],
+  });
+  assert.deepEqual(page.shown(), [
+    { id: "user-1", role: "user", speaker: "You", text: "Read my notes" },
+    { id: "call_1", role: "tool-call", speaker: "Used files__read", text: '{"path":"n.txt"}' },
+    { id: "call_1-result", role: "tool", speaker: "Tool answer", text: "buy milk" },
+    { id: "assistant-1", role: "assistant", speaker: "Walkie", text: "They say: buy milk." },
+  ]);
 });

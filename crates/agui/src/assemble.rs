@@ -6,8 +6,16 @@
 //! MESSAGES_SNAPSHOT restates wholesale: listed messages are replaced, unlisted text messages
 //! removed, new ones appended in snapshot order. The assembler trusts the verifier: it never
 //! fails, and an op for an id it does not hold (only possible for unverified input) is ignored.
+//!
+//! Tool calls are applied as AG-UI's reference client applies them: a TOOL_CALL_START adds the
+//! call (`{id, type: "function", function: {name, arguments}}`) to the `toolCalls` of its
+//! parent message, or of a new assistant message (id: the parent's, else the call's) when there
+//! is none; TOOL_CALL_ARGS appends to the call's arguments; TOOL_CALL_RESULT makes a tool
+//! message (`{id, role: "tool", toolCallId, content}`), or restates the one of that id.
 
 use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
 
 use crate::event::{JsonObject, Role};
 use crate::expand::Op;
@@ -118,7 +126,83 @@ impl Assembler {
                     }
                 }
             }
-            Op::RunFinished | Op::RunError | Op::Other { .. } => {}
+            Op::Other { type_name, raw } => self.apply_tool_event(type_name, raw),
+            Op::RunFinished | Op::RunError => {}
+        }
+    }
+
+    fn apply_tool_event(&mut self, type_name: &str, event: &JsonObject) {
+        let string = |field: &str| event.get(field).and_then(Value::as_str);
+        match type_name {
+            "TOOL_CALL_START" => {
+                let (Some(call_id), Some(name)) = (string("toolCallId"), string("toolCallName"))
+                else {
+                    return;
+                };
+                let holder_id = string("parentMessageId").unwrap_or(call_id);
+                let index = match self.index_by_id.get(holder_id) {
+                    Some(index) => index,
+                    None => {
+                        self.messages.push(Message::other(
+                            holder_id,
+                            "assistant",
+                            JsonObject::new(),
+                        ));
+                        self.index_by_id.insert(holder_id, self.messages.len() - 1);
+                        self.messages.len() - 1
+                    }
+                };
+                let calls = self.messages[index]
+                    .fields_mut()
+                    .entry("toolCalls")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(calls) = calls {
+                    calls.push(json!({
+                        "id": call_id,
+                        "type": "function",
+                        "function": { "name": name, "arguments": "" },
+                    }));
+                }
+            }
+            "TOOL_CALL_ARGS" => {
+                let (Some(call_id), Some(delta)) = (string("toolCallId"), string("delta")) else {
+                    return;
+                };
+                let arguments = self.messages.iter_mut().rev().find_map(|message| {
+                    let Some(Value::Array(calls)) = message.fields_mut().get_mut("toolCalls")
+                    else {
+                        return None;
+                    };
+                    calls
+                        .iter_mut()
+                        .find(|call| call.get("id").and_then(Value::as_str) == Some(call_id))?
+                        .pointer_mut("/function/arguments")
+                });
+                if let Some(Value::String(arguments)) = arguments {
+                    arguments.push_str(delta);
+                }
+            }
+            "TOOL_CALL_RESULT" => {
+                let (Some(message_id), Some(call_id), Some(content)) = (
+                    string("messageId"),
+                    string("toolCallId"),
+                    event.get("content"),
+                ) else {
+                    return;
+                };
+                let mut fields = JsonObject::new();
+                fields.insert("content".into(), content.clone());
+                fields.insert("toolCallId".into(), Value::from(call_id));
+                let message = Message::other(message_id, "tool", fields);
+                match self.index_by_id.get(message_id) {
+                    Some(index) => self.messages[index] = message,
+                    None => {
+                        self.messages.push(message);
+                        self.index_by_id.insert(message_id, self.messages.len() - 1);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 

@@ -256,6 +256,27 @@ pub struct OtherEvent {
     pub raw: JsonObject,
 }
 
+impl OtherEvent {
+    /// A known event of `type_name` (one of AG-UI's, say `TOOL_CALL_START`) with `fields`
+    /// besides its `type`.
+    pub fn new(type_name: &str, fields: JsonObject) -> OtherEvent {
+        let mut raw = JsonObject::new();
+        raw.insert("type".into(), Value::from(type_name));
+        raw.extend(fields);
+        OtherEvent {
+            type_name: type_name.to_owned(),
+            kind: OtherKind::of(type_name),
+            subagent_run_id: None,
+            raw,
+        }
+    }
+
+    /// A string field of the event, if it has one.
+    pub fn string(&self, field: &str) -> Option<&str> {
+        self.raw.get(field).and_then(Value::as_str)
+    }
+}
+
 impl Serialize for OtherEvent {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.raw.len()))?;
@@ -396,6 +417,7 @@ impl Event {
                 } else {
                     fields.timestamp()?;
                     fields.raw_event()?;
+                    fields.tool_call_fields()?;
                     fields.optional_string("subagentRunId")?
                 };
                 Event::Other(Box::new(OtherEvent {
@@ -603,6 +625,48 @@ impl<'a> Fields<'a> {
                 format!("`{field}` must be an array"),
             )),
         }
+    }
+
+    /// The fields a TOOL_CALL_* event needs to be applied (AG-UI 1.0): the call's id, and the
+    /// start's tool name, the arguments' delta, the result's message id and content (a string
+    /// or an array of parts); a result's `role`, when present, is `tool`.
+    fn tool_call_fields(&self) -> Result<(), SchemaError> {
+        let required: &[&str] = match self.type_name {
+            "TOOL_CALL_START" => &["toolCallId", "toolCallName"],
+            "TOOL_CALL_ARGS" => &["toolCallId", "delta"],
+            "TOOL_CALL_END" => &["toolCallId"],
+            "TOOL_CALL_RESULT" => &["messageId", "toolCallId"],
+            _ => return Ok(()),
+        };
+        for field in required {
+            self.required_string(field)?;
+        }
+        match self.type_name {
+            "TOOL_CALL_START" => {
+                self.optional_string("parentMessageId")?;
+            }
+            "TOOL_CALL_RESULT" => {
+                match self.object.get("content") {
+                    Some(Value::String(_) | Value::Array(_)) => {}
+                    _ => {
+                        return Err(SchemaError::new(
+                            Some("content"),
+                            "'TOOL_CALL_RESULT' needs `content` (a string or an array of parts)",
+                        ));
+                    }
+                }
+                if let Some(role) = self.optional_string("role")?
+                    && role != "tool"
+                {
+                    return Err(SchemaError::new(
+                        Some("role"),
+                        format!("the role of a 'TOOL_CALL_RESULT' is 'tool', not '{role}'"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     fn run_input(&self) -> Result<Option<RunInput>, SchemaError> {

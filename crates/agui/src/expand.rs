@@ -42,9 +42,12 @@ pub enum Op<'a> {
     Snapshot {
         messages: &'a [Message],
     },
-    /// A known event outside the text family: it only takes part in the run lifecycle.
+    /// A known event outside the text family: the assembler applies the tool-call ones; to the
+    /// verifier it only takes part in the run lifecycle.
     Other {
         type_name: &'a str,
+        /// The whole event, `type` included.
+        raw: &'a JsonObject,
     },
 }
 
@@ -59,7 +62,7 @@ impl Op<'_> {
             Op::Content { .. } => "TEXT_MESSAGE_CONTENT",
             Op::End { .. } => "TEXT_MESSAGE_END",
             Op::Snapshot { .. } => "MESSAGES_SNAPSHOT",
-            Op::Other { type_name } => type_name,
+            Op::Other { type_name, .. } => type_name,
         }
     }
 }
@@ -159,11 +162,13 @@ impl ChunkExpander {
                 OtherKind::Unknown => Ok(()),
                 OtherKind::PassThrough => emit(Op::Other {
                     type_name: &other.type_name,
+                    raw: &other.raw,
                 }),
                 OtherKind::ClosesOwnLane => {
                     self.close_lane(other.subagent_run_id.as_deref(), emit)?;
                     emit(Op::Other {
                         type_name: &other.type_name,
+                        raw: &other.raw,
                     })
                 }
                 OtherKind::ClosesSubagentLane => {
@@ -172,6 +177,7 @@ impl ChunkExpander {
                     }
                     emit(Op::Other {
                         type_name: &other.type_name,
+                        raw: &other.raw,
                     })
                 }
             },

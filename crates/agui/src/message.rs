@@ -161,6 +161,36 @@ impl Message {
         on_text_message!(self, m => m.metadata.as_ref(), other => other.raw.get("metadata").and_then(Value::as_object))
     }
 
+    /// A field of the message that its typed fields do not hold (`toolCalls`, a tool
+    /// message's `toolCallId` or `content`…), as the wire has it.
+    pub fn field(&self, name: &str) -> Option<&Value> {
+        on_text_message!(self, m => m.extra.get(name), other => other.raw.get(name))
+    }
+
+    /// The fields [`Message::field`] reads, to change them.
+    pub(crate) fn fields_mut(&mut self) -> &mut JsonObject {
+        on_text_message!(self, m => &mut m.extra, other => &mut other.raw)
+    }
+
+    /// A message that is not a text message (a tool's result, an assistant message holding
+    /// tool calls and no text): `id`, `role` and its other `fields` as the wire has them.
+    pub fn other(id: &str, role: &str, fields: JsonObject) -> Message {
+        let mut raw = JsonObject::new();
+        raw.insert("id".into(), Value::from(id));
+        raw.insert("role".into(), Value::from(role));
+        raw.extend(
+            fields
+                .into_iter()
+                .filter(|(name, _)| name != "id" && name != "role"),
+        );
+        Message::Other(OtherMessage {
+            id: id.to_owned(),
+            role: role.to_owned(),
+            subagent_run_id: None,
+            raw,
+        })
+    }
+
     pub(crate) fn text_fields_mut(&mut self) -> Option<TextFieldsMut<'_>> {
         on_text_message!(
             self,

@@ -8,12 +8,19 @@
 //! open) and starts a run for the signal's turn, so late transcripts always land inside a run.
 //! The writer reads no clock and invents no randomness: the caller passes the time of every
 //! signal and ids derive from the thread id and the caller's turn numbers.
+//!
+//! A tool call the model made is written whole when it is known (TOOL_CALL_START, ARGS, END,
+//! with no parent message: AG-UI's client then holds it in an assistant message of the call's
+//! id), and its result as TOOL_CALL_RESULT (a tool message, id `<call id>-result`), each in the
+//! run of the exchange it belongs to. Both are kept for restatements, as the client built them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
 
 use crate::event::{
-    Event, JsonObject, MessagesSnapshot, Role, RunFinished, RunStarted, TextMessageContent,
-    TextMessageEnd, TextMessageStart,
+    Event, JsonObject, MessagesSnapshot, OtherEvent, Role, RunFinished, RunStarted,
+    TextMessageContent, TextMessageEnd, TextMessageStart,
 };
 use crate::message::Message;
 
@@ -75,25 +82,72 @@ pub enum TranscriptInput<'a> {
         speaker: Speaker,
         metadata: &'a JsonObject,
     },
+    /// The model called a tool in this turn, with these arguments (JSON text, whole). A call
+    /// id already written is not written again.
+    ToolCall {
+        turn: TurnId,
+        call_id: &'a str,
+        tool_name: &'a str,
+        arguments: &'a str,
+    },
+    /// What the call gave (the text the model was given). One result per call: a second is
+    /// not written.
+    ToolResult {
+        turn: TurnId,
+        call_id: &'a str,
+        content: &'a str,
+    },
 }
 
 /// A message of a saved conversation that a writer goes on from
 /// ([`TranscriptWriter::continuing`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct EarlierMessage {
-    pub message_id: String,
-    pub role: Role,
-    pub text: String,
-    pub metadata: Option<JsonObject>,
+pub enum EarlierMessage {
+    /// A text message, which a late transcript of its exchange may still reopen.
+    Text {
+        message_id: String,
+        role: Role,
+        text: String,
+        metadata: Option<JsonObject>,
+    },
+    /// Any other message (the tool calls the model made, a tool's result): restated as it is.
+    Kept(Message),
+}
+
+impl EarlierMessage {
+    pub fn message_id(&self) -> &str {
+        match self {
+            EarlierMessage::Text { message_id, .. } => message_id,
+            EarlierMessage::Kept(message) => message.id(),
+        }
+    }
 }
 
 impl From<(String, Role, String)> for EarlierMessage {
     fn from((message_id, role, text): (String, Role, String)) -> EarlierMessage {
-        EarlierMessage {
+        EarlierMessage::Text {
             message_id,
             role,
             text,
             metadata: None,
+        }
+    }
+}
+
+impl From<Message> for EarlierMessage {
+    /// A text message with a plain string content (and no tool calls) is one the writer may
+    /// reopen; any other is kept as it is.
+    fn from(message: Message) -> EarlierMessage {
+        match (message.role(), message.content()) {
+            (Some(role), Some(text)) if message.field("toolCalls").is_none() => {
+                EarlierMessage::Text {
+                    message_id: message.id().to_owned(),
+                    role,
+                    text: text.to_owned(),
+                    metadata: message.metadata().cloned(),
+                }
+            }
+            _ => EarlierMessage::Kept(message),
         }
     }
 }
@@ -111,6 +165,23 @@ struct Utterance {
     metadata: Option<JsonObject>,
     /// Metadata annotated since the message's last event, for its next one.
     unstamped: Option<JsonObject>,
+    /// Not a text message of the writer's (a tool call, a tool's result): this is what a
+    /// restatement says of it; it is never opened.
+    kept: Option<Message>,
+}
+
+impl Utterance {
+    fn kept(message: Message) -> Utterance {
+        Utterance {
+            message_id: message.id().to_owned(),
+            role: Role::Assistant,
+            text: String::new(),
+            open: false,
+            metadata: None,
+            unstamped: None,
+            kept: Some(message),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +200,9 @@ pub struct TranscriptWriter {
     utterance_by_key: HashMap<(TurnId, Speaker), usize>,
     /// Indices of open utterances, in opening order.
     open: Vec<usize>,
+    /// The ids of the messages kept as they are (tool calls and results), so none is written
+    /// twice.
+    kept_ids: HashSet<String>,
 }
 
 impl TranscriptWriter {
@@ -140,6 +214,7 @@ impl TranscriptWriter {
             utterances: Vec::new(),
             utterance_by_key: HashMap::new(),
             open: Vec::new(),
+            kept_ids: HashSet::new(),
         }
     }
 
@@ -152,12 +227,19 @@ impl TranscriptWriter {
     ) -> TranscriptWriter {
         let mut writer = TranscriptWriter::new(thread_id);
         for message in earlier {
-            let EarlierMessage {
-                message_id,
-                role,
-                text,
-                metadata,
-            } = message.into();
+            let (message_id, role, text, metadata) = match message.into() {
+                EarlierMessage::Text {
+                    message_id,
+                    role,
+                    text,
+                    metadata,
+                } => (message_id, role, text, metadata),
+                EarlierMessage::Kept(message) => {
+                    writer.kept_ids.insert(message.id().to_owned());
+                    writer.utterances.push(Utterance::kept(message));
+                    continue;
+                }
+            };
             if let Some(key) = TranscriptWriter::turn_of_message(&message_id) {
                 writer.utterance_by_key.insert(key, writer.utterances.len());
             }
@@ -168,6 +250,7 @@ impl TranscriptWriter {
                 open: false,
                 metadata,
                 unstamped: None,
+                kept: None,
             });
         }
         writer
@@ -297,7 +380,78 @@ impl TranscriptWriter {
                     self.close(index, at_ms, out);
                 }
             }
+            TranscriptInput::ToolCall {
+                turn,
+                call_id,
+                tool_name,
+                arguments,
+            } => {
+                if self.kept_ids.contains(call_id) {
+                    return;
+                }
+                self.ensure_run(turn, at_ms, out);
+                let event = |type_name: &str, more: Option<(&str, &str)>| {
+                    let mut fields = JsonObject::new();
+                    fields.insert("toolCallId".into(), Value::from(call_id));
+                    if let Some((field, value)) = more {
+                        fields.insert(field.into(), Value::from(value));
+                    }
+                    fields.insert("timestamp".into(), Value::from(at_ms));
+                    Event::Other(Box::new(OtherEvent::new(type_name, fields)))
+                };
+                out.push(event("TOOL_CALL_START", Some(("toolCallName", tool_name))));
+                if !arguments.is_empty() {
+                    out.push(event("TOOL_CALL_ARGS", Some(("delta", arguments))));
+                }
+                out.push(event("TOOL_CALL_END", None));
+                let calls = json!([{
+                    "id": call_id,
+                    "type": "function",
+                    "function": { "name": tool_name, "arguments": arguments },
+                }]);
+                let message = Message::other(
+                    call_id,
+                    "assistant",
+                    JsonObject::from_iter([("toolCalls".to_owned(), calls)]),
+                );
+                self.keep(message);
+            }
+            TranscriptInput::ToolResult {
+                turn,
+                call_id,
+                content,
+            } => {
+                let message_id = format!("{call_id}-result");
+                if self.kept_ids.contains(&message_id) {
+                    return;
+                }
+                self.ensure_run(turn, at_ms, out);
+                let mut fields = JsonObject::new();
+                fields.insert("messageId".into(), Value::from(message_id.as_str()));
+                fields.insert("toolCallId".into(), Value::from(call_id));
+                fields.insert("content".into(), Value::from(content));
+                fields.insert("role".into(), Value::from("tool"));
+                fields.insert("timestamp".into(), Value::from(at_ms));
+                out.push(Event::Other(Box::new(OtherEvent::new(
+                    "TOOL_CALL_RESULT",
+                    fields,
+                ))));
+                let message = Message::other(
+                    &message_id,
+                    "tool",
+                    JsonObject::from_iter([
+                        ("content".to_owned(), Value::from(content)),
+                        ("toolCallId".to_owned(), Value::from(call_id)),
+                    ]),
+                );
+                self.keep(message);
+            }
         }
+    }
+
+    fn keep(&mut self, message: Message) {
+        self.kept_ids.insert(message.id().to_owned());
+        self.utterances.push(Utterance::kept(message));
     }
 
     /// Ends the conversation: closes what is open and finishes the active run.
@@ -316,11 +470,32 @@ impl TranscriptWriter {
             .as_ref()
     }
 
-    /// The text written so far for each message, in order of first appearance.
+    /// The text written so far for each text message, in order of first appearance.
     pub fn transcript(&self) -> impl Iterator<Item = (&str, Role, &str)> {
         self.utterances
             .iter()
+            .filter(|u| u.kept.is_none())
             .map(|u| (u.message_id.as_str(), u.role, u.text.as_str()))
+    }
+
+    /// Every message so far, tool calls and results included, in order of first appearance:
+    /// what a restatement says.
+    pub fn messages(&self) -> Vec<Message> {
+        self.utterances
+            .iter()
+            .map(|utterance| {
+                if let Some(kept) = &utterance.kept {
+                    return kept.clone();
+                }
+                let mut message =
+                    Message::new_text(&utterance.message_id, utterance.role, None, None);
+                if let Some(fields) = message.text_fields_mut() {
+                    fields.content.push_str(&utterance.text);
+                    fields.metadata.clone_from(&utterance.metadata);
+                }
+                message
+            })
+            .collect()
     }
 
     fn ensure_run(&mut self, turn: TurnId, at_ms: TimestampMs, out: &mut Vec<Event>) {
@@ -386,6 +561,7 @@ impl TranscriptWriter {
             open: false,
             metadata: None,
             unstamped: None,
+            kept: None,
         });
         self.utterance_by_key.insert((turn, speaker), index);
         self.ensure_open(index, at_ms, out);
@@ -443,21 +619,8 @@ impl TranscriptWriter {
     }
 
     fn snapshot(&self, at_ms: TimestampMs) -> Event {
-        let messages = self
-            .utterances
-            .iter()
-            .map(|utterance| {
-                let mut message =
-                    Message::new_text(&utterance.message_id, utterance.role, None, None);
-                if let Some(fields) = message.text_fields_mut() {
-                    fields.content.push_str(&utterance.text);
-                    fields.metadata.clone_from(&utterance.metadata);
-                }
-                message
-            })
-            .collect();
         Event::MessagesSnapshot(Box::new(MessagesSnapshot {
-            messages,
+            messages: self.messages(),
             timestamp: Some(at_ms),
             raw_event: None,
         }))

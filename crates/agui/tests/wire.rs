@@ -156,3 +156,42 @@ fn every_rule_has_a_distinct_conformance_id() {
     let ids: std::collections::HashSet<&str> = Rule::ALL.iter().map(|rule| rule.as_str()).collect();
     assert_eq!(ids.len(), Rule::ALL.len());
 }
+
+/// A tool-call event missing what it takes to apply it is a schema error naming the field.
+#[test]
+fn a_tool_call_event_without_its_ids_or_content_is_a_schema_error_naming_the_field() {
+    let cases = [
+        (
+            r#"{"type":"TOOL_CALL_START","toolCallId":"c"}"#,
+            "toolCallName",
+        ),
+        (
+            r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":7}"#,
+            "delta",
+        ),
+        (r#"{"type":"TOOL_CALL_END"}"#, "toolCallId"),
+        (
+            r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"n","parentMessageId":null}"#,
+            "parentMessageId",
+        ),
+        (
+            r#"{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c"}"#,
+            "content",
+        ),
+        (
+            r#"{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":"x","role":"user"}"#,
+            "role",
+        ),
+    ];
+    for (text, field) in cases {
+        let error = Event::from_json_str(text).expect_err(text);
+        assert_eq!(error.field.as_deref(), Some(field), "{text}: {error}");
+    }
+    assert!(
+        Event::from_json_str(
+            r#"{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":[{"type":"text","text":"x"}]}"#
+        )
+        .is_ok(),
+        "content may be an array of parts"
+    );
+}

@@ -459,7 +459,7 @@ fn annotated_metadata_is_stamped_once_and_survives_restatements_and_continuing()
 
     let earlier = writer
         .transcript()
-        .map(|(id, role, text)| walkie_agui::EarlierMessage {
+        .map(|(id, role, text)| walkie_agui::EarlierMessage::Text {
             message_id: id.to_owned(),
             role,
             text: text.to_owned(),
@@ -472,5 +472,136 @@ fn annotated_metadata_is_stamped_once_and_survives_restatements_and_continuing()
     assert_eq!(
         snapshot["messages"][0]["metadata"],
         serde_json::json!(metadata)
+    );
+}
+
+/// A tool call and its result are written as AG-UI's tool-call events, inside the run of their
+/// exchange (a new run when the exchange's run already finished), and a consumer assembles the
+/// same history the writer restates: the call held by an assistant message, the result a tool
+/// message answering it. A saved conversation goes on with both, and a repeated call id or a
+/// second result is not written again.
+#[test]
+fn a_tool_call_and_its_result_are_tool_call_events_the_history_keeps() {
+    use TranscriptInput::*;
+    let mut writer = TranscriptWriter::new("thread-1");
+    let mut events = Vec::new();
+    for input in [
+        SpeechStarted {
+            turn: T1,
+            speaker: Speaker::User,
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::User,
+            transcript: "What time is it?",
+        },
+        ToolCall {
+            turn: T1,
+            call_id: "call_7",
+            tool_name: "clock__now",
+            arguments: r#"{"zone":"UTC"}"#,
+        },
+        TurnComplete { turn: T1 },
+        ToolResult {
+            turn: T1,
+            call_id: "call_7",
+            content: r#"{"time":"12:00"}"#,
+        },
+        ToolCall {
+            turn: T1,
+            call_id: "call_7",
+            tool_name: "clock__now",
+            arguments: "{}",
+        },
+        ToolResult {
+            turn: T1,
+            call_id: "call_7",
+            content: "again",
+        },
+        TranscriptDone {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            transcript: "It is noon.",
+        },
+    ] {
+        writer.push(1_000, input, &mut events);
+    }
+    writer.finish(1_100, &mut events);
+    assert_passes_agui_verify_strict(&events);
+    assert_eq!(
+        types(&events),
+        [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "RUN_FINISHED",
+            "RUN_STARTED",
+            "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED",
+        ]
+    );
+    let result = serde_json::to_value(&events[9]).unwrap();
+    assert_eq!(
+        result,
+        serde_json::json!({
+            "type": "TOOL_CALL_RESULT",
+            "messageId": "call_7-result",
+            "toolCallId": "call_7",
+            "content": r#"{"time":"12:00"}"#,
+            "role": "tool",
+            "timestamp": 1_000,
+        })
+    );
+    let assembled = serde_json::to_value(strict_consumer(&events).messages()).unwrap();
+    assert_eq!(
+        assembled,
+        serde_json::json!([
+            {"id": "user-1", "role": "user", "content": "What time is it?"},
+            {"id": "call_7", "role": "assistant", "toolCalls": [{
+                "id": "call_7", "type": "function",
+                "function": {"name": "clock__now", "arguments": r#"{"zone":"UTC"}"#},
+            }]},
+            {"id": "call_7-result", "role": "tool", "content": r#"{"time":"12:00"}"#,
+             "toolCallId": "call_7"},
+            {"id": "assistant-1", "role": "assistant", "content": "It is noon."},
+        ])
+    );
+    assert_eq!(serde_json::to_value(writer.messages()).unwrap(), assembled);
+
+    let saved = strict_consumer(&events).messages().to_vec();
+    let mut continued = TranscriptWriter::continuing(
+        "thread-1",
+        saved.into_iter().map(walkie_agui::EarlierMessage::from),
+    );
+    let mut again = Vec::new();
+    continued.restate(3_000, &mut again);
+    let mut with_restatement = events.clone();
+    with_restatement.extend(again);
+    assert_eq!(
+        serde_json::to_value(strict_consumer(&with_restatement).messages()).unwrap(),
+        assembled,
+        "a restatement after continuing keeps the tool call and its result"
+    );
+    let mut repeated = Vec::new();
+    continued.push(
+        4_000,
+        ToolCall {
+            turn: T2,
+            call_id: "call_7",
+            tool_name: "clock__now",
+            arguments: "{}",
+        },
+        &mut repeated,
+    );
+    assert!(
+        repeated.is_empty(),
+        "a call id already saved is not written again"
     );
 }

@@ -387,3 +387,72 @@ fn a_budget_spent_by_the_calling_response_ends_the_call_only_after_the_tool_is_a
     );
     assert_eq!(answers(&outputs), [("call_1".to_owned(), json!(3))]);
 }
+
+/// The window and the saved transcript are told of the call and of what it gave, as AG-UI's
+/// tool-call events; a call that drops later gives the next session both in words.
+#[test]
+fn a_tool_call_and_its_answer_are_in_the_transcript_and_told_to_the_next_session() {
+    let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
+    call.utterance(500, 700);
+    let mut outputs = model_calls(&mut call, 1_000, "call_1", "add", r#"{"a": 2, "b": 3}"#);
+    outputs.extend(call.input(
+        1_500,
+        Input::ToolFinished {
+            call_id: "call_1".to_owned(),
+            result: Ok(json!("5")),
+        },
+    ));
+    let tool_events: Vec<Value> = transcript(&outputs)
+        .into_iter()
+        .filter(|event| {
+            event["type"]
+                .as_str()
+                .is_some_and(|kind| kind.starts_with("TOOL_CALL_"))
+        })
+        .map(|mut event| {
+            event.as_object_mut().unwrap().remove("timestamp");
+            event
+        })
+        .collect();
+    assert_eq!(
+        tool_events,
+        [
+            json!({"type": "TOOL_CALL_START", "toolCallId": "call_1", "toolCallName": "add"}),
+            json!({"type": "TOOL_CALL_ARGS", "toolCallId": "call_1", "delta": r#"{"a": 2, "b": 3}"#}),
+            json!({"type": "TOOL_CALL_END", "toolCallId": "call_1"}),
+            json!({"type": "TOOL_CALL_RESULT", "messageId": "call_1-result", "toolCallId": "call_1",
+                   "content": "5", "role": "tool"}),
+        ]
+    );
+
+    call.input(
+        2_000,
+        Input::Transport(TransportInput::Closed("dropped".to_owned())),
+    );
+    let at_ms = call
+        .machine
+        .next_deadline_ms()
+        .expect("a redial is scheduled");
+    let mut outputs = call.tick(at_ms);
+    outputs.extend(call.input(at_ms + 100, Input::Dialled));
+    outputs.extend(call.input(at_ms + 150, Input::Transport(TransportInput::Open)));
+    let restored: Vec<String> = outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Send(sent) => match &sent.event {
+                ClientEvent::ConversationItemCreate {
+                    item: Item::Message { content, .. },
+                    ..
+                } => Some(format!("{content:?}")),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let told = restored.join("\n");
+    assert!(
+        told.contains(r#"[I called the tool add with {\"a\": 2, \"b\": 3}.]"#),
+        "{told}"
+    );
+    assert!(told.contains("[The tool answered: 5]"), "{told}");
+}

@@ -24,6 +24,8 @@
 //!   an exchange of its own: one assistant part is one message, so no later part's final
 //!   transcript can overwrite an earlier part's words.
 //! * A tool-call part has no message; it belongs to the latest exchange if that has not ended.
+//!   In the transcript the call, and later its result, are written in the latest exchange,
+//!   ended or not (AG-UI tool-call events; see [`walkie_agui::writer`]).
 //! * `TurnComplete` ends the exchange whose reply started last, once. With no reply in progress it
 //!   ends nothing: after a barge-in, the cancelled reply's `TurnComplete` (or that of a response
 //!   cancelled before it said anything) must not end the new question's exchange before its
@@ -38,7 +40,9 @@ use walkie_agui::{
     TranscriptWriter, TurnId,
 };
 
-use crate::event::{Part, PartDelta, PartIndex, Picture, SessionEvent, Speaker, UserContent};
+use crate::event::{
+    Part, PartDelta, PartIndex, Picture, SessionEvent, Speaker, ToolResult, UserContent,
+};
 
 /// The metadata key under which a user message lists the pictures it showed, in order: each
 /// `{"widthPx", "heightPx", "thumbnail"}` (the thumbnail a JPEG data URL). The pictures
@@ -97,6 +101,8 @@ pub struct TranscriptBridge {
     reply_ended: bool,
     /// Parts started and not ended.
     parts: HashMap<PartIndex, OpenPart>,
+    /// The exchange each tool call was written in, by call id, for its result.
+    tool_call_turns: HashMap<String, TurnId>,
 }
 
 impl TranscriptBridge {
@@ -109,6 +115,7 @@ impl TranscriptBridge {
             reply_turn: None,
             reply_ended: false,
             parts: HashMap::new(),
+            tool_call_turns: HashMap::new(),
         }
     }
 
@@ -121,7 +128,7 @@ impl TranscriptBridge {
         let earlier: Vec<EarlierMessage> = earlier.into_iter().map(Into::into).collect();
         let latest_turn = earlier
             .iter()
-            .filter_map(|message| TranscriptWriter::turn_of_message(&message.message_id))
+            .filter_map(|message| TranscriptWriter::turn_of_message(message.message_id()))
             .map(|(turn, _)| turn)
             .max();
         Self {
@@ -286,6 +293,30 @@ impl TranscriptBridge {
                     speaker: Speaker::User,
                 }
             }
+            SessionEvent::FunctionToolResult(result) => {
+                let (call_id, content) = match &result.result {
+                    ToolResult::ToolReturn(returned) => (
+                        &returned.tool_call_id,
+                        match &returned.content {
+                            serde_json::Value::String(text) => text.clone(),
+                            other => other.to_string(),
+                        },
+                    ),
+                    ToolResult::RetryPrompt(retry) => (&retry.tool_call_id, retry.content.clone()),
+                };
+                if let Some(&turn) = self.tool_call_turns.get(call_id.as_str()) {
+                    self.writer.push(
+                        at_ms,
+                        TranscriptInput::ToolResult {
+                            turn,
+                            call_id,
+                            content: &content,
+                        },
+                        out,
+                    );
+                }
+                BridgeNote::Nothing
+            }
             SessionEvent::TurnComplete => match self.reply_turn {
                 Some(turn) if !self.reply_ended => {
                     self.reply_ended = true;
@@ -328,7 +359,22 @@ impl TranscriptBridge {
                     opens_turn,
                 )
             }
-            Part::ToolCall(_) => {
+            Part::ToolCall(call) => {
+                // Before any exchange there is no run to write it in (the model only calls
+                // after the user said or typed something).
+                if let Some(turn) = self.latest_turn {
+                    self.tool_call_turns.insert(call.tool_call_id.clone(), turn);
+                    self.writer.push(
+                        at_ms,
+                        TranscriptInput::ToolCall {
+                            turn,
+                            call_id: &call.tool_call_id,
+                            tool_name: &call.tool_name,
+                            arguments: &call.args,
+                        },
+                        out,
+                    );
+                }
                 let ended = |turn| self.reply_ended && self.reply_turn == Some(turn);
                 match self.latest_turn {
                     Some(turn) if !ended(turn) => (turn, Speaker::Assistant, None, false),
@@ -403,32 +449,82 @@ impl TranscriptBridge {
 
     /// The transcript so far as a new session is given it: each message's role and text, and
     /// where a message showed pictures, a line saying so (the pictures themselves are not
-    /// given again), so the model does not speak of a picture it cannot see.
-    pub fn restorable(&self) -> impl Iterator<Item = (walkie_agui::Role, String)> + '_ {
-        self.writer.transcript().map(|(id, role, text)| {
-            let shown = self
-                .writer
-                .metadata(id)
-                .and_then(|metadata| metadata.get(PICTURES_METADATA_KEY))
-                .and_then(serde_json::Value::as_array)
-                .map_or(0, Vec::len);
-            let note = match shown {
-                0 => return (role, text.to_owned()),
-                1 => "[The user showed a picture here; it is not part of this copy of the \
-                      conversation.]"
-                    .to_owned(),
-                count => format!(
-                    "[The user showed {count} pictures here; they are not part of this copy of \
-                     the conversation.]"
-                ),
-            };
-            let text = text.trim();
-            let restored = if text.is_empty() {
-                note
-            } else {
-                format!("{note}\n{text}")
-            };
-            (role, restored)
-        })
+    /// given again), so the model does not speak of a picture it cannot see; each tool call
+    /// and each answer is told in a line of the assistant's, so it knows what it learnt and
+    /// does not call again for it.
+    pub fn restorable(&self) -> impl Iterator<Item = (walkie_agui::Role, String)> + use<> {
+        let restored: Vec<(walkie_agui::Role, String)> = self
+            .writer
+            .messages()
+            .iter()
+            .filter_map(|message| match message.role() {
+                Some(role) => {
+                    let text = message.content().unwrap_or_default();
+                    let shown = message
+                        .metadata()
+                        .and_then(|metadata| metadata.get(PICTURES_METADATA_KEY))
+                        .and_then(serde_json::Value::as_array)
+                        .map_or(0, Vec::len);
+                    Some((role, with_pictures_note(text, shown)))
+                }
+                None => tool_note(message).map(|note| (walkie_agui::Role::Assistant, note)),
+            })
+            .collect();
+        restored.into_iter()
     }
+}
+
+/// The most characters of a tool's answer a restored conversation repeats.
+pub const RESTORED_TOOL_ANSWER_CHARS: usize = 2_000;
+
+fn with_pictures_note(text: &str, shown: usize) -> String {
+    let note = match shown {
+        0 => return text.to_owned(),
+        1 => "[The user showed a picture here; it is not part of this copy of the conversation.]"
+            .to_owned(),
+        count => format!(
+            "[The user showed {count} pictures here; they are not part of this copy of the \
+             conversation.]"
+        ),
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        note
+    } else {
+        format!("{note}\n{text}")
+    }
+}
+
+/// A tool call or a tool's answer, told in words; `None` for any other message.
+fn tool_note(message: &walkie_agui::Message) -> Option<String> {
+    if let Some(serde_json::Value::Array(calls)) = message.field("toolCalls") {
+        let told: Vec<String> = calls
+            .iter()
+            .map(|call| {
+                let text = |pointer: &str| {
+                    call.pointer(pointer)
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or_default()
+                };
+                format!(
+                    "[I called the tool {} with {}.]",
+                    text("/function/name"),
+                    text("/function/arguments")
+                )
+            })
+            .collect();
+        return Some(told.join("\n"));
+    }
+    if message.role_name() != "tool" {
+        return None;
+    }
+    let answer = match message.field("content")? {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut kept: String = answer.chars().take(RESTORED_TOOL_ANSWER_CHARS).collect();
+    if kept.len() < answer.len() {
+        kept.push('…');
+    }
+    Some(format!("[The tool answered: {kept}]"))
 }

@@ -51,6 +51,55 @@ fn pictures_shown(message: &Message) -> usize {
         .map_or(0, Vec::len)
 }
 
+/// The tool calls a message holds (AG-UI `toolCalls`): each one's name and arguments.
+fn tool_calls(message: &Message) -> Vec<(String, String)> {
+    let Some(Value::Array(calls)) = message.field("toolCalls") else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .map(|call| {
+            let text = |pointer: &str| {
+                call.pointer(pointer)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (text("/function/name"), text("/function/arguments"))
+        })
+        .collect()
+}
+
+/// A message content's text: a string, or the text parts of an array.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// The longest run of backticks in `text`.
+fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
+/// `text` as Markdown inline code, whatever backticks it holds.
+fn code_span(text: &str) -> String {
+    let fence = "`".repeat(longest_backtick_run(text) + 1);
+    format!("{fence} {text} {fence}")
+}
+
+/// `text` as a fenced Markdown code block, whatever it holds.
+fn code_block(text: &str) -> String {
+    let fence = "`".repeat(longest_backtick_run(text).max(2) + 1);
+    format!("{fence}\n{}\n{fence}\n", text.trim_end())
+}
+
 /// The AG-UI message id of a speaker's utterance in a turn (as [`TranscriptWriter`] names it).
 pub fn message_id(turn: u32, speaker: Speaker) -> String {
     TranscriptWriter::message_id(TurnId(u64::from(turn)), agui_speaker(speaker))
@@ -340,6 +389,25 @@ impl Conversation {
                 self.active_run = Some((run.thread_id.clone(), run.run_id.clone()));
             }
             Event::RunFinished(_) | Event::RunError(_) => self.active_run = None,
+            Event::Other(other) => {
+                // A tool call is shown at its start (in the message holding it), a result at
+                // its own event.
+                let shown_id = match other.type_name.as_str() {
+                    "TOOL_CALL_START" => other
+                        .string("parentMessageId")
+                        .or_else(|| other.string("toolCallId")),
+                    "TOOL_CALL_RESULT" => other.string("messageId"),
+                    _ => None,
+                };
+                if let Some(at) = other.raw.get("timestamp").and_then(Value::as_i64) {
+                    self.saw_time(at);
+                    if let Some(id) = shown_id {
+                        self.message_started_unix_ms
+                            .entry(id.to_owned())
+                            .or_insert(at);
+                    }
+                }
+            }
             _ => {}
         }
         let Conversation {
@@ -558,11 +626,12 @@ impl Conversation {
             if self.turns.len() == 1 { "" } else { "s" }
         ));
         for message in self.messages() {
-            let who = match message.role() {
-                Some(Role::User) => "User".to_owned(),
-                Some(Role::Assistant) => "Assistant".to_owned(),
-                Some(other) => other.as_str().to_owned(),
-                None => message.role_name().to_owned(),
+            let who = match (message.role(), message.role_name()) {
+                (Some(Role::User), _) => "User".to_owned(),
+                (Some(Role::Assistant), _) | (None, "assistant") => "Assistant".to_owned(),
+                (None, "tool") => "Tool".to_owned(),
+                (Some(other), _) => other.as_str().to_owned(),
+                (None, name) => name.to_owned(),
             };
             out.push_str(&format!("\n**{who}**"));
             if let Some(&at) = self.message_started_unix_ms.get(message.id()) {
@@ -601,6 +670,10 @@ impl Conversation {
                     out.push_str(&format!("_(picture {number}: {file})_\n"));
                 }
             }
+            let calls = tool_calls(message);
+            let result = (message.role_name() == "tool")
+                .then(|| message.field("content").map(content_text))
+                .flatten();
             match message.content() {
                 Some(text) if !text.trim().is_empty() => {
                     if !pictures.is_empty() {
@@ -609,8 +682,23 @@ impl Conversation {
                     out.push_str(text.trim_end());
                     out.push('\n');
                 }
-                _ if !pictures.is_empty() => {}
+                _ if !pictures.is_empty() || !calls.is_empty() || result.is_some() => {}
                 _ => out.push_str("_(no transcript)_\n"),
+            }
+            for (index, (name, arguments)) in calls.iter().enumerate() {
+                if index > 0
+                    || message
+                        .content()
+                        .is_some_and(|text| !text.trim().is_empty())
+                {
+                    out.push('\n');
+                }
+                out.push_str(&format!("Called {} with\n\n", code_span(name)));
+                out.push_str(&code_block(arguments));
+            }
+            if let Some(result) = result {
+                out.push_str("Answered\n\n");
+                out.push_str(&code_block(&result));
             }
         }
         out
