@@ -31,9 +31,10 @@ export PULSE_SERVER
 step format cargo fmt --all --check
 step lint cargo clippy --workspace --all-targets --locked -- -D warnings
 step core-purity scripts/check-core.sh
-# The end-to-end tests leave what the local provider received under oracle-trace/<test>/; the
-# oracle then checks this run's conversations only.
-rm -rf "${CARGO_TARGET_DIR:-target}/oracle-trace"
+# The end-to-end tests leave what the local provider received under oracle-trace/<test>/, and
+# the conversations they saved under tmp/e2e-data/<test>/; the oracle then checks this run's
+# only.
+rm -rf "${CARGO_TARGET_DIR:-target}/oracle-trace" "${CARGO_TARGET_DIR:-target}/tmp/e2e-data"
 # The end-to-end accessibility audit injects axe-core from node_modules.
 step npm-tools npm ci --no-audit --no-fund --loglevel=error
 step rust-tests cargo test --workspace --locked

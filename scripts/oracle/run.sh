@@ -3,10 +3,12 @@
 # the official SDK's GA Realtime types, and feeds SDK-built server events through Walkie's
 # decoder (see walkie_oracle.py for what is checked and why).
 #
-#   scripts/oracle/run.sh [TRACE_ROOT]
+#   scripts/oracle/run.sh [TRACE_ROOT [SAVED_ROOT]]
 #
 # TRACE_ROOT defaults to ${CARGO_TARGET_DIR:-target}/oracle-trace, where the end-to-end tests
-# have the local provider write its traces (WALKIE_LOCAL_TRACE). The Python environment is a
+# have the local provider write its traces (WALKIE_LOCAL_TRACE); SAVED_ROOT to
+# ${CARGO_TARGET_DIR:-target}/tmp/e2e-data, where they save their conversations, whose AG-UI
+# events and messages agui_oracle.py checks against the AG-UI SDK. The Python environment is a
 # venv under the cargo target dir, made once with the pinned requirements.txt and made again
 # only when that file or the interpreter changes. Debian's /usr/bin/python3 is preferred (it is
 # what scripts/deps.sh installs, with python3-venv); any python3 >= 3.9 on PATH will do.
@@ -18,6 +20,7 @@ export PYTHONDONTWRITEBYTECODE=1
 target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac
 trace_root="${1:-$target/oracle-trace}"
+saved_root="${2:-$target/tmp/e2e-data}"
 venv="$target/oracle-venv"
 requirements=scripts/oracle/requirements.txt
 
@@ -33,7 +36,7 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]
 fi
 
 # The oracle's own logic first: a check that lets bad events through must not run at all.
-if ! unit=$(cd scripts/oracle && "$venv/bin/python" -m unittest test_walkie_oracle 2>&1); then
+if ! unit=$(cd scripts/oracle && "$venv/bin/python" -m unittest test_walkie_oracle test_agui_oracle 2>&1); then
   echo "$unit" >&2
   echo "oracle: FAILED: its own unit tests" >&2
   exit 1
@@ -44,3 +47,4 @@ cargo build --quiet --locked -p walkie-openai --example decode_server_events --e
 "$venv/bin/python" scripts/oracle/walkie_oracle.py --trace-root "$trace_root" \
   --names "$target/debug/examples/known_names" \
   --decoder "$target/debug/examples/decode_server_events"
+"$venv/bin/python" scripts/oracle/agui_oracle.py --root "$saved_root"
