@@ -16,6 +16,7 @@ const APP_COMMANDS: &[&str] = &[
     "screenshot_targets",
     "attach_screenshot",
     "tool_decision",
+    "check_tool_server",
     "copy_text",
     "get_settings",
     "list_devices",

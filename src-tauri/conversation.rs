@@ -67,9 +67,10 @@ pub async fn run(
         };
         let ended = match call {
             Ok(call) => {
-                let servers = tool_servers.for_list(&plan.tool_servers).await;
+                let (servers, problems) = tool_servers.for_list(&plan.tool_servers).await;
                 let mut edges = Edges::new(&mut ui);
                 edges.tool_servers = servers;
+                edges.tool_server_problems = problems;
                 match edges.begin(call, &plan, continuing.take(), &saving).await {
                     Some(machine) => {
                         let mut talk = Talk {

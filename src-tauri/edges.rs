@@ -64,6 +64,8 @@ pub struct Edges<'a, U> {
     pub ui: &'a mut U,
     /// The MCP servers whose tools the conversation declares, if any.
     pub tool_servers: Option<Arc<walkie_mcp::Servers>>,
+    /// Why servers of the list could not be used (told to the conversation when it begins).
+    pub tool_server_problems: Vec<String>,
     /// The outcomes of tool calls run off this task, as the machine's inputs.
     tool_results: (mpsc::UnboundedSender<Input>, mpsc::UnboundedReceiver<Input>),
 }
@@ -77,6 +79,7 @@ impl<'a, U: Ui> Edges<'a, U> {
             recording: None,
             ui,
             tool_servers: None,
+            tool_server_problems: Vec::new(),
             tool_results: mpsc::unbounded_channel(),
         }
     }
@@ -147,6 +150,10 @@ impl<'a, U: Ui> Edges<'a, U> {
                 StatusEvent::not_connected(&no_audio(&error)).with_details(error.to_string());
             self.ui.status(status);
             return None;
+        }
+        if !self.tool_server_problems.is_empty() {
+            let missing = Input::ToolServersMissing(self.tool_server_problems.clone());
+            machine.handle_input(missing, self.clock.now_ms());
         }
         let wall_clock = self.clock.wall_clock();
         let recording = match saved_id {

@@ -667,6 +667,7 @@ pub fn run() {
             pictures::screenshot_targets,
             pictures::attach_screenshot,
             tool_decision,
+            tool_servers::check_tool_server,
             copy_text,
             settings_commands::get_settings,
             settings_commands::list_devices,

@@ -1,5 +1,6 @@
 //! The app's MCP servers, as the settings list them: started when a conversation begins (and
-//! kept while the list stays the same, so a reconnect does not restart them), their tools
+//! kept while the list stays the same, so a reconnect does not restart them; one that could
+//! not start is named in the status line, with Settings to fix it), their tools
 //! declared to the conversation with what the user allows of each, and each call run off the
 //! conversation's task, its outcome coming back as the machine's input.
 
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use walkie_conversation::{Input, OutsideTool, ToolPolicy};
-use walkie_mcp::{ServerSpec, Servers};
+use walkie_mcp::{Reach, ServerSpec, Servers};
 use walkie_openai::Tool;
 use walkie_session::turn::ToolCallRequest;
 use walkie_settings::tool_servers::{ToolPermission, ToolServer};
@@ -21,48 +22,109 @@ pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
 /// The servers running for the settings' list.
 #[derive(Default)]
 pub struct ToolServers {
-    running: Option<(Vec<ToolServer>, Arc<Servers>)>,
+    running: Option<Running>,
+}
+
+struct Running {
+    /// The enabled servers of the list they were started for.
+    listed: Vec<ToolServer>,
+    servers: Arc<Servers>,
+    /// Why some of them could not be used, each naming its server.
+    problems: Vec<String>,
 }
 
 impl ToolServers {
-    /// The servers of `listed` (the enabled ones), started now unless they already run;
-    /// `None` when none is enabled. A server that cannot start is logged and left out.
-    pub async fn for_list(&mut self, listed: &[ToolServer]) -> Option<Arc<Servers>> {
+    /// The servers of `listed` (the enabled ones), started now (together) unless they already
+    /// run, and why any of them could not be used (said again for every conversation until
+    /// the list changes); `None` when none is enabled. A server that cannot start is left out.
+    pub async fn for_list(&mut self, listed: &[ToolServer]) -> (Option<Arc<Servers>>, Vec<String>) {
         let enabled: Vec<ToolServer> = listed
             .iter()
             .filter(|server| server.enabled)
             .cloned()
             .collect();
-        if let Some((running_for, servers)) = &self.running
-            && *running_for == enabled
+        if let Some(running) = &self.running
+            && running.listed == enabled
         {
-            return Some(servers.clone());
+            return (Some(running.servers.clone()), running.problems.clone());
         }
-        if let Some((_, old)) = self.running.take() {
-            old.stop().await;
+        if let Some(old) = self.running.take() {
+            old.servers.stop().await;
         }
         if enabled.is_empty() {
-            return None;
+            return (None, Vec::new());
         }
-        let specs = enabled
-            .iter()
-            .filter_map(|server| {
-                let (command, args) = server.program_and_args()?;
-                Some(ServerSpec {
-                    name: server.name.clone(),
-                    command,
-                    args,
-                })
-            })
-            .collect();
+        let specs = enabled.iter().filter_map(spec_of).collect();
         let (servers, problems) = Servers::start(specs, START_DEADLINE).await;
-        for problem in problems {
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        for problem in &problems {
             log::warn!("tool server: {problem}");
         }
         let servers = Arc::new(servers);
-        self.running = Some((enabled, servers.clone()));
-        Some(servers)
+        self.running = Some(Running {
+            listed: enabled,
+            servers: servers.clone(),
+            problems: problems.clone(),
+        });
+        (Some(servers), problems)
     }
+}
+
+/// How the listed `server` is reached: its address, or its command line split; `None` when
+/// neither can be read (the settings refuse such a server).
+fn spec_of(server: &ToolServer) -> Option<ServerSpec> {
+    let reach = match server.address() {
+        Some(url) => Reach::Address {
+            url: url.to_owned(),
+        },
+        None => {
+            let (program, args) = server.program_and_args()?;
+            Reach::Command { program, args }
+        }
+    };
+    Some(ServerSpec {
+        name: server.name.clone(),
+        reach,
+    })
+}
+
+/// A tool a server offers, as Check in Settings shows it.
+#[derive(Debug, serde::Serialize)]
+pub struct CheckedTool {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Starts `server` as Settings shows it (saved or not), lists its tools and stops it: the user
+/// sees what it offers, or why it cannot be used, before any conversation depends on it.
+#[tauri::command]
+pub async fn check_tool_server(server: ToolServer) -> Result<Vec<CheckedTool>, String> {
+    let named = ToolServer {
+        name: if server.name.trim().is_empty() {
+            "The server".to_owned()
+        } else {
+            server.name.trim().to_owned()
+        },
+        ..server
+    };
+    if named.command.trim().is_empty() {
+        return Err("Enter the command that starts it, or its address".to_owned());
+    }
+    let spec = spec_of(&named).ok_or_else(|| "Its command has an unclosed quote".to_owned())?;
+    let (servers, problems) = Servers::start(vec![spec], START_DEADLINE).await;
+    servers.stop().await;
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem.to_string());
+    }
+    Ok(servers
+        .tools()
+        .iter()
+        .map(|tool| CheckedTool {
+            name: tool.tool.clone(),
+            description: tool.description.clone(),
+        })
+        .collect())
 }
 
 /// The servers' tools as the conversation declares them, each with the user's permission.

@@ -197,3 +197,144 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
         "{markdown}"
     );
 }
+
+/// Settings: a server is added by typing its name and command; Check starts it and lists its
+/// tools, and one of them is allowed always; a name the settings refuse is said under the list;
+/// saved, the list is in settings.json. A server whose command does not start says so at
+/// Check, and, left in the list, in the status line of the next conversation.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
+    require_test_audio();
+    let app = WebviewApp::launch("mcp_settings").await;
+    let config = app.dirs().config.clone();
+    let server = test_server().display().to_string();
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        support::open_settings(&client).await;
+        support::open_advanced(&client).await;
+        click(&client, "#settings [data-action=add-tool-server]").await;
+        // The new server's name has the focus.
+        client
+            .active_element()
+            .await
+            .expect("the focused name")
+            .send_keys("my tools")
+            .await
+            .expect("typing the name");
+        client
+            .find(fantoccini::Locator::Css(
+                "#settings [aria-label='Command or address of server 1']",
+            ))
+            .await
+            .expect("the command field")
+            .send_keys(&format!("'{server}'"))
+            .await
+            .expect("typing the command");
+        click(&client, "#settings [aria-label='Check server 1']").await;
+        let note = wait_for(&client, "#settings .tool-server-note", |text| {
+            text.starts_with("It works")
+        })
+        .await;
+        assert_eq!(
+            note,
+            "It works: 6 tools (add, crash, echo, fail, garble, sleep)."
+        );
+        client
+            .find(fantoccini::Locator::Css(
+                "#settings [aria-label='What echo of my tools may do']",
+            ))
+            .await
+            .expect("echo's permission")
+            .select_by_value("always")
+            .await
+            .expect("choosing Always allow");
+        support::screenshot(&client, "settings-tool-servers").await;
+        assert_eq!(
+            support::accessibility_violations(&client).await,
+            Vec::<String>::new(),
+            "with a tool server checked"
+        );
+        click(&client, "#settings button[value=save]").await;
+        let error = wait_for(&client, "#settings-toolServers-error", |text| {
+            !text.is_empty()
+        })
+        .await;
+        assert_eq!(
+            error,
+            "Tool servers (MCP): name “my tools” with 1 to 24 letters, digits, _ or -"
+        );
+        let name = client
+            .find(fantoccini::Locator::Css(
+                "#settings [aria-label='Name of server 1']",
+            ))
+            .await
+            .expect("the name field");
+        name.clear().await.expect("clearing the name");
+        name.send_keys("mine").await.expect("typing the name");
+
+        // A second server whose program is not there.
+        click(&client, "#settings [data-action=add-tool-server]").await;
+        client
+            .active_element()
+            .await
+            .expect("the focused name")
+            .send_keys("broken")
+            .await
+            .expect("typing the name");
+        client
+            .find(fantoccini::Locator::Css(
+                "#settings [aria-label='Command or address of server 2']",
+            ))
+            .await
+            .expect("the command field")
+            .send_keys("/nonexistent/mcp-server")
+            .await
+            .expect("typing the command");
+        click(&client, "#settings [aria-label='Check server 2']").await;
+        let note = wait_for(
+            &client,
+            "#settings .tool-server:nth-child(2) .tool-server-note",
+            |text| text.contains("could not be started"),
+        )
+        .await;
+        assert!(
+            note.starts_with("broken could not be started (No such file or directory")
+                && note.ends_with(". Fix it above, then press Check again."),
+            "{note}"
+        );
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text.starts_with("Saved")
+        })
+        .await;
+        let saved: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(config.join("settings.json")).expect("settings.json"),
+        )
+        .expect("JSON");
+        assert_eq!(
+            saved["toolServers"],
+            serde_json::json!([
+                {"name": "mine", "command": format!("'{server}'"), "enabled": true,
+                 "permission": "ask", "tools": {"echo": "always"}},
+                {"name": "broken", "command": "/nonexistent/mcp-server", "enabled": true,
+                 "permission": "ask", "tools": {}},
+            ])
+        );
+        support::press(&client, fantoccini::key::Key::Escape).await;
+
+        // The next conversation starts both: the broken one is named, the other's tools work.
+        click(&client, "#connect").await;
+        let status = wait_for(&client, "#status", |text| text.starts_with("Not available")).await;
+        assert!(
+            status.starts_with("Not available: broken could not be started (No such file")
+                && status.contains("Its tools are left out of this conversation."),
+            "{status}"
+        );
+        say(&client, r#"use mine__echo with {"text": "from settings"}"#).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains(r#"The mine__echo tool answered: "from settings""#)
+        })
+        .await;
+    })
+    .await;
+}

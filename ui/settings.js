@@ -8,6 +8,7 @@
 import { describeError } from "./status.js";
 import { FLOOR_DBFS } from "./meters.js";
 import { createPriceTable, priceRowsForSettings, priceTableProblem } from "./prices.js";
+import { createToolServerList, serverForSettings } from "./tool-servers.js";
 
 /** The microphone test's news from Rust: `{ test, kind: "level" | "failed" | "stopped" }`. */
 export const MIC_TEST_EVENT = "walkie://mic-test";
@@ -93,6 +94,10 @@ export function settingsFromForm(values, base) {
     } else if (name === "prices") {
       // The dialog checks the rows first (priceTableProblem).
       settings[name] = priceRowsForSettings(typeof value === "string" ? JSON.parse(value || "[]") : value);
+    } else if (name === "toolServers") {
+      // Rust checks the list (names, commands) and names what is wrong.
+      const listed = typeof value === "string" ? JSON.parse(value || "[]") : value;
+      settings[name] = (Array.isArray(listed) ? listed : []).map(serverForSettings);
     } else if (OPTIONAL_NUMBER_FIELDS.has(name)) {
       // Empty is "none". The dialog checks the rest first (optionalWholeNumberProblem);
       // anything else is left for Rust to refuse, naming the field.
@@ -112,6 +117,7 @@ export function formValues(settings) {
   for (const [name, value] of Object.entries(settings)) {
     if (name === "retentionDays") values[name] = value == null ? "forever" : String(value);
     else if (name === "prices") values[name] = JSON.stringify(value ?? []);
+    else if (name === "toolServers") values[name] = JSON.stringify((value ?? []).map(serverForSettings));
     else if (BOOLEAN_FIELDS.has(name)) values[name] = Boolean(value);
     else values[name] = value == null ? "" : String(value);
   }
@@ -272,6 +278,12 @@ export function createSettingsDialog(
     reset: dialog.querySelector("[data-action=published-prices]"),
     published: () => view?.publishedPrices ?? [],
   });
+  const toolServerList = createToolServerList({
+    list: dialog.querySelector("[data-role=tool-servers]"),
+    hidden: form.elements.namedItem("toolServers"),
+    add: dialog.querySelector("[data-action=add-tool-server]"),
+    invoke,
+  });
   const dataFolderHelpText = dataFolderHelp.textContent;
   let view = null;
   let saved = {};
@@ -418,6 +430,7 @@ export function createSettingsDialog(
     dataFolderHelp.textContent = folder.note ? `${folder.note} ${dataFolderHelpText}` : dataFolderHelpText;
     dialog.querySelector("[data-role=config-file]").textContent = view.configFile;
     priceTable.load();
+    toolServerList.load();
     showProviderFields();
     showHandsFreeFields();
   }

@@ -76,6 +76,9 @@ pub enum Input {
         sentence: String,
         details: Option<String>,
     },
+    /// Tool servers of the settings' list that could not be started or listed no tools (each
+    /// problem in words, naming its server): their tools are not offered in this conversation.
+    ToolServersMissing(Vec<String>),
     /// Time passed (at [`crate::Conversation::next_deadline_ms`]).
     Tick,
 }

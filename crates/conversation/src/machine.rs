@@ -274,6 +274,13 @@ impl Conversation {
                     action: StatusAction::OpenSettings,
                 });
             }
+            (_, Input::ToolServersMissing(problems)) if !problems.is_empty() => {
+                self.notice = Some(Notice {
+                    sentence: sentence::tool_servers_missing(&problems),
+                    details: Some(problems.join("\n")),
+                    action: StatusAction::OpenSettings,
+                });
+            }
             (_, Input::SendMessage(message)) => {
                 // Sent in order, once a call is ready for it (see `flush`).
                 self.typed.push_back(message);
@@ -428,6 +435,7 @@ impl Conversation {
             | Input::SavingResumed { .. }
             | Input::NewCallDialling { .. }
             | Input::NewCallRefused { .. }
+            | Input::ToolServersMissing(_)
             | Input::SendMessage(_)
             | Input::WallClock(_)
             | Input::Engine(_)

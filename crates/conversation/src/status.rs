@@ -390,6 +390,22 @@ pub mod sentence {
         format!("Walkie asks to use {title}: choose Allow or Deny in its card.")
     }
 
+    /// Tool servers could not be started (`problems`, each naming its server): the
+    /// conversation goes on without their tools.
+    pub fn tool_servers_missing(problems: &[String]) -> String {
+        match problems {
+            [one] => format!(
+                "Not available: {}. Its tools are left out of this conversation.",
+                one.trim_end_matches('.')
+            ),
+            many => format!(
+                "{} tool servers are not available (details below); their tools are left out \
+                 of this conversation. Check them in Settings.",
+                many.len()
+            ),
+        }
+    }
+
     /// A call of an outside tool failed (`failure` says how); the model was told.
     pub fn tool_failed(failure: &str) -> String {
         format!("A tool failed: {failure}. The assistant was told and goes on.")

@@ -456,3 +456,44 @@ fn a_tool_call_and_its_answer_are_in_the_transcript_and_told_to_the_next_session
     );
     assert!(told.contains("[The tool answered: 5]"), "{told}");
 }
+
+/// A tool server that could not be started is named in the status line while the conversation
+/// is idle, with Settings to fix it; the problems behind it are its details.
+#[test]
+fn a_tool_server_that_could_not_start_is_named_with_settings_to_fix_it() {
+    let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
+    let outputs = call.input(
+        100,
+        Input::ToolServersMissing(vec![
+            "files could not be started (No such file or directory (os error 2))".to_owned(),
+        ]),
+    );
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert_eq!(
+        shown.detail,
+        "Not available: files could not be started (No such file or directory (os error 2)). \
+         Its tools are left out of this conversation."
+    );
+    assert_eq!(
+        shown.action,
+        Some(walkie_conversation::StatusAction::OpenSettings)
+    );
+
+    let outputs = call.input(
+        200,
+        Input::ToolServersMissing(vec![
+            "a did not answer".to_owned(),
+            "b did not answer".to_owned(),
+        ]),
+    );
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert!(
+        shown.detail.starts_with("2 tool servers are not available"),
+        "{}",
+        shown.detail
+    );
+    assert_eq!(
+        shown.details.as_deref(),
+        Some("a did not answer\nb did not answer")
+    );
+}

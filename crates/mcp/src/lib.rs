@@ -3,7 +3,8 @@
 //!
 //! Why a driver of its own: an MCP server is a process (or an address) that can be slow,
 //! crash, or write garbage, and none of that may stop a call. Each server is started (its
-//! command run with piped stdio) and asked for its tools when the conversation begins; a call
+//! command run with piped stdio, or its address reached over streamable HTTP) and asked for
+//! its tools when the conversation begins; a call
 //! runs with a deadline; a server found dead (its process ended, its stream closed) is started
 //! again for the next call. Every failure is a [`CallError`] whose words the user and the model
 //! can read. The tools are offered under names the Realtime API takes (`server__tool`, letters,
@@ -17,7 +18,8 @@ use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::process::Command;
@@ -26,14 +28,21 @@ use tokio::sync::Mutex;
 /// The longest name the Realtime API takes for a function tool.
 pub const MAX_TOOL_NAME_CHARS: usize = 64;
 
-/// How a server is reached.
+/// A server the user listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
     /// The user's name for it (shown, and the first part of its tools' names).
     pub name: String,
-    /// The program to run, and its arguments; it speaks MCP on its standard input and output.
-    pub command: String,
-    pub args: Vec<String>,
+    pub reach: Reach,
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// A program to run, with its arguments; it speaks MCP on its standard input and output.
+    Command { program: String, args: Vec<String> },
+    /// An address that speaks MCP's streamable HTTP (`https://…/mcp`).
+    Address { url: String },
 }
 
 /// A tool a server offers, as the session declares it.
@@ -53,7 +62,7 @@ pub struct ServedTool {
 /// Why a server could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ServerError {
-    #[error("{server} could not be started ({reason}); check its command in Settings")]
+    #[error("{server} could not be started ({reason})")]
     NotStarted { server: String, reason: String },
     #[error("{server} did not answer as an MCP server ({reason})")]
     NoHandshake { server: String, reason: String },
@@ -126,13 +135,25 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
         server: spec.name.clone(),
         reason,
     };
-    let mut command = Command::new(&spec.command);
-    command.args(&spec.args);
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|error| not_started(error.to_string()))?;
-    let handshake = tokio::time::timeout(deadline, ().serve(transport)).await;
+    let handshake = match &spec.reach {
+        Reach::Command { program, args } => {
+            let mut command = Command::new(program);
+            command.args(args);
+            let (transport, _) = TokioChildProcess::builder(command)
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|error| not_started(error.to_string()))?;
+            tokio::time::timeout(deadline, ().serve(transport)).await
+        }
+        Reach::Address { url } => {
+            let client = http_client(url, deadline).map_err(not_started)?;
+            let transport = StreamableHttpClientTransport::with_client(
+                client,
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+            );
+            tokio::time::timeout(deadline, ().serve(transport)).await
+        }
+    };
     let service = match handshake {
         Ok(Ok(service)) => service,
         Ok(Err(error)) => {
@@ -149,6 +170,38 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
         }
     };
     Ok(Connection { service })
+}
+
+/// The HTTP client for a server's address: TLS by rustls with the system's roots (as the
+/// provider's signalling), each request within `deadline`, and no proxy for a server on this
+/// computer.
+fn http_client(url: &str, deadline: Duration) -> Result<reqwest::Client, String> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|builder| builder.with_platform_verifier())
+        .map_err(|error| format!("TLS setup: {error}"))?
+        .with_no_client_auth();
+    let mut builder = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .connect_timeout(deadline);
+    let loopback = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .is_some_and(|host| {
+            host == "localhost"
+                || host
+                    .trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+    if loopback {
+        builder = builder.no_proxy();
+    }
+    builder
+        .build()
+        .map_err(|error| format!("HTTP client setup: {error}"))
 }
 
 /// The servers of a conversation, their tools, and the calls to them.
@@ -168,8 +221,9 @@ impl std::fmt::Debug for Servers {
 }
 
 impl Servers {
-    /// Starts every server and lists its tools, each within `deadline`; a server that fails
-    /// is reported and left out (the others are used).
+    /// Starts every server and lists its tools, all at once, each within `deadline` (so a
+    /// slow one holds the others back by no more than that); a server that fails is reported
+    /// and left out (the others are used). Tools and problems keep the servers' order.
     pub async fn start(specs: Vec<ServerSpec>, deadline: Duration) -> (Servers, Vec<ServerError>) {
         let mut servers = Servers {
             servers: Vec::new(),
@@ -177,12 +231,48 @@ impl Servers {
             by_offered_name: BTreeMap::new(),
         };
         let mut problems = Vec::new();
-        for spec in specs {
+        let mut starting = tokio::task::JoinSet::new();
+        let mut names = BTreeMap::new();
+        for (position, spec) in specs.into_iter().enumerate() {
+            let name = spec.name.clone();
             let server = Arc::new(Server {
                 spec,
                 connection: Mutex::new(None),
             });
-            match list_tools(&server, deadline).await {
+            let task = starting.spawn(async move {
+                let listed = list_tools(&server, deadline).await;
+                (position, Ok((server, listed)))
+            });
+            names.insert(task.id(), (position, name));
+        }
+        let mut started = Vec::with_capacity(starting.len());
+        while let Some(joined) = starting.join_next().await {
+            match joined {
+                Ok(outcome) => started.push(outcome),
+                // Only a bug in the SDK can end a start this way: that server is left out.
+                Err(error) => {
+                    if let Some((position, name)) = names.remove(&error.id()) {
+                        started.push((
+                            position,
+                            Err(ServerError::NotStarted {
+                                server: name,
+                                reason: format!("its start ended abnormally: {error}"),
+                            }),
+                        ));
+                    }
+                }
+            }
+        }
+        started.sort_by_key(|(position, _)| *position);
+        for (_, outcome) in started {
+            let (server, listed) = match outcome {
+                Ok(started) => started,
+                Err(problem) => {
+                    problems.push(problem);
+                    continue;
+                }
+            };
+            match listed {
                 Ok(listed) => {
                     let index = servers.servers.len();
                     servers.servers.push(server.clone());

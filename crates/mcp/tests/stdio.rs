@@ -5,15 +5,17 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use walkie_mcp::{CallError, ServerError, ServerSpec, Servers};
+use walkie_mcp::{CallError, Reach, ServerError, ServerSpec, Servers};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
 fn test_server(name: &str) -> ServerSpec {
     ServerSpec {
         name: name.to_owned(),
-        command: env!("CARGO_BIN_EXE_walkie-mcp-test-server").to_owned(),
-        args: Vec::new(),
+        reach: Reach::Command {
+            program: env!("CARGO_BIN_EXE_walkie-mcp-test-server").to_owned(),
+            args: Vec::new(),
+        },
     }
 }
 
@@ -186,13 +188,17 @@ async fn a_hundred_calls_at_once_give_a_hundred_right_answers() {
 async fn a_server_that_cannot_start_or_is_not_mcp_is_reported_and_the_others_are_used() {
     let missing = ServerSpec {
         name: "missing".to_owned(),
-        command: "/nonexistent/walkie-mcp-server".to_owned(),
-        args: Vec::new(),
+        reach: Reach::Command {
+            program: "/nonexistent/walkie-mcp-server".to_owned(),
+            args: Vec::new(),
+        },
     };
     let not_mcp = ServerSpec {
         name: "chatty".to_owned(),
-        command: "sh".to_owned(),
-        args: vec!["-c".to_owned(), "echo hello; exit 0".to_owned()],
+        reach: Reach::Command {
+            program: "sh".to_owned(),
+            args: vec!["-c".to_owned(), "echo hello; exit 0".to_owned()],
+        },
     };
     let (servers, problems) = Servers::start(
         vec![missing, not_mcp, test_server("test")],
@@ -204,7 +210,7 @@ async fn a_server_that_cannot_start_or_is_not_mcp_is_reported_and_the_others_are
     assert!(
         problems[0]
             .to_string()
-            .ends_with("; check its command in Settings"),
+            .starts_with("missing could not be started (No such file or directory"),
         "{}",
         problems[0]
     );

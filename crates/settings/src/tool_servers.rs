@@ -3,6 +3,9 @@
 //! Why a command line and not a program and a list of arguments: that is how MCP servers are
 //! documented ("npx -y @modelcontextprotocol/server-filesystem ~/Documents"), so the user can
 //! paste one; it is split as a POSIX shell would (quotes, escapes), without running a shell.
+//! A server reached over streamable HTTP is given by its address in the same field
+//! (`https://…`); plain `http://` only for one on this computer, as nothing else protects what
+//! its tools are told.
 
 use std::collections::BTreeMap;
 
@@ -32,7 +35,7 @@ pub enum ToolPermission {
 pub struct ToolServer {
     /// The user's name for it: letters, digits, `_` and `-`.
     pub name: String,
-    /// The command line that starts it.
+    /// The command line that starts it, or its address (`https://…`).
     pub command: String,
     /// Off: kept in the list, not started.
     pub enabled: bool,
@@ -43,6 +46,14 @@ pub struct ToolServer {
 }
 
 impl ToolServer {
+    /// The server's address, when the command is one (it starts with `http://` or
+    /// `https://`).
+    pub fn address(&self) -> Option<&str> {
+        let command = self.command.trim();
+        let scheme = command.get(..8)?.to_ascii_lowercase();
+        (scheme.starts_with("http://") || scheme == "https://").then_some(command)
+    }
+
     /// The program and its arguments, as the command line says them; `None` when it cannot be
     /// split (an unclosed quote) or is empty.
     pub fn program_and_args(&self) -> Option<(String, Vec<String>)> {
@@ -93,11 +104,38 @@ pub fn tool_servers_problem(servers: &[ToolServer]) -> Option<String> {
         if server.command.trim().is_empty() {
             return Some(format!("enter the command that starts {which}"));
         }
+        if let Some(address) = server.address() {
+            if let Some(problem) = address_problem(address) {
+                return Some(format!("the address of {which} {problem}"));
+            }
+            continue;
+        }
         if server.program_and_args().is_none() {
             return Some(format!(
                 "the command of {which} has an unclosed quote; close it or remove it"
             ));
         }
+    }
+    None
+}
+
+/// What is wrong with a server's address (said after "the address of …"), or `None`.
+fn address_problem(address: &str) -> Option<String> {
+    let Ok(url) = url::Url::parse(address) else {
+        return Some("is not a web address; check it, e.g. https://example.com/mcp".to_owned());
+    };
+    let Some(host) = url.host() else {
+        return Some("names no host; check it, e.g. https://example.com/mcp".to_owned());
+    };
+    let loopback = match host {
+        url::Host::Domain(name) => name.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    };
+    if url.scheme() == "http" && !loopback {
+        return Some(
+            "needs https:// (plain http:// is only for a server on this computer)".to_owned(),
+        );
     }
     None
 }
@@ -160,6 +198,38 @@ mod tests {
         assert_eq!(
             tool_servers_problem(&[server("a", "npx 'unclosed")]),
             Some("the command of “a” has an unclosed quote; close it or remove it".to_owned())
+        );
+    }
+
+    #[test]
+    fn an_address_is_a_server_reached_over_http_and_plain_http_only_on_this_computer() {
+        let web = server("web", " https://tools.example.com/mcp ");
+        assert_eq!(web.address(), Some("https://tools.example.com/mcp"));
+        assert_eq!(server("files", "npx server").address(), None);
+        assert_eq!(tool_servers_problem(&[web]), None);
+        assert_eq!(
+            tool_servers_problem(&[server("local", "http://127.0.0.1:8000/mcp")]),
+            None
+        );
+        assert_eq!(
+            tool_servers_problem(&[server("local", "HTTP://localhost:8000/mcp")]),
+            None
+        );
+        assert_eq!(
+            tool_servers_problem(&[server("web", "http://tools.example.com/mcp")]),
+            Some(
+                "the address of “web” needs https:// (plain http:// is only for a server on \
+                 this computer)"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            tool_servers_problem(&[server("web", "https://")]),
+            Some(
+                "the address of “web” is not a web address; check it, e.g. \
+                 https://example.com/mcp"
+                    .to_owned()
+            )
         );
     }
 

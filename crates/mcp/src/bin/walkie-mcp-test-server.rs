@@ -3,6 +3,9 @@
 //! `sleep` answers late (a hung server, for timeouts); `crash` ends the process mid-call; `garble`
 //! writes a line that is not JSON-RPC onto the protocol stream before it answers; `fail`
 //! answers with a tool error. Its stderr says when it starts, so a test can count restarts.
+//!
+//! `--http` serves the same tools over streamable HTTP instead, on a free port of 127.0.0.1;
+//! its first line on stdout is the address (`http://127.0.0.1:PORT/mcp`).
 
 use std::io::Write as _;
 
@@ -83,7 +86,36 @@ impl ServerHandler for TestServer {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("walkie-mcp-test-server: started");
+    if std::env::args().any(|arg| arg == "--http") {
+        return serve_http().await;
+    }
     let service = TestServer.serve(stdio()).await?;
     service.waiting().await?;
     Ok(())
+}
+
+async fn serve_http() -> Result<(), Box<dyn std::error::Error>> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    println!("http://{}/mcp", listener.local_addr()?);
+    std::io::stdout().flush()?;
+    let service = StreamableHttpService::new(
+        || Ok(TestServer),
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default(),
+    );
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(error) = connection.await {
+                eprintln!("walkie-mcp-test-server: a connection ended: {error}");
+            }
+        });
+    }
 }

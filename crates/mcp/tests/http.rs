@@ -1,0 +1,125 @@
+//! Walkie and an MCP server over streamable HTTP, both real: the test server (rmcp's streamable
+//! HTTP service on hyper) listens on loopback; its tools are listed and called through the
+//! address alone, a slow call times out, and an address where no MCP server answers is
+//! reported as one that could not be started.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+use walkie_mcp::{CallError, Reach, ServerError, ServerSpec, Servers};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The test server over HTTP, and its address; ended when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_walkie-mcp-test-server"))
+            .arg("--http")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the test server starts");
+        let mut url = String::new();
+        BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut url)
+            .expect("its address");
+        HttpServer {
+            child,
+            url: url.trim().to_owned(),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn at(name: &str, url: &str) -> ServerSpec {
+    ServerSpec {
+        name: name.to_owned(),
+        reach: Reach::Address {
+            url: url.to_owned(),
+        },
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_at_an_address_lists_its_tools_and_answers_calls() {
+    let server = HttpServer::start();
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    let (servers, problems) = Servers::start(vec![at("web", &server.url)], DEADLINE).await;
+    assert_eq!(problems, []);
+    let mut names: Vec<&str> = servers
+        .tools()
+        .iter()
+        .map(|tool| tool.offered_name.as_str())
+        .collect();
+    names.sort_unstable();
+    assert!(
+        names.contains(&"web__add") && names.contains(&"web__echo"),
+        "{names:?}"
+    );
+    assert_eq!(
+        servers
+            .call("web__add", json!({"a": 40, "b": 2}), DEADLINE)
+            .await,
+        Ok(json!("42"))
+    );
+    assert_eq!(
+        servers
+            .call(
+                "web__sleep",
+                json!({"ms": 5_000}),
+                Duration::from_millis(300)
+            )
+            .await,
+        Err(CallError::TimedOut {
+            server: "web".to_owned(),
+            after: Duration::from_millis(300)
+        })
+    );
+    assert_eq!(
+        servers
+            .call("web__echo", json!({"text": "still here"}), DEADLINE)
+            .await,
+        Ok(json!("still here")),
+        "a call that timed out does not stop the next"
+    );
+    servers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_address_where_no_server_answers_is_reported_and_the_others_are_used() {
+    let server = HttpServer::start();
+    // A port that was free a moment ago: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let nobody = format!("http://{}/mcp", closed.local_addr().expect("its address"));
+    drop(closed);
+    let (servers, problems) = Servers::start(
+        vec![at("nobody", &nobody), at("web", &server.url)],
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        matches!(&problems[0], ServerError::NoHandshake { server, .. } | ServerError::NotStarted { server, .. } if server == "nobody"),
+        "{:?}",
+        problems[0]
+    );
+    assert!(servers.tools().iter().all(|tool| tool.server == "web"));
+    assert!(!servers.tools().is_empty());
+    servers.stop().await;
+}

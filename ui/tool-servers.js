@@ -1,0 +1,252 @@
+// The MCP servers in Settings: each a name, the command that starts it (or its https:// address),
+// whether it is used, what its tools may do, and what one of its tools may do otherwise. Like the
+// price table, the form carries the whole list as one field (a hidden input holding JSON), so the
+// dialog's unsaved-changes check, its error slot and Rust's check all see it as one setting. Check
+// starts the server as typed and lists its tools, so each can be given its own permission.
+
+/** What a server's tools may do, as the settings spell it, and the words for it. */
+export const PERMISSIONS = [
+  ["ask", "Ask me first"],
+  ["always", "Always allow"],
+  ["never", "Never"],
+];
+
+/** A tool's own choice that defers to its server's. */
+const AS_THE_SERVER = "";
+
+/**
+ * One server as the settings hold it: the fields in the order Rust writes them, the name and
+ * command trimmed, the tools' permissions sorted by name, so an untouched list reads back the
+ * same text.
+ * @param {{ name?: string, command?: string, enabled?: boolean, permission?: string, tools?: Record<string, string> }} row
+ */
+export function serverForSettings(row) {
+  const tools = {};
+  for (const name of Object.keys(row.tools ?? {}).sort()) tools[name] = row.tools[name];
+  return {
+    name: String(row.name ?? "").trim(),
+    command: String(row.command ?? "").trim(),
+    enabled: Boolean(row.enabled),
+    permission: PERMISSIONS.some(([value]) => value === row.permission) ? row.permission : "ask",
+    tools,
+  };
+}
+
+/**
+ * The tools a server's list shows: those it was found to have (Check), then those the settings
+ * name that it no longer has, each with the permission it has of its own ("" for the server's).
+ * @param {Record<string, string>} saved tool name → permission, from the settings
+ * @param {{ name: string, description?: string }[] | null} found the tools Check listed
+ */
+export function toolRows(saved, found) {
+  const rows = (found ?? []).map((tool) => ({
+    name: tool.name,
+    description: tool.description ?? "",
+    permission: saved[tool.name] ?? AS_THE_SERVER,
+    missing: false,
+  }));
+  for (const name of Object.keys(saved).sort()) {
+    if (rows.some((row) => row.name === name)) continue;
+    rows.push({ name, description: "", permission: saved[name], missing: found !== null });
+  }
+  return rows;
+}
+
+/** What Check says of a server: how many tools, and their names. */
+export function checkedText(tools) {
+  if (tools.length === 0) return "It started, but offers no tools.";
+  const names = tools.map((tool) => tool.name).join(", ");
+  return `It works: ${tools.length} tool${tools.length === 1 ? "" : "s"} (${names}).`;
+}
+
+/**
+ * Wires the list: `hidden` is the form field holding the servers as JSON; `invoke` is Tauri's
+ * (for Check).
+ * @param {{ list: HTMLElement, hidden: HTMLInputElement, add: HTMLElement, invoke: (command: string, args?: object) => Promise<unknown> }} parts
+ */
+export function createToolServerList({ list, hidden, add, invoke }) {
+  const doc = list.ownerDocument;
+  /** @type {Array<{ name: string, command: string, enabled: boolean, permission: string, tools: Record<string, string>, found: object[] | null, note: string, noteKind: string }>} */
+  let rows = [];
+
+  function store() {
+    hidden.value = JSON.stringify(rows.map(serverForSettings));
+  }
+
+  const nameOf = (row, index) => String(row.name ?? "").trim() || `server ${index + 1}`;
+
+  function textInput(value, label, placeholder, onInput) {
+    const element = doc.createElement("input");
+    element.type = "text";
+    element.autocomplete = "off";
+    element.spellcheck = false;
+    element.value = value;
+    element.placeholder = placeholder;
+    element.setAttribute("aria-label", label);
+    element.addEventListener("input", () => {
+      onInput(element.value);
+      store();
+    });
+    return element;
+  }
+
+  function select(options, value, label, onChange) {
+    const element = doc.createElement("select");
+    for (const [optionValue, words] of options) {
+      const option = doc.createElement("option");
+      option.value = optionValue;
+      option.textContent = words;
+      element.append(option);
+    }
+    element.value = value;
+    element.setAttribute("aria-label", label);
+    element.addEventListener("change", () => {
+      onChange(element.value);
+      store();
+    });
+    return element;
+  }
+
+  function button(words, label, onClick) {
+    const element = doc.createElement("button");
+    element.type = "button";
+    element.textContent = words;
+    if (label) element.setAttribute("aria-label", label);
+    element.addEventListener("click", onClick);
+    return element;
+  }
+
+  async function check(row, index, note, checkButton) {
+    checkButton.disabled = true;
+    row.note = `Starting ${nameOf(row, index)}…`;
+    row.noteKind = "info";
+    note.textContent = row.note;
+    note.dataset.kind = row.noteKind;
+    try {
+      const tools = await invoke("check_tool_server", { server: serverForSettings(row) });
+      row.found = Array.isArray(tools) ? tools : [];
+      row.note = checkedText(row.found);
+      row.noteKind = "info";
+    } catch (error) {
+      const reason = typeof error === "string" ? error : (error?.message ?? String(error));
+      row.note = `${reason.replace(/[.;]?$/, "")}. Fix it above, then press Check again.`;
+      row.noteKind = "error";
+    }
+    render();
+    list.querySelectorAll("[data-action=check-tool-server]")[index]?.focus();
+  }
+
+  function server(row, index) {
+    const item = doc.createElement("li");
+    item.className = "tool-server";
+    const name = nameOf(row, index);
+
+    const top = doc.createElement("div");
+    top.className = "row";
+    top.append(
+      textInput(row.name, `Name of server ${index + 1}`, "Name, e.g. files", (value) => (row.name = value)),
+    );
+    const on = doc.createElement("label");
+    on.className = "check";
+    const box = doc.createElement("input");
+    box.type = "checkbox";
+    box.checked = row.enabled;
+    box.addEventListener("change", () => {
+      row.enabled = box.checked;
+      store();
+    });
+    on.append(box, doc.createTextNode(" Use it"));
+    top.append(
+      on,
+      button("Remove", `Remove ${name}`, () => {
+        rows.splice(index, 1);
+        store();
+        render();
+        (list.querySelector("li:last-child input") ?? add).focus();
+      }),
+    );
+
+    const command = textInput(
+      row.command,
+      `Command or address of ${name}`,
+      "npx -y @modelcontextprotocol/server-filesystem ~/Documents",
+      (value) => (row.command = value),
+    );
+    command.className = "tool-server-command";
+
+    const policy = doc.createElement("div");
+    policy.className = "row";
+    const policyLabel = doc.createElement("label");
+    policyLabel.append(doc.createTextNode("Its tools: "));
+    policyLabel.append(
+      select(PERMISSIONS, row.permission, `What the tools of ${name} may do`, (value) => (row.permission = value)),
+    );
+    const note = doc.createElement("p");
+    note.className = "tool-server-note";
+    note.setAttribute("role", "status");
+    note.textContent = row.note;
+    note.dataset.kind = row.noteKind;
+    const checkButton = button("Check", `Check ${name}`, () => check(row, index, note, checkButton));
+    checkButton.dataset.action = "check-tool-server";
+    policy.append(policyLabel, checkButton);
+
+    item.append(top, command, policy, note);
+
+    const tools = toolRows(row.tools, row.found);
+    if (tools.length > 0) {
+      const toolList = doc.createElement("ul");
+      toolList.className = "tool-list";
+      toolList.setAttribute("aria-label", `The tools of ${name}`);
+      for (const tool of tools) {
+        const line = doc.createElement("li");
+        const label = doc.createElement("span");
+        label.className = "tool-name";
+        label.textContent = tool.missing ? `${tool.name} (no longer offered)` : tool.name;
+        if (tool.description) label.title = tool.description;
+        const serverWords = PERMISSIONS.find(([value]) => value === row.permission)?.[1] ?? "";
+        const choices = [[AS_THE_SERVER, `As the server (${serverWords.toLowerCase()})`], ...PERMISSIONS];
+        line.append(
+          label,
+          select(choices, tool.permission, `What ${tool.name} of ${name} may do`, (value) => {
+            if (value === AS_THE_SERVER) delete row.tools[tool.name];
+            else row.tools[tool.name] = value;
+          }),
+        );
+        toolList.append(line);
+      }
+      item.append(toolList);
+    }
+    return item;
+  }
+
+  function render() {
+    list.replaceChildren(...rows.map(server));
+  }
+
+  add.addEventListener("click", () => {
+    rows.push({ name: "", command: "", enabled: true, permission: "ask", tools: {}, found: null, note: "", noteKind: "info" });
+    store();
+    render();
+    list.querySelector("li:last-child input")?.focus();
+  });
+
+  return {
+    /** Shows the servers the form's field holds (after the dialog filled it). */
+    load() {
+      let listed = [];
+      try {
+        listed = JSON.parse(hidden.value || "[]");
+      } catch {
+        listed = [];
+      }
+      rows = (Array.isArray(listed) ? listed : []).map((saved) => ({
+        ...serverForSettings(saved),
+        tools: { ...(saved.tools ?? {}) },
+        found: null,
+        note: "",
+        noteKind: "info",
+      }));
+      render();
+    },
+  };
+}
