@@ -198,6 +198,33 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
     );
 }
 
+/// Adds the `number`th server in Settings as a user would: Add a server (its name field takes
+/// the focus), the name, the command, then Check.
+async fn add_server(client: &fantoccini::Client, number: usize, name: &str, command: &str) {
+    click(client, "#settings [data-action=add-tool-server]").await;
+    client
+        .active_element()
+        .await
+        .expect("the focused name")
+        .send_keys(name)
+        .await
+        .expect("typing the name");
+    client
+        .find(fantoccini::Locator::Css(&format!(
+            "#settings [aria-label='Command or address of server {number}']"
+        )))
+        .await
+        .expect("the command field")
+        .send_keys(command)
+        .await
+        .expect("typing the command");
+    click(
+        client,
+        &format!("#settings [aria-label='Check server {number}']"),
+    )
+    .await;
+}
+
 /// Settings: a server is added by typing its name and command; Check starts it and lists its
 /// tools, and one of them is allowed always; a name the settings refuse is said under the list;
 /// saved, the list is in settings.json. A server whose command does not start says so at
@@ -212,25 +239,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         wait_for_text(&client, "#status", READY).await;
         support::open_settings(&client).await;
         support::open_advanced(&client).await;
-        click(&client, "#settings [data-action=add-tool-server]").await;
-        // The new server's name has the focus.
-        client
-            .active_element()
-            .await
-            .expect("the focused name")
-            .send_keys("my tools")
-            .await
-            .expect("typing the name");
-        client
-            .find(fantoccini::Locator::Css(
-                "#settings [aria-label='Command or address of server 1']",
-            ))
-            .await
-            .expect("the command field")
-            .send_keys(&format!("'{server}'"))
-            .await
-            .expect("typing the command");
-        click(&client, "#settings [aria-label='Check server 1']").await;
+        add_server(&client, 1, "my tools", &format!("'{server}'")).await;
         let note = wait_for(&client, "#settings .tool-server-note", |text| {
             text.starts_with("It works")
         })
@@ -273,24 +282,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         name.send_keys("mine").await.expect("typing the name");
 
         // A second server whose program is not there.
-        click(&client, "#settings [data-action=add-tool-server]").await;
-        client
-            .active_element()
-            .await
-            .expect("the focused name")
-            .send_keys("broken")
-            .await
-            .expect("typing the name");
-        client
-            .find(fantoccini::Locator::Css(
-                "#settings [aria-label='Command or address of server 2']",
-            ))
-            .await
-            .expect("the command field")
-            .send_keys("/nonexistent/mcp-server")
-            .await
-            .expect("typing the command");
-        click(&client, "#settings [aria-label='Check server 2']").await;
+        add_server(&client, 2, "broken", "/nonexistent/mcp-server").await;
         let note = wait_for(
             &client,
             "#settings .tool-server:nth-child(2) .tool-server-note",

@@ -141,6 +141,10 @@ pub struct Conversation {
     budget_warned: bool,
     /// The budget is spent: no new turn starts, and the call ends at the next quiet moment.
     budget_spent: bool,
+    /// Why tool servers of the list could not be used, each naming its server.
+    servers_missing: Vec<String>,
+    /// The outside tools (their titles) left out, as all would not fit in a session.
+    tools_left_out: Vec<String>,
     outputs: VecDeque<Output>,
 }
 
@@ -148,7 +152,9 @@ impl Conversation {
     /// A conversation whose first call has been placed; `tools` makes each call's tools. Its
     /// first output says it has spent nothing yet (the view drops the last one's figure).
     pub fn new(config: ConversationConfig, tools: fn() -> ToolRegistry) -> Self {
-        let outside = Tools::new(config.outside_tools);
+        let (declared, left_out) =
+            crate::tools::fitting(&config.turn, tools().definitions(), config.outside_tools);
+        let outside = Tools::new(declared);
         let (controller, iterator) = new_controller(config.turn.clone(), tools, &outside);
         let spending = Spending::new(config.pricing);
         Self {
@@ -183,6 +189,28 @@ impl Conversation {
             budget_usd: config.budget_usd,
             budget_warned: false,
             budget_spent: false,
+            servers_missing: Vec::new(),
+            tools_left_out: left_out.into_iter().map(|tool| tool.title).collect(),
+        }
+        .showing_tool_problems()
+    }
+
+    /// Says which tools the conversation goes without, if any (see
+    /// [`sentence::tools_unavailable`]).
+    fn showing_tool_problems(mut self) -> Self {
+        self.show_tool_problems();
+        self
+    }
+
+    fn show_tool_problems(&mut self) {
+        if let Some((sentence, details)) =
+            sentence::tools_unavailable(&self.servers_missing, &self.tools_left_out)
+        {
+            self.notice = Some(Notice {
+                sentence,
+                details: Some(details),
+                action: StatusAction::OpenSettings,
+            });
         }
     }
 
@@ -274,12 +302,9 @@ impl Conversation {
                     action: StatusAction::OpenSettings,
                 });
             }
-            (_, Input::ToolServersMissing(problems)) if !problems.is_empty() => {
-                self.notice = Some(Notice {
-                    sentence: sentence::tool_servers_missing(&problems),
-                    details: Some(problems.join("\n")),
-                    action: StatusAction::OpenSettings,
-                });
+            (_, Input::ToolServersMissing(problems)) => {
+                self.servers_missing = problems;
+                self.show_tool_problems();
             }
             (_, Input::SendMessage(message)) => {
                 // Sent in order, once a call is ready for it (see `flush`).

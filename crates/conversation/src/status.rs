@@ -390,20 +390,37 @@ pub mod sentence {
         format!("Walkie asks to use {title}: choose Allow or Deny in its card.")
     }
 
-    /// Tool servers could not be started (`problems`, each naming its server): the
-    /// conversation goes on without their tools.
-    pub fn tool_servers_missing(problems: &[String]) -> String {
-        match problems {
-            [one] => format!(
+    /// The conversation goes without some tools: servers that could not be started
+    /// (`servers_missing`, each problem naming its server) and tools left out as all would not
+    /// fit in a session (`left_out`, their titles). The sentence, and the details behind it;
+    /// `None` when it has every tool.
+    pub fn tools_unavailable(
+        servers_missing: &[String],
+        left_out: &[String],
+    ) -> Option<(String, String)> {
+        let mut details: Vec<String> = servers_missing.to_vec();
+        if !left_out.is_empty() {
+            details.push(format!(
+                "Left out, as all would not fit in one call: {}.",
+                left_out.join("; ")
+            ));
+        }
+        let sentence = match (servers_missing, left_out.len()) {
+            ([], 0) => return None,
+            ([one], 0) => format!(
                 "Not available: {}. Its tools are left out of this conversation.",
                 one.trim_end_matches('.')
             ),
-            many => format!(
-                "{} tool servers are not available (details below); their tools are left out \
-                 of this conversation. Check them in Settings.",
-                many.len()
+            ([], count) => format!(
+                "{count} tool{} left out: all would not fit in one call (details below). Use \
+                 fewer tool servers in Settings.",
+                if count == 1 { " is" } else { "s are" }
             ),
-        }
+            _ => "Some tools are not available (details below); the conversation goes on \
+                  without them. Check the tool servers in Settings."
+                .to_owned(),
+        };
+        Some((sentence, details.join("\n")))
     }
 
     /// A call of an outside tool failed (`failure` says how); the model was told.

@@ -6,8 +6,8 @@
 //! well. The driver runs what [`crate::Output::RunTool`] asks and reports the outcome; the
 //! machine answers the model.
 
-use walkie_openai::Tool;
-use walkie_session::turn::{ToolCallRequest, ToolError};
+use walkie_openai::{MAX_SESSION_BYTES, Tool};
+use walkie_session::turn::{ToolCallRequest, ToolError, TurnConfig};
 
 /// How long a call that asks first waits for the user before it is denied.
 pub const APPROVAL_TIMEOUT_MS: u64 = 60_000;
@@ -41,6 +41,35 @@ impl OutsideTool {
             Tool::Other(_) => "",
         }
     }
+}
+
+/// The outside tools a call's `session.update` can declare beside the `built_in` ones within
+/// [`MAX_SESSION_BYTES`] (every one the server restates must fit a data-channel message), in
+/// the order listed, each that still fits; and those left out. Sized as JSON, as sent.
+pub(crate) fn fitting(
+    turn: &TurnConfig,
+    built_in: Vec<Tool>,
+    listed: Vec<OutsideTool>,
+) -> (Vec<OutsideTool>, Vec<OutsideTool>) {
+    let base_bytes = serde_json::to_string(&turn.session_update(built_in, true))
+        .map_or(usize::MAX, |text| text.len())
+        // With no built-in tool the first one adds the field itself: `,"tools":[]`.
+        .saturating_add(r#","tools":[]"#.len());
+    let mut used_bytes = base_bytes;
+    let (mut kept, mut left_out) = (Vec::new(), Vec::new());
+    for tool in listed {
+        // The tool and the comma before it.
+        let tool_bytes = serde_json::to_string(&tool.definition)
+            .map_or(usize::MAX, |text| text.len())
+            .saturating_add(1);
+        if used_bytes.saturating_add(tool_bytes) <= MAX_SESSION_BYTES {
+            used_bytes += tool_bytes;
+            kept.push(tool);
+        } else {
+            left_out.push(tool);
+        }
+    }
+    (kept, left_out)
 }
 
 /// A call waiting for the user, as the window shows it.

@@ -488,7 +488,9 @@ fn a_tool_server_that_could_not_start_is_named_with_settings_to_fix_it() {
     );
     let shown = statuses(&outputs).pop().expect("a status");
     assert!(
-        shown.detail.starts_with("2 tool servers are not available"),
+        shown
+            .detail
+            .starts_with("Some tools are not available (details below)"),
         "{}",
         shown.detail
     );
@@ -496,4 +498,53 @@ fn a_tool_server_that_could_not_start_is_named_with_settings_to_fix_it() {
         shown.details.as_deref(),
         Some("a did not answer\nb did not answer")
     );
+}
+
+/// Tools whose definitions would not all fit in one data-channel message: those that fit are
+/// declared, the session.update stays within what the channel carries, and the rest are named.
+#[test]
+fn tools_too_many_for_one_session_are_declared_as_far_as_they_fit_and_the_rest_named() {
+    let big_tool = |number: usize| OutsideTool {
+        definition: Tool::Function {
+            name: format!("big_{number}"),
+            description: Some("d".repeat(2_000)),
+            parameters: json!({"type": "object", "properties": {}}),
+        },
+        title: format!("big_{number}, on big-server"),
+        policy: ToolPolicy::Always,
+    };
+    let mut call = Call::placed_with_tools((0..40).map(big_tool).collect());
+    let outputs = call.input(0, Input::Transport(TransportInput::Open));
+    let update = outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::Send(sent) => match &sent.event {
+                ClientEvent::SessionUpdate { session } => Some(session.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .expect("a session.update");
+    let update_bytes = serde_json::to_string(&update).unwrap().len();
+    assert!(
+        update_bytes <= walkie_openai::MAX_SESSION_BYTES,
+        "{update_bytes} bytes: more than a data-channel message holds"
+    );
+    let declared = update.tools.expect("tools").len();
+    // The built-in tool, and as many 2 KB tools as fit in 60 KiB beside it.
+    assert!((25..40).contains(&declared), "{declared} declared");
+
+    let ready = call.server(50, &turn_support::session_updated_with_transcription());
+    let shown = statuses(&ready).pop().expect("a status once ready");
+    let left_out = 40 + 1 - declared;
+    assert_eq!(
+        shown.detail,
+        format!(
+            "{left_out} tools are left out: all would not fit in one call (details below). Use \
+             fewer tool servers in Settings."
+        )
+    );
+    let details = shown.details.expect("details");
+    assert!(details.contains("big_39, on big-server"), "{details}");
+    assert!(!details.contains("big_0, on big-server"), "{details}");
 }

@@ -31,6 +31,7 @@ pub use server::{
     ResponseStatus, ServerEvent, StatusDetails, UnknownEvent, Usage,
 };
 pub use session::{
-    AudioConfig, AudioFormat, AudioInput, AudioOutput, InfiniteTokens, MaxOutputTokens, Modality,
-    NoiseReduction, SessionConfig, SessionKind, Tool, Transcription, TurnDetection,
+    AudioConfig, AudioFormat, AudioInput, AudioOutput, InfiniteTokens, MAX_SESSION_BYTES,
+    MaxOutputTokens, Modality, NoiseReduction, SessionConfig, SessionKind, Tool, Transcription,
+    TurnDetection,
 };

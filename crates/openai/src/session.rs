@@ -40,6 +40,13 @@ pub enum InfiniteTokens {
     Inf,
 }
 
+/// The largest session (as JSON) Walkie sends, in a call's creation or a `session.update`.
+/// The server restates the whole session in `session.created` and `session.updated` on the
+/// data channel, whose messages hold at most 64 KiB (RFC 8841's default `max-message-size`,
+/// and Walkie's receive limit); the rest is room for the event's envelope and the fields the
+/// server adds. A larger session would end the call at its first event.
+pub const MAX_SESSION_BYTES: usize = 60 * 1024;
+
 /// The session as sent in `session.update` and as the server restates it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct SessionConfig {

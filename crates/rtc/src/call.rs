@@ -14,12 +14,9 @@ use crate::error::{RtcError, Stage};
 use crate::peer::{self, PeerConfig, PeerEvent, PeerHandle, RtpAudio};
 use crate::signalling::{Endpoint, Signalling};
 
-/// The largest session (as JSON) a call is placed with. The server restates the whole session
-/// in `session.created` and `session.updated` on the data channel, whose messages hold at most
-/// 64 KiB (RFC 8841's default `max-message-size`, and this peer's receive limit); the rest is
-/// room for the event's envelope and the fields the server adds. A larger session would end
-/// the call at its first event, so it is refused before anything is dialled.
-pub const MAX_SESSION_BYTES: usize = 60 * 1024;
+/// The largest session (as JSON) a call is placed with; a larger one is refused before
+/// anything is dialled.
+pub use walkie_openai::MAX_SESSION_BYTES;
 
 /// Refuses a session that could not travel on the data channel, naming the field that makes
 /// it too large (`instructions` or `tools`, else `session`).

@@ -175,10 +175,11 @@ impl TurnConfig {
     /// The `session` of a `session.update`: the call's session, less what an update may not
     /// carry. Never `model` (the API lets an update change any field "except voice and
     /// model"; the model belongs to call creation), and `voice` only while `voice_allowed`
-    /// (before the first assistant audio; a voice change later reconnects). It is never larger
-    /// than the call's session, which the transport keeps within a data-channel message
-    /// (`walkie_rtc::MAX_SESSION_BYTES`): no update can exceed the channel's limit.
-    pub(crate) fn session_update(
+    /// (before the first assistant audio; a voice change later reconnects). The call's
+    /// session is kept within a data-channel message by the transport, and the outside tools
+    /// an update adds by the conversation, which declares only those that fit
+    /// ([`walkie_openai::MAX_SESSION_BYTES`]).
+    pub fn session_update(
         &self,
         tools: Vec<walkie_openai::Tool>,
         voice_allowed: bool,
