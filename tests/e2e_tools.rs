@@ -30,6 +30,38 @@ fn test_server() -> std::path::PathBuf {
     server
 }
 
+/// The test server over streamable HTTP on loopback, and its address; ended when dropped.
+struct HttpTestServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpTestServer {
+    fn start() -> HttpTestServer {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(test_server())
+            .arg("--http")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the test server starts");
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut url)
+            .expect("its address");
+        HttpTestServer {
+            child,
+            url: url.trim().to_owned(),
+        }
+    }
+}
+
+impl Drop for HttpTestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 async fn say(client: &fantoccini::Client, text: &str) {
     let field = client
         .find(fantoccini::Locator::Css("#compose-text"))
@@ -228,13 +260,16 @@ async fn add_server(client: &fantoccini::Client, number: usize, name: &str, comm
 /// Settings: a server is added by typing its name and command; Check starts it and lists its
 /// tools, and one of them is allowed always; a name the settings refuse is said under the list;
 /// saved, the list is in settings.json. A server whose command does not start says so at
-/// Check, and, left in the list, in the status line of the next conversation.
+/// Check, and, left in the list, in the status line of the next conversation. A server at an
+/// address (streamable HTTP) is checked and called the same way.
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
     require_test_audio();
     let app = WebviewApp::launch("mcp_settings").await;
     let config = app.dirs().config.clone();
     let server = test_server().display().to_string();
+    let web = HttpTestServer::start();
+    let web_url = web.url.clone();
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
         support::open_settings(&client).await;
@@ -294,6 +329,23 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
                 && note.ends_with(". Fix it above, then press Check again."),
             "{note}"
         );
+        // A third at an address, over streamable HTTP, its tools allowed always.
+        add_server(&client, 3, "web", &web_url).await;
+        wait_for(
+            &client,
+            "#settings .tool-server:nth-child(3) .tool-server-note",
+            |text| text.starts_with("It works: 6 tools"),
+        )
+        .await;
+        client
+            .find(fantoccini::Locator::Css(
+                "#settings [aria-label='What the tools of web may do']",
+            ))
+            .await
+            .expect("web's permission")
+            .select_by_value("always")
+            .await
+            .expect("choosing Always allow");
         click(&client, "#settings button[value=save]").await;
         wait_for(&client, "#settings [data-role=message]", |text| {
             text.starts_with("Saved")
@@ -310,6 +362,8 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
                  "permission": "ask", "tools": {"echo": "always"}},
                 {"name": "broken", "command": "/nonexistent/mcp-server", "enabled": true,
                  "permission": "ask", "tools": {}},
+                {"name": "web", "command": web_url, "enabled": true,
+                 "permission": "always", "tools": {}},
             ])
         );
         support::press(&client, fantoccini::key::Key::Escape).await;
@@ -327,6 +381,12 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
             text.contains(r#"The mine__echo tool answered: "from settings""#)
         })
         .await;
+        say(&client, r#"use web__add with {"a": 19, "b": 23}"#).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains(r#"The web__add tool answered: "42""#)
+        })
+        .await;
     })
     .await;
+    drop(web);
 }
