@@ -346,6 +346,24 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
             .select_by_value("always")
             .await
             .expect("choosing Always allow");
+        // At the narrowest window, the three servers, their notes and tools fit its width.
+        client
+            .set_window_size(360, 720)
+            .await
+            .expect("a narrow window");
+        let sideways = client
+            .execute(
+                r##"const dialog = document.querySelector("#settings");
+                   return dialog.scrollWidth - dialog.clientWidth;"##,
+                vec![],
+            )
+            .await
+            .expect("the dialog's width");
+        assert!(
+            sideways.as_f64().is_some_and(|by| by <= 0.0),
+            "the dialog scrolls sideways by {sideways} px"
+        );
+        support::screenshot(&client, "settings-tool-servers-narrow").await;
         click(&client, "#settings button[value=save]").await;
         wait_for(&client, "#settings [data-role=message]", |text| {
             text.starts_with("Saved")
