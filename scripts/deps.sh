@@ -7,6 +7,7 @@
 #                           PulseAudio, Node.js (for the webview's unit tests)
 #                           D-Bus and GNOME Keyring (a private Secret Service per test),
 #                           Python 3 with venv (the oracle's venv of the pinned OpenAI SDK)
+#   scripts/deps.sh bench   the above plus Chromium, the browser peer of bench/peer/
 #
 # Idempotent: a second run checks dpkg and returns in well under a second.
 # The list is the union measured in shared/reference/build-environment.md §1.
@@ -31,16 +32,15 @@ case "$profile" in
   build) wanted=("${build_pkgs[@]}") ;;
   headless) wanted=("${build_pkgs[@]}" xvfb xauth) ;;
   test) wanted=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|headless|test]" >&2; exit 2 ;;
+  bench) wanted=("${build_pkgs[@]}" "${test_pkgs[@]}" chromium) ;;
+  *) echo "usage: $0 [build|headless|test|bench]" >&2; exit 2 ;;
 esac
 
 # Node.js runs the webview modules' unit tests (node:test); any distribution's node >= 18 will do.
 # npm runs the Tauri CLI that builds the .deb.
-if [ "$profile" = test ] && ! command -v node >/dev/null 2>&1; then
-  wanted+=(nodejs)
-fi
-if [ "$profile" = test ] && ! command -v npm >/dev/null 2>&1; then
-  wanted+=(npm)
+if [ "$profile" = test ] || [ "$profile" = bench ]; then
+  command -v node >/dev/null 2>&1 || wanted+=(nodejs)
+  command -v npm >/dev/null 2>&1 || wanted+=(npm)
 fi
 
 missing=()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
-use walkie_openai::SessionConfig;
+use walkie_openai::{ServerEvent, SessionConfig};
 use walkie_rtc::{Peer, PeerEvent};
 
 use crate::bench::{FaultPlan, Injection};
@@ -94,6 +94,7 @@ pub(crate) async fn run(
     let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut session = ProviderSession::with_session(&call_id, initial).with_limit_ms(limit_ms);
     let mut meter = Meter::new();
+    let mut first_audio = FirstAudio::default();
     loop {
         let wake = session.next_deadline_ms().map_or_else(
             || Instant::now() + IDLE_WAKE,
@@ -126,8 +127,13 @@ pub(crate) async fn run(
         {
             outputs.extend(session.tick(now));
         }
+        let reply_started = first_audio.in_batch(&outputs);
         match send(&peer, outputs, &mut faults).await {
-            Ok(()) => {}
+            Ok(()) => {
+                if let (Some(trace), Some(response_id)) = (&trace, reply_started) {
+                    trace.first_reply_audio(&call_id, &response_id);
+                }
+            }
             Err(Stop::PeerGone) => break,
             Err(Stop::Expired) => {
                 log::info!("call {call_id} hit the session's maximum duration");
@@ -141,6 +147,35 @@ pub(crate) async fn run(
     }
     peer.handle.close().await;
     log::info!("call {call_id} ended");
+}
+
+/// Which reply's first audio packet a batch of outputs sends: a reply's audio follows its
+/// `output_audio_buffer.started`, in that batch or a later one.
+#[derive(Debug, Default)]
+struct FirstAudio {
+    started: Option<String>,
+}
+
+impl FirstAudio {
+    fn in_batch(&mut self, outputs: &[Output]) -> Option<String> {
+        let mut first = None;
+        for output in outputs {
+            match output {
+                Output::Event { event, .. } => {
+                    if let ServerEvent::OutputAudioBufferStarted { response_id } = event.as_ref() {
+                        self.started = Some(response_id.clone());
+                    }
+                }
+                Output::Audio { .. } => {
+                    if let Some(response_id) = self.started.take() {
+                        first.get_or_insert(response_id);
+                    }
+                }
+                Output::HangUp => {}
+            }
+        }
+        first
+    }
 }
 
 async fn send(peer: &Peer, outputs: Vec<Output>, faults: &mut FaultPlan) -> Result<(), Stop> {

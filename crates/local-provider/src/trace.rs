@@ -6,7 +6,10 @@
 //!   `{"call_id","received_at_unix_ms","text"}`;
 //! - `calls.jsonl`: every HTTP request: `{"method","path","query","content_type","form","parts",
 //!   "auth","session","status","call_id"}`. `auth` names the scheme only; no key or token value is
-//!   ever written.
+//!   ever written;
+//! - `replies.jsonl`: when each reply's first audio packet was sent:
+//!   `{"call_id","response_id","first_audio_sent_at_unix_ms"}`, so a benchmark can tell the
+//!   provider's part of a turn's latency from the client's.
 //!
 //! The format is fixed (the oracle reads it). Each line is one `write` on a file opened in append
 //! mode, so concurrent writers (several calls, several providers) never interleave inside a line
@@ -21,6 +24,7 @@ use serde_json::Value;
 
 pub(crate) const CLIENT_EVENTS_FILE: &str = "client-events.jsonl";
 pub(crate) const CALLS_FILE: &str = "calls.jsonl";
+pub(crate) const REPLIES_FILE: &str = "replies.jsonl";
 
 /// The trace directory of one provider.
 #[derive(Debug)]
@@ -33,6 +37,22 @@ struct ClientEventLine<'a> {
     call_id: &'a str,
     received_at_unix_ms: u64,
     text: &'a str,
+}
+
+#[derive(Serialize)]
+struct ReplyLine<'a> {
+    call_id: &'a str,
+    response_id: &'a str,
+    first_audio_sent_at_unix_ms: u64,
+}
+
+/// The wall-clock time now, in Unix milliseconds.
+fn unix_ms_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 /// One HTTP request as `calls.jsonl` records it.
@@ -65,17 +85,24 @@ impl Trace {
 
     /// One data-channel text message, as received, at the wall-clock time now.
     pub fn client_text(&self, call_id: &str, text: &str) {
-        let received_at_unix_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| {
-                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-            });
         self.append(
             CLIENT_EVENTS_FILE,
             &ClientEventLine {
                 call_id,
-                received_at_unix_ms,
+                received_at_unix_ms: unix_ms_now(),
                 text,
+            },
+        );
+    }
+
+    /// The first audio packet of `response_id`'s reply was sent, at the wall-clock time now.
+    pub fn first_reply_audio(&self, call_id: &str, response_id: &str) {
+        self.append(
+            REPLIES_FILE,
+            &ReplyLine {
+                call_id,
+                response_id,
+                first_audio_sent_at_unix_ms: unix_ms_now(),
             },
         );
     }

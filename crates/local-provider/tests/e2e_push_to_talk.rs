@@ -123,8 +123,12 @@ fn ptt_session() -> SessionConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_to_talk_turn_is_echoed_over_real_webrtc() {
+    let trace_dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("push-to-talk-trace-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&trace_dir);
     let provider = LocalProvider::start(ProviderConfig {
         token: Some("local-secret".to_owned()),
+        trace_dir: Some(trace_dir.clone()),
         ..ProviderConfig::default()
     })
     .await
@@ -309,6 +313,40 @@ async fn a_push_to_talk_turn_is_echoed_over_real_webrtc() {
     assert!(
         ice_to_open.is_some_and(|d| d <= Duration::from_millis(50)),
         "the data channel opened {ice_to_open:?} after ICE connected (target ≤ 50 ms)"
+    );
+
+    // The trace says when the reply's first packet left, after the commit arrived: the
+    // provider's part of the turn, for a benchmark to tell from the client's.
+    let trace_line = |file: &str, wanted: &dyn Fn(&serde_json::Value) -> bool| {
+        std::fs::read_to_string(trace_dir.join(file))
+            .unwrap_or_else(|error| panic!("{file}: {error}"))
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("a JSON line"))
+            .find(|line| wanted(line))
+            .unwrap_or_else(|| panic!("no such line in {file}"))
+    };
+    let commit = trace_line("client-events.jsonl", &|line| {
+        line["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("input_audio_buffer.commit"))
+    });
+    let replies = std::fs::read_to_string(trace_dir.join("replies.jsonl")).expect("replies.jsonl");
+    assert_eq!(replies.lines().count(), 1, "one reply, one line: {replies}");
+    let reply = trace_line("replies.jsonl", &|_| true);
+    assert_eq!(reply["call_id"], commit["call_id"]);
+    assert!(
+        reply["response_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("resp_"))
+    );
+    let sent_at = reply["first_audio_sent_at_unix_ms"]
+        .as_u64()
+        .expect("a time");
+    let received_at = commit["received_at_unix_ms"].as_u64().expect("a time");
+    assert!(
+        (received_at..received_at + 1_000).contains(&sent_at),
+        "the first reply packet left {} ms after the commit arrived",
+        sent_at as i64 - received_at as i64
     );
 
     // Hang up: the provider ends its side.

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The peer benchmark (issue 18), first part: a browser client measured against the local
+# provider the way Walkie will be measured beside it. Chromium (Debian's package, headed in an
+# Xvfb display, as headless Chromium plays no sound; driven by playwright-core: drive.mjs) runs
+# client.html for TURNS push-to-talk turns; its
+# microphone is voice.py's voice without pauses (Chromium's fake capture device, the browser's
+# own processing off); its reply plays to the private PulseAudio sink "spk", whose monitor a
+# detector records. For each commit the provider received (its trace's time), the first
+# audible sample after it at the sink gives commit → first audible sample.
+#
+#   bench/peer/run.sh [TURNS]     (default 20; prints a table and writes target/bench-peer/)
+#
+# Everything it needs is installed by scripts/deps.sh bench (Chromium too) and npm ci here.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$repo"
+turns="${1:-20}"
+
+scripts/deps.sh bench
+export PATH="$HOME/.cargo/bin:$PATH"
+target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$repo/$target" ;; esac
+work="$target/bench-peer"
+rm -rf "$work"
+mkdir -p "$work"
+
+cargo build --release --locked -p walkie-local --features test-bench --bin walkie-local-provider
+(cd bench/peer && npm ci --no-audit --no-fund --loglevel=error)
+python3 bench/peer/voice.py "$work/voice.wav" 10
+
+pulse_dir="$target/pulse-bench"
+provider_pid=""
+cleanup() {
+  [ -n "$provider_pid" ] && kill "$provider_pid" 2>/dev/null || true
+  scripts/pulse.sh stop "$pulse_dir"
+}
+trap cleanup EXIT
+PULSE_SERVER=$(scripts/pulse.sh start "$pulse_dir")
+export PULSE_SERVER
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+token="bench-peer-$$"
+"$target/release/walkie-local-provider" --port "$port" --token "$token" --trace "$work/trace" \
+  >"$work/provider.log" 2>&1 &
+provider_pid=$!
+for _ in $(seq 100); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  sleep 0.1
+done
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+xvfb-run -a node bench/peer/drive.mjs --base "http://127.0.0.1:$port" --token "$token" \
+  --trace "$work/trace" --mic "$work/voice.wav" --turns "$turns" >"$work/chromium.json"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+node bench/peer/report.mjs "$work/chromium.json" "$load_before" "$load_after"
