@@ -17,6 +17,12 @@
 //!
 //! Run: `PULSE_SERVER=$(scripts/pulse.sh start target/pulse-bench) cargo bench --bench app`
 //! (the figures go to docs/benchmarks.md). Not a timed test: nothing here fails on a figure.
+//!
+//! `cargo bench --bench app -- --peer BASE_URL TOKEN VOICE_WAV TURNS` is Walkie's side of the
+//! peer benchmark (bench/peer/run.sh): Walkie is switched in Settings to the provider at
+//! BASE_URL (its token as the key), the voice plays into the microphone for the whole run, and
+//! TURNS push-to-talk turns of 1.5 s are made; it prints what bench/peer/report.mjs reads (the
+//! run's start and end), which times the turns from the provider's trace and one detector.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -45,6 +51,20 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|arg| arg == "--peer") {
+        // Cargo adds `--bench` after the arguments it was given.
+        let given: Vec<&String> = args[at + 1..]
+            .iter()
+            .filter(|arg| *arg != "--bench")
+            .collect();
+        let [base_url, token, voice, turns] = given[..] else {
+            panic!("usage: --peer BASE_URL TOKEN VOICE_WAV TURNS");
+        };
+        let turns = turns.parse().expect("TURNS is a number");
+        runtime.block_on(peer(base_url, token, voice, turns));
+        return;
+    }
     runtime.block_on(async {
         launches().await;
         let floor_kib = bare_webview_memory().await;
@@ -185,6 +205,88 @@ async fn barge_ins() {
     report(
         "barge-in: key down during a reply → the speaker silent",
         &cut_after,
+    );
+}
+
+/// The wall clock in Unix milliseconds (the provider's trace is in them).
+fn unix_ms_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64() * 1e3)
+}
+
+/// Walkie's side of bench/peer: see the module docs.
+async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
+    const HELD: Duration = Duration::from_millis(1_500);
+    // The tail, the echoed reply (as long as the turn) and a margin.
+    const REPLY: Duration = Duration::from_millis(3_000);
+    let voice: Vec<i16> = hound::WavReader::open(voice)
+        .expect("the voice WAV")
+        .into_samples::<i16>()
+        .collect::<Result<_, _>>()
+        .expect("16-bit samples");
+    let dirs = support::AppDirs::fresh("bench_peer");
+    let secrets = support::SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(
+        "bench_peer",
+        support::Launch::in_dirs(&dirs, Some(&secrets)),
+    )
+    .await;
+    let client = app.client.clone();
+    wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+    // As a user would: the provider, its address and its key in Settings, then Save.
+    support::open_settings(&client).await;
+    client
+        .execute(
+            r##"const form = document.querySelector("#settings form");
+               form.elements.provider.value = "custom";
+               form.elements.provider.dispatchEvent(new Event("change"));
+               form.elements.customBaseUrl.value = arguments[0];
+               form.elements.apiKey.value = arguments[1];"##,
+            vec![base_url.into(), token.into()],
+        )
+        .await
+        .expect("the provider typed in");
+    support::click(&client, "#settings button[value=save]").await;
+    wait_for(&client, "#settings [data-role=message]", |text| {
+        text.starts_with("Saved")
+    })
+    .await;
+    support::press(&client, fantoccini::key::Key::Escape).await;
+    wait_for(&client, "#status", |text| {
+        text.starts_with("Ready") && !text.contains("local provider")
+    })
+    .await;
+    // The voice, for as long as the turns take.
+    let run = (HELD + REPLY) * u32::try_from(turns).expect("a few turns") + Duration::from_secs(2);
+    let repeats = (run.as_secs_f64() * RATE_HZ as f64 / voice.len() as f64).ceil() as usize;
+    let words: Vec<i16> = voice
+        .iter()
+        .copied()
+        .cycle()
+        .take(voice.len() * repeats)
+        .collect();
+    let talking = std::thread::spawn(move || PulseStream::speak_into_microphone(&words));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started_unix_ms = unix_ms_now();
+    for _ in 0..turns {
+        support::space(&client, true).await;
+        tokio::time::sleep(HELD).await;
+        support::space(&client, false).await;
+        tokio::time::sleep(REPLY).await;
+    }
+    let ended_unix_ms = unix_ms_now();
+    app.run(|_| async {}).await;
+    talking.join().expect("the microphone feed");
+    println!(
+        "{}",
+        serde_json::json!({
+            "client": "Walkie",
+            "version": env!("CARGO_PKG_VERSION"),
+            "turns": turns,
+            "startedUnixMs": started_unix_ms,
+            "endedUnixMs": ended_unix_ms,
+        })
     );
 }
 

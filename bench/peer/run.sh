@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The peer benchmark (issue 18), first part: a browser client measured against the local
-# provider the way Walkie will be measured beside it. Chromium (Debian's package, headed in an
+# The peer benchmark (issue 18), first part: Walkie and a browser client, one after the other
+# in one run, against the same local provider, timed by the same detector. Chromium (Debian's package, headed in an
 # Xvfb display, as headless Chromium plays no sound; driven by playwright-core: drive.mjs) runs
 # client.html for TURNS push-to-talk turns; its
 # microphone is voice.py's voice without pauses (Chromium's fake capture device, the browser's
-# own processing off); its reply plays to the private PulseAudio sink "spk", whose monitor a
-# detector records. For each commit the provider received (its trace's time), the first
-# audible sample after it at the sink gives commit → first audible sample.
+# own processing off); its reply plays to the private PulseAudio sink "spk", whose monitor one
+# detector (detect.mjs) records for the whole run. For each commit the provider received (its
+# trace's time), the first audible sample after it at the sink gives commit → first audible
+# sample; the trace's replies.jsonl gives the provider's part of it (report.mjs). Walkie
+# (benches/app.rs --peer: the release app in its own Xvfb, switched to this provider in
+# Settings, the same voice played into the "mic" sink it records) makes the same turns.
 #
 #   bench/peer/run.sh [TURNS]     (default 20; prints a table and writes target/bench-peer/)
 #
@@ -30,8 +33,10 @@ python3 bench/peer/voice.py "$work/voice.wav" 10
 
 pulse_dir="$target/pulse-bench"
 provider_pid=""
+detector_pid=""
 cleanup() {
   [ -n "$provider_pid" ] && kill "$provider_pid" 2>/dev/null || true
+  [ -n "$detector_pid" ] && kill "$detector_pid" 2>/dev/null || true
   scripts/pulse.sh stop "$pulse_dir"
 }
 trap cleanup EXIT
@@ -48,8 +53,17 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+node bench/peer/detect.mjs "$work/loud.txt" spk 2>"$work/detect.log" &
+detector_pid=$!
+until grep -q recording "$work/detect.log" 2>/dev/null; do sleep 0.1; done
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 xvfb-run -a node bench/peer/drive.mjs --base "http://127.0.0.1:$port" --token "$token" \
-  --trace "$work/trace" --mic "$work/voice.wav" --turns "$turns" >"$work/chromium.json"
+  --mic "$work/voice.wav" --turns "$turns" >"$work/chromium.json"
+cargo bench --locked --bench app -- --peer "http://127.0.0.1:$port" "$token" "$work/voice.wav" \
+  "$turns" | grep '^{' >"$work/walkie.json"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-node bench/peer/report.mjs "$work/chromium.json" "$load_before" "$load_after"
+kill -TERM "$detector_pid"
+wait "$detector_pid" || true
+node bench/peer/report.mjs --trace "$work/trace" --loud "$work/loud.txt" \
+  --load-before "$load_before" --load-after "$load_after" "$work/chromium.json" "$work/walkie.json"
