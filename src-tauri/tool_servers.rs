@@ -111,6 +111,10 @@ pub async fn check_tool_server(server: ToolServer) -> Result<Vec<CheckedTool>, S
     if named.command.trim().is_empty() {
         return Err("Enter the command that starts it, or its address".to_owned());
     }
+    // What Save would refuse is not reached either (plain http to another computer).
+    if let Some(problem) = named.address_problem() {
+        return Err(format!("Its address {problem}"));
+    }
     let spec = spec_of(&named).ok_or_else(|| "Its command has an unclosed quote".to_owned())?;
     let (servers, problems) = Servers::start(vec![spec], START_DEADLINE).await;
     servers.stop().await;

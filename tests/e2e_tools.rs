@@ -329,6 +329,21 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
                 && note.ends_with(". Fix it above, then press Check again."),
             "{note}"
         );
+        // An address another computer would be reached at in plain http is not even tried.
+        add_server(&client, 3, "web", "http://tools.example.com/mcp").await;
+        let note = wait_for(
+            &client,
+            "#settings .tool-server:nth-child(3) .tool-server-note",
+            |text| text.starts_with("Its address"),
+        )
+        .await;
+        assert_eq!(
+            note,
+            "Its address needs https:// (plain http:// is only for a server on this computer). \
+             Fix it above, then press Check again."
+        );
+        click(&client, "#settings [aria-label='Remove web']").await;
+
         // A third at an address, over streamable HTTP, its tools allowed always.
         add_server(&client, 3, "web", &web_url).await;
         wait_for(

@@ -474,7 +474,8 @@ impl TranscriptBridge {
     }
 }
 
-/// The most characters of a tool's answer a restored conversation repeats.
+/// The most characters of a tool's arguments, or of its answer, a restored conversation
+/// repeats.
 pub const RESTORED_TOOL_ANSWER_CHARS: usize = 2_000;
 
 fn with_pictures_note(text: &str, shown: usize) -> String {
@@ -509,7 +510,7 @@ fn tool_note(message: &walkie_agui::Message) -> Option<String> {
                 format!(
                     "[I called the tool {} with {}.]",
                     text("/function/name"),
-                    text("/function/arguments")
+                    cut(text("/function/arguments"))
                 )
             })
             .collect();
@@ -522,9 +523,14 @@ fn tool_note(message: &walkie_agui::Message) -> Option<String> {
         serde_json::Value::String(text) => text.clone(),
         other => other.to_string(),
     };
-    let mut kept: String = answer.chars().take(RESTORED_TOOL_ANSWER_CHARS).collect();
-    if kept.len() < answer.len() {
+    Some(format!("[The tool answered: {}]", cut(&answer)))
+}
+
+/// At most [`RESTORED_TOOL_ANSWER_CHARS`] of `text`, with `…` where it was cut.
+fn cut(text: &str) -> String {
+    let mut kept: String = text.chars().take(RESTORED_TOOL_ANSWER_CHARS).collect();
+    if kept.len() < text.len() {
         kept.push('…');
     }
-    Some(format!("[The tool answered: {kept}]"))
+    kept
 }

@@ -669,3 +669,54 @@ mod random_conversations {
         }
     }
 }
+
+/// A long tool call and its long answer are told to a new session cut to a readable length,
+/// each marked where it was cut.
+#[test]
+fn a_long_tool_call_and_answer_are_told_cut_to_a_readable_length() {
+    use walkie_session::transcript::RESTORED_TOOL_ANSWER_CHARS;
+    use walkie_session::{FunctionToolResultEvent, ToolOutcome, ToolResult, ToolReturnPart};
+    let mut bridge = TranscriptBridge::new("conversation-1");
+    let mut out = Vec::new();
+    let long = "x".repeat(5 * RESTORED_TOOL_ANSWER_CHARS);
+    notes_of(
+        &mut bridge,
+        &[
+            speech_starts(0, Speaker::User),
+            part_starts(
+                1,
+                Part::tool_call(ToolCallPart {
+                    tool_name: "files__write".into(),
+                    args: format!(r#"{{"text":"{long}"}}"#),
+                    tool_call_id: "call_9".into(),
+                }),
+            ),
+            SessionEvent::FunctionToolResult(Box::new(FunctionToolResultEvent {
+                result: ToolResult::ToolReturn(ToolReturnPart {
+                    tool_name: "files__write".into(),
+                    tool_call_id: "call_9".into(),
+                    content: serde_json::Value::String(long.clone()),
+                    outcome: ToolOutcome::Success,
+                }),
+            })),
+        ],
+        &mut out,
+    );
+    let told: Vec<String> = bridge.restorable().map(|(_, text)| text).collect();
+    let call = told
+        .iter()
+        .find(|text| text.starts_with("[I called the tool files__write with "))
+        .expect("the call is told");
+    let answer = told
+        .iter()
+        .find(|text| text.starts_with("[The tool answered: "))
+        .expect("the answer is told");
+    for text in [call, answer] {
+        assert!(
+            text.chars().count() < RESTORED_TOOL_ANSWER_CHARS + 60,
+            "{} characters",
+            text.chars().count()
+        );
+        assert!(text.contains('…'), "marked where it was cut");
+    }
+}

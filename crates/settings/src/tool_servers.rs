@@ -54,6 +54,12 @@ impl ToolServer {
         (scheme.starts_with("http://") || scheme == "https://").then_some(command)
     }
 
+    /// What is wrong with the server's address (said after "the address of …"), when the
+    /// command is an address; `None` otherwise.
+    pub fn address_problem(&self) -> Option<String> {
+        address_problem(self.address()?)
+    }
+
     /// The program and its arguments, as the command line says them; `None` when it cannot be
     /// split (an unclosed quote) or is empty.
     pub fn program_and_args(&self) -> Option<(String, Vec<String>)> {
@@ -104,8 +110,8 @@ pub fn tool_servers_problem(servers: &[ToolServer]) -> Option<String> {
         if server.command.trim().is_empty() {
             return Some(format!("enter the command that starts {which}"));
         }
-        if let Some(address) = server.address() {
-            if let Some(problem) = address_problem(address) {
+        if server.address().is_some() {
+            if let Some(problem) = server.address_problem() {
                 return Some(format!("the address of {which} {problem}"));
             }
             continue;
