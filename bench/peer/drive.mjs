@@ -7,19 +7,19 @@
 // Prints one JSON object: the client, when its turns began and ended, and when each commit was
 // sent (Unix ms). report.mjs times the turns from the provider's trace and the detector's.
 
+import { parseArgs } from "node:util";
 import { chromium } from "playwright-core";
 
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .join(" ")
-    .split(/\s*--/)
-    .filter(Boolean)
-    .map((pair) => {
-      const [name, ...value] = pair.split(/\s+/);
-      return [name, value.join(" ")];
-    }),
-);
+const { values: args } = parseArgs({
+  options: {
+    base: { type: "string" },
+    token: { type: "string" },
+    mic: { type: "string" },
+    turns: { type: "string" },
+    "held-ms": { type: "string" },
+    chromium: { type: "string" },
+  },
+});
 const turns = Number(args.turns ?? 20);
 const heldMs = Number(args["held-ms"] ?? 1500);
 for (const needed of ["base", "token", "mic"]) {
