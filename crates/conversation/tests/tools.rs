@@ -335,6 +335,56 @@ fn two_calls_in_one_response_are_both_answered_before_the_reply_is_asked_for() {
 }
 
 #[test]
+fn a_call_answered_before_its_response_made_the_next_one_does_not_start_the_reply() {
+    let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
+    let response = "resp_many";
+    call.server(1_000, &response_created(response));
+    call.server(
+        1_001,
+        &function_call_added(response, "item_a", "call_a", "add"),
+    );
+    call.server(
+        1_002,
+        &function_arguments_done(response, "item_a", "call_a", "add", "{}"),
+    );
+    // The first tool answers before the model has made its second call.
+    let first = call.input(
+        1_003,
+        Input::ToolFinished {
+            call_id: "call_a".to_owned(),
+            result: Ok(json!(1)),
+        },
+    );
+    assert_eq!(sent_types(&first), ["conversation.item.create"]);
+    call.server(
+        1_004,
+        &function_call_added(response, "item_b", "call_b", "add"),
+    );
+    call.server(
+        1_005,
+        &function_arguments_done(response, "item_b", "call_b", "add", "{}"),
+    );
+    let done = call.server(1_006, &response_done(response, "completed"));
+    assert!(
+        !sent_types(&done).contains(&"response.create"),
+        "the reply waits for the second call's answer: {:?}",
+        sent_types(&done)
+    );
+    let second = call.input(
+        1_100,
+        Input::ToolFinished {
+            call_id: "call_b".to_owned(),
+            result: Ok(json!(2)),
+        },
+    );
+    assert_eq!(
+        sent_types(&second),
+        ["conversation.item.create", "response.create"],
+        "one reply, for both answers"
+    );
+}
+
+#[test]
 fn a_call_waiting_for_the_user_when_the_call_drops_has_its_card_closed() {
     let mut call = Call::ready_with_tools(vec![tool("echo", ToolPolicy::Ask)]);
     model_calls(&mut call, 1_000, "call_1", "echo", "{}");

@@ -143,6 +143,9 @@ pub struct TurnController {
     /// Calls of outside tools asked of the caller and not yet answered, by call id (with the
     /// tool's name): the reply waits for all of them.
     pub(super) outside_calls: BTreeMap<String, String>,
+    /// Every call was answered while a response was still active (it may make more calls):
+    /// the reply is asked for when it ends.
+    pub(super) tool_reply_owed: bool,
 
     /// The user's last turn was typed (not spoken): its answer may be text alone.
     last_turn_typed: bool,
@@ -180,6 +183,7 @@ impl TurnController {
             audibility: Audibility::default(),
             parts: ItemParts::default(),
             outside_calls: BTreeMap::new(),
+            tool_reply_owed: false,
             last_turn_typed: false,
             queued_create_text_only: false,
             latest_ms: 0,
@@ -226,6 +230,7 @@ impl TurnController {
         self.responses.channel_closed();
         // An answer could only go to the session that asked: the calls end with it.
         self.outside_calls.clear();
+        self.tool_reply_owed = false;
         self.finish_pending_response(now_ms);
         self.apply_pending_mode();
     }

@@ -546,7 +546,8 @@ impl TurnController {
     }
 
     /// Tells the model what its call of `tool_name` gave (`function_call_output`, and the
-    /// session's result event), then asks for the reply once no other call waits.
+    /// session's result event), then asks for the reply once no other call waits and no
+    /// response that could still make one is active.
     pub(super) fn answer_tool_call(
         &mut self,
         call_id: String,
@@ -571,8 +572,13 @@ impl TurnController {
             previous_item_id: None,
             item: Item::function_call_output(call_id, output),
         });
-        if self.outside_calls.is_empty() {
+        if !self.outside_calls.is_empty() {
+            return;
+        }
+        if self.responses.can_create() {
             self.request_response();
+        } else {
+            self.tool_reply_owed = true;
         }
     }
 
@@ -643,6 +649,13 @@ impl TurnController {
         }
         self.audibility.forget_cut_if(|cut| done.is(cut));
         self.flush_queued_create();
+        if self.tool_reply_owed && self.outside_calls.is_empty() {
+            self.tool_reply_owed = false;
+            // A create that just went out (the user spoke meanwhile) answers the tools too.
+            if self.responses.can_create() {
+                self.request_response();
+            }
+        }
     }
 
     // ----------------------------------------------------------------------------------------
