@@ -28,6 +28,8 @@ const { listen } = window.__TAURI__.event;
 
 const statusLine = document.getElementById("status");
 const pttButton = document.getElementById("ptt");
+/** The microphone's latest level reading, for the talk control's ring. */
+let lastMicReading = null;
 const handsFree = document.getElementById("hands-free");
 const settingsDialog = createSettingsDialog(document.getElementById("settings"), invoke, {
   onSaved: (settings) => showTalkMode(settings),
@@ -93,7 +95,9 @@ function showTalkControl() {
 // A problem's sentence and its one action go to the banner under the header.
 function showStatus(status) {
   if (!renderStatus(statusLine, status)) return;
-  if (status.state !== "listening") pttButton.style.setProperty("--mic-level", "0");
+  // Readings come only when the level moves, so a press shows the last one at once.
+  const ring = status.state === "listening" && lastMicReading ? ringLevel(lastMicReading) : 0;
+  pttButton.style.setProperty("--mic-level", ring.toFixed(2));
   renderBanner(banner, status);
   const action = connectAction(status.state);
   connectButton.textContent = action.label;
@@ -124,6 +128,7 @@ if (latest) showStatus(latest);
 await listen(LEVEL_EVENT, (event) => {
   renderLevel(meters, event.payload);
   if (event.payload.direction !== "input") return;
+  lastMicReading = event.payload;
   const level = statusLine.dataset.state === "listening" ? ringLevel(event.payload) : 0;
   pttButton.style.setProperty("--mic-level", level.toFixed(2));
 });

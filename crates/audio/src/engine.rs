@@ -58,7 +58,7 @@ pub const DEFAULT_PRE_ROLL_MS: u32 = 300;
 /// the hop through the app to wobble without the device running dry.
 pub const DEFAULT_PLAYOUT_CUSHION_MS: u32 = 20;
 /// Level readings per second for the UI.
-pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 30;
+pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 15;
 
 /// How long a worker sleeps at most between looks at its rings: one Opus frame. Messages wake
 /// a worker at once (a press, a delta to play, a packet that starts a talkspurt), so the tick
@@ -219,7 +219,7 @@ pub enum EngineEvent {
         direction: DeviceDirection,
         reason: String,
     },
-    /// About 30 times a second per direction, for the UI.
+    /// [`DEFAULT_METER_READINGS_PER_SECOND`] times a second per direction, for the UI.
     Level {
         direction: DeviceDirection,
         level: Level,

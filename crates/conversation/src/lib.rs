@@ -13,6 +13,7 @@
 
 mod input;
 mod machine;
+mod meters;
 mod output;
 mod redial;
 mod restore;
@@ -22,6 +23,7 @@ mod tools;
 
 pub use input::{EngineInput, Input, LevelReading, TransportInput};
 pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
+pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
 pub use output::{Output, Record};
 pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};

@@ -14,6 +14,7 @@ use walkie_session::{
 };
 
 use crate::input::{EngineInput, Input, TransportInput};
+use crate::meters::Meters;
 use crate::output::{Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
@@ -132,6 +133,8 @@ pub struct Conversation {
     turn_ended_at_ms: Option<u64>,
     /// The status last put out, so only changes go out.
     shown: Option<StatusEvent>,
+    /// What the level meters show, so only readings that move them go out.
+    meters: Meters,
     /// The assistant item the audio being played belongs to.
     playing_item: Option<String>,
     /// What every call of the conversation was billed so far.
@@ -183,6 +186,7 @@ impl Conversation {
             reply_slow: false,
             turn_ended_at_ms: None,
             shown: None,
+            meters: Meters::default(),
             playing_item: None,
             outputs: VecDeque::from([Output::Spending(spending.clone())]),
             spending,
@@ -693,7 +697,9 @@ impl Conversation {
                 }
             }
             EngineInput::Level { direction, level } => {
-                self.outputs.push_back(Output::Level { direction, level })
+                if self.meters.moves(direction, level) {
+                    self.outputs.push_back(Output::Level { direction, level });
+                }
             }
         }
     }

@@ -11,8 +11,8 @@ use turn_support::{
     response_done, server_error, server_vad,
 };
 use walkie_conversation::{
-    ConnectionState, DeviceDirection, EngineInput, Input, LevelReading, Output, Record,
-    StatusAction, StatusEvent, TransportInput, sentence,
+    ConnectionState, DeviceDirection, EngineInput, Input, LevelReading, METER_FLOOR_DBFS,
+    METER_STEP_DB, Output, Record, StatusAction, StatusEvent, TransportInput, sentence,
 };
 use walkie_openai::SessionConfig;
 use walkie_session::AudioChunk;
@@ -640,6 +640,52 @@ fn sent_audio_goes_to_the_store_and_levels_to_the_meters() {
             ..
         }]
     ));
+}
+
+#[test]
+fn a_meter_is_told_only_the_readings_that_move_it_by_a_step() {
+    let mut call = Call::ready();
+    let told = |call: &mut Call, now_ms: u64, direction: DeviceDirection, rms_dbfs: f32| {
+        let outputs = call.input(
+            now_ms,
+            Input::Engine(EngineInput::Level {
+                direction,
+                level: LevelReading {
+                    rms_dbfs,
+                    peak_dbfs: rms_dbfs + 6.0,
+                },
+            }),
+        );
+        outputs
+            .iter()
+            .any(|output| matches!(output, Output::Level { direction: shown, .. } if *shown == direction))
+    };
+    use DeviceDirection::{Input as Mic, Output as Speaker};
+    assert!(
+        told(&mut call, 100, Mic, -30.0),
+        "the first reading is shown"
+    );
+    assert!(
+        !told(&mut call, 133, Mic, -30.4),
+        "less than a step moves nothing"
+    );
+    assert!(
+        told(&mut call, 166, Mic, -30.0 - METER_STEP_DB),
+        "a step moves the meter"
+    );
+    assert!(
+        told(&mut call, 200, Speaker, -30.0),
+        "each meter keeps its own step"
+    );
+    assert!(told(&mut call, 233, Mic, -90.0), "silence is shown");
+    assert!(
+        !told(&mut call, 266, Mic, METER_FLOOR_DBFS - 20.0),
+        "below the meter's floor looks the same as the floor"
+    );
+    assert!(
+        !told(&mut call, 300, Mic, f32::NAN),
+        "a reading without a level reads as silence"
+    );
 }
 
 #[test]
