@@ -22,7 +22,9 @@
 //! peer benchmark (bench/peer/run.sh): Walkie is switched in Settings to the provider at
 //! BASE_URL (its token as the key), the voice plays into the microphone for the whole run, and
 //! TURNS push-to-talk turns of 1.5 s are made; it prints what bench/peer/report.mjs reads (the
-//! run's start and end), which times the turns from the provider's trace and one detector.
+//! run's start and end, which the report times from the provider's trace and one detector; the
+//! CPU time of Walkie's processes over the turns, their PSS idle and while a reply plays, and a
+//! bare WebKitGTK window's PSS as the floor).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -225,6 +227,8 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
         .into_samples::<i16>()
         .collect::<Result<_, _>>()
         .expect("16-bit samples");
+    // The floor under Walkie's memory, in the same run.
+    let bare_webview_kib = bare_webview_memory().await;
     let dirs = support::AppDirs::fresh("bench_peer");
     let secrets = support::SecretService::start(&dirs);
     let app = WebviewApp::launch_with(
@@ -267,15 +271,39 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
         .take(voice.len() * repeats)
         .collect();
     let talking = std::thread::spawn(move || PulseStream::speak_into_microphone(&words));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // As drive.mjs measures Chromium: idle 3 s after connecting (the microphone live), CPU
+    // over the turns, PSS 1 s into the middle turn's reply.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pss_idle_kib = pss_kib(&app.app_pids());
+    let mut pss_idle_kib_by_process = std::collections::BTreeMap::<String, u64>::new();
+    for pid in app.app_pids() {
+        *pss_idle_kib_by_process
+            .entry(process_name(pid))
+            .or_default() += pss_kib(&[pid]);
+    }
+    let cpu_before = cpu_ms_by_pid(&app.app_pids());
+    let mut pss_talking_kib = 0;
     let started_unix_ms = unix_ms_now();
-    for _ in 0..turns {
+    for turn in 0..turns {
         support::space(&client, true).await;
         tokio::time::sleep(HELD).await;
         support::space(&client, false).await;
-        tokio::time::sleep(REPLY).await;
+        if turn == turns / 2 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            pss_talking_kib = pss_kib(&app.app_pids());
+            tokio::time::sleep(REPLY - Duration::from_secs(1)).await;
+        } else {
+            tokio::time::sleep(REPLY).await;
+        }
     }
     let ended_unix_ms = unix_ms_now();
+    // Summed by process name, so the report can say which part of the tree used it.
+    let mut cpu_ms_by_process = std::collections::BTreeMap::<String, f64>::new();
+    for (pid, ms) in cpu_ms_by_pid(&app.app_pids()) {
+        *cpu_ms_by_process.entry(process_name(pid)).or_default() +=
+            ms - cpu_before.get(&pid).copied().unwrap_or(0.0);
+    }
+    let cpu_used_ms: f64 = cpu_ms_by_process.values().sum();
     app.run(|_| async {}).await;
     talking.join().expect("the microphone feed");
     println!(
@@ -286,6 +314,12 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
             "turns": turns,
             "startedUnixMs": started_unix_ms,
             "endedUnixMs": ended_unix_ms,
+            "cpuMs": cpu_used_ms,
+            "cpuMsByProcess": cpu_ms_by_process,
+            "pssIdleKib": pss_idle_kib,
+            "pssIdleKibByProcess": pss_idle_kib_by_process,
+            "pssTalkingKib": pss_talking_kib,
+            "bareWebviewPssKib": bare_webview_kib,
         })
     );
 }
@@ -402,6 +436,12 @@ impl Drop for TimedRecorder {
     }
 }
 
+/// What `/proc/PID/comm` calls a process (its name, cut to 15 bytes).
+fn process_name(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map_or_else(|_| format!("pid {pid}"), |name| name.trim().to_owned())
+}
+
 /// The summed proportional set size of `pids`, in KiB.
 fn pss_kib(pids: &[u32]) -> u64 {
     pids.iter()
@@ -421,6 +461,32 @@ fn pss_kib(pids: &[u32]) -> u64 {
                 .collect::<Vec<_>>()
         })
         .sum()
+}
+
+/// CPU time used so far by each of `pids` that still runs, in milliseconds (utime + stime, as
+/// bench/peer/proc.mjs reads Chromium's).
+fn cpu_ms_by_pid(pids: &[u32]) -> std::collections::HashMap<u32, f64> {
+    let ticks_per_second: f64 = String::from_utf8(
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .expect("getconf (libc-bin)")
+            .stdout,
+    )
+    .ok()
+    .and_then(|text| text.trim().parse().ok())
+    .expect("getconf CLK_TCK prints a number");
+    pids.iter()
+        .filter_map(|&pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The fields after the command name; utime and stime are the 12th and 13th of them.
+            let after_name = &stat[stat.rfind(')')? + 2..];
+            let mut fields = after_name.split(' ').skip(11);
+            let utime: f64 = fields.next()?.parse().ok()?;
+            let stime: f64 = fields.next()?.parse().ok()?;
+            Some((pid, (utime + stime) * 1000.0 / ticks_per_second))
+        })
+        .collect()
 }
 
 fn report(what: &str, samples: &[Duration]) {

@@ -1,6 +1,8 @@
 // The peer benchmark's detector: records the virtual speaker (a PulseAudio sink's monitor)
-// and writes, one per line, the time (Unix ms) each 5 ms window louder than -50 dBFS began,
-// until it is ended (SIGTERM). Every client of a run is timed by this one process.
+// and writes, one per line, the time (Unix ms) each 5 ms window louder than -50 dBFS began and
+// the window's number in the recording (consecutive numbers are adjacent windows, so a gap in
+// them is sound that stopped), until it is ended (SIGTERM). Every client of a run is timed by
+// this one process.
 //
 //   node detect.mjs OUT [SINK]      (SINK defaults to spk)
 
@@ -17,6 +19,7 @@ const windowSamples = rateHz / 200;
 const threshold = 32768 * 10 ** (-50 / 20);
 const written = createWriteStream(out);
 let pending = Buffer.alloc(0);
+let windowsBefore = 0;
 const parec = spawn(
   "parec",
   ["-d", `${sink}.monitor`, "--raw", "--format=s16le", `--rate=${rateHz}`, "--channels=1", "--latency-msec=10"],
@@ -36,10 +39,12 @@ parec.stdout.on("data", (chunk) => {
     }
     if (Math.sqrt(sumSquares / windowSamples) >= threshold) {
       const samplesAfter = samples - window * windowSamples;
-      written.write(`${(arrivedUnixMs - (samplesAfter * 1000) / rateHz).toFixed(2)}\n`);
+      const beganUnixMs = arrivedUnixMs - (samplesAfter * 1000) / rateHz;
+      written.write(`${beganUnixMs.toFixed(2)} ${windowsBefore + window}\n`);
     }
   }
   pending = pending.subarray(windows * windowSamples * 2);
+  windowsBefore += windows;
 });
 // Ready once the recorder runs: run.sh waits for this line before any client starts.
 parec.stdout.once("data", () => console.error("detect.mjs: recording"));

@@ -5,10 +5,13 @@
 //                  [--chromium /usr/bin/chromium]
 //
 // Prints one JSON object: the client, when its turns began and ended, and when each commit was
-// sent (Unix ms). report.mjs times the turns from the provider's trace and the detector's.
+// sent (Unix ms); what Chromium's processes (every descendant of this one) cost: CPU time over
+// the turns and PSS idle (3 s after connecting) and while a reply plays (1 s into the middle
+// turn's reply). report.mjs times the turns from the provider's trace and the detector's.
 
 import { parseArgs } from "node:util";
 import { chromium } from "playwright-core";
+import { cpuMsByPid, cpuMsByProcessSince, pssKib, treeOf } from "./proc.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -46,20 +49,66 @@ const browser = await chromium.launch({
   ],
 });
 const version = browser.version();
-const startedUnixMs = nowUnixMs();
+/** Chromium's processes: everything this driver started. */
+const chromiumTree = () => treeOf(process.pid).filter((pid) => pid !== process.pid);
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+let startedUnixMs;
+let endedUnixMs;
+let cpuMsByProcess;
+let receivingBefore;
+let receivingAfter;
+let pssIdleKib;
+let pssTalkingKib;
 const sent = [];
 try {
   const page = await browser.newPage();
   page.on("console", (message) => console.error(`page: ${message.text()}`));
   await page.goto(new URL("client.html", import.meta.url).href);
   await page.evaluate(([base, token]) => window.peer.connect(base, token), [args.base, args.token]);
+  await pause(3000);
+  pssIdleKib = pssKib(chromiumTree());
+  const cpuBefore = cpuMsByPid(chromiumTree());
+  receivingBefore = await page.evaluate(() => window.peer.receiving());
+  startedUnixMs = nowUnixMs();
   for (let turn = 0; turn < turns; turn += 1) {
-    sent.push((await page.evaluate((held) => window.peer.turn(held), heldMs)).commitSentUnixMs);
+    const done = page.evaluate((held) => window.peer.turn(held), heldMs);
+    if (turn === Math.floor(turns / 2)) {
+      await pause(heldMs + 1000);
+      pssTalkingKib = pssKib(chromiumTree());
+    }
+    sent.push((await done).commitSentUnixMs);
+  }
+  endedUnixMs = nowUnixMs();
+  receivingAfter = await page.evaluate(() => window.peer.receiving());
+  const after = chromiumTree();
+  cpuMsByProcess = cpuMsByProcessSince(cpuBefore, after);
+  if (after.length !== cpuBefore.size) {
+    console.error(`drive.mjs: Chromium had ${cpuBefore.size} processes before the turns, ${after.length} after`);
   }
 } finally {
   await browser.close();
 }
-const endedUnixMs = nowUnixMs();
 console.log(
-  JSON.stringify({ client: "Chromium", version, turns, startedUnixMs, endedUnixMs, commitSentUnixMs: sent }),
+  JSON.stringify({
+    client: "Chromium",
+    version,
+    turns,
+    startedUnixMs,
+    endedUnixMs,
+    commitSentUnixMs: sent,
+    cpuMs: Object.values(cpuMsByProcess).reduce((sum, ms) => sum + ms, 0),
+    cpuMsByProcess,
+    pssIdleKib,
+    pssTalkingKib,
+    // Over the turns: the jitter buffer's mean delay, and what it concealed (audible: not
+    // counting the silence it plays once the reply has ended).
+    jitterBufferDelayMs:
+      (1000 * (receivingAfter.jitterBufferDelay - receivingBefore.jitterBufferDelay)) /
+      (receivingAfter.jitterBufferEmittedCount - receivingBefore.jitterBufferEmittedCount),
+    concealedAudibleSamples:
+      receivingAfter.concealedSamples -
+      receivingAfter.silentConcealedSamples -
+      (receivingBefore.concealedSamples - receivingBefore.silentConcealedSamples),
+    concealmentEvents: receivingAfter.concealmentEvents - receivingBefore.concealmentEvents,
+  }),
 );

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The peer benchmark (issue 18), first part: Walkie and a browser client, one after the other
+# The peer benchmark (issue 18): Walkie and a browser client, one after the other
 # in one run, against the same local provider, timed by the same detector. Chromium (Debian's package, headed in an
 # Xvfb display, as headless Chromium plays no sound; driven by playwright-core: drive.mjs) runs
 # client.html for TURNS push-to-talk turns; its
@@ -9,7 +9,10 @@
 # trace's time), the first audible sample after it at the sink gives commit → first audible
 # sample; the trace's replies.jsonl gives the provider's part of it (report.mjs). Walkie
 # (benches/app.rs --peer: the release app in its own Xvfb, switched to this provider in
-# Settings, the same voice played into the "mic" sink it records) makes the same turns.
+# Settings, the same voice played into the "mic" sink it records) makes the same turns. Each
+# driver also measures its client's process tree (CPU over the turns, PSS idle and talking);
+# floor.mjs measures pacat + parec moving the same audio, and the Walkie side a bare WebKitGTK
+# window, as floors in the same run.
 #
 #   bench/peer/run.sh [TURNS]     (default 20; prints a table and writes target/bench-peer/)
 #
@@ -62,8 +65,10 @@ xvfb-run -a node bench/peer/drive.mjs --base "http://127.0.0.1:$port" --token "$
   --mic "$work/voice.wav" --turns "$turns" >"$work/chromium.json"
 cargo bench --locked --bench app -- --peer "http://127.0.0.1:$port" "$token" "$work/voice.wav" \
   "$turns" | grep '^{' >"$work/walkie.json"
+node bench/peer/floor.mjs "$work/voice.wav" 30 >"$work/floor.json"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 kill -TERM "$detector_pid"
 wait "$detector_pid" || true
 node bench/peer/report.mjs --trace "$work/trace" --loud "$work/loud.txt" \
-  --load-before "$load_before" --load-after "$load_after" "$work/chromium.json" "$work/walkie.json"
+  --load-before "$load_before" --load-after "$load_after" --floor "$work/floor.json" \
+  "$work/chromium.json" "$work/walkie.json"
