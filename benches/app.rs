@@ -274,13 +274,13 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
     // As drive.mjs measures Chromium: idle 3 s after connecting (the microphone live), CPU
     // over the turns, PSS 1 s into the middle turn's reply.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let pss_idle_kib = pss_kib(&app.app_pids());
     let mut pss_idle_kib_by_process = std::collections::BTreeMap::<String, u64>::new();
     for pid in app.app_pids() {
         *pss_idle_kib_by_process
             .entry(process_name(pid))
             .or_default() += pss_kib(&[pid]);
     }
+    let pss_idle_kib: u64 = pss_idle_kib_by_process.values().sum();
     let cpu_before = cpu_ms_by_pid(&app.app_pids());
     let mut pss_talking_kib = 0;
     let started_unix_ms = unix_ms_now();

@@ -2,7 +2,7 @@
 // provider received during a client's run (its trace), the first loud window the detector
 // heard after it (detect.mjs) gives commit → first audible sample; the provider's trace also
 // says when the reply's first packet left, so the client's part is told from the provider's.
-// A reply's dropouts are the silences of 5–200 ms inside it (the voice has none, so each is
+// A reply's dropouts are the silences of 5–195 ms inside it (the voice has none, so each is
 // audio that came late to the sink); a longer silence ends the reply. Then what each client's
 // processes cost (drive.mjs, benches/app.rs --peer) beside the floors (floor.mjs, the bare
 // WebKitGTK window), and the ratios the issue asks for.
@@ -77,7 +77,7 @@ const rows = results.map((result) => {
   const provider = sent.map((at, index) => at - received[index]);
   const client = heard.map((latency, index) => latency - provider[index]).filter((latency) => !Number.isNaN(latency));
   const seconds = (result.endedUnixMs - result.startedUnixMs) / 1000;
-  return { result, latencies, provider, client, dropouts, droppedWindows, cpuMsPerS: result.cpuMs / seconds };
+  return { result, seconds, latencies, provider, client, dropouts, droppedWindows, cpuMsPerS: result.cpuMs / seconds };
 });
 
 const mib = (kib) => `${(kib / 1024).toFixed(1)} MiB`;
@@ -109,8 +109,7 @@ if (walkie?.result.bareWebviewPssKib) {
   console.log(`| floor: a bare WebKitGTK window | — | ${mib(walkie.result.bareWebviewPssKib)} | — |`);
 }
 // Where each tree's CPU went, by process name, largest first.
-for (const { result } of rows) {
-  const seconds = (result.endedUnixMs - result.startedUnixMs) / 1000;
+for (const { result, seconds } of rows) {
   const parts = Object.entries(result.cpuMsByProcess ?? {})
     .sort(([, a], [, b]) => b - a)
     .map(([name, ms]) => `${name} ${(ms / seconds).toFixed(1)}`);
