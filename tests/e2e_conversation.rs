@@ -268,6 +268,18 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
         support::screenshot(&client, "barge_in").await;
         // Held past the 400 ms a stop-only tap may last: the press is a turn of its own.
         tokio::time::sleep(Duration::from_millis(700)).await;
+        let speaker_meter = client
+            .execute(
+                "return document.getElementById('output-level').value;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            speaker_meter.as_f64(),
+            Some(-60.0),
+            "the cut reply's meter fell with its sound"
+        );
         support::space(&client, false).await;
         // The second, silent turn gets its (silent) echo; then all is quiet.
         wait_for(&client, "#transcript", |text| {

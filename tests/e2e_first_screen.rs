@@ -130,6 +130,51 @@ async fn e2e_holding_space_sends_the_microphone_and_the_user_turn_appears_in_the
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_holding_enter_on_the_focused_talk_control_talks_like_holding_space() {
+    let app = WebviewApp::launch("enter_push_to_talk").await;
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        // A keyboard user reaches the control with Tab; here it is focused directly.
+        client
+            .execute("document.getElementById('ptt').focus();", vec![])
+            .await
+            .unwrap();
+        let enter = |down: bool| {
+            let enter: char = Key::Enter.into();
+            KeyActions::new("keyboard".into()).then(if down {
+                KeyAction::Down { value: enter }
+            } else {
+                KeyAction::Up { value: enter }
+            })
+        };
+        client.perform_actions(enter(true)).await.unwrap();
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        let ptt = client.find(Locator::Id("ptt")).await.unwrap();
+        assert_eq!(
+            ptt.attr("aria-pressed").await.unwrap().as_deref(),
+            Some("true"),
+            "Enter held on the control presses it"
+        );
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        client.perform_actions(enter(false)).await.unwrap();
+        let said = wait_for(
+            &client,
+            "#transcript article.message[data-role='user'] .message-text",
+            |text| text.ends_with(" s of silence]"),
+        )
+        .await;
+        assert!(said.starts_with('['), "{said:?}");
+        wait_for(
+            &client,
+            "#transcript article.message[data-role='assistant'] .message-text",
+            |text| text.contains("played your"),
+        )
+        .await;
+    })
+    .await;
+}
+
 /// Waits until a form field holds something; returns it.
 async fn wait_for_value(client: &fantoccini::Client, css: &str) -> String {
     let deadline = std::time::Instant::now() + support::UI_TIMEOUT;

@@ -39,10 +39,13 @@ export function createPushToTalk(onChange) {
 const EDITABLE = new Set(["INPUT", "TEXTAREA", "SELECT"]);
 
 /**
- * Whether a keyboard event is the talk key: Space, not typed into a field or an open dialog.
+ * Whether a keyboard event is the talk key: Space, not typed into a field or an open dialog;
+ * or Enter on the talk control itself (marked `data-talk-control`), which a keyboard user
+ * reaches with Tab and expects to work like a held button.
  * @param {{ code?: string, key?: string, target?: any }} event
  */
 export function isTalkKey(event) {
+  if (event.key === "Enter") return event.target?.dataset?.talkControl !== undefined;
   if (event.code !== "Space" && event.key !== " ") return false;
   return isForThePage(event);
 }

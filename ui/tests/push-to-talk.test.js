@@ -51,6 +51,14 @@ test("other keys are not the talk key", () => {
   assert.equal(isTalkKey({ code: "KeyT", key: "t", target: element("BODY") }), false);
 });
 
+test("Enter is the talk key on the talk control only", () => {
+  const talkControl = element("BUTTON", { dataset: { talkControl: "" } });
+  assert.equal(isTalkKey({ code: "Enter", key: "Enter", target: talkControl }), true);
+  assert.equal(isTalkKey({ code: "NumpadEnter", key: "Enter", target: talkControl }), true);
+  assert.equal(isTalkKey({ code: "Enter", key: "Enter", target: element("BUTTON", { dataset: {} }) }), false);
+  assert.equal(isTalkKey({ code: "Enter", key: "Enter", target: null }), false);
+});
+
 test("Space typed into a field or inside an open dialog is text, not talk", () => {
   assert.equal(isTalkKey({ code: "Space", key: " ", target: element("INPUT") }), false);
   assert.equal(isTalkKey({ code: "Space", key: " ", target: element("TEXTAREA") }), false);

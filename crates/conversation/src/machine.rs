@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 
 use walkie_session::transcript::{BridgeNote, TranscriptBridge};
 use walkie_session::turn::{
-    ControllerOutput, PressMode, ToolError, ToolRegistry, TurnConfig, TurnController, TurnMode,
-    UiHint, UserMessage,
+    AudioCommand, ControllerOutput, PressMode, ToolError, ToolRegistry, TurnConfig, TurnController,
+    TurnMode, UiHint, UserMessage,
 };
 use walkie_session::{
     Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
@@ -669,7 +669,10 @@ impl Conversation {
                 }
                 controller.playback_progress(&item_id, played_ms)
             }
-            EngineInput::Drained => controller.playback_drained(now_ms),
+            EngineInput::Drained => {
+                controller.playback_drained(now_ms);
+                self.rest_meter(DeviceDirection::Output);
+            }
             EngineInput::DeviceFellBack {
                 direction,
                 using,
@@ -701,6 +704,13 @@ impl Conversation {
                     self.outputs.push_back(Output::Level { direction, level });
                 }
             }
+        }
+    }
+
+    /// Rests the `direction` meter at its floor once its sound has stopped.
+    fn rest_meter(&mut self, direction: DeviceDirection) {
+        if let Some(level) = self.meters.rest(direction) {
+            self.outputs.push_back(Output::Level { direction, level });
         }
     }
 
@@ -864,7 +874,12 @@ impl Conversation {
         while let Some(output) = self.controller.poll_output() {
             match output {
                 ControllerOutput::Send(event) => self.outputs.push_back(Output::Send(event)),
-                ControllerOutput::Audio(command) => self.outputs.push_back(Output::Audio(command)),
+                ControllerOutput::Audio(command) => {
+                    self.outputs.push_back(Output::Audio(command));
+                    if command == AudioCommand::FlushPlayback {
+                        self.rest_meter(DeviceDirection::Output);
+                    }
+                }
                 // Near the cap the session is renewed, not announced.
                 ControllerOutput::Hint(
                     UiHint::SessionEndingSoon { .. } | UiHint::SessionLimitReached,

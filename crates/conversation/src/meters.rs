@@ -33,6 +33,17 @@ impl Meters {
         *shown = Some(step);
         true
     }
+
+    /// The reading that rests the `direction` meter at its floor, if it shows more: a meter
+    /// falls when its sound stops (a flushed or drained speaker), not with the next reading,
+    /// which may not come for a long while.
+    pub(crate) fn rest(&mut self, direction: DeviceDirection) -> Option<LevelReading> {
+        let floor = LevelReading {
+            rms_dbfs: METER_FLOOR_DBFS,
+            peak_dbfs: METER_FLOOR_DBFS,
+        };
+        self.moves(direction, floor).then_some(floor)
+    }
 }
 
 /// The meter step of an RMS level: clamped to the meter's scale (a NaN reads as silence).

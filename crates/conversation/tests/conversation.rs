@@ -689,6 +689,55 @@ fn a_meter_is_told_only_the_readings_that_move_it_by_a_step() {
 }
 
 #[test]
+fn the_speaker_meter_falls_to_its_floor_when_a_barge_in_flushes_the_reply_and_when_it_drains() {
+    let speaker_readings = |outputs: &[Output]| -> Vec<f32> {
+        outputs
+            .iter()
+            .filter_map(|output| match output {
+                Output::Level {
+                    direction: DeviceDirection::Output,
+                    level,
+                } => Some(level.rms_dbfs),
+                _ => None,
+            })
+            .collect()
+    };
+    let reply_loud = |call: &mut Call, now_ms: u64| {
+        let outputs = call.input(
+            now_ms,
+            Input::Engine(EngineInput::Level {
+                direction: DeviceDirection::Output,
+                level: LevelReading {
+                    rms_dbfs: -12.0,
+                    peak_dbfs: -3.0,
+                },
+            }),
+        );
+        assert_eq!(speaker_readings(&outputs), [-12.0]);
+    };
+
+    let mut call = reply_audible();
+    reply_loud(&mut call, 2_400);
+    let outputs = call.press(3_000);
+    assert_eq!(
+        speaker_readings(&outputs),
+        [METER_FLOOR_DBFS],
+        "the flush silences the speaker at once, so its meter falls with it"
+    );
+
+    let mut call = reply_audible();
+    reply_loud(&mut call, 2_400);
+    let outputs = call.input(3_000, Input::Engine(EngineInput::Drained));
+    assert_eq!(speaker_readings(&outputs), [METER_FLOOR_DBFS]);
+    let outputs = call.input(3_100, Input::Engine(EngineInput::Drained));
+    assert_eq!(
+        speaker_readings(&outputs),
+        [] as [f32; 0],
+        "a meter already at rest is not told again"
+    );
+}
+
+#[test]
 fn hanging_up_closes_the_open_messages_on_the_screen_and_on_disk_alike() {
     let mut call = reply_audible();
     let outputs = call.input(3_000, Input::HangUp);
