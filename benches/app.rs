@@ -95,15 +95,18 @@ async fn launches() {
 /// The argument that makes this binary the bare webview instead of the bench.
 const BARE_WEBVIEW: &str = "--bare-webview";
 
-/// A GTK window holding a WebKitGTK webview (default settings, as Walkie's) with one line of
-/// text: what any app on this webview pays before doing anything.
+/// A GTK window holding a WebKitGTK webview (painting without GL, as Walkie's) with one line
+/// of text: what any app on this webview pays before doing anything.
 fn bare_webview() {
     use gtk::prelude::*;
-    use webkit2gtk::WebViewExt;
+    use webkit2gtk::{HardwareAccelerationPolicy, SettingsExt, WebViewExt};
     gtk::init().expect("GTK starts on the bench's display");
     let window = gtk::Window::new(gtk::WindowType::Toplevel);
     window.set_default_size(480, 720);
     let webview = webkit2gtk::WebView::new();
+    if let Some(settings) = WebViewExt::settings(&webview) {
+        settings.set_hardware_acceleration_policy(HardwareAccelerationPolicy::Never);
+    }
     webview.load_html("<!doctype html><p>A bare webview.</p>", None);
     window.add(&webview);
     window.show_all();

@@ -120,6 +120,31 @@ pub fn show_main_window(app: &AppHandle) {
     }
 }
 
+/// The main window paints its page on the CPU, not through GL.
+///
+/// Why: without a GPU driver, WebKitGTK composites through Mesa's software rasteriser, and
+/// that cost Walkie's window several times what its audio and call cost together while a
+/// reply streamed (docs/benchmarks.md, "The browser peer"). The page is text, a meter and a
+/// button; painting it directly is cheap with or without a GPU.
+#[cfg(target_os = "linux")]
+pub fn paint_without_gl(app: &AppHandle) {
+    let Some(window) = app.get_webview_window("main") else {
+        return;
+    };
+    let painted = window.with_webview(|webview| {
+        use webkit2gtk::{HardwareAccelerationPolicy, SettingsExt, WebViewExt};
+        if let Some(settings) = WebViewExt::settings(&webview.inner()) {
+            settings.set_hardware_acceleration_policy(HardwareAccelerationPolicy::Never);
+        }
+    });
+    if let Err(error) = painted {
+        log::warn!("the window keeps painting through GL: {error}");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn paint_without_gl(_app: &AppHandle) {}
+
 /// One Walkie per user session: a second launch brings the first one's window forward and
 /// exits. It goes through the D-Bus session bus; without one, each launch runs on its own.
 pub fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {

@@ -633,6 +633,7 @@ pub fn run() {
                 }
                 Err(error) => log::warn!("no tray icon: {error}"),
             }
+            desktop::paint_without_gl(app.handle());
             closing::exit_on_signals(app.handle().clone());
             let settings = app.state::<SettingsState>().current();
             let data_dir = app.state::<SettingsState>().data_dir.clone();

@@ -557,15 +557,36 @@ pub async fn screenshot(client: &Client, name: &str) {
     step(|| format!("the screenshot {name}.png"));
     // WebKitWebDriver captures the last frame painted, which can be older than the page: wait
     // for two frames (or half a second, if none comes) first.
+    //
+    // Painted without GL (as the app does), WebKitWebDriver's screenshot waits for a paint
+    // after it was asked, and a page where nothing changes never paints again: so the harness
+    // repaints one pixel in the corner (two transparent colours: nothing shows) every 20 ms
+    // for the next two seconds, while the screenshot is taken.
     client
         .execute_async(
             "const done = arguments[arguments.length - 1];
+             let pixel = document.getElementById('walkie-harness-repaint');
+             if (!pixel) {
+               pixel = document.createElement('div');
+               pixel.id = 'walkie-harness-repaint';
+               pixel.setAttribute('aria-hidden', 'true');
+               pixel.style.cssText = 'position:fixed;left:0;top:0;width:1px;height:1px;pointer-events:none;background-color:rgba(0,0,0,0)';
+               document.documentElement.appendChild(pixel);
+             }
+             clearInterval(pixel.repainting);
+             const until = Date.now() + 2000;
+             pixel.repainting = setInterval(() => {
+               pixel.style.backgroundColor =
+                 pixel.style.backgroundColor === 'rgba(0, 0, 0, 0)' ? 'rgba(255, 255, 255, 0)' : 'rgba(0, 0, 0, 0)';
+               if (Date.now() > until) clearInterval(pixel.repainting);
+             }, 20);
              const timer = setTimeout(done, 500);
              requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(timer); done(); }));",
             vec![],
         )
         .await
         .expect("waiting for a frame");
+    step(|| format!("the screenshot {name}.png, taken after the frame"));
     let png = client
         .screenshot()
         .await
