@@ -8,9 +8,9 @@
 //! - **Uplink**: capture (down-mixed in the callback) → resample to 48 kHz → the echo
 //!   canceller, with echo cancellation on (its reference is what the speaker stream played,
 //!   tapped where samples leave for the device; [`EngineEvent::EchoCanceller`] says when it can
-//!   be trusted) → the warm mic's pre-roll while nobody talks, or 20 ms frames → Opus → the
-//!   [`FrameSink`] the app connects
-//!   to the transport. [`AudioCommand::OpenCapture`] first sends the pre-roll (the moment
+//!   be trusted; [`AudioCommand::CancelEcho`] pauses and resumes it) → the warm mic's pre-roll
+//!   while nobody talks, or 20 ms frames → Opus → the [`FrameSink`] the app connects to the
+//!   transport. [`AudioCommand::OpenCapture`] first sends the pre-roll (the moment
 //!   before the press), [`AudioCommand::GateMic`] replaces the microphone by silence (half
 //!   duplex without an echo canceller) in what is sent and in the pre-roll alike, so a press
 //!   never sends what the mic heard while gated, and the privacy option keeps the device closed
@@ -317,6 +317,7 @@ enum UpMsg {
     OpenCapture { pre_roll_ms: u64 },
     CloseCapture,
     GateMic { gated: bool },
+    CancelEcho { on: bool },
     Shutdown,
 }
 
@@ -504,6 +505,7 @@ impl Engine {
             AudioCommand::OpenCapture { pre_roll_ms } => UpMsg::OpenCapture { pre_roll_ms },
             AudioCommand::CloseCapture => UpMsg::CloseCapture,
             AudioCommand::GateMic { gated } => UpMsg::GateMic { gated },
+            AudioCommand::CancelEcho { on } => UpMsg::CancelEcho { on },
         };
         self.up.send(message);
     }
@@ -930,6 +932,9 @@ struct Uplink {
     framer: Framer,
     /// Echo cancellation asked for, with noise suppression or not.
     echo_wanted: bool,
+    /// The canceller is paused ([`AudioCommand::CancelEcho`]): the microphone goes out as
+    /// captured.
+    echo_paused: bool,
     noise_suppression: bool,
     /// The canceller and the speaker's tap it reads, once a speaker stream opened.
     echo: Option<UplinkEcho>,
@@ -967,6 +972,7 @@ impl Uplink {
             device_buf: Vec::with_capacity(device_samples),
             call_buf: Vec::with_capacity(device_samples * 2),
             echo_wanted: config.echo_cancellation,
+            echo_paused: false,
             noise_suppression: config.noise_suppression,
             echo: None,
             echo_out: Vec::with_capacity(device_samples * 2),
@@ -1012,6 +1018,7 @@ impl Uplink {
                 self.pump();
                 self.gated = gated;
             }
+            UpMsg::CancelEcho { on } => self.pause_echo(!on),
             UpMsg::Shutdown => return false,
         }
         true
@@ -1180,6 +1187,9 @@ impl Uplink {
         if let Some(reference) = new_reference {
             self.use_reference(reference);
         }
+        if self.echo_paused {
+            return;
+        }
         let Some(echo) = self.echo.as_mut() else {
             return;
         };
@@ -1200,6 +1210,27 @@ impl Uplink {
                 return;
             }
         }
+        self.tell_echo_events();
+    }
+
+    /// Pauses the canceller (the microphone then goes out as captured) or runs it again. A
+    /// paused one is no longer trusted; run again, it relearns the path, and what the speaker
+    /// played meanwhile is skipped as a stale tap.
+    fn pause_echo(&mut self, paused: bool) {
+        if self.echo_paused == paused {
+            return;
+        }
+        // What was captured so far goes through as the canceller stood.
+        self.pump();
+        self.echo_paused = paused;
+        if paused && let Some(echo) = self.echo.as_mut() {
+            echo.stage.path_changed();
+            self.tell_echo_events();
+        }
+    }
+
+    /// Tells the app what the canceller's trust became, if it changed.
+    fn tell_echo_events(&mut self) {
         while let Some(event) = echo_event(&mut self.echo) {
             if let Some(echo) = &self.echo {
                 let stats = echo.stage.stats();

@@ -757,7 +757,7 @@ fn engines_started_and_dropped_one_after_another_leave_no_sound_server_connectio
 /// the canceller was trusted (from its `converged: true` to its `converged: false`, if any),
 /// and how many frames the playback underran by (each gap moves the echo the canceller learnt).
 fn reply_heard_by_its_own_microphone(
-    echo_cancellation: bool,
+    canceller: Canceller,
 ) -> (Vec<Vec<f32>>, Vec<std::ops::Range<usize>>, u64) {
     let monitor = list_devices(DeviceDirection::Input)
         .expect("the devices are listed")
@@ -765,18 +765,32 @@ fn reply_heard_by_its_own_microphone(
         .find(|device| device.id.ends_with("spk.monitor"))
         .expect("the speaker's monitor is listed")
         .id;
-    reply_heard_by(Some(monitor), echo_cancellation)
+    reply_heard_by(Some(monitor), canceller)
+}
+
+/// How the engine's echo canceller stands for a run.
+#[derive(Clone, Copy, PartialEq)]
+enum Canceller {
+    /// Not in the engine's configuration.
+    Off,
+    /// Configured, and running.
+    On,
+    /// Configured, and paused as push-to-talk pauses it.
+    Paused,
 }
 
 fn reply_heard_by(
     input_device: Option<String>,
-    echo_cancellation: bool,
+    canceller: Canceller,
 ) -> (Vec<Vec<f32>>, Vec<std::ops::Range<usize>>, u64) {
     let running = start(EngineConfig {
         input_device,
-        echo_cancellation,
+        echo_cancellation: canceller != Canceller::Off,
         ..EngineConfig::default()
     });
+    if canceller == Canceller::Paused {
+        running.engine.apply(AudioCommand::CancelEcho { on: false });
+    }
     running.wait_for_devices(true);
     running
         .engine
@@ -818,9 +832,25 @@ fn reply_heard_by(
 }
 
 #[test]
+fn a_paused_echo_canceller_sends_what_the_mic_hears_and_is_never_trusted() {
+    let _sinks = one_at_a_time();
+    let (sent, trusted, _) = reply_heard_by_its_own_microphone(Canceller::Paused);
+    let at_speech_level = sent
+        .iter()
+        .filter(|frame| rms_dbfs(frame) >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
+        .count();
+    assert_eq!(trusted, [], "a paused canceller is never trusted");
+    assert!(
+        at_speech_level > 200,
+        "paused, the canceller takes nothing out: {at_speech_level} of {} frames at speech level",
+        sent.len()
+    );
+}
+
+#[test]
 fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller_has_learnt_it() {
     let _sinks = one_at_a_time();
-    let (raw, never, _) = reply_heard_by_its_own_microphone(false);
+    let (raw, never, _) = reply_heard_by_its_own_microphone(Canceller::Off);
     let raw_at_speech_level = raw
         .iter()
         .filter(|frame| rms_dbfs(frame) >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
@@ -839,7 +869,7 @@ fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller
     let mut attempt = 0;
     let (cleaned, trusted, trusted_frames, leaked) = loop {
         attempt += 1;
-        let (cleaned, trusted, underrun_frames) = reply_heard_by_its_own_microphone(true);
+        let (cleaned, trusted, underrun_frames) = reply_heard_by_its_own_microphone(Canceller::On);
         let trusted_frames: usize = trusted.iter().map(|range| range.len()).sum();
         let leaked: Vec<(usize, f32)> = trusted
             .iter()

@@ -137,6 +137,8 @@ pub struct Conversation {
     meters: Meters,
     /// The assistant item the audio being played belongs to.
     playing_item: Option<String>,
+    /// What this call's engine was told of its echo canceller (`None`: nothing yet).
+    echo_cancelling: Option<bool>,
     /// What every call of the conversation was billed so far.
     spending: Spending,
     budget_usd: Option<f64>,
@@ -188,6 +190,7 @@ impl Conversation {
             shown: None,
             meters: Meters::default(),
             playing_item: None,
+            echo_cancelling: None,
             outputs: VecDeque::from([Output::Spending(spending.clone())]),
             spending,
             budget_usd: config.budget_usd,
@@ -400,6 +403,8 @@ impl Conversation {
             }
             Input::ServerText(text) => controller.server_text(&text, now_ms),
             Input::Transport(TransportInput::Open) => {
+                // Each call starts its own engine: it is told afresh.
+                self.echo_cancelling = None;
                 controller.data_channel_open(now_ms);
                 if std::mem::take(&mut self.restore_on_open) {
                     let so_far: Vec<(walkie_agui::Role, String)> =
@@ -707,6 +712,19 @@ impl Conversation {
         }
     }
 
+    /// The echo canceller runs while the call's turns are hands-free, where the microphone is
+    /// sent while a reply plays; with push-to-talk a press flushes the reply first, so it is
+    /// paused (it costs more than the rest of the audio path together). The mode the
+    /// controller applies counts, not the one asked for: a switch waits for the turn under way.
+    fn tell_echo_canceller(&mut self) {
+        let on = matches!(self.controller.config().mode, TurnMode::HandsFree(_));
+        if self.echo_cancelling != Some(on) {
+            self.echo_cancelling = Some(on);
+            self.outputs
+                .push_back(Output::Audio(AudioCommand::CancelEcho { on }));
+        }
+    }
+
     /// Rests the `direction` meter at its floor once its sound has stopped.
     fn rest_meter(&mut self, direction: DeviceDirection) {
         if let Some(level) = self.meters.rest(direction) {
@@ -782,6 +800,9 @@ impl Conversation {
         }
         if self.renew_due && self.phase == Phase::InCall && self.is_quiet() {
             self.renew(now_ms);
+        }
+        if self.phase == Phase::InCall {
+            self.tell_echo_canceller();
         }
         if self.phase == Phase::InCall && self.state() == ConnectionState::Thinking {
             let since_ms = *self.thinking_since_ms.get_or_insert(now_ms);

@@ -118,7 +118,12 @@ fn hands_free_listens_all_the_time_and_says_so() {
     let mut config = TurnConfig::hands_free(SessionConfig::default(), server_vad(None));
     config.echo_canceller = true;
     let mut call = Call::placed_with(config);
-    call.input(0, Input::Transport(TransportInput::Open));
+    let outputs = call.input(0, Input::Transport(TransportInput::Open));
+    assert_eq!(
+        audio_commands(&outputs),
+        [AudioCommand::CancelEcho { on: true }],
+        "the call's engine runs its echo canceller from the start"
+    );
     let outputs = call.server(50, &turn_support::session_updated_with_transcription());
     listens_hands_free(&outputs);
     assert_eq!(
@@ -570,14 +575,35 @@ fn played(outputs: &[Output]) -> Vec<String> {
 }
 
 #[test]
-fn switching_to_hands_free_keeps_the_call_and_opens_the_microphone() {
+fn switching_to_hands_free_keeps_the_call_opens_the_microphone_and_runs_the_echo_canceller() {
     let mut call = Call::ready();
     let outputs = call.set_mode(1_000, TurnMode::HandsFree(server_vad(None)));
     assert_eq!(sent_types(&outputs), ["session.update"]);
-    listens_hands_free(&outputs);
+    assert_eq!(
+        audio_commands(&outputs),
+        [
+            AudioCommand::OpenCapture { pre_roll_ms: 0 },
+            AudioCommand::CancelEcho { on: true }
+        ],
+        "the microphone opens, and the echo canceller runs while a reply may be talked over"
+    );
+    assert_eq!(
+        last_status(&outputs),
+        status(
+            Listening,
+            "Listening (Test provider): just talk; Walkie answers when you pause."
+        )
+    );
     let outputs = call.set_mode(2_000, TurnMode::PushToTalk(PressMode::Hold));
     assert_eq!(sent_types(&outputs), ["session.update"]);
-    assert_eq!(audio_commands(&outputs), [AudioCommand::CloseCapture]);
+    assert_eq!(
+        audio_commands(&outputs),
+        [
+            AudioCommand::CloseCapture,
+            AudioCommand::CancelEcho { on: false }
+        ],
+        "push-to-talk pauses the echo canceller"
+    );
     assert_eq!(
         last_status(&outputs),
         status(

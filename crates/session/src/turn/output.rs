@@ -74,6 +74,14 @@ pub enum AudioCommand {
         /// Whether the microphone is replaced by silence.
         gated: bool,
     },
+    /// Run the echo canceller (when the settings allow one) or pause it. It costs more than
+    /// the rest of the audio path together, and only a microphone that is sent while a reply
+    /// plays needs it: hands-free. A paused canceller is not trusted ([`Self::GateMic`] then
+    /// keeps the echo out, as without one).
+    CancelEcho {
+        /// Whether the canceller runs.
+        on: bool,
+    },
 }
 
 /// Something the user should see.
