@@ -78,15 +78,7 @@ async fn e2e_holding_space_sends_the_microphone_and_the_user_turn_appears_in_the
             ptt.attr("aria-pressed").await.unwrap().as_deref(),
             Some("false")
         );
-        // Nobody spoke into the (virtual) microphone: the local provider describes the silence
-        // it received, in the user's turn that opened at the press, and answers.
-        let said = wait_for(
-            &client,
-            "#transcript article.message[data-role='user'] .message-text",
-            |text| text.ends_with(" s of silence]"),
-        )
-        .await;
-        assert!(said.starts_with('['), "{said:?}");
+        let said = the_silence_sent_is_described(&client).await;
         assert_eq!(
             rendered_text(
                 &client,
@@ -158,13 +150,7 @@ async fn e2e_holding_enter_on_the_focused_talk_control_talks_like_holding_space(
         );
         tokio::time::sleep(Duration::from_millis(400)).await;
         client.perform_actions(enter(false)).await.unwrap();
-        let said = wait_for(
-            &client,
-            "#transcript article.message[data-role='user'] .message-text",
-            |text| text.ends_with(" s of silence]"),
-        )
-        .await;
-        assert!(said.starts_with('['), "{said:?}");
+        the_silence_sent_is_described(&client).await;
         wait_for(
             &client,
             "#transcript article.message[data-role='assistant'] .message-text",
@@ -173,6 +159,19 @@ async fn e2e_holding_enter_on_the_focused_talk_control_talks_like_holding_space(
         .await;
     })
     .await;
+}
+
+/// Nobody spoke into the (virtual) microphone: the local provider describes the silence it
+/// received, in the user's turn that opened at the press. Returns that description.
+async fn the_silence_sent_is_described(client: &fantoccini::Client) -> String {
+    let said = wait_for(
+        client,
+        "#transcript article.message[data-role='user'] .message-text",
+        |text| text.ends_with(" s of silence]"),
+    )
+    .await;
+    assert!(said.starts_with('['), "{said:?}");
+    said
 }
 
 /// Waits until a form field holds something; returns it.
