@@ -831,14 +831,19 @@ fn reply_heard_by(
     (decode_all(&frames), trusted, stats.playback_xrun_frames)
 }
 
+/// How many of the sent frames the provider's voice detection would take for speech.
+fn frames_at_speech_level(frames: &[Vec<f32>]) -> usize {
+    frames
+        .iter()
+        .filter(|frame| rms_dbfs(frame) >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
+        .count()
+}
+
 #[test]
 fn a_paused_echo_canceller_sends_what_the_mic_hears_and_is_never_trusted() {
     let _sinks = one_at_a_time();
     let (sent, trusted, _) = reply_heard_by_its_own_microphone(Canceller::Paused);
-    let at_speech_level = sent
-        .iter()
-        .filter(|frame| rms_dbfs(frame) >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
-        .count();
+    let at_speech_level = frames_at_speech_level(&sent);
     assert_eq!(trusted, [], "a paused canceller is never trusted");
     assert!(
         at_speech_level > 200,
@@ -851,10 +856,7 @@ fn a_paused_echo_canceller_sends_what_the_mic_hears_and_is_never_trusted() {
 fn with_echo_cancellation_the_reply_the_mic_hears_is_not_sent_once_the_canceller_has_learnt_it() {
     let _sinks = one_at_a_time();
     let (raw, never, _) = reply_heard_by_its_own_microphone(Canceller::Off);
-    let raw_at_speech_level = raw
-        .iter()
-        .filter(|frame| rms_dbfs(frame) >= walkie_dsp::testkit::room::VAD_THRESHOLD_DBFS)
-        .count();
+    let raw_at_speech_level = frames_at_speech_level(&raw);
     assert_eq!(never, [], "no canceller, never trusted");
     assert!(
         raw_at_speech_level > 200,
