@@ -1,31 +1,36 @@
 // Runs walkie-agui's criterion benchmark and the official AG-UI 1.0 verifier (@ag-ui/client
-// 1.0.0 under node) on the same 1 M events, and prints both throughputs and their ratio.
+// 1.0.0 under node) on the same 1 M events, in memory and from JSON text, and prints both
+// throughputs, their ratios and the machine's load.
 //
 //   cd bench/agui && npm ci && node compare.mjs            # runs cargo bench, then node
 //   node compare.mjs --skip-cargo                          # reuse the last cargo bench run
 //
-// The criterion bench writes the events it measures (AGUI_BENCH_EVENTS_OUT) and its estimates
-// (target/…/criterion); this script reads both, so the two sides see identical events. The
-// official side runs the client's own consumer stages, transformChunks → verifyEvents, exactly
-// as AbstractAgent.runAgent chains them. Its reducer (defaultApplyEvents) clones the history on
+// The criterion bench writes the events it measures as JSON lines (AGUI_BENCH_EVENTS_OUT), the
+// very text its decoding bench reads, and its estimates (target/…/criterion); this script reads
+// both, so the two sides see identical events. The official side runs the client's own consumer
+// stages, transformChunks → verifyEvents, exactly as AbstractAgent.runAgent chains them: on the
+// parsed objects (in memory), and on the text lines with JSON.parse ahead of them (from text,
+// as Walkie's push_json is timed). Its reducer (defaultApplyEvents) clones the history on
 // every event, which makes it quadratic, so it is timed on a 10 000-event prefix for information
 // only; the ratio compares Walkie's verify + assemble against the official verify alone, which
 // favours the official side.
 
 import { spawnSync } from "node:child_process";
+import { loadavg } from "node:os";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { count, from, lastValueFrom } from "rxjs";
+import { count, from, lastValueFrom, map } from "rxjs";
 import { AbstractAgent, defaultApplyEvents, transformChunks, verifyEvents } from "@ag-ui/client";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../..");
 const targetDir = process.env.CARGO_TARGET_DIR ? resolve(process.env.CARGO_TARGET_DIR) : join(repo, "target/agui");
-const eventsPath = join(targetDir, "agui-bench-events.json");
+const eventsPath = join(targetDir, "agui-bench-events.jsonl");
 const OFFICIAL_RUNS = 5;
 const APPLY_PREFIX_EVENTS = 10_000;
 
+const loadBefore = loadavg();
 if (!process.argv.includes("--skip-cargo")) {
   const cargo = spawnSync("cargo", ["bench", "-p", "walkie-agui", "--bench", "verify_assemble"], {
     cwd: repo,
@@ -47,12 +52,14 @@ function criterionMeanNs(benchName) {
   }
 }
 
-const events = JSON.parse(readFileSync(eventsPath, "utf8"));
+const lines = readFileSync(eventsPath, "utf8").split("\n");
+const events = lines.map((line) => JSON.parse(line));
 const eventCount = events.length;
 
-async function officialVerifyMs(input) {
+async function officialVerifyMs(input, parse = false) {
   const started = performance.now();
-  const seen = await lastValueFrom(from(input).pipe(transformChunks(), verifyEvents(), count()));
+  const parsed = parse ? from(input).pipe(map((line) => JSON.parse(line))) : from(input);
+  const seen = await lastValueFrom(parsed.pipe(transformChunks(), verifyEvents(), count()));
   const elapsed = performance.now() - started;
   if (seen !== input.length) throw new Error(`official verifier passed ${seen} of ${input.length} events`);
   return elapsed;
@@ -81,6 +88,11 @@ const verifyTimes = [];
 for (let run = 0; run < OFFICIAL_RUNS; run += 1) verifyTimes.push(await officialVerifyMs(events));
 const officialRate = perSecond(eventCount, median(verifyTimes));
 
+await officialVerifyMs(lines, true);
+const fromTextTimes = [];
+for (let run = 0; run < OFFICIAL_RUNS; run += 1) fromTextTimes.push(await officialVerifyMs(lines, true));
+const officialFromTextRate = perSecond(eventCount, median(fromTextTimes));
+
 const prefix = events.slice(0, APPLY_PREFIX_EVENTS);
 await officialApplyMs(prefix);
 const applyRate = perSecond(prefix.length, await officialApplyMs(prefix));
@@ -100,8 +112,18 @@ for (const { label, rate } of rows) {
   console.log(`  ${label.padEnd(44)} ${rate === undefined ? "(not measured)" : millions(rate)}`);
 }
 console.log(`  ${"official transformChunks+verifyEvents".padEnd(44)} ${millions(officialRate)} (median of ${OFFICIAL_RUNS})`);
+console.log(`  ${"official JSON.parse+transformChunks+verify".padEnd(44)} ${millions(officialFromTextRate)} (median of ${OFFICIAL_RUNS})`);
 console.log(`  ${`official +defaultApplyEvents (${APPLY_PREFIX_EVENTS} prefix)`.padEnd(44)} ${millions(applyRate)}`);
 const consumer = rows[0].rate;
 if (consumer !== undefined) {
-  console.log(`  ratio walkie verify+assemble / official verify: ${(consumer / officialRate).toFixed(1)}x`);
+  console.log(`  ratio in memory, walkie verify+assemble / official verify: ${(consumer / officialRate).toFixed(1)}x (goal >= 10x)`);
 }
+const fromText = rows[2].rate;
+if (fromText !== undefined) {
+  console.log(
+    `  ratio from text, walkie decode+verify+assemble / official JSON.parse+verify: ${(fromText / officialFromTextRate).toFixed(1)}x (goal >= 3x)`,
+  );
+}
+const loadAfter = loadavg();
+const loads = (load) => load.map((value) => value.toFixed(2)).join(" ");
+console.log(`  machine load (1, 5, 15 min): ${loads(loadBefore)} before, ${loads(loadAfter)} after`);

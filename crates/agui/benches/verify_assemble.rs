@@ -1,7 +1,8 @@
 //! Verify + assemble throughput on a 1 M-event synthetic spoken conversation (written by the
 //! real TranscriptWriter), consumer and strict mode, plus decode + verify + assemble from JSON
-//! text for scale. `AGUI_BENCH_EVENTS_OUT=path` also writes the same events as a JSON array, for
-//! bench/agui/compare.mjs to feed the official @ag-ui/client verifier.
+//! text. `AGUI_BENCH_EVENTS_OUT=path` also writes the same events as JSON lines, the very text
+//! the decoding bench reads, for bench/agui/compare.mjs to feed the official @ag-ui/client
+//! verifier.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -25,15 +26,14 @@ fn verify_and_assemble(events: &[Event], mode: Mode) -> Consumer {
 
 fn bench(criterion: &mut Criterion) {
     let events = synthetic::conversation(EVENTS);
-    if let Ok(path) = std::env::var("AGUI_BENCH_EVENTS_OUT") {
-        let json = serde_json::to_string(&events).expect("events serialise");
-        std::fs::write(&path, json).expect("the events file is writable");
-        eprintln!("wrote {} events to {path}", events.len());
-    }
     let lines: Vec<String> = events
         .iter()
         .map(|event| serde_json::to_string(event).expect("serialises"))
         .collect();
+    if let Ok(path) = std::env::var("AGUI_BENCH_EVENTS_OUT") {
+        std::fs::write(&path, lines.join("\n")).expect("the events file is writable");
+        eprintln!("wrote {} events to {path}", events.len());
+    }
 
     let mut group = criterion.benchmark_group("agui");
     group

@@ -5,14 +5,16 @@
 //! because the protocol needs three things serde's defaults do not give: an explicit `null` on an
 //! optional field is a schema error (serde maps it to `None`), a bad field must be named in the
 //! violation (the conformance file checks `field`), and an unknown event type must pass through
-//! instead of failing the stream. Encoding is derived: camelCase fields, `type` in
-//! SCREAMING_SNAKE_CASE, optional fields omitted.
+//! instead of failing the stream. (From text, the per-token events take a faster way that only
+//! ever accepts what this decoder accepts: `text_event`.) Encoding is derived: camelCase fields,
+//! `type` in SCREAMING_SNAKE_CASE, optional fields omitted.
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::message::Message;
+use crate::text_event::TextEvent;
 
 /// A JSON object: the shape of `metadata` and of unknown events.
 pub type JsonObject = Map<String, Value>;
@@ -324,6 +326,9 @@ impl Event {
 
     /// Decodes one event from its JSON text.
     pub fn from_json_str(text: &str) -> Result<Event, SchemaError> {
+        if let Some(event) = TextEvent::parse(text) {
+            return Ok(event.into_event());
+        }
         let value: Value = serde_json::from_str(text).map_err(|error| SchemaError {
             field: None,
             message: format!("the event is not valid JSON: {error}"),
@@ -437,6 +442,21 @@ impl<'de> Deserialize<'de> for Event {
         let value = Value::deserialize(deserializer)?;
         Event::from_value(&value).map_err(serde::de::Error::custom)
     }
+}
+
+/// A `timestamp` as AG-UI 1.0 bounds it: an integer within ±[`MAX_SAFE_INTEGER`].
+pub(crate) fn checked_timestamp(number: &serde_json::Number) -> Option<i64> {
+    // JSON has one number type: `1.0` is the integer 1 to a JavaScript producer.
+    let integer = match number.as_i64() {
+        Some(integer) => integer,
+        None => match number.as_f64() {
+            Some(float) if float.fract() == 0.0 && float.abs() <= MAX_SAFE_INTEGER as f64 => {
+                float as i64
+            }
+            _ => return None,
+        },
+    };
+    (integer.unsigned_abs() <= MAX_SAFE_INTEGER.unsigned_abs()).then_some(integer)
 }
 
 /// A known field of an event is missing, `null`, or of the wrong shape.
@@ -591,21 +611,7 @@ impl<'a> Fields<'a> {
         let Value::Number(number) = value else {
             return Err(not_integer());
         };
-        // JSON has one number type: `1.0` is the integer 1 to a JavaScript producer.
-        let integer = if let Some(integer) = number.as_i64() {
-            integer
-        } else {
-            match number.as_f64() {
-                Some(float) if float.fract() == 0.0 && float.abs() <= MAX_SAFE_INTEGER as f64 => {
-                    float as i64
-                }
-                _ => return Err(not_integer()),
-            }
-        };
-        if integer.abs() > MAX_SAFE_INTEGER {
-            return Err(not_integer());
-        }
-        Ok(Some(integer))
+        checked_timestamp(number).map(Some).ok_or_else(not_integer)
     }
 
     fn messages(&self, field: &str) -> Result<Option<Vec<Message>>, SchemaError> {

@@ -108,33 +108,33 @@ impl ChunkExpander {
         F: FnMut(Op<'_>) -> Result<(), Violation>,
     {
         match event {
-            Event::TextMessageContent(content) => {
-                self.close_lane(content.subagent_run_id.as_deref(), emit)?;
-                emit(Op::Content {
+            Event::TextMessageContent(content) => self.pass_text(
+                Op::Content {
                     message_id: &content.message_id,
                     delta: &content.delta,
                     owner: content.subagent_run_id.as_deref(),
                     metadata: content.metadata.as_ref(),
-                })
-            }
-            Event::TextMessageStart(start) => {
-                self.close_lane(start.subagent_run_id.as_deref(), emit)?;
-                emit(Op::Start {
+                },
+                emit,
+            ),
+            Event::TextMessageStart(start) => self.pass_text(
+                Op::Start {
                     message_id: &start.message_id,
                     role: start.role,
                     name: start.name.as_deref(),
                     owner: start.subagent_run_id.as_deref(),
                     metadata: start.metadata.as_ref(),
-                })
-            }
-            Event::TextMessageEnd(end) => {
-                self.close_lane(end.subagent_run_id.as_deref(), emit)?;
-                emit(Op::End {
+                },
+                emit,
+            ),
+            Event::TextMessageEnd(end) => self.pass_text(
+                Op::End {
                     message_id: &end.message_id,
                     owner: end.subagent_run_id.as_deref(),
                     metadata: end.metadata.as_ref(),
-                })
-            }
+                },
+                emit,
+            ),
             Event::TextMessageChunk(chunk) => self.chunk(chunk, event_index, emit),
             Event::RunStarted(started) => {
                 self.close_all(emit)?;
@@ -182,6 +182,20 @@ impl ChunkExpander {
                 }
             },
         }
+    }
+
+    /// Passes an explicit START, CONTENT or END on, after closing its lane's pending chunk
+    /// stream (the explicit spelling ends the compact one).
+    pub fn pass_text<F>(&mut self, op: Op<'_>, emit: &mut F) -> Result<(), Violation>
+    where
+        F: FnMut(Op<'_>) -> Result<(), Violation>,
+    {
+        let owner = match op {
+            Op::Start { owner, .. } | Op::Content { owner, .. } | Op::End { owner, .. } => owner,
+            _ => unreachable!("pass_text is only given START, CONTENT or END ops"),
+        };
+        self.close_lane(owner, emit)?;
+        emit(op)
     }
 
     fn close_lane<F>(&mut self, owner: Option<&str>, emit: &mut F) -> Result<(), Violation>

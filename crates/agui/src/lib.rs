@@ -20,6 +20,7 @@ mod id_index;
 pub mod message;
 pub mod stream;
 pub mod synthetic;
+mod text_event;
 pub mod verify;
 pub mod violation;
 pub mod writer;

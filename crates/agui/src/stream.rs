@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use crate::assemble::Assembler;
 use crate::event::Event;
-use crate::expand::ChunkExpander;
+use crate::expand::{ChunkExpander, Op};
 use crate::message::Message;
+use crate::text_event::TextEvent;
 use crate::verify::{Mode, Verifier};
 use crate::violation::{Rule, Violation};
 
@@ -34,22 +35,26 @@ impl Consumer {
 
     /// Takes the next event of the stream.
     pub fn push(&mut self, event: &Event) -> Result<(), Violation> {
+        self.take(|expander, stages| {
+            expander.expand(event, stages.event_index, &mut |op| stages.emit(op))
+        })
+    }
+
+    /// Runs one input event through the stages: `expand` hands its ops to [`Stages::emit`].
+    fn take<X>(&mut self, expand: X) -> Result<(), Violation>
+    where
+        X: FnOnce(&mut ChunkExpander, &mut Stages<'_>) -> Result<(), Violation>,
+    {
         if let Some(failure) = &self.failure {
             return Err(failure.clone());
         }
-        let event_index = self.events_seen;
+        let mut stages = Stages {
+            verifier: &mut self.verifier,
+            assembler: &mut self.assembler,
+            event_index: self.events_seen,
+        };
         self.events_seen += 1;
-        let Consumer {
-            expander,
-            verifier,
-            assembler,
-            ..
-        } = self;
-        let result = expander.expand(event, event_index, &mut |op| {
-            verifier.check(&op, event_index)?;
-            assembler.apply(&op);
-            Ok(())
-        });
+        let result = expand(&mut self.expander, &mut stages);
         if let Err(violation) = &result {
             self.failure = Some(violation.clone());
         }
@@ -66,6 +71,14 @@ impl Consumer {
 
     /// Takes the next event as JSON text; text that does not decode is a SCHEMA violation.
     pub fn push_json(&mut self, text: &str) -> Result<(), Violation> {
+        // The per-token events go straight from the text to their op (see `text_event`).
+        if self.failure.is_none()
+            && let Some(event) = TextEvent::parse(text)
+        {
+            return self.take(|expander, stages| {
+                expander.pass_text(event.op(), &mut |op| stages.emit(op))
+            });
+        }
         match Event::from_json_str(text) {
             Ok(event) => self.push(&event),
             Err(error) => Err(self.schema_failure(error.field, error.message)),
@@ -111,6 +124,21 @@ impl Consumer {
                 json!({ "outcome": "violation", "violation": violation_json(violation) })
             }
         }
+    }
+}
+
+/// The stages after chunk expansion, for the ops of one input event.
+struct Stages<'c> {
+    verifier: &'c mut Verifier,
+    assembler: &'c mut Assembler,
+    event_index: usize,
+}
+
+impl Stages<'_> {
+    fn emit(&mut self, op: Op<'_>) -> Result<(), Violation> {
+        self.verifier.check(&op, self.event_index)?;
+        self.assembler.apply(&op);
+        Ok(())
     }
 }
 

@@ -1,7 +1,8 @@
 //! After warm-up, verifying and assembling a CONTENT event allocates nothing: the id lookup
 //! borrows, the delta is appended in place. The only allocations left are the text buffer's own
 //! geometric growth, which is amortised (O(log n) over a message of n bytes) and is measured here
-//! too. Counted with dhat's counting global allocator.
+//! too. The same holds for a CONTENT event read from JSON text. Counted with dhat's counting
+//! global allocator.
 
 use walkie_agui::event::{TextMessageContent, TextMessageStart};
 use walkie_agui::{Consumer, Event, Mode};
@@ -86,5 +87,39 @@ fn content_events_allocate_nothing_after_warm_up() {
     assert!(
         growing <= 8,
         "{growing} allocations for 200 000 deltas: growth should be amortised"
+    );
+
+    // From JSON text (`push_json`, as agui-verify reads), a CONTENT event without escapes is
+    // read in place: nothing allocated either, once warmed up the same way.
+    let mut from_text = Consumer::new(Mode::Strict);
+    for line in [
+        r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#.to_owned(),
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"m1"}"#.to_owned(),
+        format!(
+            r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"{}"}}"#,
+            "x".repeat(64 * 1024)
+        ),
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"x"}"#.to_owned(),
+    ] {
+        from_text.push_json(&line).expect("valid");
+    }
+    let word = r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"word "}"#;
+    let steady = (0..3)
+        .map(|_| {
+            allocations_during(|| {
+                for _ in 0..3_000 {
+                    from_text.push_json(word).expect("valid");
+                }
+            })
+        })
+        .min()
+        .expect("three rounds");
+    assert_eq!(
+        steady, 0,
+        "decode + verify + assemble of a CONTENT text allocated"
+    );
+    assert_eq!(
+        from_text.messages()[0].content().map_or(0, str::len),
+        warmed_up_length + 45_000
     );
 }

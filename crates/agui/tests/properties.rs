@@ -234,6 +234,7 @@ fn arbitrary_event() -> impl Strategy<Value = Value> {
             json!(""),
             json!("hi"),
             json!("é"),
+            json!("say \"hi\"\n\u{1F600}"),
             Value::Null,
             json!(["x"]),
         ]),
@@ -259,9 +260,14 @@ fn arbitrary_event() -> impl Strategy<Value = Value> {
             json!([{"id": 5}]),
             json!("not messages"),
         ]),
+        optional(vec![
+            json!({"upstream": [1, 2]}),
+            json!("text"),
+            Value::Null,
+        ]),
     )
         .prop_map(
-            |(kind, id, role, name, delta, tag, metadata, timestamp, messages)| {
+            |(kind, id, role, name, delta, tag, metadata, timestamp, messages, raw_event)| {
                 let mut event =
                     json!({"type": kind, "threadId": "t", "runId": "r", "message": "boom"});
                 let fields = [
@@ -273,6 +279,7 @@ fn arbitrary_event() -> impl Strategy<Value = Value> {
                     ("metadata", metadata),
                     ("timestamp", timestamp),
                     ("messages", messages),
+                    ("rawEvent", raw_event),
                 ];
                 for (key, value) in fields {
                     if let Some(value) = value {
@@ -332,6 +339,26 @@ proptest! {
         // The report always has the conformance shape.
         let report = consumer.report();
         prop_assert!(report["outcome"] == "ok" || report["violation"]["rule"].is_string());
+    }
+
+    #[test]
+    fn a_stream_read_from_json_text_gets_the_verdict_and_history_of_the_same_stream_as_values(
+        events in arbitrary_stream(),
+    ) {
+        for mode in [Mode::Consumer, Mode::Strict] {
+            let mut from_values = Consumer::new(mode);
+            let mut from_text = Consumer::new(mode);
+            for event in &events {
+                let text = serde_json::to_string(event).expect("a value encodes");
+                let by_value = from_values.push_value(event);
+                prop_assert_eq!(from_text.push_json(&text), by_value);
+                prop_assert_eq!(
+                    Event::from_json_str(&text).map_err(|error| error.field),
+                    Event::from_value(event).map_err(|error| error.field)
+                );
+            }
+            prop_assert_eq!(from_text.report(), from_values.report());
+        }
     }
 
     #[test]

@@ -195,3 +195,56 @@ fn a_tool_call_event_without_its_ids_or_content_is_a_schema_error_naming_the_fie
         "content may be an array of parts"
     );
 }
+
+#[test]
+fn text_shapes_a_value_cannot_hold_are_judged_like_the_value_they_parse_to() {
+    // A JSON array is not an event, whatever it holds; the last of two equal keys counts; an
+    // escaped delta is unescaped; a lone surrogate escape is not text; a huge timestamp is no
+    // timestamp.
+    let cases: [(&str, Result<serde_json::Value, Option<&str>>); 6] = [
+        (r#"["TEXT_MESSAGE_END", "m1"]"#, Err(None)),
+        (
+            r#"{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a", "delta": "b"}"#,
+            Ok(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "b"})),
+        ),
+        (
+            r#"{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": null, "delta": "b"}"#,
+            Ok(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "b"})),
+        ),
+        (
+            " \n{\"delta\": \"say \\\"hi\\\"\\n\", \"messageId\": \"m1\", \"type\": \"TEXT_MESSAGE_CONTENT\"}",
+            Ok(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "say \"hi\"\n"})),
+        ),
+        (
+            r#"{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "\ud800"}"#,
+            Err(None),
+        ),
+        (
+            r#"{"type": "TEXT_MESSAGE_END", "messageId": "m1", "timestamp": -9223372036854775808}"#,
+            Err(Some("timestamp")),
+        ),
+    ];
+    for (text, expected) in cases {
+        let decoded = Event::from_json_str(text);
+        match expected {
+            Ok(wire) => assert_eq!(
+                serde_json::to_value(decoded.expect("decodes")).expect("encodes"),
+                wire,
+                "{text}"
+            ),
+            Err(field) => {
+                let error = decoded.expect_err(text);
+                assert_eq!(error.field.as_deref(), field, "{text}: {}", error.message);
+            }
+        }
+        let mut consumer = Consumer::new(Mode::Consumer);
+        consumer
+            .push_json(r#"{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}"#)
+            .expect("a run starts");
+        consumer
+            .push_json(r#"{"type": "TEXT_MESSAGE_START", "messageId": "m1"}"#)
+            .expect("m1 opens");
+        let pushed = consumer.push_json(text);
+        assert_eq!(pushed.is_ok(), Event::from_json_str(text).is_ok(), "{text}");
+    }
+}
