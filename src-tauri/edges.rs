@@ -417,7 +417,7 @@ impl Audio {
     pub fn inputs(&self) -> impl Iterator<Item = Input> + '_ {
         self.events
             .try_iter()
-            .map(|event| Input::Engine(engine_input(event)))
+            .filter_map(|event| engine_input(event).map(Input::Engine))
     }
 }
 
@@ -463,9 +463,9 @@ impl Clock {
     }
 }
 
-/// One engine report, as the conversation machine's input.
-fn engine_input(event: EngineEvent) -> EngineInput {
-    match event {
+/// One engine report, as the conversation machine's input; how a reply played is only logged.
+fn engine_input(event: EngineEvent) -> Option<EngineInput> {
+    let input = match event {
         EngineEvent::AssistantAudio(chunk) => EngineInput::AssistantAudio(chunk),
         EngineEvent::SentAudio(chunk) => EngineInput::SentAudio(chunk),
         EngineEvent::PlaybackProgress { item_id, played_ms } => EngineInput::PlayedProgress {
@@ -497,7 +497,12 @@ fn engine_input(event: EngineEvent) -> EngineInput {
                 peak_dbfs: level.peak_dbfs,
             },
         },
-    }
+        EngineEvent::ReplyPlayed(report) => {
+            log::info!("{report}");
+            return None;
+        }
+    };
+    Some(input)
 }
 
 /// Why a call has no sound, as a phrase for the status line.

@@ -123,6 +123,23 @@ for (const { result } of rows) {
       `concealed in ${result.concealmentEvents} concealment events`,
   );
 }
+const walkieResult = results.find((result) => result.client === "Walkie");
+const walkieReplies = walkieResult?.replies;
+if (walkieReplies && walkieReplies.length < walkieResult.turns) {
+  console.error(`report.mjs: Walkie's log reports ${walkieReplies.length} replies played, not ${walkieResult.turns}`);
+  failed = true;
+}
+if (walkieReplies) {
+  const timed = walkieReplies.map((reply) => reply.arrivalToDeviceMs).filter((value) => value !== null);
+  const total = (field) => walkieReplies.reduce((sum, reply) => sum + (reply[field] ?? 0), 0);
+  const withSilence = walkieReplies.filter((reply) => reply.silenceInsideMs > 0).length;
+  console.log(
+    `Walkie's speaker over the turns (its engine's reports): ${walkieReplies.length} replies; RTP arrival → ` +
+      `first sample handed to the device p50 ${ms(quantile(timed, 0.5))}, p95 ${ms(quantile(timed, 0.95))} ` +
+      `(${timed.length} timed); ${ms(total("silenceInsideMs"))} of silence inside ${withSilence} of them; ` +
+      `the sound server ran dry ${total("serverUnderflows")} times; ${total("concealedFrames")} frames concealed`,
+  );
+}
 if (walkie && browser) {
   const p50 = (row) => quantile(row.client, 0.5);
   const bare = walkie.result.bareWebviewPssKib;
@@ -130,6 +147,14 @@ if (walkie && browser) {
   console.log(`| client-added latency, commit → first audible sample, p50, Walkie ÷ ${browser.result.client} | ≤ 0.5 | ${ratio(p50(walkie) / p50(browser))} |`);
   console.log(`| the same at p95 | — | ${(quantile(walkie.client, 0.95) / quantile(browser.client, 0.95)).toFixed(2)} |`);
   console.log(`| dropouts at the sink over ${walkie.result.turns} turns, Walkie / ${browser.result.client} | 0 | ${walkie.dropouts} / ${browser.dropouts} |`);
+  if (walkieReplies && browser.result.jitterBufferDelayMs !== undefined) {
+    const timed = walkieReplies.map((reply) => reply.arrivalToDeviceMs).filter((value) => value !== null);
+    const silent = walkieReplies.filter((reply) => reply.silenceInsideMs > 0 || reply.serverUnderflows > 0).length;
+    console.log(
+      `| RTP arrival → device p50, Walkie ÷ ${browser.result.client}'s mean jitter-buffer delay; replies with an underrun inside (Walkie's ring or the sound server ran dry) | ≤ 1; 0 | ` +
+        `${ratio(quantile(timed, 0.5) / browser.result.jitterBufferDelayMs)}; ${silent} |`,
+    );
+  }
   console.log(`| CPU per second, Walkie ÷ ${browser.result.client} | ≤ 0.125 | ${ratio(walkie.cpuMsPerS / browser.cpuMsPerS)} |`);
   console.log(`| CPU per second, Walkie ÷ pacat + parec | ≤ 2 | ${ratio(walkie.cpuMsPerS / floor.cpuMsPerS)} |`);
   console.log(

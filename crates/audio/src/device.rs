@@ -206,6 +206,10 @@ pub struct StreamCounters {
     pub callbacks: AtomicU64,
     /// The largest callback seen, in frames: the device period actually granted.
     pub max_callback_frames: AtomicU64,
+    /// Times the sound server ran out of what this playback stream wrote (PulseAudio's
+    /// underflow): the stream's thread answered too late, and the listener heard a gap. The
+    /// ring running dry is `xrun_frames` instead; this one the engine cannot see otherwise.
+    pub server_underflows: AtomicU64,
 }
 
 impl StreamCounters {

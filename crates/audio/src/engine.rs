@@ -20,7 +20,9 @@
 //!   are the live deltas: the app hands them to the turn controller, and the session's speech
 //!   deltas come back through the [`Player`], the only way to the speaker (DESIGN.md rule 2).
 //!   The player resamples to the device rate, counts what the device actually took per item
-//!   ([`EngineEvent::PlaybackProgress`]), and flushes within one device period.
+//!   ([`EngineEvent::PlaybackProgress`]), and flushes within one device period. When a reply
+//!   stops playing it says how it went ([`EngineEvent::ReplyPlayed`]: from its first packet to
+//!   the device, and any gap inside it), so underruns show in the log, not only to the ear.
 //! - **Devices**: a chosen device that disappears falls back to the default, a default that
 //!   moves is followed, a stalled or dead stream is reopened; each is an [`EngineEvent`]. Errors
 //!   are logged from the workers, rate-limited (never from a callback).
@@ -228,6 +230,59 @@ pub enum EngineEvent {
     /// sent), or must learn a new one (`false`: another device). For
     /// `TurnController::echo_cancelled`.
     EchoCanceller { converged: bool },
+    /// A reply stopped playing (drained, or flushed by a barge-in): how it went, for the log
+    /// and the benchmarks.
+    ReplyPlayed(PlayoutReport),
+}
+
+/// How one reply played on the speaker, from the cushion ahead of it to its last sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlayoutReport {
+    /// The reply's audio the device took.
+    pub played_ms: f64,
+    /// From the arrival of the talkspurt's first RTP packet to the callback that handed the
+    /// reply's first sample to the device (the cushion included; the device's own output
+    /// latency not). `None` for a reply that did not come as RTP, or stopped before its first
+    /// sample played.
+    pub arrival_to_device_ms: Option<f64>,
+    /// Silence the device played inside the reply because the ring ran dry before more of it
+    /// was written: what a listener hears as a dropout.
+    pub silence_inside_ms: f64,
+    /// Times the sound server ran dry while the reply played (its stream's thread answered
+    /// too late): gaps a listener hears that the ring never saw.
+    pub server_underflows: u64,
+    /// What the jitter buffer did while the reply was written: frames concealed, packets that
+    /// came too late to play.
+    pub concealed_frames: u64,
+    pub late_packets: u64,
+    /// A barge-in flushed it before it ended.
+    pub flushed: bool,
+}
+
+impl std::fmt::Display for PlayoutReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = if self.flushed {
+            "was cut after"
+        } else {
+            "played"
+        };
+        write!(f, "a reply {how} {:.0} ms", self.played_ms)?;
+        if let Some(ms) = self.arrival_to_device_ms {
+            write!(
+                f,
+                "; its first sample reached the device {ms:.1} ms after its first packet arrived"
+            )?;
+        }
+        write!(
+            f,
+            "; {:.1} ms of silence inside it; the sound server ran dry {} times; {} frames \
+             concealed, {} packets late",
+            self.silence_inside_ms,
+            self.server_underflows,
+            self.concealed_frames,
+            self.late_packets
+        )
+    }
 }
 
 /// Why the engine could not start.
@@ -295,6 +350,9 @@ struct Shared {
     flusher: Mutex<Option<PlaybackFlusher>>,
     /// A new output stream's reference tap, from the downlink to the uplink's echo canceller.
     reference: Mutex<Option<PlayedReference>>,
+    /// When the first packet that may start a talkspurt arrived (set while not pacing, taken
+    /// by the downlink when the talkspurt starts): the start of [`PlayoutReport::arrival_to_device_ms`].
+    talkspurt_arrival: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -306,6 +364,12 @@ impl Shared {
 
     fn reference(&self) -> MutexGuard<'_, Option<PlayedReference>> {
         self.reference
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn talkspurt_arrival(&self) -> MutexGuard<'_, Option<Instant>> {
+        self.talkspurt_arrival
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -436,6 +500,21 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// When a callback reached the sample at stream position `frame`, from the speaker's clock
+/// (the callback's start, plus the samples ahead of it in that callback).
+fn sample_handed_at(clock: PlaybackClock, frame: u64, rate_hz: f64) -> Instant {
+    let offset = |frames: u64| Duration::from_secs_f64(frames as f64 / rate_hz);
+    if frame >= clock.frames_before_last_callback {
+        clock.last_callback_at + offset(frame - clock.frames_before_last_callback)
+    } else {
+        let earlier = offset(clock.frames_before_last_callback - frame);
+        clock
+            .last_callback_at
+            .checked_sub(earlier)
+            .unwrap_or(clock.last_callback_at)
+    }
+}
+
 fn lock_jitter(jitter: &Mutex<JitterBuffer>) -> MutexGuard<'_, JitterBuffer> {
     jitter
         .lock()
@@ -527,6 +606,7 @@ impl Engine {
         // While a talkspurt plays, the downlink wakes on its 20 ms pace and finds the packet
         // then; only a packet that may start one needs to wake it.
         if !pacing {
+            self.shared.talkspurt_arrival().get_or_insert(arrival);
             self.shared.packet_wakes.fetch_add(1, Ordering::Relaxed);
             self.down.send(DownMsg::Wake);
         }
@@ -1372,6 +1452,26 @@ struct Downlink {
     progress: Option<Progress>,
     audible: bool,
     empty_since: Option<Instant>,
+    /// The first packet's arrival of the talkspurt being decoded.
+    talkspurt_arrival: Option<Instant>,
+    /// The reply on the speaker, watched for its [`PlayoutReport`].
+    reply: Option<ReplyWatch>,
+}
+
+/// What is known of the reply on the speaker so far.
+#[derive(Debug)]
+struct ReplyWatch {
+    /// The stream position of its first sample (after the cushion).
+    start_frame: u64,
+    arrival: Option<Instant>,
+    /// When the callback that took the first sample reached it.
+    at_device: Option<Instant>,
+    /// The device's count of silence frames when last looked at.
+    silence_frames_seen: u64,
+    silence_inside_frames: u64,
+    server_underflows_at_start: u64,
+    jitter_at_start: JitterStats,
+    flushed: bool,
 }
 
 impl Downlink {
@@ -1417,6 +1517,8 @@ impl Downlink {
             progress: None,
             audible: false,
             empty_since: None,
+            talkspurt_arrival: None,
+            reply: None,
         })
     }
 
@@ -1497,6 +1599,10 @@ impl Downlink {
         self.wrote_since_epoch_check = false;
         self.audible = false;
         self.empty_since = None;
+        match (&self.playback, self.reply.as_mut()) {
+            (Some(_), Some(reply)) => reply.flushed = true,
+            _ => self.reply = None,
+        }
     }
 
     /// Takes every frame that is due out of the jitter buffer: decoded, rebuilt from FEC or
@@ -1527,6 +1633,9 @@ impl Downlink {
             let Some(decoded) = decoded else {
                 return;
             };
+            if self.next_pop.is_none() {
+                self.talkspurt_arrival = self.shared.talkspurt_arrival().take();
+            }
             let pace = match self.next_pop {
                 Some(at) if now.saturating_duration_since(at) <= MAX_CATCH_UP => at,
                 _ => now,
@@ -1578,6 +1687,15 @@ impl Downlink {
                     self.written += written as u64;
                     push_segment(&mut self.segments, &self.out_item, self.written);
                     self.audible = true;
+                    if let Some(reply) = self.reply.as_mut() {
+                        // Silence the device played since the last write was inside the
+                        // reply: more of it has come since.
+                        let silence_frames =
+                            playback.counters().xrun_frames.load(Ordering::Relaxed);
+                        reply.silence_inside_frames +=
+                            silence_frames.saturating_sub(reply.silence_frames_seen);
+                        reply.silence_frames_seen = silence_frames;
+                    }
                     self.wrote_since_epoch_check = true;
                 }
                 if self.out_pos < self.out.len() {
@@ -1601,6 +1719,19 @@ impl Downlink {
                 self.shared
                     .talkspurt_start_frame
                     .store(self.written, Ordering::Relaxed);
+                self.reply = Some(ReplyWatch {
+                    start_frame: self.written,
+                    arrival: self.talkspurt_arrival.take(),
+                    at_device: None,
+                    silence_frames_seen: playback.counters().xrun_frames.load(Ordering::Relaxed),
+                    silence_inside_frames: 0,
+                    server_underflows_at_start: playback
+                        .counters()
+                        .server_underflows
+                        .load(Ordering::Relaxed),
+                    jitter_at_start: lock_jitter(&self.jitter).stats(),
+                    flushed: false,
+                });
             }
             let samples = front.chunk.samples();
             let take = (samples.len() - front.offset).min(PLAYER_PIECE_SAMPLES);
@@ -1635,6 +1766,7 @@ impl Downlink {
         let rate_hz = f64::from(playback.format().sample_rate_hz);
         let played = playback.played_frames();
         self.awaiting_flush = false;
+        self.report_reply(honoured_at.min(self.written), rate_hz);
         self.credit_upto(honoured_at, rate_hz);
         self.report_progress();
         self.written = played;
@@ -1654,6 +1786,16 @@ impl Downlink {
         }
         let played = playback.played_frames();
         let rate_hz = f64::from(playback.format().sample_rate_hz);
+        if let Some(reply) = self.reply.as_mut()
+            && reply.at_device.is_none()
+            && played > reply.start_frame
+        {
+            reply.at_device = Some(sample_handed_at(
+                playback.clock(),
+                reply.start_frame,
+                rate_hz,
+            ));
+        }
         self.credit_upto(played, rate_hz);
         let idle =
             self.pending.is_empty() && self.out_pos >= self.out.len() && played >= self.written;
@@ -1665,11 +1807,44 @@ impl Downlink {
             if now.duration_since(since) >= DRAINED_AFTER {
                 self.audible = false;
                 self.empty_since = None;
+                self.report_reply(played.min(self.written), rate_hz);
                 self.events.send(EngineEvent::PlaybackDrained);
             }
         } else {
             self.empty_since = None;
         }
+    }
+
+    /// Says how the watched reply went, now that it ended at stream position `end_frame`.
+    fn report_reply(&mut self, end_frame: u64, rate_hz: f64) {
+        let Some(reply) = self.reply.take() else {
+            return;
+        };
+        let jitter = lock_jitter(&self.jitter).stats();
+        let server_underflows = self.playback.as_ref().map_or(0, |playback| {
+            playback
+                .counters()
+                .server_underflows
+                .load(Ordering::Relaxed)
+                .saturating_sub(reply.server_underflows_at_start)
+        });
+        let frames_ms = |frames: u64| frames as f64 * 1000.0 / rate_hz;
+        self.events.send(EngineEvent::ReplyPlayed(PlayoutReport {
+            played_ms: frames_ms(end_frame.saturating_sub(reply.start_frame)),
+            arrival_to_device_ms: reply
+                .arrival
+                .zip(reply.at_device)
+                .map(|(arrival, at_device)| {
+                    at_device.saturating_duration_since(arrival).as_secs_f64() * 1000.0
+                }),
+            silence_inside_ms: frames_ms(reply.silence_inside_frames),
+            server_underflows,
+            concealed_frames: jitter
+                .concealed
+                .saturating_sub(reply.jitter_at_start.concealed),
+            late_packets: jitter.late.saturating_sub(reply.jitter_at_start.late),
+            flushed: reply.flushed,
+        }));
     }
 
     /// Credits each item with the frames of it the device took up to stream position `played`.
@@ -1771,6 +1946,8 @@ impl Downlink {
         self.credited = 0;
         self.segments.clear();
         self.awaiting_flush = false;
+        // Positions on the old stream mean nothing on this one.
+        self.reply = None;
         *self.shared.flusher() = Some(playback.flusher());
         self.playback = Some(playback);
     }

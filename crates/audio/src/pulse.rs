@@ -224,6 +224,14 @@ impl Opened {
         let mut read_since_sleep = false;
         let mut quick_iterations = 0;
         let steady_from = Instant::now() + CAPTURE_STEADY_AFTER;
+        // libpulse calls back on this thread, during dispatch; the count moves to the atomic
+        // counters after it.
+        let underflows = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        if direction == DeviceDirection::Output {
+            let counted = underflows.clone();
+            self.stream
+                .set_underflow_callback(Some(Box::new(move || counted.set(counted.get() + 1))));
+        }
         while !stop.load(Ordering::Acquire) {
             let dispatched = match self
                 .mainloop
@@ -240,6 +248,12 @@ impl Opened {
             if matches!(self.stream.get_state(), State::Failed | State::Terminated) {
                 counters.record_error(true);
                 return;
+            }
+            let underflowed = underflows.replace(0);
+            if underflowed > 0 {
+                counters
+                    .server_underflows
+                    .fetch_add(underflowed, Ordering::Relaxed);
             }
             match direction {
                 DeviceDirection::Output => {

@@ -144,6 +144,7 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
 
     let mut decoded: Vec<AudioChunk> = Vec::new();
     let mut last_progress_ms = 0;
+    let mut reports = Vec::new();
     let mut handle = |event: EngineEvent, player: &mut Player| match event {
         EngineEvent::AssistantAudio(chunk) => {
             // The app's part: the chunk becomes a session delta, and the delta is played.
@@ -157,6 +158,10 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
             false
         }
         EngineEvent::PlaybackDrained => true,
+        EngineEvent::ReplyPlayed(report) => {
+            reports.push(report);
+            false
+        }
         _ => false,
     };
     let started = Instant::now();
@@ -223,6 +228,22 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
     assert!(
         (1_199..=1_200).contains(&last_progress_ms),
         "the item's played time counts the whole reply and no cushion: {last_progress_ms} ms"
+    );
+    let [report] = reports[..] else {
+        panic!("one report for the one reply: {reports:?}");
+    };
+    assert!(!report.flushed);
+    assert!((report.played_ms - 1_200.0).abs() < 1.0, "{report:?}");
+    let arrival_to_device_ms = report
+        .arrival_to_device_ms
+        .expect("a reply that came as RTP is timed from its first packet");
+    assert!(
+        (20.0..200.0).contains(&arrival_to_device_ms),
+        "from the first packet to the device: the 20 ms cushion and a little more ({report:?})"
+    );
+    assert!(
+        report.concealed_frames <= 2,
+        "the lost packet was concealed or rebuilt: {report:?}"
     );
 }
 
@@ -308,6 +329,87 @@ fn a_barge_in_flush_silences_the_speaker_within_one_device_period_and_the_next_r
         heard_of_cut / 48
     );
     assert_eq!(progress_of("item_next"), Some(200));
+    let reports: Vec<_> = before
+        .iter()
+        .chain(&after)
+        .filter_map(|event| match event {
+            EngineEvent::ReplyPlayed(report) => Some(*report),
+            _ => None,
+        })
+        .collect();
+    let [cut, next] = reports[..] else {
+        panic!("a report for the cut reply and one for the next: {reports:?}");
+    };
+    assert!(cut.flushed && !next.flushed, "{reports:?}");
+    assert!(
+        (cut.played_ms - heard_of_cut as f64 / 48.0).abs() < 1.0,
+        "the cut reply played what was heard of it: {cut:?}"
+    );
+    assert!((next.played_ms - 200.0).abs() < 1.0, "{next:?}");
+    assert_eq!(
+        (cut.arrival_to_device_ms, next.arrival_to_device_ms),
+        (None, None),
+        "deltas played without RTP have no packet to be timed from"
+    );
+}
+
+#[test]
+fn a_reply_that_ran_dry_in_the_middle_reports_the_silence_the_speaker_played_inside_it() {
+    let _sinks = one_at_a_time();
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(false);
+    let mut player = running.engine.player();
+    player.begin_item("item_stalled");
+    let first_half = pattern(4_800);
+    player.play(&AudioChunk::from_samples(first_half.clone()));
+    let mut events = running.events_until("the first half to play", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::PlaybackProgress { played_ms, .. } if *played_ms >= 100)
+    });
+    // The rest comes late, as after a stall on the network: the speaker runs dry meanwhile.
+    std::thread::sleep(Duration::from_millis(10));
+    let second_half: Vec<i16> = pattern(4_800).iter().map(|&s| -s).collect();
+    player.play(&AudioChunk::from_samples(second_half.clone()));
+    events.extend(
+        running.events_until("the reply to drain", Duration::from_secs(5), |event| {
+            matches!(event, EngineEvent::PlaybackDrained)
+        }),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let heard = from_bytes(&recorder.end());
+
+    let reports: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            EngineEvent::ReplyPlayed(report) => Some(*report),
+            _ => None,
+        })
+        .collect();
+    let [report] = reports[..] else {
+        panic!("the stall did not end the reply: one report for it: {reports:?}");
+    };
+    let first_sound = heard
+        .iter()
+        .position(|&s| s != 0)
+        .expect("the reply was heard");
+    let last_sound = heard
+        .iter()
+        .rposition(|&s| s != 0)
+        .expect("the reply was heard");
+    let silence_heard_ms = (last_sound + 1 - first_sound - 9_600) as f64 / 48.0;
+    assert!(
+        silence_heard_ms >= 5.0,
+        "the speaker ran dry between the halves: {silence_heard_ms} ms"
+    );
+    assert!(
+        (report.silence_inside_ms - silence_heard_ms).abs() <= 1.0,
+        "the report says the silence the sink heard inside the reply: {silence_heard_ms} ms heard, {report:?}"
+    );
+    assert!((report.played_ms - 200.0).abs() < 1.0, "{report:?}");
+    assert_eq!(
+        report.server_underflows, 0,
+        "the ring ran dry, not the sound server: the stream went on writing silence"
+    );
 }
 
 /// Waits for the input meter to hear the tone, then for it to go quiet again.
