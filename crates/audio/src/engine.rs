@@ -57,8 +57,9 @@ use crate::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
 /// The warm mic's default memory, as the turn controller asks for it.
 pub const DEFAULT_PRE_ROLL_MS: u32 = 300;
 /// Silence put ahead of a reply when the speaker was idle: room for the 20 ms decode pace and
-/// the hop through the app to wobble without the device running dry.
-pub const DEFAULT_PLAYOUT_CUSHION_MS: u32 = 20;
+/// the hop through the app to wobble without the device running dry (with the sound server's
+/// three periods behind it, docs/benchmarks.md "The browser peer").
+pub const DEFAULT_PLAYOUT_CUSHION_MS: u32 = 10;
 /// Level readings per second for the UI.
 pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 15;
 

@@ -101,6 +101,9 @@ pub(crate) fn open(
                     return;
                 }
             };
+            if direction == DeviceDirection::Output {
+                promote_to_real_time();
+            }
             opened.run(direction, &thread_stop, work, &counters);
         })
         .map_err(|error| format!("no thread for the stream: {error}"))?;
@@ -112,6 +115,34 @@ pub(crate) fn open(
         Ok(Ok(setup)) => Ok((stream, setup)),
         Ok(Err(error)) => Err(error),
         Err(_) => Err("the sound server did not answer in time".to_owned()),
+    }
+}
+
+/// Puts the calling thread (a speaker stream's) at real-time priority when the system allows
+/// it (root, `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` limit): answering the server a few
+/// milliseconds late is a gap the listener hears, and other threads of the machine (the
+/// webview, a browser) must not be able to make it late. Where it is not allowed, the stream
+/// runs as before. The thread blocks in the main loop between periods and does little work
+/// per period, so it cannot starve the machine.
+fn promote_to_real_time() {
+    use thread_priority::{
+        RealtimeThreadSchedulePolicy, ThreadPriority, ThreadPriorityValue, ThreadSchedulePolicy,
+        set_thread_priority_and_policy, thread_native_id,
+    };
+    const PRIORITY: u8 = 10;
+    let promoted = ThreadPriorityValue::try_from(PRIORITY)
+        .map_err(|error| format!("{error:?}"))
+        .and_then(|value| {
+            set_thread_priority_and_policy(
+                thread_native_id(),
+                ThreadPriority::Crossplatform(value),
+                ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo),
+            )
+            .map_err(|error| format!("{error:?}"))
+        });
+    match promoted {
+        Ok(()) => log::debug!("the speaker stream's thread runs at real-time priority"),
+        Err(error) => log::debug!("the speaker stream's thread keeps its priority: {error}"),
     }
 }
 
@@ -164,12 +195,14 @@ impl Opened {
         };
         let mut stream =
             Stream::new(&mut context, label, &spec, None).ok_or("no libpulse stream")?;
-        // Two periods queued for playback: the server asks for one period at a time, and a
-        // flush takes effect at the next request. ADJUST_LATENCY makes that the whole
-        // latency (the device's own buffer included).
+        // Three periods queued for playback: the server asks for one period at a time, so the
+        // thread has two periods to answer before the server runs dry (with two, it ran dry
+        // inside most replies on a loaded machine), and a flush takes effect at the next
+        // request. ADJUST_LATENCY makes that the whole latency (the device's own buffer
+        // included).
         let attr = BufferAttr {
             maxlength: u32::MAX,
-            tlength: period_bytes.saturating_mul(2),
+            tlength: period_bytes.saturating_mul(3),
             prebuf: u32::MAX,
             minreq: period_bytes,
             fragsize: period_bytes,
