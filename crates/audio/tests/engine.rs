@@ -399,18 +399,24 @@ fn a_reply_that_ran_dry_in_the_middle_reports_the_silence_the_speaker_played_ins
         .expect("the reply was heard");
     let silence_heard_ms = (last_sound + 1 - first_sound - 9_600) as f64 / 48.0;
     assert!(
-        silence_heard_ms >= 5.0,
-        "the speaker ran dry between the halves: {silence_heard_ms} ms"
+        report.silence_inside_ms >= 5.0,
+        "the ring ran dry between the halves: {report:?}"
     );
-    assert!(
-        (report.silence_inside_ms - silence_heard_ms).abs() <= 1.0,
-        "the report says the silence the sink heard inside the reply: {silence_heard_ms} ms heard, {report:?}"
-    );
+    if report.server_underflows == 0 {
+        assert!(
+            (report.silence_inside_ms - silence_heard_ms).abs() <= 1.0,
+            "the report says the silence the sink heard inside the reply: {silence_heard_ms} ms \
+             heard, {report:?}"
+        );
+    } else {
+        // On a loaded machine the sound server may run dry too; its gaps add to the ring's.
+        assert!(
+            report.silence_inside_ms + 1.0 < silence_heard_ms,
+            "the sink heard the ring's silence and the server's: {silence_heard_ms} ms heard, \
+             {report:?}"
+        );
+    }
     assert!((report.played_ms - 200.0).abs() < 1.0, "{report:?}");
-    assert_eq!(
-        report.server_underflows, 0,
-        "the ring ran dry, not the sound server: the stream went on writing silence"
-    );
 }
 
 /// Waits for the input meter to hear the tone, then for it to go quiet again.
