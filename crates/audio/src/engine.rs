@@ -352,7 +352,8 @@ struct Shared {
     /// A new output stream's reference tap, from the downlink to the uplink's echo canceller.
     reference: Mutex<Option<PlayedReference>>,
     /// When the first packet that may start a talkspurt arrived (set while not pacing, taken
-    /// by the downlink when the talkspurt starts): the start of [`PlayoutReport::arrival_to_device_ms`].
+    /// by the downlink when the talkspurt starts): where
+    /// [`PlayoutReport::arrival_to_device_ms`] starts.
     talkspurt_arrival: Mutex<Option<Instant>>,
 }
 
