@@ -122,8 +122,8 @@ pub(crate) fn open(
 /// it (root, `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` limit): answering the server a few
 /// milliseconds late is a gap the listener hears, and other threads of the machine (the
 /// webview, a browser) must not be able to make it late. Where it is not allowed, the stream
-/// runs as before. The thread blocks in the main loop between periods and does little work
-/// per period, so it cannot starve the machine.
+/// runs as before. The thread blocks in the main loop between periods and converts one period
+/// per request, so it takes little from the machine's other threads.
 fn promote_to_real_time() {
     use thread_priority::{
         RealtimeThreadSchedulePolicy, ThreadPriority, ThreadPriorityValue, ThreadSchedulePolicy,
@@ -198,7 +198,7 @@ impl Opened {
         // Three periods queued for playback: the server asks for one period at a time, so the
         // thread has two periods to answer before the server runs dry (with two, it ran dry
         // inside most replies on a loaded machine), and a flush takes effect at the next
-        // request. ADJUST_LATENCY makes that the whole latency (the device's own buffer
+        // request (what the server already holds, up to three periods, still plays). ADJUST_LATENCY makes that the whole latency (the device's own buffer
         // included).
         let attr = BufferAttr {
             maxlength: u32::MAX,
