@@ -16,7 +16,7 @@ use common::{
 };
 use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
 use walkie_audio::device::{DeviceDirection, PERIOD_MS, list_devices};
-use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
+use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, PlayoutReport};
 use walkie_audio::{FRAME_SAMPLES, engine::Player};
 use walkie_session::AudioChunk;
 use walkie_session::PlaybackSink;
@@ -330,14 +330,7 @@ fn a_barge_in_flush_silences_the_speaker_within_one_device_period_and_the_next_r
         heard_of_cut / 48
     );
     assert_eq!(progress_of("item_next"), Some(200));
-    let reports: Vec<_> = before
-        .iter()
-        .chain(&after)
-        .filter_map(|event| match event {
-            EngineEvent::ReplyPlayed(report) => Some(*report),
-            _ => None,
-        })
-        .collect();
+    let reports = playout_reports(before.iter().chain(&after));
     let [cut, next] = reports[..] else {
         panic!("a report for the cut reply and one for the next: {reports:?}");
     };
@@ -379,13 +372,7 @@ fn a_reply_that_ran_dry_in_the_middle_reports_the_silence_the_speaker_played_ins
     std::thread::sleep(Duration::from_millis(300));
     let heard = from_bytes(&recorder.end());
 
-    let reports: Vec<_> = events
-        .iter()
-        .filter_map(|event| match event {
-            EngineEvent::ReplyPlayed(report) => Some(*report),
-            _ => None,
-        })
-        .collect();
+    let reports = playout_reports(&events);
     let [report] = reports[..] else {
         panic!("the stall did not end the reply: one report for it: {reports:?}");
     };
@@ -417,6 +404,17 @@ fn a_reply_that_ran_dry_in_the_middle_reports_the_silence_the_speaker_played_ins
         );
     }
     assert!((report.played_ms - 200.0).abs() < 1.0, "{report:?}");
+}
+
+/// The engine's reports of how each reply played, in order.
+fn playout_reports<'a>(events: impl IntoIterator<Item = &'a EngineEvent>) -> Vec<PlayoutReport> {
+    events
+        .into_iter()
+        .filter_map(|event| match event {
+            EngineEvent::ReplyPlayed(report) => Some(*report),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Waits for the input meter to hear the tone, then for it to go quiet again.
