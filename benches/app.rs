@@ -235,6 +235,7 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
         arrival_to_device_ms: Some(41.0),
         silence_inside_ms: 2.5,
         server_underflows: 1,
+        server_gap_ms: 12.5,
         concealed_frames: 3,
         late_packets: 0,
         flushed: false,
@@ -243,7 +244,8 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
         reply_reports(&sample.to_string()),
         vec![
             serde_json::json!({"playedMs": 1520.0, "arrivalToDeviceMs": 41.0,
-            "silenceInsideMs": 2.5, "serverUnderflows": 1.0, "concealedFrames": 3.0,
+            "silenceInsideMs": 2.5, "serverUnderflows": 1.0, "serverGapMs": 12.5,
+            "concealedFrames": 3.0,
             "flushed": false})
         ],
         "the bench reads the engine's reports as the engine words them"
@@ -351,11 +353,11 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
 /// How each reply played on Walkie's speaker, from its audio engine's reports in the app's log
 /// (`walkie_audio::engine::PlayoutReport`'s words: "a reply played 1520 ms; its first sample
 /// reached the device 41.0 ms after its first packet arrived; 0.0 ms of silence inside it; the
-/// sound server ran dry 0 times; 0 frames concealed, 0 packets late").
+/// sound server ran dry 0 times (0.0 ms); 0 frames concealed, 0 packets late").
 fn reply_reports(log: &str) -> Vec<serde_json::Value> {
     fn number_before(line: &str, marker: &str) -> Option<f64> {
         let end = line.find(marker)?;
-        line[..end].rsplit(' ').next()?.parse().ok()
+        line[..end].rsplit([' ', '(']).next()?.parse().ok()
     }
     // A log line starts with its date, target and level in brackets.
     log.lines()
@@ -370,7 +372,8 @@ fn reply_reports(log: &str) -> Vec<serde_json::Value> {
                 "playedMs": number_before(line, " ms;"),
                 "arrivalToDeviceMs": number_before(line, " ms after its first packet arrived"),
                 "silenceInsideMs": number_before(line, " ms of silence inside"),
-                "serverUnderflows": number_before(line, " times;"),
+                "serverUnderflows": number_before(line, " times ("),
+                "serverGapMs": number_before(line, " ms);"),
                 "concealedFrames": number_before(line, " frames concealed"),
                 "flushed": line.starts_with("a reply was cut "),
             })

@@ -137,7 +137,7 @@ if (walkieReplies) {
     `Walkie's speaker over the turns (its engine's reports): ${walkieReplies.length} replies; RTP arrival → ` +
       `first sample handed to the device p50 ${ms(quantile(timed, 0.5))}, p95 ${ms(quantile(timed, 0.95))} ` +
       `(${timed.length} timed); ${ms(total("silenceInsideMs"))} of silence inside ${withSilence} of them; ` +
-      `the sound server ran dry ${total("serverUnderflows")} times; ${total("concealedFrames")} frames concealed`,
+      `the sound server ran dry ${total("serverUnderflows")} times (${ms(total("serverGapMs"))}); ${total("concealedFrames")} frames concealed`,
   );
 }
 if (walkie && browser) {

@@ -210,6 +210,10 @@ pub struct StreamCounters {
     /// underflow): the stream's thread answered too late, and the listener heard a gap. The
     /// ring running dry is `xrun_frames` instead; this one the engine cannot see otherwise.
     pub server_underflows: AtomicU64,
+    /// Silence the sound server played past the end of what this playback stream had written
+    /// when it ran dry, in frames (as far as the stream's thread could tell: a period at most
+    /// is not counted).
+    pub server_gap_frames: AtomicU64,
 }
 
 impl StreamCounters {
@@ -615,7 +619,11 @@ impl Capture {
             direction,
             rate_hz,
             CAPTURE_PERIOD_MS,
-            move |data, _| push_mono(&mut producer, data, 1, i16_to_f32, &data_counters),
+            move |period| {
+                if let crate::pulse::Period::Captured(data) = period {
+                    push_mono(&mut producer, data, 1, i16_to_f32, &data_counters);
+                }
+            },
             counters.clone(),
         )
         .map_err(|reason| DeviceError::Open { direction, reason })?;
@@ -949,6 +957,26 @@ fn pull_mono<T: Copy>(
     }
 }
 
+/// The sound server ran dry and played `frames` of silence that nothing was written for: the
+/// reference tap gets the same silence, so that what it holds stays in step with what the
+/// device played. Allocation-free.
+fn tap_missed_silence(
+    frames: usize,
+    shared: &PlaybackShared,
+    reference: &mut Option<rtrb::Producer<f32>>,
+) {
+    shared
+        .counters
+        .server_gap_frames
+        .fetch_add(frames as u64, Ordering::Relaxed);
+    if let Some(reference) = reference.as_mut()
+        && let Ok(silence) = reference.write_chunk(reference.slots().min(frames))
+    {
+        // Default-initialised: zeros.
+        silence.commit_all();
+    }
+}
+
 fn callback_latency(info: &cpal::OutputCallbackInfo) -> Duration {
     let timestamp = info.timestamp();
     timestamp.playback.duration_since(timestamp.callback)
@@ -1076,16 +1104,20 @@ impl Playback {
             direction,
             rate_hz,
             PERIOD_MS,
-            move |data, latency| {
-                pull_mono(
+            move |period| match period {
+                crate::pulse::Period::Play { samples, latency } => pull_mono(
                     &mut consumer,
-                    data,
+                    samples,
                     1,
                     f32_to_i16,
                     &thread_shared,
                     latency,
                     &mut tap,
-                )
+                ),
+                crate::pulse::Period::Missed { frames } => {
+                    tap_missed_silence(frames, &thread_shared, &mut tap);
+                }
+                crate::pulse::Period::Captured(_) => {}
             },
             shared.counters.clone(),
         )

@@ -252,6 +252,8 @@ pub struct PlayoutReport {
     /// Times the sound server ran dry while the reply played (its stream's thread answered
     /// too late): gaps a listener hears that the ring never saw.
     pub server_underflows: u64,
+    /// The silence those gaps put inside the reply (the rest of it played that much later).
+    pub server_gap_ms: f64,
     /// What the jitter buffer did while the reply was written: frames concealed, packets that
     /// came too late to play.
     pub concealed_frames: u64,
@@ -276,10 +278,11 @@ impl std::fmt::Display for PlayoutReport {
         }
         write!(
             f,
-            "; {:.1} ms of silence inside it; the sound server ran dry {} times; {} frames \
-             concealed, {} packets late",
+            "; {:.1} ms of silence inside it; the sound server ran dry {} times ({:.1} ms); {} \
+             frames concealed, {} packets late",
             self.silence_inside_ms,
             self.server_underflows,
+            self.server_gap_ms,
             self.concealed_frames,
             self.late_packets
         )
@@ -1472,6 +1475,7 @@ struct ReplyWatch {
     silence_frames_seen: u64,
     silence_inside_frames: u64,
     server_underflows_at_start: u64,
+    server_gap_frames_at_start: u64,
     jitter_at_start: JitterStats,
     flushed: bool,
 }
@@ -1731,6 +1735,10 @@ impl Downlink {
                         .counters()
                         .server_underflows
                         .load(Ordering::Relaxed),
+                    server_gap_frames_at_start: playback
+                        .counters()
+                        .server_gap_frames
+                        .load(Ordering::Relaxed),
                     jitter_at_start: lock_jitter(&self.jitter).stats(),
                     flushed: false,
                 });
@@ -1823,13 +1831,20 @@ impl Downlink {
             return;
         };
         let jitter = lock_jitter(&self.jitter).stats();
-        let server_underflows = self.playback.as_ref().map_or(0, |playback| {
-            playback
-                .counters()
-                .server_underflows
-                .load(Ordering::Relaxed)
-                .saturating_sub(reply.server_underflows_at_start)
-        });
+        let (server_underflows, server_gap_frames) =
+            self.playback.as_ref().map_or((0, 0), |playback| {
+                let counters = playback.counters();
+                (
+                    counters
+                        .server_underflows
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(reply.server_underflows_at_start),
+                    counters
+                        .server_gap_frames
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(reply.server_gap_frames_at_start),
+                )
+            });
         let frames_ms = |frames: u64| frames as f64 * 1000.0 / rate_hz;
         self.events.send(EngineEvent::ReplyPlayed(PlayoutReport {
             played_ms: frames_ms(end_frame.saturating_sub(reply.start_frame)),
@@ -1841,6 +1856,7 @@ impl Downlink {
                 }),
             silence_inside_ms: frames_ms(reply.silence_inside_frames),
             server_underflows,
+            server_gap_ms: frames_ms(server_gap_frames),
             concealed_frames: jitter
                 .concealed
                 .saturating_sub(reply.jitter_at_start.concealed),

@@ -68,15 +68,28 @@ impl Drop for PulseStream {
     }
 }
 
+/// What a stream's thread hands its `work` closure.
+pub(crate) enum Period<'a> {
+    /// Playback: fill `samples`; the first of them is heard after `latency`.
+    Play {
+        samples: &'a mut [i16],
+        latency: Duration,
+    },
+    /// Playback: the server ran dry and played `frames` of silence past the end of what was
+    /// written; the thread writes as many zeros in their place (see [`Opened::run`]).
+    Missed { frames: usize },
+    /// Capture: these samples arrived.
+    Captured(&'a [i16]),
+}
+
 /// Opens the stream on device `device` (a PulseAudio sink or source name) and starts its
-/// thread. `work` gets every period: for playback, the buffer to fill and how long until its
-/// first sample is heard; for capture, the samples that arrived.
+/// thread. `work` gets every period (see [`Period`]).
 pub(crate) fn open(
     device: &str,
     direction: DeviceDirection,
     rate_hz: u32,
     period_ms: u32,
-    work: impl FnMut(&mut [i16], Duration) + Send + 'static,
+    work: impl FnMut(Period<'_>) + Send + 'static,
     counters: Arc<StreamCounters>,
 ) -> Result<(PulseStream, PulseSetup), String> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -198,12 +211,17 @@ impl Opened {
         // Three periods queued for playback: the server asks for one period at a time, so the
         // thread has two periods to answer before the server runs dry (with two, it ran dry
         // inside most replies on a loaded machine), and a flush takes effect at the next
-        // request (what the server already holds, up to three periods, still plays). ADJUST_LATENCY makes that the whole latency (the device's own buffer
-        // included).
+        // request (what the server already holds, up to three periods, still plays).
+        // ADJUST_LATENCY makes that the whole latency (the device's own buffer included).
+        // No pre-buffering (prebuf 0): a server that runs dry keeps its clock and plays
+        // silence, rather than stopping until three periods are queued again and playing the
+        // rest of the stream later than written. The echo canceller's reference is what was
+        // written, in order: a stream that slipped against it would move the echo path for the
+        // rest of the call.
         let attr = BufferAttr {
             maxlength: u32::MAX,
             tlength: period_bytes.saturating_mul(3),
-            prebuf: u32::MAX,
+            prebuf: 0,
             minreq: period_bytes,
             fragsize: period_bytes,
         };
@@ -212,9 +230,15 @@ impl Opened {
         let flags =
             StreamFlags::ADJUST_LATENCY | StreamFlags::INTERPOLATE_TIMING | StreamFlags::DONT_MOVE;
         match direction {
-            DeviceDirection::Output => {
-                stream.connect_playback(Some(device), Some(&attr), flags, None, None)
-            }
+            // Corked until the first periods are written: without pre-buffering the server
+            // would start at once, and drop what arrives for the moments it already played.
+            DeviceDirection::Output => stream.connect_playback(
+                Some(device),
+                Some(&attr),
+                flags | StreamFlags::START_CORKED,
+                None,
+                None,
+            ),
             DeviceDirection::Input => stream.connect_record(Some(device), Some(&attr), flags),
         }
         .map_err(|error| format!("cannot open {device}: {error}"))?;
@@ -240,11 +264,20 @@ impl Opened {
         })
     }
 
+    /// Moves periods until `stop`. Playback: the server asks for what it played since its
+    /// last request, so what it asked for and was not yet written, beyond the queue's target
+    /// length, is how far it has played past the end of what was written (it ran dry, and
+    /// without pre-buffering it played silence and kept its clock). Whatever is written there
+    /// the server drops: the thread writes zeros in its place (and tells `work`), plus one
+    /// period more for what the server may have played since it asked, so that the reply
+    /// resumes after the gap, as the listener heard it, rather than losing what fell in it.
+    /// The server's word that it ran dry gets that period of zeros too, before anything else
+    /// is written. What was written before either arrived can still fall in the gap.
     fn run(
         &mut self,
         direction: DeviceDirection,
         stop: &AtomicBool,
-        mut work: impl FnMut(&mut [i16], Duration),
+        mut work: impl FnMut(Period<'_>),
         counters: &StreamCounters,
     ) {
         let period = self.setup.period_frames;
@@ -260,6 +293,8 @@ impl Opened {
         // libpulse calls back on this thread, during dispatch; the count moves to the atomic
         // counters after it.
         let underflows = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        // The server said it ran dry, and the period of zeros owed for it is not written yet.
+        let mut gap_reported = false;
         if direction == DeviceDirection::Output {
             let counted = underflows.clone();
             self.stream
@@ -284,6 +319,7 @@ impl Opened {
             }
             let underflowed = underflows.replace(0);
             if underflowed > 0 {
+                gap_reported = true;
                 counters
                     .server_underflows
                     .fetch_add(underflowed, Ordering::Relaxed);
@@ -294,17 +330,45 @@ impl Opened {
                         next_timing = Instant::now() + TIMING_EVERY;
                         drop(self.stream.update_timing_info(None));
                     }
-                    while self
+                    'write: while let Some(room) = self
                         .stream
                         .writable_size()
-                        .is_some_and(|room| room >= bytes.len())
+                        .filter(|&room| room >= bytes.len())
                     {
+                        let queue_bytes = self
+                            .stream
+                            .get_buffer_attr()
+                            .map_or(usize::MAX, |attr| attr.tlength as usize);
+                        let behind_bytes = room.saturating_sub(queue_bytes);
+                        if behind_bytes > 0 || gap_reported {
+                            gap_reported = false;
+                            let gap_frames = (behind_bytes + bytes.len()).min(room) / 2;
+                            work(Period::Missed { frames: gap_frames });
+                            bytes.fill(0);
+                            let mut left = gap_frames * 2;
+                            while left > 0 {
+                                let piece = left.min(bytes.len());
+                                if self
+                                    .stream
+                                    .write_copy(&bytes[..piece], 0, SeekMode::Relative)
+                                    .is_err()
+                                {
+                                    counters.record_error(false);
+                                    break 'write;
+                                }
+                                left -= piece;
+                            }
+                            continue;
+                        }
                         let latency = match self.stream.get_latency() {
                             Ok(Latency::Positive(MicroSeconds(us))) => Duration::from_micros(us),
                             _ => Duration::ZERO,
                         };
                         let period_samples = &mut samples[..period];
-                        work(period_samples, latency);
+                        work(Period::Play {
+                            samples: period_samples,
+                            latency,
+                        });
                         for (pair, sample) in bytes.chunks_exact_mut(2).zip(period_samples.iter()) {
                             pair.copy_from_slice(&sample.to_ne_bytes());
                         }
@@ -317,6 +381,9 @@ impl Opened {
                             break;
                         }
                     }
+                    if self.stream.is_corked().unwrap_or(false) {
+                        drop(self.stream.uncork(None));
+                    }
                 }
                 DeviceDirection::Input => loop {
                     match self.stream.peek() {
@@ -327,7 +394,7 @@ impl Opened {
                                 {
                                     *sample = i16::from_ne_bytes([pair[0], pair[1]]);
                                 }
-                                work(&mut samples[..count], Duration::ZERO);
+                                work(Period::Captured(&samples[..count]));
                             }
                             read_since_sleep = true;
                         }

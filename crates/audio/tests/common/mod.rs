@@ -234,3 +234,37 @@ pub fn wakeups_of(name: &str) -> u64 {
         })
         .sum()
 }
+
+/// The test sound server stopped (SIGSTOP) as a starved machine stops it, until dropped: while
+/// it is stopped nobody is asked for audio, and once it runs again a null sink renders the time
+/// it missed at once, as a late device does. scripts/pulse.sh keeps its pid beside the socket's
+/// directory.
+pub struct StalledServer(String);
+
+impl StalledServer {
+    pub fn stop() -> Self {
+        let server = std::env::var("PULSE_SERVER").expect("the test server is named");
+        let socket = std::path::Path::new(server.trim_start_matches("unix:"));
+        let pid_file = socket
+            .parent()
+            .and_then(|run| run.parent())
+            .expect("scripts/pulse.sh puts the socket in <dir>/run/")
+            .join("pulseaudio.pid");
+        let pid = std::fs::read_to_string(&pid_file)
+            .unwrap_or_else(|error| panic!("the server's pid in {}: {error}", pid_file.display()))
+            .trim()
+            .to_owned();
+        let status = Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "the sound server {pid} stops");
+        Self(pid)
+    }
+}
+
+impl Drop for StalledServer {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0]).status();
+    }
+}
