@@ -7,9 +7,11 @@
 
 mod support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use support::audio::{PulseStream, SpeakerIntoMicrophone, require_test_audio, speech_like};
+use support::audio::{
+    PulseStream, SpeakerIntoMicrophone, TimedRecorder, require_test_audio, speech_like,
+};
 use support::{AppDirs, Launch, WebviewApp, texts, wait_for};
 
 /// Each reply's mark in the transcript ("interrupted" or null), in order.
@@ -88,8 +90,15 @@ async fn e2e_hands_free_on_speakers_never_interrupts_itself_and_with_voice_barge
     // With voice barge-in: once the canceller has learnt the room (two short replies), long
     // replies play to their end with the microphone open, and the user's voice over one stops
     // it, and the reply is marked. WALKIE_SPEAKERS_LONG_REPLIES (default 1) asks for more long
-    // replies played through first: the measure of docs/benchmarks.md, "Echo cancellation".
+    // replies played through first, WALKIE_SPEAKERS_BARGE_INS (default 1) for more replies
+    // talked over, each timed from the user's first word to the speaker's silence: the
+    // measures of docs/benchmarks.md, "Echo cancellation".
     let long_replies: usize = std::env::var("WALKIE_SPEAKERS_LONG_REPLIES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let barge_ins: usize = std::env::var("WALKIE_SPEAKERS_BARGE_INS")
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(1)
@@ -114,41 +123,69 @@ async fn e2e_hands_free_on_speakers_never_interrupts_itself_and_with_voice_barge
             vec![None; long_replies + 1],
             "every reply played to its end: none was cut by its own echo"
         );
-        let replies_before = states.len();
-        let words = speech_like(3.0);
-        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&words))
-            .await
-            .unwrap();
-        wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
-        // A second into the reply, whatever its echo did meanwhile.
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        let states = assistant_states(&client).await;
-        assert!(
-            status_text(&client).await.starts_with("Speaking")
-                && states.len() == replies_before + 1
-                && states[replies_before].is_none(),
-            "the long reply was still playing before the user spoke over it: {states:?}"
-        );
-        let over = speech_like(1.0);
-        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&over))
-            .await
-            .unwrap();
-        let mut states = Vec::new();
-        for _ in 0..100 {
-            states = assistant_states(&client).await;
-            if states
-                .get(replies_before)
-                .is_some_and(|state| state.as_deref() == Some("interrupted"))
-            {
-                break;
+        let mut stopped_after_ms = Vec::new();
+        for barge_in in 1..=barge_ins {
+            let replies_before = assistant_states(&client).await.len();
+            let words = speech_like(3.0);
+            tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&words))
+                .await
+                .unwrap();
+            wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
+            // A second into the reply, whatever its echo did meanwhile.
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            let states = assistant_states(&client).await;
+            assert!(
+                status_text(&client).await.starts_with("Speaking")
+                    && states.len() == replies_before + 1
+                    && states[replies_before].is_none(),
+                "long reply {barge_in} was still playing before the user spoke over it: \
+                 {states:?}"
+            );
+            let speaker = TimedRecorder::start();
+            // Before pacat starts: the time to the reply's end is over- rather than understated.
+            let spoke_at = Instant::now();
+            let over = speech_like(1.0);
+            tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&over))
+                .await
+                .unwrap();
+            let mut states = Vec::new();
+            for _ in 0..100 {
+                states = assistant_states(&client).await;
+                if states
+                    .get(replies_before)
+                    .is_some_and(|state| state.as_deref() == Some("interrupted"))
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(
+                states.get(replies_before).cloned().flatten().as_deref(),
+                Some("interrupted"),
+                "the user's voice over reply {barge_in} cut it (status: {})",
+                status_text(&client).await
+            );
+            // The reply stopped where the speaker fell silent for longer than any pause inside
+            // it (the user's own turn is answered only after they stop and a silence follows).
+            let stopped_at = speaker
+                .silence_lasting(spoke_at, Duration::from_millis(300))
+                .expect("the speaker fell silent once the reply was cut");
+            stopped_after_ms.push(stopped_at.duration_since(spoke_at).as_millis());
+            // The answer to what the user said over the reply, before the next round.
+            for _ in 0..100 {
+                if texts(&client, "assistant").await.len() == replies_before + 2
+                    && status_text(&client).await.starts_with(LISTENING)
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
         }
-        assert_eq!(
-            states.get(replies_before).cloned().flatten().as_deref(),
-            Some("interrupted"),
-            "the user's voice over the reply cut it (status: {})",
-            status_text(&client).await
+        stopped_after_ms.sort_unstable();
+        let p95 = stopped_after_ms[(stopped_after_ms.len() * 95).div_ceil(100) - 1];
+        eprintln!(
+            "voice barge-in: the speaker fell silent {stopped_after_ms:?} ms after the user \
+             started speaking over the reply (p95 {p95} ms, {barge_ins} times)"
         );
         support::screenshot(&client, "hands_free_on_speakers").await;
     })

@@ -8,7 +8,9 @@
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 pub const RATE_HZ: usize = 48_000;
 
@@ -218,5 +220,122 @@ impl Drop for SpeakerIntoMicrophone {
         let _ = Command::new("pactl")
             .args(["unload-module", &self.module])
             .status();
+    }
+}
+
+/// A 10 ms frame at least this loud (RMS) is sound, not silence or codec residue.
+pub const SOUND_RMS: f64 = 300.0;
+
+/// Records the virtual speaker with a short buffer and stamps each 10 ms frame with the time
+/// it was read: a frame is heard no later than its stamp.
+pub struct TimedRecorder {
+    frames: Arc<Mutex<Vec<(Instant, f64)>>>,
+    child: Child,
+}
+
+impl TimedRecorder {
+    pub fn start() -> Self {
+        let mut child = Command::new("parec")
+            .args(["--device=spk.monitor", "--format=s16le", "--rate=48000"])
+            .args(["--channels=1", "--raw", "--latency-msec=10"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("parec (pulseaudio-utils)");
+        let mut stdout = child.stdout.take().expect("parec's stdout is piped");
+        let frames = Arc::new(Mutex::new(Vec::new()));
+        let sink = frames.clone();
+        std::thread::spawn(move || {
+            let frame_bytes = RATE_HZ / 100 * 2;
+            let mut frame = vec![0u8; frame_bytes];
+            while stdout.read_exact(&mut frame).is_ok() {
+                let read_at = Instant::now();
+                let sum: f64 = frame
+                    .chunks_exact(2)
+                    .map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])).powi(2))
+                    .sum();
+                let rms = (sum / (frame_bytes / 2) as f64).sqrt();
+                sink.lock()
+                    .expect("only this thread writes")
+                    .push((read_at, rms));
+            }
+        });
+        Self { frames, child }
+    }
+
+    pub async fn first_sound_after(&self, after: Instant, within: Duration) -> Instant {
+        let deadline = after + within;
+        loop {
+            let found = self
+                .frames
+                .lock()
+                .expect("the reader never panics holding it")
+                .iter()
+                .find(|(at, rms)| *at > after && *rms >= SOUND_RMS)
+                .map(|(at, _)| *at);
+            if let Some(at) = found {
+                return at;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no reply was heard within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+impl TimedRecorder {
+    /// When the sound stopped for good after `after`: the read time of the first frame of the
+    /// silence that lasts to the end of what was recorded.
+    pub fn silent_from(&self, after: Instant) -> Instant {
+        let frames = self
+            .frames
+            .lock()
+            .expect("the reader never panics holding it");
+        let last_sound = frames
+            .iter()
+            .filter(|(at, rms)| *at > after && *rms >= SOUND_RMS)
+            .map(|(at, _)| *at)
+            .next_back();
+        match last_sound {
+            // The first frame read after the last sounding one.
+            Some(last) => frames
+                .iter()
+                .map(|(at, _)| *at)
+                .find(|at| *at > last)
+                .unwrap_or(last),
+            None => after,
+        }
+    }
+}
+
+impl Drop for TimedRecorder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl TimedRecorder {
+    /// When the sound stopped after `after` for at least `lasting`: the read time of the
+    /// first silent frame of the first such silence, if one was recorded.
+    pub fn silence_lasting(&self, after: Instant, lasting: Duration) -> Option<Instant> {
+        let frames = self
+            .frames
+            .lock()
+            .expect("the reader never panics holding it");
+        let mut silent_since = None;
+        for &(at, rms) in frames.iter().filter(|(at, _)| *at > after) {
+            if rms >= SOUND_RMS {
+                silent_since = None;
+                continue;
+            }
+            let since = *silent_since.get_or_insert(at);
+            if at.duration_since(since) >= lasting {
+                return Some(since);
+            }
+        }
+        None
     }
 }
