@@ -490,6 +490,7 @@ fn engine_input(event: EngineEvent) -> Option<EngineInput> {
             EngineInput::DeviceUnavailable { direction, reason }
         }
         EngineEvent::EchoCanceller { converged } => EngineInput::EchoCanceller { converged },
+        EngineEvent::NearSpeech => EngineInput::NearSpeech,
         EngineEvent::Level { direction, level } => EngineInput::Level {
             direction,
             level: LevelReading {

@@ -11,7 +11,7 @@
 //! host that is not running (tell the user), a format the device will not take (pick another).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
@@ -726,6 +726,9 @@ struct PlaybackShared {
     flush_requested_at_frames: AtomicU64,
     flush_honoured_at_frames: AtomicU64,
     played_frames: AtomicU64,
+    /// The reply is held ([`PlaybackFlusher::hold`]): the device plays silence and the ring
+    /// keeps what is queued.
+    held: AtomicBool,
     /// When the last callback started (ns since the stream opened) and `played_frames` then.
     last_callback_ns: AtomicU64,
     frames_before_last_callback: AtomicU64,
@@ -743,6 +746,7 @@ impl PlaybackShared {
             flush_requested_at_frames: AtomicU64::new(0),
             flush_honoured_at_frames: AtomicU64::new(0),
             played_frames: AtomicU64::new(0),
+            held: AtomicBool::new(false),
             last_callback_ns: AtomicU64::new(0),
             frames_before_last_callback: AtomicU64::new(0),
             output_latency_us: AtomicU64::new(0),
@@ -752,6 +756,7 @@ impl PlaybackShared {
     }
 
     fn request_flush(&self) {
+        self.held.store(false, Ordering::Release);
         self.flush_requested.fetch_add(1, Ordering::AcqRel);
         self.flush_requested_at_frames.store(
             self.played_frames.load(Ordering::Acquire),
@@ -766,9 +771,15 @@ impl PlaybackShared {
 pub struct PlaybackFlusher(Arc<PlaybackShared>);
 
 impl PlaybackFlusher {
-    /// Everything queued is dropped at the device's next period.
+    /// Everything queued is dropped at the device's next period (and a hold ends).
     pub fn flush(&self) {
         self.0.request_flush();
+    }
+
+    /// From the device's next period, silence instead of what is queued, which waits
+    /// (`true`); or what is queued again, from where it stopped (`false`).
+    pub fn hold(&self, held: bool) {
+        self.0.held.store(held, Ordering::Release);
     }
 
     /// Where the speaker stands, for latency measurements.
@@ -917,7 +928,8 @@ fn pull_mono<T: Copy>(
             .store(before, Ordering::Release);
         shared.flush_honoured.store(requested, Ordering::Release);
     }
-    let available = ring.slots().min(frames);
+    let held = shared.held.load(Ordering::Acquire);
+    let available = if held { 0 } else { ring.slots().min(frames) };
     let mut played = 0usize;
     if let Ok(chunk) = ring.read_chunk(available) {
         let (first, second) = chunk.as_slices();
@@ -949,7 +961,8 @@ fn pull_mono<T: Copy>(
     shared
         .played_frames
         .fetch_add(played as u64, Ordering::Release);
-    if played < frames {
+    // A held reply is silent by request: the ring did not run dry.
+    if played < frames && !held {
         shared
             .counters
             .xrun_frames

@@ -8,7 +8,8 @@
 //! - **Uplink**: capture (down-mixed in the callback) → resample to 48 kHz → the echo
 //!   canceller, with echo cancellation on (its reference is what the speaker stream played,
 //!   tapped where samples leave for the device; [`EngineEvent::EchoCanceller`] says when it can
-//!   be trusted; [`AudioCommand::CancelEcho`] pauses and resumes it) → the warm mic's pre-roll
+//!   be trusted; [`AudioCommand::CancelEcho`] pauses and resumes it; while it is trusted,
+//!   [`EngineEvent::NearSpeech`] says the user started talking) → the warm mic's pre-roll
 //!   while nobody talks, or 20 ms frames → Opus → the [`FrameSink`] the app connects to the
 //!   transport. [`AudioCommand::OpenCapture`] first sends the pre-roll (the moment
 //!   before the press), [`AudioCommand::GateMic`] replaces the microphone by silence (half
@@ -20,7 +21,8 @@
 //!   are the live deltas: the app hands them to the turn controller, and the session's speech
 //!   deltas come back through the [`Player`], the only way to the speaker (DESIGN.md rule 2).
 //!   The player resamples to the device rate, counts what the device actually took per item
-//!   ([`EngineEvent::PlaybackProgress`]), and flushes within one device period. When a reply
+//!   ([`EngineEvent::PlaybackProgress`]), and flushes within one device period
+//!   ([`AudioCommand::DuckPlayback`] holds the reply as quickly and lets it go on). When a reply
 //!   stops playing it says how it went ([`EngineEvent::ReplyPlayed`]: from its first packet to
 //!   the device, and any gap inside it), so underruns show in the log, not only to the ear.
 //! - **Devices**: a chosen device that disappears falls back to the default, a default that
@@ -50,6 +52,7 @@ use crate::device::{
 use crate::echo::{EchoError, EchoEvent, EchoStage};
 use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, PushOutcome};
 use crate::meter::{Level, LevelMeter};
+use crate::onset::SpeechOnset;
 use crate::preroll::PreRoll;
 use crate::resample::{ResampleSetupError, StreamResampler};
 use crate::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
@@ -231,6 +234,10 @@ pub enum EngineEvent {
     /// sent), or must learn a new one (`false`: another device). For
     /// `TurnController::echo_cancelled`.
     EchoCanceller { converged: bool },
+    /// While the echo canceller is trusted, the microphone (what the canceller left of it)
+    /// heard someone start talking: for `TurnController::near_speech`, which may duck a reply
+    /// before the provider's voice detection says the same.
+    NearSpeech,
     /// A reply stopped playing (drained, or flushed by a barge-in): how it went, for the log
     /// and the benchmarks.
     ReplyPlayed(PlayoutReport),
@@ -586,6 +593,7 @@ impl Engine {
     pub fn apply(&self, command: AudioCommand) {
         let message = match command {
             AudioCommand::FlushPlayback => return self.player().flush(),
+            AudioCommand::DuckPlayback { ducked } => return self.player().duck(ducked),
             AudioCommand::OpenCapture { pre_roll_ms } => UpMsg::OpenCapture { pre_roll_ms },
             AudioCommand::CloseCapture => UpMsg::CloseCapture,
             AudioCommand::GateMic { gated } => UpMsg::GateMic { gated },
@@ -698,6 +706,14 @@ impl Player {
     /// The deltas played from now on belong to this assistant item (for the progress counts).
     pub fn begin_item(&self, item_id: &str) {
         self.down.send(DownMsg::BeginItem(Arc::from(item_id)));
+    }
+
+    /// Holds the reply (`true`: the device plays silence from its next period and keeps what
+    /// is queued) or lets it go on where it stopped (`false`). A flush ends the hold.
+    pub fn duck(&self, ducked: bool) {
+        if let Some(flusher) = self.shared.flusher().as_ref() {
+            flusher.hold(ducked);
+        }
     }
 
     /// Barge-in: drops every queued sample (device ring, pending deltas, jitter buffer); the
@@ -1025,6 +1041,8 @@ struct Uplink {
     echo: Option<UplinkEcho>,
     /// What the canceller sent of `call_buf` (the two are swapped).
     echo_out: Vec<f32>,
+    /// The user starting to talk, in what the trusted canceller sends.
+    near_speech: SpeechOnset,
 }
 
 /// The uplink's echo canceller and what it cancels: the tap of the speaker stream playing.
@@ -1061,6 +1079,7 @@ impl Uplink {
             noise_suppression: config.noise_suppression,
             echo: None,
             echo_out: Vec::with_capacity(device_samples * 2),
+            near_speech: SpeechOnset::new(CALL_RATE_HZ),
             preroll: PreRoll::new(CALL_RATE_HZ, config.pre_roll_ms),
             framer: Framer {
                 frame: Vec::with_capacity(FRAME_SAMPLES),
@@ -1250,6 +1269,7 @@ impl Uplink {
         resampler.process(&self.device_buf, &mut self.call_buf);
         // Before the gate: the canceller learns the echo path while the reply is gated.
         self.cancel_echo();
+        self.listen_for_near_speech();
         if self.gated {
             self.call_buf.fill(0.0);
         }
@@ -1262,6 +1282,23 @@ impl Uplink {
 }
 
 impl Uplink {
+    /// Tells the app when the user starts talking, while the canceller is trusted and running
+    /// (otherwise the reply's echo would be taken for the user).
+    fn listen_for_near_speech(&mut self) {
+        let trusted = !self.echo_paused
+            && self
+                .echo
+                .as_ref()
+                .is_some_and(|echo| echo.stage.is_converged());
+        if !trusted {
+            self.near_speech.reset();
+            return;
+        }
+        if self.near_speech.feed(&self.call_buf) {
+            self.events.send(EngineEvent::NearSpeech);
+        }
+    }
+
     /// Takes the speaker's echo out of `call_buf` (a whole number of 10 ms frames comes out;
     /// the rest waits for the next pass), reading what the speaker played since the last pass.
     fn cancel_echo(&mut self) {

@@ -490,6 +490,62 @@ fn a_reply_through_a_stalled_sound_server_keeps_its_timeline_and_the_speaker_cou
     );
 }
 
+#[test]
+fn a_held_reply_goes_silent_and_then_on_from_where_it_stopped_losing_nothing() {
+    let _sinks = one_at_a_time();
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(false);
+    let mut player = running.engine.player();
+    player.begin_item("item_held");
+    let reply = pattern(48_000);
+    for piece in reply.chunks(FRAME_SAMPLES) {
+        player.play(&AudioChunk::from_samples(piece.to_vec()));
+    }
+    running.events_until("a third to play", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::PlaybackProgress { played_ms, .. } if *played_ms >= 300)
+    });
+    running
+        .engine
+        .apply(AudioCommand::DuckPlayback { ducked: true });
+    let held_at = running.engine.stats().played_frames;
+    // The hold itself: the stimulus, not a wait for something to happen.
+    std::thread::sleep(Duration::from_millis(300));
+    let after_hold = running.engine.stats().played_frames;
+    running
+        .engine
+        .apply(AudioCommand::DuckPlayback { ducked: false });
+    running.events_until("the reply to drain", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::PlaybackDrained)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let heard = from_bytes(&recorder.end());
+
+    let period_frames = u64::from(48 * PERIOD_MS);
+    assert!(
+        after_hold - held_at <= period_frames,
+        "at most the period in progress played once held: {} frames",
+        after_hold - held_at
+    );
+    assert!(
+        nonzero(&heard) == reply,
+        "the whole reply was heard, in order, once"
+    );
+    let first_sound = heard
+        .iter()
+        .position(|&s| s != 0)
+        .expect("the reply was heard");
+    let last_sound = heard
+        .iter()
+        .rposition(|&s| s != 0)
+        .expect("the reply was heard");
+    let silent_inside_ms = (last_sound + 1 - first_sound - reply.len()) as f64 / 48.0;
+    assert!(
+        (250.0..=1_000.0).contains(&silent_inside_ms),
+        "the hold was heard as a silence inside the reply: {silent_inside_ms} ms"
+    );
+}
+
 /// The engine's reports of how each reply played, in order.
 fn playout_reports<'a>(events: impl IntoIterator<Item = &'a EngineEvent>) -> Vec<PlayoutReport> {
     events

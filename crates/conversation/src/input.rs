@@ -120,6 +120,9 @@ pub enum EngineInput {
     /// The uplink's echo canceller has converged on the echo path, or must learn a new one
     /// (another device): while converged the user may talk over a reply.
     EchoCanceller { converged: bool },
+    /// While the canceller is trusted, the microphone heard someone start talking: a reply
+    /// may be held until the provider says whether it is a barge-in.
+    NearSpeech,
     /// A level reading for the meters.
     Level {
         direction: DeviceDirection,

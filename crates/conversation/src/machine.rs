@@ -704,6 +704,11 @@ impl Conversation {
                     controller.echo_cancelled(converged, now_ms);
                 }
             }
+            EngineInput::NearSpeech => {
+                if self.voice_barge_in {
+                    controller.near_speech(now_ms);
+                }
+            }
             EngineInput::Level { direction, level } => {
                 if self.meters.moves(direction, level) {
                     self.outputs.push_back(Output::Level { direction, level });

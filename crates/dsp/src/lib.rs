@@ -12,6 +12,7 @@
 //! - [`codec`]: Opus at 48 kHz mono, 20 ms frames, with in-band FEC;
 //! - [`jitter`]: RTP arrival order to playout order, with loss concealment;
 //! - [`meter`]: the level meters; [`preroll`]: the warm mic's last moments;
+//! - [`onset`]: the user starting to talk, on what the echo canceller left of the microphone;
 //! - [`echo`]: echo cancellation and noise suppression on the uplink (WebRTC's AEC3, by `sonora`);
 //! - `testkit` (feature): test signals and their measures.
 
@@ -20,6 +21,7 @@ pub mod echo;
 pub mod jitter;
 pub mod meter;
 pub mod noise;
+pub mod onset;
 pub mod preroll;
 pub mod resample;
 #[cfg(feature = "testkit")]

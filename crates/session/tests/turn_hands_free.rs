@@ -6,7 +6,8 @@ mod turn_support;
 use serde_json::json;
 use walkie_openai::SessionConfig;
 use walkie_session::turn::{
-    AudioCommand, Diagnostic, LATE_AUDIO_GRACE_MS, Transport, TurnConfig, UiHint,
+    AudioCommand, Diagnostic, LATE_AUDIO_GRACE_MS, NEAR_SPEECH_HOLD_MS, Transport, TurnConfig,
+    UiHint,
 };
 use walkie_session::{AudioChunk, PartDelta, PartDeltaEvent, PartIndex, SessionEvent, Speaker};
 
@@ -272,4 +273,78 @@ fn when_the_echo_canceller_must_learn_a_new_path_the_mic_is_gated_again_during_a
     assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: true }]);
     talk.controller.echo_cancelled(false, 3_100);
     assert_eq!(talk.audio(), [], "told twice, gated once");
+}
+
+#[test]
+fn when_the_mic_hears_the_user_over_a_reply_it_is_held_at_once_and_the_providers_speech_start_cuts_it()
+ {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
+    talk.controller.echo_cancelled(true, 500);
+    assistant_audible_over_webrtc(&mut talk);
+    assert_eq!(talk.audio(), []);
+
+    talk.controller.near_speech(3_000);
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::DuckPlayback { ducked: true }],
+        "the reply is held the moment the user is heard"
+    );
+    talk.controller.near_speech(3_100);
+    assert_eq!(talk.audio(), [], "held once");
+    assert_eq!(
+        talk.sent(),
+        nothing_sent(),
+        "the provider decides the barge-in"
+    );
+
+    talk.at(3_250).server(&speech_started("item_U2", 3_000));
+    assert_eq!(
+        talk.audio(),
+        [AudioCommand::FlushPlayback],
+        "the provider heard the user: the held reply is dropped (the flush ends the hold)"
+    );
+    talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS);
+    assert_eq!(talk.audio(), [], "nothing is left to release");
+}
+
+#[test]
+fn a_hold_the_provider_does_not_confirm_lets_the_reply_go_on_where_it_stopped() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
+    talk.controller.echo_cancelled(true, 500);
+    assistant_audible_over_webrtc(&mut talk);
+    talk.controller.near_speech(3_000);
+    assert_eq!(talk.audio(), [AudioCommand::DuckPlayback { ducked: true }]);
+    assert_eq!(
+        talk.controller.next_deadline_ms(),
+        Some(3_000 + NEAR_SPEECH_HOLD_MS)
+    );
+
+    talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS - 1);
+    assert_eq!(talk.audio(), []);
+    talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS);
+    assert_eq!(talk.audio(), [AudioCommand::DuckPlayback { ducked: false }]);
+    assert!(
+        talk.diagnostics()
+            .contains(&Diagnostic::NearSpeechUnconfirmed {
+                held_ms: NEAR_SPEECH_HOLD_MS
+            }),
+        "the unconfirmed hold is diagnosed"
+    );
+    assert!(talk.controller.is_assistant_audible(), "the reply goes on");
+}
+
+#[test]
+fn near_speech_holds_nothing_without_a_trusted_canceller_or_an_audible_reply() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
+    talk.controller.near_speech(600);
+    assert_eq!(talk.audio(), [], "nothing audible");
+
+    assistant_audible_over_webrtc(&mut talk);
+    assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: true }]);
+    talk.controller.near_speech(3_000);
+    assert_eq!(
+        talk.audio(),
+        [],
+        "an untrusted canceller: what the mic hears may be the reply itself"
+    );
 }

@@ -22,6 +22,11 @@ pub const SESSION_CONFIRM_GRACE_MS: u64 = 5_000;
 /// audible, and its speech part open, until this passes without audio; otherwise its last
 /// packets would open a second, empty assistant message.
 pub const LATE_AUDIO_GRACE_MS: u64 = 300;
+/// Hands-free with voice barge-in: how long a reply stays held after the microphone heard the
+/// user start talking over it ([`crate::turn::TurnController::near_speech`]) for the
+/// provider's `speech_started` to confirm it; unconfirmed, the reply goes on where it stopped.
+/// The provider's detection and its round trip take a few hundred milliseconds.
+pub const NEAR_SPEECH_HOLD_MS: u64 = 700;
 /// Presses shorter than this are ignored, with a hint (the server needs at least 100 ms).
 pub const DEFAULT_MIN_PRESS_MS: u64 = 150;
 /// A press that stops an audible reply counts as a turn only when held this long: a tap just

@@ -52,7 +52,7 @@ use crate::event::{
 };
 use crate::session::Session;
 use crate::turn::audibility::Audibility;
-use crate::turn::config::{PressMode, Transport, TurnConfig, TurnMode};
+use crate::turn::config::{NEAR_SPEECH_HOLD_MS, PressMode, Transport, TurnConfig, TurnMode};
 use crate::turn::item_parts::{ItemParts, UserSlot};
 use crate::turn::ledger::{PairedCreate, ResponseLedger};
 use crate::turn::lifecycle::{Lifecycle, LifecycleDue};
@@ -158,6 +158,9 @@ pub struct TurnController {
     /// [`RESPONSE_DONE_WATCHDOG_MS`] bound counts from here.
     response_activity_ms: u64,
     wall_clock: Option<(u64, WallClock)>,
+    /// The reply is held for the user the microphone heard start talking over it, until the
+    /// provider's speech start confirms it or this time passes ([`NEAR_SPEECH_HOLD_MS`]).
+    held_until_ms: Option<u64>,
 }
 
 impl TurnController {
@@ -189,6 +192,7 @@ impl TurnController {
             latest_ms: 0,
             response_activity_ms: 0,
             wall_clock: None,
+            held_until_ms: None,
         }
     }
 
@@ -506,6 +510,22 @@ impl TurnController {
         }
     }
 
+    /// Hands-free, with the echo canceller trusted: the microphone heard someone start talking
+    /// while the reply plays. The reply is held at once (not dropped: a cough or a voice in
+    /// the room is not a barge-in) until the provider's `speech_started` cuts it, or for
+    /// [`NEAR_SPEECH_HOLD_MS`], after which it goes on where it stopped.
+    pub fn near_speech(&mut self, now_ms: u64) {
+        self.advance(now_ms);
+        if self.config.echo_canceller
+            && self.config.mode.server_interrupts()
+            && self.audibility.is_audible()
+            && self.held_until_ms.is_none()
+        {
+            self.held_until_ms = Some(now_ms.saturating_add(NEAR_SPEECH_HOLD_MS));
+            self.command(AudioCommand::DuckPlayback { ducked: true });
+        }
+    }
+
     /// The shell's wall-clock reading at session time `now_ms`, for tools that need the date.
     pub fn wall_clock(&mut self, now_ms: u64, clock: WallClock) {
         self.advance(now_ms);
@@ -526,6 +546,7 @@ impl TurnController {
             self.audibility.late_audio_until_ms(),
             self.stopped_watchdog_at(),
             self.response_watchdog_at(),
+            self.held_until_ms,
         ]
         .into_iter()
         .flatten()
@@ -764,6 +785,8 @@ impl TurnController {
             return false;
         };
         self.command(AudioCommand::FlushPlayback);
+        // The flush ends a hold.
+        self.held_until_ms = None;
         if let Some(index) = self.parts.assistant_speech()
             && let Err(error) = self.session.mark_interrupted(index, cut.played_ms)
         {
@@ -833,6 +856,7 @@ impl TurnController {
 
     pub(super) fn output_became_inaudible(&mut self, now_ms: u64) {
         self.audibility.became_inaudible();
+        self.release_hold();
         if self.session.is_output_audible() {
             self.emit(SessionEvent::OutputSpeechEnd, now_ms);
         }
@@ -854,6 +878,13 @@ impl TurnController {
         self.parts.assistant_closed();
         if let Err(error) = self.session.response_done(now_ms) {
             self.refused(error);
+        }
+    }
+
+    /// Lets a held reply go on (or the speaker play what comes next).
+    fn release_hold(&mut self) {
+        if self.held_until_ms.take().is_some() {
+            self.command(AudioCommand::DuckPlayback { ducked: false });
         }
     }
 
@@ -1175,6 +1206,15 @@ impl TurnController {
             .is_some_and(|until_ms| now_ms >= until_ms)
         {
             self.output_became_inaudible(now_ms);
+        }
+        if self
+            .held_until_ms
+            .is_some_and(|until_ms| now_ms >= until_ms)
+        {
+            self.diagnose(Diagnostic::NearSpeechUnconfirmed {
+                held_ms: NEAR_SPEECH_HOLD_MS,
+            });
+            self.release_hold();
         }
         if let Some(at_ms) = self.stopped_watchdog_at()
             && now_ms >= at_ms

@@ -67,7 +67,14 @@ pub enum AudioCommand {
     /// Stop sending microphone audio.
     CloseCapture,
     /// Drop every queued assistant sample at once (a barge-in): silence within one device period.
+    /// It ends a hold ([`Self::DuckPlayback`]) too.
     FlushPlayback,
+    /// Hold the reply (`true`: silence from the next device period, what is queued waits) or
+    /// let it go on where it stopped (`false`): the user may be talking over it.
+    DuckPlayback {
+        /// Whether the reply is held.
+        ducked: bool,
+    },
     /// Send silence instead of the microphone (`true`) or the microphone again (`false`), while
     /// capture stays open: no echo reaches the model while it is audible.
     GateMic {
@@ -179,6 +186,12 @@ pub enum Diagnostic {
         response_id: String,
         /// How long since its last audio (or its `response.done`).
         waited_ms: u64,
+    },
+    /// The reply was held for the user the microphone heard start talking, and the provider
+    /// did not hear speech within the hold: the reply went on where it stopped.
+    NearSpeechUnconfirmed {
+        /// How long it was held.
+        held_ms: u64,
     },
     /// Turn watchdog: nothing came from the server for [`RESPONSE_DONE_WATCHDOG_MS`] while a
     /// response was active (or a `response.create` unanswered); it was ended as incomplete.
