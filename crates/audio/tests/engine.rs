@@ -391,15 +391,7 @@ fn a_reply_that_ran_dry_in_the_middle_reports_the_silence_the_speaker_played_ins
     let [report] = reports[..] else {
         panic!("the stall did not end the reply: one report for it: {reports:?}");
     };
-    let first_sound = heard
-        .iter()
-        .position(|&s| s != 0)
-        .expect("the reply was heard");
-    let last_sound = heard
-        .iter()
-        .rposition(|&s| s != 0)
-        .expect("the reply was heard");
-    let silence_heard_ms = (last_sound + 1 - first_sound - 9_600) as f64 / 48.0;
+    let silence_heard_ms = (sounding(&heard).len() - 9_600) as f64 / 48.0;
     assert!(
         report.silence_inside_ms >= 5.0,
         "the ring ran dry between the halves: {report:?}"
@@ -450,15 +442,7 @@ fn a_reply_through_a_stalled_sound_server_keeps_its_timeline_and_the_speaker_cou
     let [report] = reports[..] else {
         panic!("one report for the reply: {reports:?}");
     };
-    let first_sound = heard
-        .iter()
-        .position(|&s| s != 0)
-        .expect("the reply was heard");
-    let last_sound = heard
-        .iter()
-        .rposition(|&s| s != 0)
-        .expect("the reply was heard");
-    let span_ms = (last_sound + 1 - first_sound) as f64 / 48.0;
+    let span_ms = sounding(&heard).len() as f64 / 48.0;
     let heard = nonzero(&heard);
     println!(
         "{report:?}; spanned {span_ms} ms; {} samples heard",
@@ -531,19 +515,24 @@ fn a_held_reply_goes_silent_and_then_on_from_where_it_stopped_losing_nothing() {
         nonzero(&heard) == reply,
         "the whole reply was heard, in order, once"
     );
-    let first_sound = heard
-        .iter()
-        .position(|&s| s != 0)
-        .expect("the reply was heard");
-    let last_sound = heard
-        .iter()
-        .rposition(|&s| s != 0)
-        .expect("the reply was heard");
-    let silent_inside_ms = (last_sound + 1 - first_sound - reply.len()) as f64 / 48.0;
+    let silent_inside_ms = (sounding(&heard).len() - reply.len()) as f64 / 48.0;
     assert!(
         (250.0..=1_000.0).contains(&silent_inside_ms),
         "the hold was heard as a silence inside the reply: {silent_inside_ms} ms"
     );
+}
+
+/// What a sink recorded from its first sound to its last (the test replies are never zero).
+fn sounding(heard: &[i16]) -> &[i16] {
+    let first = heard
+        .iter()
+        .position(|&s| s != 0)
+        .expect("the reply was heard");
+    let last = heard
+        .iter()
+        .rposition(|&s| s != 0)
+        .expect("the reply was heard");
+    &heard[first..=last]
 }
 
 /// The engine's reports of how each reply played, in order.
