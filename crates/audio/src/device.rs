@@ -211,8 +211,8 @@ pub struct StreamCounters {
     /// ring running dry is `xrun_frames` instead; this one the engine cannot see otherwise.
     pub server_underflows: AtomicU64,
     /// Silence the sound server played past the end of what this playback stream had written
-    /// when it ran dry, in frames (as far as the stream's thread could tell: a period at most
-    /// is not counted).
+    /// when it ran dry, in frames, as the stream's thread bridged it (what it wrote before it
+    /// could tell, and the server dropped, is not in it).
     pub server_gap_frames: AtomicU64,
 }
 

@@ -22,7 +22,7 @@
 //!   deltas come back through the [`Player`], the only way to the speaker (DESIGN.md rule 2).
 //!   The player resamples to the device rate, counts what the device actually took per item
 //!   ([`EngineEvent::PlaybackProgress`]), and flushes within one device period
-//!   ([`AudioCommand::DuckPlayback`] holds the reply as quickly and lets it go on). When a reply
+//!   ([`AudioCommand::HoldPlayback`] holds the reply as quickly and lets it go on). When a reply
 //!   stops playing it says how it went ([`EngineEvent::ReplyPlayed`]: from its first packet to
 //!   the device, and any gap inside it), so underruns show in the log, not only to the ear.
 //! - **Devices**: a chosen device that disappears falls back to the default, a default that
@@ -235,7 +235,7 @@ pub enum EngineEvent {
     /// `TurnController::echo_cancelled`.
     EchoCanceller { converged: bool },
     /// While the echo canceller is trusted, the microphone (what the canceller left of it)
-    /// heard someone start talking: for `TurnController::near_speech`, which may duck a reply
+    /// heard someone start talking: for `TurnController::near_speech`, which may hold a reply
     /// before the provider's voice detection says the same.
     NearSpeech,
     /// A reply stopped playing (drained, or flushed by a barge-in): how it went, for the log
@@ -593,7 +593,7 @@ impl Engine {
     pub fn apply(&self, command: AudioCommand) {
         let message = match command {
             AudioCommand::FlushPlayback => return self.player().flush(),
-            AudioCommand::DuckPlayback { ducked } => return self.player().duck(ducked),
+            AudioCommand::HoldPlayback { held } => return self.player().hold(held),
             AudioCommand::OpenCapture { pre_roll_ms } => UpMsg::OpenCapture { pre_roll_ms },
             AudioCommand::CloseCapture => UpMsg::CloseCapture,
             AudioCommand::GateMic { gated } => UpMsg::GateMic { gated },
@@ -710,9 +710,9 @@ impl Player {
 
     /// Holds the reply (`true`: the device plays silence from its next period and keeps what
     /// is queued) or lets it go on where it stopped (`false`). A flush ends the hold.
-    pub fn duck(&self, ducked: bool) {
+    pub fn hold(&self, held: bool) {
         if let Some(flusher) = self.shared.flusher().as_ref() {
-            flusher.hold(ducked);
+            flusher.hold(held);
         }
     }
 

@@ -11,8 +11,8 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use common::{
-    PulseClient, SpareSink, StalledServer, from_bytes, pattern, require_test_server, rms_dbfs,
-    tone, tone_level_dbfs, wait_until, wakeups_of,
+    PulseClient, SpareSink, StalledServer, assert_heard_in_order, from_bytes, pattern,
+    require_test_server, rms_dbfs, tone, tone_level_dbfs, wait_until, wakeups_of,
 };
 use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
 use walkie_audio::device::{DeviceDirection, PERIOD_MS, list_devices};
@@ -203,10 +203,11 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
         jitter.recovered + jitter.concealed <= 2,
         "only the lost and the swapped packet needed repair: {jitter:?}"
     );
-    assert_eq!(
-        nonzero(&recorded),
-        nonzero(&decoded_samples),
-        "the speaker played every decoded sample once, in order, and nothing else"
+    assert_heard_in_order(
+        &nonzero(&recorded),
+        &nonzero(&decoded_samples),
+        reports.iter().map(|report| report.server_underflows).sum(),
+        "the speaker played the decoded samples",
     );
     let decoded_f32: Vec<f32> = decoded_samples
         .iter()
@@ -452,25 +453,19 @@ fn a_reply_through_a_stalled_sound_server_keeps_its_timeline_and_the_speaker_cou
         report.server_underflows >= 1 && report.server_gap_ms >= 20.0,
         "the stalled server ran dry inside the reply: {report:?}"
     );
+    // A period of silence owed for an underflow may be written just before the reply's first
+    // sample or after its last: counted, but outside the span.
+    let counted_ms = report.played_ms + report.silence_inside_ms + report.server_gap_ms;
     assert!(
-        (span_ms - (report.played_ms + report.silence_inside_ms + report.server_gap_ms)).abs()
-            <= 1.0,
+        span_ms <= counted_ms + 1.0 && span_ms >= counted_ms - 2.0 * f64::from(PERIOD_MS) - 1.0,
         "the reply spanned {span_ms} ms on the sink: what the speaker stream wrote and counted, \
          the silence of the ring and of the server included: {report:?}"
     );
-    // What the stream wrote before it could tell the server had played past it is dropped:
-    // a period or a few, of a gap of 100 ms.
-    let lost = reply.len() - heard.len();
-    let kept_before = heard
-        .iter()
-        .zip(&reply)
-        .take_while(|(heard, said)| heard == said)
-        .count();
-    assert!(
-        heard[..kept_before] == reply[..kept_before]
-            && heard[kept_before..] == reply[kept_before + lost..]
-            && lost <= 48 * 50,
-        "the reply was heard in order, all but {lost} samples (at most 50 ms) at the gap"
+    assert_heard_in_order(
+        &heard,
+        &reply,
+        report.server_underflows,
+        "the reply through the stall",
     );
 }
 
@@ -486,22 +481,24 @@ fn a_held_reply_goes_silent_and_then_on_from_where_it_stopped_losing_nothing() {
     for piece in reply.chunks(FRAME_SAMPLES) {
         player.play(&AudioChunk::from_samples(piece.to_vec()));
     }
-    running.events_until("a third to play", Duration::from_secs(5), |event| {
+    let mut events = running.events_until("a third to play", Duration::from_secs(5), |event| {
         matches!(event, EngineEvent::PlaybackProgress { played_ms, .. } if *played_ms >= 300)
     });
     running
         .engine
-        .apply(AudioCommand::DuckPlayback { ducked: true });
+        .apply(AudioCommand::HoldPlayback { held: true });
     let held_at = running.engine.stats().played_frames;
     // The hold itself: the stimulus, not a wait for something to happen.
     std::thread::sleep(Duration::from_millis(300));
     let after_hold = running.engine.stats().played_frames;
     running
         .engine
-        .apply(AudioCommand::DuckPlayback { ducked: false });
-    running.events_until("the reply to drain", Duration::from_secs(5), |event| {
-        matches!(event, EngineEvent::PlaybackDrained)
-    });
+        .apply(AudioCommand::HoldPlayback { held: false });
+    events.extend(
+        running.events_until("the reply to drain", Duration::from_secs(5), |event| {
+            matches!(event, EngineEvent::PlaybackDrained)
+        }),
+    );
     std::thread::sleep(Duration::from_millis(300));
     let heard = from_bytes(&recorder.end());
 
@@ -511,11 +508,16 @@ fn a_held_reply_goes_silent_and_then_on_from_where_it_stopped_losing_nothing() {
         "at most the period in progress played once held: {} frames",
         after_hold - held_at
     );
-    assert!(
-        nonzero(&heard) == reply,
-        "the whole reply was heard, in order, once"
+    assert_heard_in_order(
+        &nonzero(&heard),
+        &reply,
+        playout_reports(&events)
+            .iter()
+            .map(|report| report.server_underflows)
+            .sum(),
+        "the held reply",
     );
-    let silent_inside_ms = (sounding(&heard).len() - reply.len()) as f64 / 48.0;
+    let silent_inside_ms = (sounding(&heard).len() as f64 - reply.len() as f64) / 48.0;
     assert!(
         (250.0..=1_000.0).contains(&silent_inside_ms),
         "the hold was heard as a silence inside the reply: {silent_inside_ms} ms"
@@ -794,7 +796,7 @@ fn when_the_chosen_devices_vanish_the_engine_falls_back_to_the_defaults_and_goes
     player.begin_item("item_after_loss");
     let reply = pattern(24_000);
     player.play(&AudioChunk::from_samples(reply.clone()));
-    running.events_until("the reply to drain", Duration::from_secs(5), |event| {
+    let events = running.events_until("the reply to drain", Duration::from_secs(5), |event| {
         matches!(event, EngineEvent::PlaybackDrained)
     });
     running
@@ -808,10 +810,17 @@ fn when_the_chosen_devices_vanish_the_engine_falls_back_to_the_defaults_and_goes
     running.engine.apply(AudioCommand::CloseCapture);
     std::thread::sleep(Duration::from_millis(300));
 
-    assert_eq!(
-        nonzero(&from_bytes(&recorder.end())),
-        reply,
-        "the conversation goes on through the default speaker"
+    let heard = nonzero(&from_bytes(&recorder.end()));
+    // The reply's report comes when it drained; a run dry at its very end may report late.
+    let server_underflows = playout_reports(&events)
+        .iter()
+        .map(|report| report.server_underflows)
+        .sum();
+    assert_heard_in_order(
+        &heard,
+        &reply,
+        server_underflows,
+        "the conversation goes on through the default speaker",
     );
 }
 

@@ -1,5 +1,5 @@
 //! Whether the user has started talking over a reply, from what the echo canceller left of the
-//! microphone: hands-free can duck the reply the moment the user speaks, a network round trip
+//! microphone: hands-free can hold the reply the moment the user speaks, a network round trip
 //! and the provider's own detection before the provider's `speech_started` says so.
 //!
 //! Level, not a model: once the canceller is trusted, the reply's echo is some 40 dB down

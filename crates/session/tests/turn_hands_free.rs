@@ -286,7 +286,7 @@ fn when_the_mic_hears_the_user_over_a_reply_it_is_held_at_once_and_the_providers
     talk.controller.near_speech(3_000);
     assert_eq!(
         talk.audio(),
-        [AudioCommand::DuckPlayback { ducked: true }],
+        [AudioCommand::HoldPlayback { held: true }],
         "the reply is held the moment the user is heard"
     );
     talk.controller.near_speech(3_100);
@@ -313,7 +313,7 @@ fn a_hold_the_provider_does_not_confirm_lets_the_reply_go_on_where_it_stopped() 
     talk.controller.echo_cancelled(true, 500);
     assistant_audible_over_webrtc(&mut talk);
     talk.controller.near_speech(3_000);
-    assert_eq!(talk.audio(), [AudioCommand::DuckPlayback { ducked: true }]);
+    assert_eq!(talk.audio(), [AudioCommand::HoldPlayback { held: true }]);
     assert_eq!(
         talk.controller.next_deadline_ms(),
         Some(3_000 + NEAR_SPEECH_HOLD_MS)
@@ -322,7 +322,7 @@ fn a_hold_the_provider_does_not_confirm_lets_the_reply_go_on_where_it_stopped() 
     talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS - 1);
     assert_eq!(talk.audio(), []);
     talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS);
-    assert_eq!(talk.audio(), [AudioCommand::DuckPlayback { ducked: false }]);
+    assert_eq!(talk.audio(), [AudioCommand::HoldPlayback { held: false }]);
     assert!(
         talk.diagnostics()
             .contains(&Diagnostic::NearSpeechUnconfirmed {
@@ -346,5 +346,30 @@ fn near_speech_holds_nothing_without_a_trusted_canceller_or_an_audible_reply() {
         talk.audio(),
         [],
         "an untrusted canceller: what the mic hears may be the reply itself"
+    );
+}
+
+#[test]
+fn a_call_that_closes_while_a_reply_is_held_lets_the_speaker_go() {
+    let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
+    talk.controller.echo_cancelled(true, 500);
+    assistant_audible_over_webrtc(&mut talk);
+    talk.controller.near_speech(3_000);
+    assert_eq!(talk.audio(), [AudioCommand::HoldPlayback { held: true }]);
+
+    talk.controller.data_channel_closed(3_100);
+    assert!(
+        talk.audio()
+            .contains(&AudioCommand::HoldPlayback { held: false }),
+        "the engine outlives the call: the next one must not start held"
+    );
+    talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS);
+    assert_eq!(talk.audio(), [], "no hold left to time out");
+    assert!(
+        !talk
+            .diagnostics()
+            .iter()
+            .any(|diagnostic| matches!(diagnostic, Diagnostic::NearSpeechUnconfirmed { .. })),
+        "the hold ended with the call, not unconfirmed"
     );
 }

@@ -268,3 +268,28 @@ impl Drop for StalledServer {
         let _ = Command::new("kill").args(["-CONT", &self.0]).status();
     }
 }
+
+/// Asserts that the sink heard `said` (its non-zero samples) whole and in order; or, where the
+/// sound server ran dry while it played (`server_underflows` times), in order with at most
+/// 50 ms missing for each time: what the speaker stream wrote before it could tell the server
+/// had played past it, which the server drops (docs/benchmarks.md, "Echo cancellation").
+pub fn assert_heard_in_order(heard: &[i16], said: &[i16], server_underflows: u64, what: &str) {
+    if server_underflows == 0 {
+        assert!(
+            heard == said,
+            "{what}: every sample once, in order, and nothing else"
+        );
+        return;
+    }
+    let mut said_left = said.iter();
+    let in_order = heard
+        .iter()
+        .all(|sample| said_left.any(|candidate| candidate == sample));
+    let missing = said.len().saturating_sub(heard.len());
+    assert!(
+        in_order && missing as u64 <= 48 * 50 * server_underflows,
+        "{what}: the sound server ran dry {server_underflows} times, and what was heard must be \
+         what was said, in order, with at most 50 ms missing for each ({missing} samples \
+         missing; in order: {in_order})"
+    );
+}

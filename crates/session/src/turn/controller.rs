@@ -231,6 +231,8 @@ impl TurnController {
         self.vad_utterance_open = false;
         self.close_capture();
         self.set_mic_gate(false);
+        // Nobody is left to confirm a held reply.
+        self.release_hold();
         self.responses.channel_closed();
         // An answer could only go to the session that asked: the calls end with it.
         self.outside_calls.clear();
@@ -522,7 +524,7 @@ impl TurnController {
             && self.held_until_ms.is_none()
         {
             self.held_until_ms = Some(now_ms.saturating_add(NEAR_SPEECH_HOLD_MS));
-            self.command(AudioCommand::DuckPlayback { ducked: true });
+            self.command(AudioCommand::HoldPlayback { held: true });
         }
     }
 
@@ -884,7 +886,7 @@ impl TurnController {
     /// Lets a held reply go on (or the speaker play what comes next).
     fn release_hold(&mut self) {
         if self.held_until_ms.take().is_some() {
-            self.command(AudioCommand::DuckPlayback { ducked: false });
+            self.command(AudioCommand::HoldPlayback { held: false });
         }
     }
 

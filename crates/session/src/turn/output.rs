@@ -67,13 +67,13 @@ pub enum AudioCommand {
     /// Stop sending microphone audio.
     CloseCapture,
     /// Drop every queued assistant sample at once (a barge-in): silence within one device period.
-    /// It ends a hold ([`Self::DuckPlayback`]) too.
+    /// It ends a hold ([`Self::HoldPlayback`]) too.
     FlushPlayback,
     /// Hold the reply (`true`: silence from the next device period, what is queued waits) or
     /// let it go on where it stopped (`false`): the user may be talking over it.
-    DuckPlayback {
+    HoldPlayback {
         /// Whether the reply is held.
-        ducked: bool,
+        held: bool,
     },
     /// Send silence instead of the microphone (`true`) or the microphone again (`false`), while
     /// capture stays open: no echo reaches the model while it is audible.
