@@ -22,6 +22,7 @@ import collections
 import dataclasses
 import json
 import sys
+import typing
 from pathlib import Path
 
 import pydantic
@@ -29,10 +30,18 @@ from ag_ui import core as agui
 from ag_ui._generated import models as agui_models
 
 
+def _models_in(annotation: object) -> list[type]:
+    """The pydantic models an annotation names, at any depth (lists, unions, Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return [annotation]
+    return [model for arg in typing.get_args(annotation) for model in _models_in(arg)]
+
+
 def _strict_models() -> int:
     """Makes every SDK model refuse unknown fields. The SDK builds its models on import, so
-    each is rebuilt after the switch; twice, so that a model holding another is rebuilt with
-    that other's strict validator whatever the order."""
+    each is rebuilt after the switch, the models it holds first (depth first, in a fixed
+    order): a model rebuilt before one it holds would keep that one's lenient validator, and
+    which came first would depend on where the classes sit in memory."""
     found: set[type] = set()
     stack = [agui_models.GeneratedBaseModel]
     while stack:
@@ -42,9 +51,20 @@ def _strict_models() -> int:
                 stack.append(sub)
     for model in found:
         model.model_config["extra"] = "forbid"
-    for _ in range(2):
-        for model in found:
-            model.model_rebuild(force=True)
+    rebuilt: set[type] = set()
+
+    def rebuild(model: type) -> None:
+        if model in rebuilt:
+            return
+        rebuilt.add(model)
+        for field in model.model_fields.values():
+            for held in _models_in(field.annotation):
+                if held in found:
+                    rebuild(held)
+        model.model_rebuild(force=True)
+
+    for model in sorted(found, key=lambda model: (model.__module__, model.__qualname__)):
+        rebuild(model)
     return len(found)
 
 

@@ -75,8 +75,8 @@ pub(crate) enum Period<'a> {
         samples: &'a mut [i16],
         latency: Duration,
     },
-    /// Playback: the server ran dry and played `frames` of silence past the end of what was
-    /// written; the thread writes as many zeros in their place (see [`Opened::run`]).
+    /// Playback: the server ran dry and played on past the end of what was written; the
+    /// thread writes `frames` of zeros in that place, and a period more (see [`Opened::run`]).
     Missed { frames: usize },
     /// Capture: these samples arrived.
     Captured(&'a [i16]),
