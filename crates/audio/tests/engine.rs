@@ -414,18 +414,8 @@ fn a_reply_through_a_stalled_sound_server_keeps_its_timeline_and_the_speaker_cou
     // later than the reference says for the rest of the call, and the canceller would have to
     // learn the path again, letting the echo through meanwhile.
     let _sinks = one_at_a_time();
-    let recorder = PulseClient::spawn("parec", "spk.monitor");
-    let running = start(EngineConfig::default());
-    running.wait_for_devices(false);
-    let mut player = running.engine.player();
-    player.begin_item("item_through_a_stall");
-    let reply = pattern(48_000);
-    for piece in reply.chunks(FRAME_SAMPLES) {
-        player.play(&AudioChunk::from_samples(piece.to_vec()));
-    }
-    let mut events = running.events_until("a third to play", Duration::from_secs(5), |event| {
-        matches!(event, EngineEvent::PlaybackProgress { played_ms, .. } if *played_ms >= 300)
-    });
+    let (recorder, running, reply, mut events) =
+        a_second_of_reply_a_third_played("item_through_a_stall");
     {
         let _stalled = StalledServer::stop();
         // The stall itself: the stimulus, not a wait for something to happen.
@@ -472,18 +462,7 @@ fn a_reply_through_a_stalled_sound_server_keeps_its_timeline_and_the_speaker_cou
 #[test]
 fn a_held_reply_goes_silent_and_then_on_from_where_it_stopped_losing_nothing() {
     let _sinks = one_at_a_time();
-    let recorder = PulseClient::spawn("parec", "spk.monitor");
-    let running = start(EngineConfig::default());
-    running.wait_for_devices(false);
-    let mut player = running.engine.player();
-    player.begin_item("item_held");
-    let reply = pattern(48_000);
-    for piece in reply.chunks(FRAME_SAMPLES) {
-        player.play(&AudioChunk::from_samples(piece.to_vec()));
-    }
-    let mut events = running.events_until("a third to play", Duration::from_secs(5), |event| {
-        matches!(event, EngineEvent::PlaybackProgress { played_ms, .. } if *played_ms >= 300)
-    });
+    let (recorder, running, reply, mut events) = a_second_of_reply_a_third_played("item_held");
     running
         .engine
         .apply(AudioCommand::HoldPlayback { held: true });
@@ -522,6 +501,26 @@ fn a_held_reply_goes_silent_and_then_on_from_where_it_stopped_losing_nothing() {
         (250.0..=1_000.0).contains(&silent_inside_ms),
         "the hold was heard as a silence inside the reply: {silent_inside_ms} ms"
     );
+}
+
+/// The sink recorded, the engine on the default devices, a 1 s reply of [`pattern`] as item
+/// `item`, and the events until 300 ms of it played.
+fn a_second_of_reply_a_third_played(
+    item: &str,
+) -> (PulseClient, Running, Vec<i16>, Vec<EngineEvent>) {
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(false);
+    let mut player = running.engine.player();
+    player.begin_item(item);
+    let reply = pattern(48_000);
+    for piece in reply.chunks(FRAME_SAMPLES) {
+        player.play(&AudioChunk::from_samples(piece.to_vec()));
+    }
+    let events = running.events_until("a third to play", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::PlaybackProgress { played_ms, .. } if *played_ms >= 300)
+    });
+    (recorder, running, reply, events)
 }
 
 /// What a sink recorded from its first sound to its last (the test replies are never zero).
