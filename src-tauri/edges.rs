@@ -463,7 +463,8 @@ impl Clock {
     }
 }
 
-/// One engine report, as the conversation machine's input; how a reply played is only logged.
+/// One engine report, as the conversation machine's input; how a reply played and how the
+/// clocks stand are only logged.
 fn engine_input(event: EngineEvent) -> Option<EngineInput> {
     let input = match event {
         EngineEvent::AssistantAudio(chunk) => EngineInput::AssistantAudio(chunk),
@@ -500,6 +501,20 @@ fn engine_input(event: EngineEvent) -> Option<EngineInput> {
         },
         EngineEvent::ReplyPlayed(report) => {
             log::info!("{report}");
+            return None;
+        }
+        EngineEvent::ClockDrift {
+            drift_ppm,
+            following,
+        } => {
+            log::info!(
+                "the speaker's and the microphone's clocks run {drift_ppm} ppm apart{}",
+                if following {
+                    ": the echo canceller's reference follows the microphone's"
+                } else {
+                    ""
+                }
+            );
             return None;
         }
     };

@@ -275,6 +275,7 @@ fn stream_config(
 pub struct Capture {
     _stream: StreamHandle,
     ring: rtrb::Consumer<f32>,
+    marks: rtrb::Consumer<DeviceMark>,
     format: StreamFormat,
     counters: Arc<StreamCounters>,
     device_id: String,
@@ -288,9 +289,73 @@ impl std::fmt::Debug for Capture {
     }
 }
 
-/// Writes one callback's interleaved frames, down-mixed, into the ring. Allocation-free.
+/// Where a stream stood at one of its callbacks: frame `frames` of the stream (counted from
+/// its first, silence included) is heard (a speaker) or was captured (a microphone) at `at`.
+/// What the echo canceller measures the two clocks against each other by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceMark {
+    pub at: Instant,
+    pub frames: u64,
+}
+
+/// Marks a callback may leave before the reader takes them (over a second of periods); a
+/// full ring drops the newest, which the reader sees as a gap.
+const MARKS_HELD: usize = 256;
+
+/// A stream's callback's end of its marks. Allocation-free.
+struct MarkWriter {
+    marks: rtrb::Producer<DeviceMark>,
+    frames: u64,
+}
+
+fn mark_ring() -> (MarkWriter, rtrb::Consumer<DeviceMark>) {
+    let (marks, reader) = rtrb::RingBuffer::new(MARKS_HELD);
+    (MarkWriter { marks, frames: 0 }, reader)
+}
+
+impl MarkWriter {
+    /// The stream's frame count now stands at `at` (a full ring drops the mark).
+    fn mark(&mut self, at: Instant) {
+        let _dropped_when_full = self.marks.push(DeviceMark {
+            at,
+            frames: self.frames,
+        });
+    }
+
+    fn advance(&mut self, frames: usize) {
+        self.frames += frames as u64;
+    }
+}
+
+/// A capture callback's end of the ring, and of its marks.
+struct CaptureWriter {
+    samples: rtrb::Producer<f32>,
+    marks: MarkWriter,
+}
+
+/// A ring for a capture stream at `rate_hz` holding `ring_ms`, and its marks.
+fn capture_ring(rate_hz: u32, ring_ms: u32) -> (CaptureWriter, CaptureReader) {
+    let (samples, sample_reader) = rtrb::RingBuffer::new(ring_capacity(rate_hz, ring_ms));
+    let (marks, mark_reader) = mark_ring();
+    (
+        CaptureWriter { samples, marks },
+        CaptureReader {
+            samples: sample_reader,
+            marks: mark_reader,
+        },
+    )
+}
+
+/// The reader's end of a capture ring.
+struct CaptureReader {
+    samples: rtrb::Consumer<f32>,
+    marks: rtrb::Consumer<DeviceMark>,
+}
+
+/// Writes one callback's interleaved frames, down-mixed, into the ring, and marks where the
+/// stream stands after them. Allocation-free.
 fn push_mono<T: Copy>(
-    ring: &mut rtrb::Producer<f32>,
+    writer: &mut CaptureWriter,
     data: &[T],
     channels: usize,
     to_f32: impl Fn(T) -> f32,
@@ -298,6 +363,7 @@ fn push_mono<T: Copy>(
 ) {
     let frames = data.len() / channels;
     counters.callback(frames);
+    let ring = &mut writer.samples;
     let room = ring.slots().min(frames);
     if let Ok(chunk) = ring.write_chunk_uninit(room) {
         let scale = 1.0 / channels as f32;
@@ -311,6 +377,8 @@ fn push_mono<T: Copy>(
             .xrun_frames
             .fetch_add((frames - room) as u64, Ordering::Relaxed);
     }
+    writer.marks.advance(frames);
+    writer.marks.mark(Instant::now());
 }
 
 /// How a stream is opened.
@@ -455,7 +523,7 @@ type NativePlayback = (
     rtrb::Producer<f32>,
     StreamFormat,
     Arc<PlaybackShared>,
-    Option<rtrb::Consumer<f32>>,
+    Option<TapReader>,
 );
 
 /// cpal's device, configuration and sample format: what a stream falls back to.
@@ -538,10 +606,11 @@ impl Capture {
             |name, rate_hz| Self::open_pcm(name, rate_hz, ring_ms),
         )?;
         let (device, config, sample_format) = match opened {
-            Opened::Native((stream, ring, format, counters)) => {
+            Opened::Native((stream, reader, format, counters)) => {
                 return Ok(Self {
                     _stream: stream,
-                    ring,
+                    ring: reader.samples,
+                    marks: reader.marks,
                     format,
                     counters,
                     device_id: opened_id,
@@ -554,8 +623,7 @@ impl Capture {
             sample_rate_hz: config.sample_rate,
             channels: config.channels,
         };
-        let (mut producer, consumer) =
-            rtrb::RingBuffer::new(ring_capacity(format.sample_rate_hz, ring_ms));
+        let (mut writer, reader) = capture_ring(format.sample_rate_hz, ring_ms);
         let counters = Arc::new(StreamCounters::default());
         let (data_counters, error_counters) = (counters.clone(), counters.clone());
         let on_error = move |error: cpal::Error| error_counters.error(&error);
@@ -563,7 +631,7 @@ impl Capture {
             cpal::SampleFormat::F32 => device.build_input_stream::<f32, _, _>(
                 config,
                 move |data: &[f32], _| {
-                    push_mono(&mut producer, data, channels, |s| s, &data_counters)
+                    push_mono(&mut writer, data, channels, |s| s, &data_counters)
                 },
                 on_error,
                 Some(OPEN_TIMEOUT),
@@ -571,7 +639,7 @@ impl Capture {
             cpal::SampleFormat::I16 => device.build_input_stream::<i16, _, _>(
                 config,
                 move |data: &[i16], _| {
-                    push_mono(&mut producer, data, channels, i16_to_f32, &data_counters)
+                    push_mono(&mut writer, data, channels, i16_to_f32, &data_counters)
                 },
                 on_error,
                 Some(OPEN_TIMEOUT),
@@ -589,7 +657,8 @@ impl Capture {
             .map_err(|error| DeviceError::from_cpal(direction, error))?;
         Ok(Self {
             _stream: StreamHandle::Cpal(stream),
-            ring: consumer,
+            ring: reader.samples,
+            marks: reader.marks,
             format,
             counters,
             device_id: opened_id,
@@ -604,14 +673,14 @@ impl Capture {
     ) -> Result<
         (
             StreamHandle,
-            rtrb::Consumer<f32>,
+            CaptureReader,
             StreamFormat,
             Arc<StreamCounters>,
         ),
         DeviceError,
     > {
         let direction = DeviceDirection::Input;
-        let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, ring_ms));
+        let (mut writer, reader) = capture_ring(rate_hz, ring_ms);
         let counters = Arc::new(StreamCounters::default());
         let data_counters = counters.clone();
         let (stream, setup) = crate::pulse::open(
@@ -621,7 +690,7 @@ impl Capture {
             CAPTURE_PERIOD_MS,
             move |period| {
                 if let crate::pulse::Period::Captured(data) = period {
-                    push_mono(&mut producer, data, 1, i16_to_f32, &data_counters);
+                    push_mono(&mut writer, data, 1, i16_to_f32, &data_counters);
                 }
             },
             counters.clone(),
@@ -631,7 +700,7 @@ impl Capture {
             sample_rate_hz: setup.rate_hz,
             channels: 1,
         };
-        Ok((StreamHandle::Pulse(stream), consumer, format, counters))
+        Ok((StreamHandle::Pulse(stream), reader, format, counters))
     }
 
     #[allow(clippy::type_complexity)]
@@ -642,7 +711,7 @@ impl Capture {
     ) -> Result<
         (
             StreamHandle,
-            rtrb::Consumer<f32>,
+            CaptureReader,
             StreamFormat,
             Arc<StreamCounters>,
         ),
@@ -663,7 +732,7 @@ impl Capture {
             sample_rate_hz: setup.rate_hz,
             channels: setup.channels,
         };
-        let (mut producer, consumer) = rtrb::RingBuffer::new(ring_capacity(setup.rate_hz, ring_ms));
+        let (mut writer, reader) = capture_ring(setup.rate_hz, ring_ms);
         let counters = Arc::new(StreamCounters::default());
         let data_counters = counters.clone();
         let spawned = match setup.kind {
@@ -671,14 +740,14 @@ impl Capture {
                 pcm,
                 setup,
                 direction,
-                move |data, _| push_mono(&mut producer, data, channels, i16_to_f32, &data_counters),
+                move |data, _| push_mono(&mut writer, data, channels, i16_to_f32, &data_counters),
                 counters.clone(),
             ),
             crate::pcm::SampleKind::F32 => crate::pcm::spawn::<f32>(
                 pcm,
                 setup,
                 direction,
-                move |data, _| push_mono(&mut producer, data, channels, |s| s, &data_counters),
+                move |data, _| push_mono(&mut writer, data, channels, |s| s, &data_counters),
                 counters.clone(),
             ),
         }
@@ -686,7 +755,7 @@ impl Capture {
             direction,
             reason: format!("no thread for the stream: {error}"),
         })?;
-        Ok((StreamHandle::Pcm(spawned), consumer, format, counters))
+        Ok((StreamHandle::Pcm(spawned), reader, format, counters))
     }
 
     pub fn format(&self) -> StreamFormat {
@@ -700,6 +769,13 @@ impl Capture {
 
     pub fn counters(&self) -> &StreamCounters {
         &self.counters
+    }
+
+    /// Where the stream stood at each callback since the last call, oldest first.
+    pub fn read_marks(&mut self, mut each: impl FnMut(DeviceMark)) {
+        while let Ok(mark) = self.marks.pop() {
+            each(mark);
+        }
     }
 
     /// Moves every captured sample so far into `out`; returns how many.
@@ -848,13 +924,16 @@ pub struct Playback {
     format: StreamFormat,
     shared: Arc<PlaybackShared>,
     device_id: String,
-    reference: Option<rtrb::Consumer<f32>>,
+    reference: Option<TapReader>,
 }
 
 /// What a playback stream played, as it left for the device: the echo canceller's reference.
 pub struct PlayedReference {
     /// Mono samples at `rate_hz`, silence included, in the order they were played.
     pub samples: rtrb::Consumer<f32>,
+    /// Where the stream stood at each callback (`frames` counts the samples above from the
+    /// stream's first; `at` is when the callback's first is heard).
+    pub marks: rtrb::Consumer<DeviceMark>,
     pub rate_hz: u32,
     /// The stream's clock (its output latency is the reference's lead over the speaker).
     pub clock: PlaybackFlusher,
@@ -871,16 +950,32 @@ impl std::fmt::Debug for PlayedReference {
 /// How much played audio the reference tap holds for a reader that falls behind.
 const REFERENCE_TAP_MS: u32 = 1000;
 
+/// The speaker callback's end of the reference tap: what it played, and where it stood.
+struct TapWriter {
+    samples: rtrb::Producer<f32>,
+    marks: MarkWriter,
+}
+
+/// The reader's end of the reference tap.
+struct TapReader {
+    samples: rtrb::Consumer<f32>,
+    marks: rtrb::Consumer<DeviceMark>,
+}
+
 /// A reference tap for a stream at `rate_hz`, when one is wanted.
-fn reference_tap(
-    wanted: bool,
-    rate_hz: u32,
-) -> (Option<rtrb::Producer<f32>>, Option<rtrb::Consumer<f32>>) {
+fn reference_tap(wanted: bool, rate_hz: u32) -> (Option<TapWriter>, Option<TapReader>) {
     if !wanted {
         return (None, None);
     }
-    let (producer, consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, REFERENCE_TAP_MS));
-    (Some(producer), Some(consumer))
+    let (samples, sample_reader) = rtrb::RingBuffer::new(ring_capacity(rate_hz, REFERENCE_TAP_MS));
+    let (marks, mark_reader) = mark_ring();
+    (
+        Some(TapWriter { samples, marks }),
+        Some(TapReader {
+            samples: sample_reader,
+            marks: mark_reader,
+        }),
+    )
 }
 
 impl std::fmt::Debug for Playback {
@@ -903,11 +998,15 @@ fn pull_mono<T: Copy>(
     from_f32: impl Fn(f32) -> T,
     shared: &PlaybackShared,
     latency: Duration,
-    reference: &mut Option<rtrb::Producer<f32>>,
+    reference: &mut Option<TapWriter>,
 ) {
     let frames = data.len() / channels;
     let before = shared.played_frames.load(Ordering::Relaxed);
     shared.counters.callback(frames);
+    if let Some(tap) = reference.as_mut() {
+        tap.marks.mark(Instant::now() + latency);
+        tap.marks.advance(frames);
+    }
     shared
         .last_callback_ns
         .store(shared.opened.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -940,11 +1039,11 @@ fn pull_mono<T: Copy>(
             frame.fill(from_f32(sample));
             played += 1;
         }
-        if let Some(reference) = reference.as_mut() {
+        if let Some(tap) = reference.as_mut() {
             // A full tap (nobody reading it) drops what does not fit.
-            let (_, rest) = reference.push_partial_slice(first);
+            let (_, rest) = tap.samples.push_partial_slice(first);
             if rest.is_empty() {
-                let _ = reference.push_partial_slice(second);
+                let _ = tap.samples.push_partial_slice(second);
             }
         }
         chunk.commit_all();
@@ -952,8 +1051,10 @@ fn pull_mono<T: Copy>(
     for frame in data.chunks_exact_mut(channels).skip(played) {
         frame.fill(from_f32(0.0));
     }
-    if let Some(reference) = reference.as_mut()
-        && let Ok(silence) = reference.write_chunk(reference.slots().min(frames - played))
+    if let Some(tap) = reference.as_mut()
+        && let Ok(silence) = tap
+            .samples
+            .write_chunk(tap.samples.slots().min(frames - played))
     {
         // Default-initialised: zeros, the silence that played.
         silence.commit_all();
@@ -973,17 +1074,16 @@ fn pull_mono<T: Copy>(
 /// The sound server ran dry and played `frames` of silence that nothing was written for: the
 /// reference tap gets the same silence, so that what it holds stays in step with what the
 /// device played. Allocation-free.
-fn tap_missed_silence(
-    frames: usize,
-    shared: &PlaybackShared,
-    reference: &mut Option<rtrb::Producer<f32>>,
-) {
+fn tap_missed_silence(frames: usize, shared: &PlaybackShared, reference: &mut Option<TapWriter>) {
     shared
         .counters
         .server_gap_frames
         .fetch_add(frames as u64, Ordering::Relaxed);
-    if let Some(reference) = reference.as_mut()
-        && let Ok(silence) = reference.write_chunk(reference.slots().min(frames))
+    if let Some(tap) = reference.as_mut() {
+        tap.marks.advance(frames);
+    }
+    if let Some(tap) = reference.as_mut()
+        && let Ok(silence) = tap.samples.write_chunk(tap.samples.slots().min(frames))
     {
         // Default-initialised: zeros.
         silence.commit_all();
@@ -1237,8 +1337,10 @@ impl Playback {
 
     /// The reference tap, once (see [`Self::open_with_reference`]).
     pub fn take_reference(&mut self) -> Option<PlayedReference> {
+        let tap = self.reference.take()?;
         Some(PlayedReference {
-            samples: self.reference.take()?,
+            samples: tap.samples,
+            marks: tap.marks,
             rate_hz: self.format.sample_rate_hz,
             clock: self.flusher(),
         })

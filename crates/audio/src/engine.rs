@@ -49,6 +49,7 @@ use crate::device::{
     Capture, DeviceDirection, DeviceError, DeviceProbe, FlushReport, Playback, PlaybackClock,
     PlaybackFlusher, PlayedReference, StreamCounters,
 };
+use crate::drift::ClockMark;
 use crate::echo::{EchoError, EchoEvent, EchoStage};
 use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, PushOutcome};
 use crate::meter::{Level, LevelMeter};
@@ -238,6 +239,11 @@ pub enum EngineEvent {
     /// heard someone start talking: for `TurnController::near_speech`, which may hold a reply
     /// before the provider's voice detection says the same.
     NearSpeech,
+    /// The speaker's and the microphone's clocks, measured against each other while the echo
+    /// canceller runs: microphone samples per speaker sample, less one, in ppm; `following`:
+    /// the canceller's reference is resampled onto the microphone's clock. Told when first
+    /// measured and when the reference starts to follow; for the log.
+    ClockDrift { drift_ppm: i32, following: bool },
     /// A reply stopped playing (drained, or flushed by a barge-in): how it went, for the log
     /// and the benchmarks.
     ReplyPlayed(PlayoutReport),
@@ -1043,6 +1049,8 @@ struct Uplink {
     echo_out: Vec<f32>,
     /// The user starting to talk, in what the trusted canceller sends.
     near_speech: SpeechOnset,
+    /// The devices' marks are told to the canceller as microseconds since this.
+    clock_epoch: Instant,
 }
 
 /// The uplink's echo canceller and what it cancels: the tap of the speaker stream playing.
@@ -1080,6 +1088,7 @@ impl Uplink {
             echo: None,
             echo_out: Vec::with_capacity(device_samples * 2),
             near_speech: SpeechOnset::new(CALL_RATE_HZ),
+            clock_epoch: Instant::now(),
             preroll: PreRoll::new(CALL_RATE_HZ, config.pre_roll_ms),
             framer: Framer {
                 frame: Vec::with_capacity(FRAME_SAMPLES),
@@ -1239,6 +1248,18 @@ impl Uplink {
             return;
         };
         self.device_buf.clear();
+        let device_rate_hz = u64::from(capture.format().sample_rate_hz.max(1));
+        let epoch = self.clock_epoch;
+        let mut stage = self.echo.as_mut().map(|echo| &mut echo.stage);
+        capture.read_marks(|mark| {
+            if let Some(stage) = stage.as_mut() {
+                // The canceller's microphone samples are the call's 48 kHz.
+                stage.microphone_clock(ClockMark {
+                    at_us: micros_since(epoch, mark.at),
+                    frames: mark.frames * u64::from(CALL_RATE_HZ) / device_rate_hz,
+                });
+            }
+        });
         if capture.read_into(&mut self.device_buf) == 0 {
             return;
         }
@@ -1315,7 +1336,7 @@ impl Uplink {
         let Some(echo) = self.echo.as_mut() else {
             return;
         };
-        let result = feed_reference(echo).and_then(|()| {
+        let result = feed_reference(echo, self.clock_epoch).and_then(|()| {
             self.echo_out.clear();
             let hint_ms = echo.reference.clock.clock().output_latency.as_millis();
             echo.stage.captured(
@@ -1354,21 +1375,34 @@ impl Uplink {
     /// Tells the app what the canceller's trust became, if it changed.
     fn tell_echo_events(&mut self) {
         while let Some(event) = echo_event(&mut self.echo) {
+            let converged = match event {
+                EchoEvent::Converged => true,
+                EchoEvent::Relearning => false,
+                EchoEvent::Clocks {
+                    drift_ppm,
+                    following,
+                } => {
+                    self.events.send(EngineEvent::ClockDrift {
+                        drift_ppm,
+                        following,
+                    });
+                    continue;
+                }
+            };
             if let Some(echo) = &self.echo {
                 let stats = echo.stage.stats();
                 log::info!(
                     "echo canceller {}: delay {:?} ms, ERLE {:?} dB",
-                    match event {
-                        EchoEvent::Converged => "trusted",
-                        EchoEvent::Relearning => "learning a new path",
+                    if converged {
+                        "trusted"
+                    } else {
+                        "learning a new path"
                     },
                     stats.delay_ms,
                     stats.erle_db.map(|db| db.round())
                 );
             }
-            self.events.send(EngineEvent::EchoCanceller {
-                converged: event == EchoEvent::Converged,
-            });
+            self.events.send(EngineEvent::EchoCanceller { converged });
         }
     }
 
@@ -1418,8 +1452,19 @@ fn echo_event(echo: &mut Option<UplinkEcho>) -> Option<EchoEvent> {
 /// microphone was closed): what is older than a pass is dropped, not fed late.
 const STALE_REFERENCE_MS: usize = 200;
 
-/// Gives the canceller what the speaker played since the last pass.
-fn feed_reference(echo: &mut UplinkEcho) -> Result<(), EchoError> {
+/// `at` as microseconds since `epoch` (0 before it).
+fn micros_since(epoch: Instant, at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(epoch).as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Gives the canceller where the speaker stood and what it played since the last pass.
+fn feed_reference(echo: &mut UplinkEcho, epoch: Instant) -> Result<(), EchoError> {
+    while let Ok(mark) = echo.reference.marks.pop() {
+        echo.stage.speaker_clock(ClockMark {
+            at_us: micros_since(epoch, mark.at),
+            frames: mark.frames,
+        });
+    }
     let rate_hz = echo.reference.rate_hz as usize;
     let mut available = echo.reference.samples.slots();
     if available > rate_hz * STALE_REFERENCE_MS / 1000 {

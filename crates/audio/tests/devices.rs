@@ -249,3 +249,69 @@ fn the_microphone_is_read_once_a_period_though_the_server_posts_every_10_ms_and_
         "{captured_seconds:.3} s of audio came in {seconds:.3} s: reading less often must not fall behind"
     );
 }
+
+/// Frames a stream's marks say it moved per second of the host's clock, from its second
+/// second on (its first fills buffers).
+fn frames_per_second(marks: &[walkie_audio::device::DeviceMark]) -> f64 {
+    let first = marks
+        .iter()
+        .find(|mark| mark.at >= marks[0].at + Duration::from_secs(1))
+        .expect("marks over more than a second");
+    let last = marks.last().expect("marks");
+    (last.frames - first.frames) as f64 / (last.at - first.at).as_secs_f64()
+}
+
+#[test]
+fn each_stream_marks_where_it_stands_and_its_marks_count_every_frame_it_moved() {
+    require_test_server();
+    let _sinks = SINKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut capture = Capture::open(None, 4_000).expect("the default microphone opens");
+    let mut playback =
+        Playback::open_with_reference(None, 500, true).expect("the default speaker opens");
+    let mut reference = playback
+        .take_reference()
+        .expect("a reference tap was asked for");
+    let (mut captured, mut capture_marks) = (Vec::new(), Vec::new());
+    let (mut played, mut playback_marks) = (0u64, Vec::new());
+    let started = std::time::Instant::now();
+    wait_until("3 s of both streams", Duration::from_secs(10), || {
+        capture.read_marks(|mark| capture_marks.push(mark));
+        capture.read_into(&mut captured);
+        while let Ok(mark) = reference.marks.pop() {
+            playback_marks.push(mark);
+        }
+        if let Ok(chunk) = reference.samples.read_chunk(reference.samples.slots()) {
+            played += chunk.len() as u64;
+            chunk.commit_all();
+        }
+        started.elapsed() >= Duration::from_secs(3)
+    });
+    for (stream, marks) in [("microphone", &capture_marks), ("speaker", &playback_marks)] {
+        assert!(
+            marks
+                .windows(2)
+                .all(|pair| pair[1].frames > pair[0].frames && pair[1].at >= pair[0].at),
+            "the {stream}'s marks move forward"
+        );
+        let rate = frames_per_second(marks);
+        assert!(
+            (rate / 48_000.0 - 1.0).abs() < 0.02,
+            "the {stream} moved {rate:.0} frames a second by its marks"
+        );
+    }
+    // A capture mark counts the frames delivered with it, a speaker's those handed over
+    // before it: each stream's last mark is within a callback or two of what was read.
+    let last_captured = capture_marks.last().expect("microphone marks").frames;
+    let last_handed = playback_marks.last().expect("speaker marks").frames;
+    for (stream, marked, read) in [
+        ("microphone", last_captured, captured.len() as u64),
+        ("speaker", last_handed, played),
+    ] {
+        assert!(
+            marked.abs_diff(read) <= 48_000 / 20,
+            "the {stream}'s last mark says {marked} frames, {read} were read"
+        );
+    }
+}

@@ -18,6 +18,7 @@
 use sonora::config::{EchoCanceller as Aec3, NoiseSuppression, NoiseSuppressionLevel};
 use sonora::{AudioProcessing, Config, StreamConfig};
 
+use crate::drift::{ClockDrift, ClockMark, DriftResampler, MAX_UNCERTAINTY_PPM};
 use crate::noise::Noise;
 
 /// One frame of the canceller: 10 ms.
@@ -208,6 +209,10 @@ pub enum EchoEvent {
     Converged,
     /// The echo path changed (another device): the canceller must learn it again.
     Relearning,
+    /// The speaker's and the microphone's clocks were measured against each other
+    /// ([`ClockDrift::drift_ppm`]; told when first measured, and when the reference starts to
+    /// follow the microphone's clock, `following`).
+    Clocks { drift_ppm: i32, following: bool },
 }
 
 /// The canceller as the uplink runs it: the speaker's played samples and the microphone's
@@ -224,6 +229,15 @@ pub struct EchoStage {
     audible_reference_ms: u32,
     converged: bool,
     event: Option<EchoEvent>,
+    clocks: ClockDrift,
+    /// Moves the reference onto the microphone's clock, once the clocks are found apart.
+    drift_resampler: DriftResampler,
+    /// Whether they were (its ratio is then the measured drift; until then 1).
+    following_drift: bool,
+    clocks_told: bool,
+    /// Told apart from `event`, which a change of trust in the same pass would overwrite.
+    drift_event: Option<EchoEvent>,
+    resampled: Vec<f32>,
 }
 
 impl std::fmt::Debug for EchoStage {
@@ -232,6 +246,7 @@ impl std::fmt::Debug for EchoStage {
             .field("canceller", &self.canceller)
             .field("audible_reference_ms", &self.audible_reference_ms)
             .field("converged", &self.converged)
+            .field("following_drift", &self.following_drift)
             .finish_non_exhaustive()
     }
 }
@@ -249,6 +264,8 @@ impl EchoStage {
             render_rate_hz,
             noise_suppression,
         })?;
+        let drift_resampler = DriftResampler::new(render_rate_hz)
+            .map_err(|error| EchoError::Processing(error.to_string()))?;
         Ok(Self {
             render_pending: Vec::with_capacity(canceller.render_frame_samples()),
             capture_pending: Vec::with_capacity(canceller.capture_frame_samples()),
@@ -257,7 +274,34 @@ impl EchoStage {
             audible_reference_ms: 0,
             converged: false,
             event: None,
+            clocks: ClockDrift::new(render_rate_hz, CAPTURE_RATE_HZ),
+            drift_resampler,
+            following_drift: false,
+            clocks_told: false,
+            drift_event: None,
+            resampled: Vec::with_capacity(render_rate_hz as usize / 5),
         })
+    }
+
+    /// Where the speaker stands: the sample it hands over next, counted from the stream's
+    /// first (silence included), is heard at `mark.at_us`.
+    pub fn speaker_clock(&mut self, mark: ClockMark) {
+        self.clocks.speaker(mark);
+    }
+
+    /// Where the microphone stands: the sample it delivers next was captured at `mark.at_us`.
+    pub fn microphone_clock(&mut self, mark: ClockMark) {
+        self.clocks.microphone(mark);
+    }
+
+    /// The drift between the clocks as measured so far ([`ClockDrift::drift_ppm`]).
+    pub fn drift_ppm(&self) -> Option<f64> {
+        self.clocks.drift_ppm()
+    }
+
+    /// Whether the reference is being resampled onto the microphone's clock.
+    pub fn is_following_drift(&self) -> bool {
+        self.following_drift
     }
 
     /// The speaker's rate this stage was made for.
@@ -266,7 +310,36 @@ impl EchoStage {
     }
 
     /// Samples the speaker played, in order (silence included).
-    pub fn played(&mut self, mut samples: &[f32]) -> Result<(), EchoError> {
+    pub fn played(&mut self, samples: &[f32]) -> Result<(), EchoError> {
+        if let Some(measure) = self.clocks.measure()
+            && measure.uncertainty_ppm <= MAX_UNCERTAINTY_PPM
+        {
+            let significant = measure.is_significant();
+            if !self.clocks_told || !self.following_drift && significant {
+                self.clocks_told = true;
+                self.following_drift = significant;
+                self.drift_event = Some(EchoEvent::Clocks {
+                    drift_ppm: measure.drift_ppm.round() as i32,
+                    following: significant,
+                });
+            }
+            if self.following_drift {
+                self.drift_resampler.set_drift_ppm(measure.drift_ppm);
+            }
+        }
+        // Always through the resampler (at 1 until the clocks are found apart): switching it
+        // in would move the reference by the resampler's delay, and the canceller would let
+        // echo through while it learnt the path again.
+        let mut resampled = std::mem::take(&mut self.resampled);
+        resampled.clear();
+        self.drift_resampler.process(samples, &mut resampled);
+        let result = self.frame_reference(&resampled);
+        self.resampled = resampled;
+        result
+    }
+
+    /// The reference, on the microphone's clock, through the canceller in whole frames.
+    fn frame_reference(&mut self, mut samples: &[f32]) -> Result<(), EchoError> {
         let frame_samples = self.canceller.render_frame_samples();
         while !samples.is_empty() {
             let take = (frame_samples - self.render_pending.len()).min(samples.len());
@@ -333,7 +406,7 @@ impl EchoStage {
 
     /// What changed since the last poll, if anything.
     pub fn poll_event(&mut self) -> Option<EchoEvent> {
-        self.event.take()
+        self.event.take().or_else(|| self.drift_event.take())
     }
 
     /// What the canceller reports of itself.
@@ -429,10 +502,14 @@ mod stage_tests {
             stage.played(&silent).expect("reference");
         }
         assert_eq!(stage.poll_event(), None, "silence teaches it nothing");
-        for _ in 0..(CONVERGED_AFTER_MS / ECHO_FRAME_MS - 1) {
+        for _ in 0..(CONVERGED_AFTER_MS / ECHO_FRAME_MS) {
             stage.played(&loud).expect("reference");
         }
-        assert_eq!(stage.poll_event(), None);
+        assert_eq!(
+            stage.poll_event(),
+            None,
+            "the last frame's end is still in the drift resampler (under a millisecond)"
+        );
         stage.played(&loud).expect("reference");
         assert_eq!(stage.poll_event(), Some(EchoEvent::Converged));
         assert!(stage.is_converged());

@@ -13,10 +13,13 @@
 //! - [`jitter`]: RTP arrival order to playout order, with loss concealment;
 //! - [`meter`]: the level meters; [`preroll`]: the warm mic's last moments;
 //! - [`onset`]: the user starting to talk, on what the echo canceller left of the microphone;
+//! - [`drift`]: the speaker's and the microphone's clocks against each other, and the echo
+//!   reference moved onto the microphone's;
 //! - [`echo`]: echo cancellation and noise suppression on the uplink (WebRTC's AEC3, by `sonora`);
 //! - `testkit` (feature): test signals and their measures.
 
 pub mod codec;
+pub mod drift;
 pub mod echo;
 pub mod jitter;
 pub mod meter;

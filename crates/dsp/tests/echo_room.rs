@@ -6,10 +6,10 @@
 //! `cargo run --release -p walkie-dsp --features testkit --example echo_room` prints the same
 //! measures for more rooms (docs/benchmarks.md).
 
-use walkie_dsp::echo::{CONVERGED_AFTER_MS, EchoEvent, EchoStage};
+use walkie_dsp::echo::{CONVERGED_AFTER_MS, EchoStage};
 use walkie_dsp::testkit::room::{
     DoubleTalk, Room, VAD_FRAME_SAMPLES, VAD_THRESHOLD_DBFS, cancel, frames_at_speech_level,
-    median_erle_db, user_voice,
+    median_erle_db, through_stage, user_voice,
 };
 use walkie_dsp::testkit::{rms_dbfs, speech_like_f32};
 
@@ -120,25 +120,7 @@ fn through_the_uplinks_stage_in_device_sized_pieces_it_is_trusted_only_once_the_
     for room in ROOMS {
         let reply = room.reply(10, None);
         let mut stage = EchoStage::new(48_000, true).expect("48 kHz is supported");
-        let mut sent = Vec::with_capacity(reply.mic.len());
-        let mut trusted_from = None;
-        // The speaker takes 1,024 samples a period and runs up to one period ahead of the
-        // microphone, which delivers 512 at a time.
-        let mut reference = reply.played.chunks(1_024);
-        let mut reference_fed = 0;
-        for piece in reply.mic.chunks(512) {
-            while reference_fed < sent.len() + 1_024 {
-                let Some(played) = reference.next() else {
-                    break;
-                };
-                stage.played(played).expect("reference");
-                reference_fed += played.len();
-            }
-            stage.captured(piece, &mut sent, 0).expect("capture");
-            if stage.poll_event() == Some(EchoEvent::Converged) {
-                trusted_from.get_or_insert(sent.len());
-            }
-        }
+        let (sent, trusted_from) = through_stage(&room, &reply, &mut stage).expect("48 kHz");
         let trusted_from = trusted_from.unwrap_or_else(|| panic!("{room:?}: never trusted"));
         let trusted_from_ms = trusted_from / 48;
         let leaks: Vec<usize> = frames_at_speech_level(&sent[trusted_from..]);
@@ -147,6 +129,49 @@ fn through_the_uplinks_stage_in_device_sized_pieces_it_is_trusted_only_once_the_
             (1_500..3_000).contains(&trusted_from_ms),
             "{room:?}: trusted from {trusted_from_ms} ms"
         );
+        assert_eq!(leaks, [], "{room:?}: the reply got through once trusted");
+    }
+}
+
+/// A USB microphone beside laptop speakers, or a Bluetooth speaker: clocks 1,000 ppm apart
+/// either way, on each echo path.
+fn rooms_a_thousand_ppm_apart() -> impl Iterator<Item = Room> {
+    [20, 120, 450].into_iter().flat_map(|delay_ms| {
+        [1_000.0, -1_000.0].map(|drift_ppm| Room {
+            delay_ms,
+            drift_ppm,
+        })
+    })
+}
+
+#[test]
+fn with_clocks_a_thousand_ppm_apart_the_reference_follows_the_microphone_and_no_echo_gets_through()
+{
+    // As in a call, the two streams run from its start (the user's first turn): the clocks
+    // are measured before the first reply (here within 5 s of both streams running).
+    let silence_s = 6;
+    for room in rooms_a_thousand_ppm_apart() {
+        let reply = room.reply_after_silence(silence_s, 10, None);
+        let mut stage = EchoStage::new(48_000, true).expect("48 kHz is supported");
+        let (sent, trusted_from) = through_stage(&room, &reply, &mut stage).expect("48 kHz");
+        let trusted_from = trusted_from.unwrap_or_else(|| panic!("{room:?}: never trusted"));
+        let erle_db =
+            median_erle_db(&reply.echo, &sent, silence_s + 2).expect("the reply is loud enough");
+        let leaks = frames_at_speech_level(&sent[trusted_from..]);
+        // The room's microphone takes 1 / (1 + drift) samples per speaker sample.
+        let expected_ppm = (1.0 / (1.0 + room.drift_ppm * 1e-6) - 1.0) * 1e6;
+        let measured_ppm = stage.drift_ppm().expect("both clocks were measured");
+        println!(
+            "{room:?}: drift measured {measured_ppm:.0} ppm ({expected_ppm:.0}); median ERLE \
+             {erle_db:.1} dB; trusted {} ms into the reply; at speech level after: {leaks:?}",
+            trusted_from / 48 - silence_s * 1000
+        );
+        assert!(stage.is_following_drift(), "{room:?}");
+        assert!(
+            (measured_ppm - expected_ppm).abs() <= 20.0,
+            "{room:?}: drift measured {measured_ppm:.0} ppm"
+        );
+        assert!(erle_db >= 40.0, "{room:?}: median ERLE {erle_db:.1} dB");
         assert_eq!(leaks, [], "{room:?}: the reply got through once trusted");
     }
 }

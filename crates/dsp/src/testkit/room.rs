@@ -5,7 +5,8 @@
 //! same.
 
 use super::{Noise, rms_dbfs, speech_like_f32};
-use crate::echo::{EchoCanceller, EchoConfig, EchoError, EchoStats};
+use crate::drift::ClockMark;
+use crate::echo::{EchoCanceller, EchoConfig, EchoError, EchoEvent, EchoStage, EchoStats};
 
 const RATE_HZ: usize = crate::CALL_RATE_HZ as usize;
 
@@ -129,9 +130,23 @@ impl Room {
     /// `seconds` of a speech-like reply played into the room, the user talking over it if
     /// `user` says so.
     pub fn reply(&self, seconds: usize, user: Option<DoubleTalk>) -> Reply {
-        let played: Vec<f32> = speech_like_f32(seconds as u64 * 1000)
-            .iter()
-            .map(|&sample| SPEAKER_GAIN * sample)
+        self.reply_after_silence(0, seconds, user)
+    }
+
+    /// As [`Self::reply`], the speaker playing `silence_s` of silence first (a call's streams
+    /// run from its start, before the first reply); `user`'s `from_s` counts from the start.
+    pub fn reply_after_silence(
+        &self,
+        silence_s: usize,
+        seconds: usize,
+        user: Option<DoubleTalk>,
+    ) -> Reply {
+        let played: Vec<f32> = std::iter::repeat_n(0.0, silence_s * RATE_HZ)
+            .chain(
+                speech_like_f32(seconds as u64 * 1000)
+                    .iter()
+                    .map(|&sample| SPEAKER_GAIN * sample),
+            )
             .collect();
         let echo = self.echo_of(&played);
         let mut mic = self.microphone(&echo);
@@ -169,6 +184,64 @@ pub fn cancel(
         canceller.captured(captured, delay_hint_ms)?;
     }
     Ok((sent, canceller.stats()))
+}
+
+/// The speaker's period and the microphone's, in samples, as devices deliver them.
+const SPEAKER_PERIOD: usize = 1_024;
+const MICROPHONE_PERIOD: usize = 512;
+
+/// A callback's scheduling delay: 0–2 ms, the same for the same callback.
+fn callback_delay_us(stream: u64, callback: u64) -> u64 {
+    let hash = (callback ^ (stream << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (hash >> 40) % 2_001
+}
+
+/// What the uplink's stage sends of `reply` played into `room` when devices deliver it: the
+/// speaker takes [`SPEAKER_PERIOD`] samples a period and runs up to a period ahead of the
+/// microphone, which delivers [`MICROPHONE_PERIOD`] at a time on its own clock (the room's
+/// drift); each callback says where its stream stands ([`ClockMark`], 0–2 ms late). Returns what
+/// was sent and from which sample the stage was trusted, if it was.
+pub fn through_stage(
+    room: &Room,
+    reply: &Reply,
+    stage: &mut EchoStage,
+) -> Result<(Vec<f32>, Option<usize>), EchoError> {
+    // Microphone sample n hears the speaker's sample n × (1 + drift) (see `drifted`).
+    let speaker_per_microphone = 1.0 + room.drift_ppm * 1e-6;
+    let us_per_sample = 1e6 / RATE_HZ as f64;
+    let mut sent = Vec::with_capacity(reply.mic.len());
+    let mut trusted_from = None;
+    let mut reference = reply.played.chunks(SPEAKER_PERIOD).enumerate();
+    let mut reference_fed = 0usize;
+    for (callback, piece) in reply.mic.chunks(MICROPHONE_PERIOD).enumerate() {
+        let captured = callback * MICROPHONE_PERIOD;
+        let due = ((captured + MICROPHONE_PERIOD) as f64 * speaker_per_microphone) as usize
+            + SPEAKER_PERIOD;
+        while reference_fed < due {
+            let Some((speaker_callback, played)) = reference.next() else {
+                break;
+            };
+            stage.speaker_clock(ClockMark {
+                at_us: (reference_fed as f64 * us_per_sample) as u64
+                    + callback_delay_us(1, speaker_callback as u64),
+                frames: reference_fed as u64,
+            });
+            stage.played(played)?;
+            reference_fed += played.len();
+        }
+        stage.microphone_clock(ClockMark {
+            at_us: (captured as f64 * speaker_per_microphone * us_per_sample) as u64
+                + callback_delay_us(2, callback as u64),
+            frames: captured as u64,
+        });
+        stage.captured(piece, &mut sent, 0)?;
+        while let Some(event) = stage.poll_event() {
+            if event == EchoEvent::Converged {
+                trusted_from.get_or_insert(sent.len());
+            }
+        }
+    }
+    Ok((sent, trusted_from))
 }
 
 fn energy(samples: &[f32]) -> f64 {
