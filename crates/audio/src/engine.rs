@@ -54,6 +54,7 @@ use crate::echo::{EchoError, EchoEvent, EchoStage};
 use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, PushOutcome};
 use crate::meter::{Level, LevelMeter};
 use crate::onset::SpeechOnset;
+use crate::playout::{LedgerOutput, PlayedLedger, PlayoutPacer};
 use crate::preroll::PreRoll;
 use crate::resample::{ResampleSetupError, StreamResampler};
 use crate::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
@@ -87,12 +88,6 @@ const CAPTURE_RING_MS: u32 = 500;
 const PLAYBACK_RING_MS: u32 = 1000;
 /// The player converts deltas in pieces of this many input samples (10 ms at 48 kHz).
 const PLAYER_PIECE_SAMPLES: usize = 480;
-/// The decode pace gives up on a late talkspurt after this, and restarts with the next packet.
-const TALKSPURT_END_AFTER: Duration = Duration::from_millis(60);
-/// Behind the pace by more than this, the pace restarts at now instead of catching up.
-const MAX_CATCH_UP: Duration = Duration::from_millis(100);
-/// An empty playback queue for this long is "drained" (not a gap between two deltas).
-const DRAINED_AFTER: Duration = Duration::from_millis(40);
 
 /// How the engine is set up. Device ids are the ones [`crate::device::list_devices`] gives,
 /// persisted by the app; `None` is the system default.
@@ -1495,13 +1490,6 @@ struct Queued {
     offset: usize,
 }
 
-/// The item whose played samples are being counted.
-struct Progress {
-    item: Arc<str>,
-    played_ms: f64,
-    reported_ms: Option<u64>,
-}
-
 struct Downlink {
     rx: Receiver<DownMsg>,
     events: Events,
@@ -1510,8 +1498,10 @@ struct Downlink {
     decoder: OpusDecoder,
     decoded: Box<[f32; FRAME_SAMPLES]>,
     decode_log: RateLimitedLog,
-    /// When the next 20 ms frame is due from the jitter buffer; `None` between talkspurts.
-    next_pop: Option<Instant>,
+    /// When the next 20 ms frame is due from the jitter buffer.
+    pacer: PlayoutPacer,
+    /// The pacer's and the ledger's time is microseconds since this.
+    clock_epoch: Instant,
     slot: DeviceSlot,
     playback: Option<Playback>,
     playback_rate_hz: u32,
@@ -1531,14 +1521,9 @@ struct Downlink {
     seen_epoch: u64,
     awaiting_flush: bool,
     wrote_since_epoch_check: bool,
-    /// Stream positions (the device's played-frame count): the end of what was written, what
-    /// was counted as played, and which item each written stretch belongs to.
-    written: u64,
-    credited: u64,
-    segments: VecDeque<(Option<Arc<str>>, u64)>,
-    progress: Option<Progress>,
-    audible: bool,
-    empty_since: Option<Instant>,
+    /// What of each item the device played; stream positions are the device's count of
+    /// played frames.
+    ledger: PlayedLedger<Arc<str>>,
     /// The first packet's arrival of the talkspurt being decoded.
     talkspurt_arrival: Option<Instant>,
     /// The reply on the speaker, watched for its [`PlayoutReport`].
@@ -1580,7 +1565,8 @@ impl Downlink {
             decoder: OpusDecoder::new()?,
             decoded: Box::new([0.0; FRAME_SAMPLES]),
             decode_log: RateLimitedLog::default(),
-            next_pop: None,
+            pacer: PlayoutPacer::new(),
+            clock_epoch: Instant::now(),
             slot: DeviceSlot::new(DeviceDirection::Output, config.output_device.clone()),
             playback: None,
             playback_rate_hz: config.playback_rate_hz,
@@ -1599,12 +1585,7 @@ impl Downlink {
             seen_epoch: 0,
             awaiting_flush: false,
             wrote_since_epoch_check: false,
-            written: 0,
-            credited: 0,
-            segments: VecDeque::with_capacity(1024),
-            progress: None,
-            audible: false,
-            empty_since: None,
+            ledger: PlayedLedger::new(config.playback_rate_hz),
             talkspurt_arrival: None,
             reply: None,
         })
@@ -1619,9 +1600,9 @@ impl Downlink {
     fn run_passes(&mut self) {
         self.open_device();
         loop {
-            let now = Instant::now();
-            let wait = self.next_pop.map_or(WORKER_TICK, |at| {
-                at.saturating_duration_since(now).min(WORKER_TICK)
+            let now_us = self.micros(Instant::now());
+            let wait = self.pacer.next_due_us().map_or(WORKER_TICK, |due_us| {
+                Duration::from_micros(due_us.saturating_sub(now_us)).min(WORKER_TICK)
             });
             // Until the next frame is due, at most a tick.
             if !self.wait_and_take_messages(wait) {
@@ -1669,14 +1650,15 @@ impl Downlink {
         self.out_pos = 0;
         {
             let _jitter = lock_jitter(&self.jitter);
-            self.next_pop = None;
+            self.pacer.stop();
             self.shared.pacing.store(false, Ordering::Release);
         }
         if let Some((_, resampler)) = self.resampler.as_mut() {
             resampler.reset();
         }
         self.account(Instant::now());
-        self.report_progress();
+        self.ledger.flush_requested();
+        self.tell_ledger();
         if let Some(playback) = &self.playback {
             if self.wrote_since_epoch_check {
                 // A write may have raced the app's flush into the ring: flush once more.
@@ -1685,8 +1667,6 @@ impl Downlink {
             self.awaiting_flush = true;
         }
         self.wrote_since_epoch_check = false;
-        self.audible = false;
-        self.empty_since = None;
         match (&self.playback, self.reply.as_mut()) {
             (Some(_), Some(reply)) => reply.flushed = true,
             _ => self.reply = None,
@@ -1696,8 +1676,9 @@ impl Downlink {
     /// Takes every frame that is due out of the jitter buffer: decoded, rebuilt from FEC or
     /// concealed, and handed to the app as a delta.
     fn decode_due(&mut self, now: Instant) {
+        let now_us = self.micros(now);
         loop {
-            if self.next_pop.is_some_and(|at| now < at) {
+            if !self.pacer.is_due(now_us) {
                 return;
             }
             let decoded = {
@@ -1708,12 +1689,7 @@ impl Downlink {
                     Playout::Conceal => Some(self.decoder.conceal(&mut self.decoded)),
                     Playout::Waiting => None,
                 };
-                if decoded.is_none()
-                    && self
-                        .next_pop
-                        .is_some_and(|at| now.saturating_duration_since(at) >= TALKSPURT_END_AFTER)
-                {
-                    self.next_pop = None;
+                if decoded.is_none() && self.pacer.found_none(now_us) {
                     self.shared.pacing.store(false, Ordering::Release);
                 }
                 decoded
@@ -1721,14 +1697,9 @@ impl Downlink {
             let Some(decoded) = decoded else {
                 return;
             };
-            if self.next_pop.is_none() {
+            if self.pacer.took_frame(now_us) {
                 self.talkspurt_arrival = self.shared.talkspurt_arrival().take();
             }
-            let pace = match self.next_pop {
-                Some(at) if now.saturating_duration_since(at) <= MAX_CATCH_UP => at,
-                _ => now,
-            };
-            self.next_pop = Some(pace + Duration::from_millis(u64::from(FRAME_MS)));
             self.shared.pacing.store(true, Ordering::Release);
             match decoded {
                 Ok(samples) => {
@@ -1772,9 +1743,8 @@ impl Downlink {
                         });
                     }
                     self.out_pos += written;
-                    self.written += written as u64;
-                    push_segment(&mut self.segments, &self.out_item, self.written);
-                    self.audible = true;
+                    self.ledger
+                        .wrote_reply(self.out_item.as_ref(), written as u64);
                     if let Some(reply) = self.reply.as_mut() {
                         // Silence the device played since the last write was inside the
                         // reply: more of it has come since.
@@ -1795,20 +1765,23 @@ impl Downlink {
             let Some(front) = self.pending.front_mut() else {
                 break;
             };
-            if front.offset == 0 && !self.audible && playback.played_frames() >= self.written {
+            if front.offset == 0
+                && !self.ledger.is_audible()
+                && playback.played_frames() >= self.ledger.written_frames()
+            {
                 // A reply starts on an idle speaker: a cushion of silence ahead of it absorbs
                 // the jitter of the path from the decoder through the app and back. Only at
                 // the start: a cushion after every late chunk would stretch the reply.
                 let rate = playback.format().sample_rate_hz as usize;
                 let cushion = (rate * self.cushion_ms as usize / 1000).min(self.zeros.len());
                 let written = playback.write(&self.zeros[..cushion]);
-                self.written += written as u64;
-                push_segment(&mut self.segments, &None, self.written);
+                self.ledger.wrote_silence(written as u64);
+                let start_frame = self.ledger.written_frames();
                 self.shared
                     .talkspurt_start_frame
-                    .store(self.written, Ordering::Relaxed);
+                    .store(start_frame, Ordering::Relaxed);
                 self.reply = Some(ReplyWatch {
-                    start_frame: self.written,
+                    start_frame,
                     arrival: self.talkspurt_arrival.take(),
                     at_device: None,
                     silence_frames_seen: playback.counters().xrun_frames.load(Ordering::Relaxed),
@@ -1842,7 +1815,7 @@ impl Downlink {
         }
         self.shared
             .written_frames
-            .store(self.written, Ordering::Relaxed);
+            .store(self.ledger.written_frames(), Ordering::Relaxed);
     }
 
     /// Once the device has carried out a flush: counts what played until it took effect (that
@@ -1858,12 +1831,9 @@ impl Downlink {
         let rate_hz = f64::from(playback.format().sample_rate_hz);
         let played = playback.played_frames();
         self.awaiting_flush = false;
-        self.report_reply(honoured_at.min(self.written), rate_hz);
-        self.credit_upto(honoured_at, rate_hz);
-        self.report_progress();
-        self.written = played;
-        self.credited = played;
-        self.segments.clear();
+        self.report_reply(honoured_at.min(self.ledger.written_frames()), rate_hz);
+        self.ledger.flush_honoured(honoured_at, played);
+        self.tell_ledger();
         self.shared.written_frames.store(played, Ordering::Relaxed);
         true
     }
@@ -1888,23 +1858,36 @@ impl Downlink {
                 rate_hz,
             ));
         }
-        self.credit_upto(played, rate_hz);
-        let idle =
-            self.pending.is_empty() && self.out_pos >= self.out.len() && played >= self.written;
-        // While audio plays, one report per frame's worth is enough for the controller and
-        // saves the app a wakeup per device period; the last count goes out at once.
-        self.report_progress_step(if idle { 0 } else { u64::from(FRAME_MS) });
-        if self.audible && idle {
-            let since = *self.empty_since.get_or_insert(now);
-            if now.duration_since(since) >= DRAINED_AFTER {
-                self.audible = false;
-                self.empty_since = None;
-                self.report_reply(played.min(self.written), rate_hz);
-                self.events.send(EngineEvent::PlaybackDrained);
+        let nothing_queued = self.pending.is_empty() && self.out_pos >= self.out.len();
+        let now_us = self.micros(now);
+        self.ledger.played(played, nothing_queued, now_us);
+        self.tell_ledger();
+    }
+
+    /// Passes on what the ledger says: an item's progress, or the reply over.
+    fn tell_ledger(&mut self) {
+        while let Some(output) = self.ledger.poll_output() {
+            match output {
+                LedgerOutput::Progress { item, played_ms } => {
+                    self.events.send(EngineEvent::PlaybackProgress {
+                        item_id: item,
+                        played_ms,
+                    });
+                }
+                LedgerOutput::Drained { end_frame } => {
+                    let rate_hz = self.playback.as_ref().map_or(f64::from(CALL_RATE_HZ), |p| {
+                        f64::from(p.format().sample_rate_hz)
+                    });
+                    self.report_reply(end_frame, rate_hz);
+                    self.events.send(EngineEvent::PlaybackDrained);
+                }
             }
-        } else {
-            self.empty_since = None;
         }
+    }
+
+    /// `at` on the pacer's and the ledger's clock.
+    fn micros(&self, at: Instant) -> u64 {
+        micros_since(self.clock_epoch, at)
     }
 
     /// Says how the watched reply went, now that it ended at stream position `end_frame`.
@@ -1945,59 +1928,6 @@ impl Downlink {
             late_packets: jitter.late.saturating_sub(reply.jitter_at_start.late),
             flushed: reply.flushed,
         }));
-    }
-
-    /// Credits each item with the frames of it the device took up to stream position `played`.
-    fn credit_upto(&mut self, played: u64, rate_hz: f64) {
-        while let Some((item, end)) = self.segments.front() {
-            let (item, end) = (item.clone(), *end);
-            let upto = played.min(end);
-            if upto > self.credited {
-                let frames = upto - self.credited;
-                self.credited = upto;
-                if let Some(item) = item {
-                    let ms = frames as f64 * 1000.0 / rate_hz;
-                    match self.progress.as_mut() {
-                        Some(progress) if progress.item == item => progress.played_ms += ms,
-                        _ => {
-                            self.report_progress();
-                            self.progress = Some(Progress {
-                                item,
-                                played_ms: ms,
-                                reported_ms: None,
-                            });
-                        }
-                    }
-                }
-            }
-            if played >= end {
-                self.segments.pop_front();
-            } else {
-                break;
-            }
-        }
-    }
-
-    fn report_progress(&mut self) {
-        self.report_progress_step(0);
-    }
-
-    /// Reports the current item's progress if it moved by at least `min_step_ms` (and at all).
-    fn report_progress_step(&mut self, min_step_ms: u64) {
-        if let Some(progress) = self.progress.as_mut() {
-            let played_ms = progress.played_ms as u64;
-            let due = match progress.reported_ms {
-                None => true,
-                Some(reported) => played_ms != reported && played_ms >= reported + min_step_ms,
-            };
-            if due {
-                progress.reported_ms = Some(played_ms);
-                self.events.send(EngineEvent::PlaybackProgress {
-                    item_id: progress.item.clone(),
-                    played_ms,
-                });
-            }
-        }
     }
 
     fn open_device(&mut self) {
@@ -2042,9 +1972,7 @@ impl Downlink {
         self.shared
             .output_rate_hz
             .store(u64::from(rate), Ordering::Relaxed);
-        self.written = 0;
-        self.credited = 0;
-        self.segments.clear();
+        self.ledger.stream_opened(rate);
         self.awaiting_flush = false;
         // Positions on the old stream mean nothing on this one.
         self.reply = None;
@@ -2077,17 +2005,5 @@ fn close_in_background<T: Send + 'static>(stream: Option<T>) {
         if let Err(error) = closing {
             log::warn!("closing a stream in place, no thread for it: {error}");
         }
-    }
-}
-
-/// Records that the stream up to `end` belongs to `item`, merging with the stretch before.
-fn push_segment(
-    segments: &mut VecDeque<(Option<Arc<str>>, u64)>,
-    item: &Option<Arc<str>>,
-    end: u64,
-) {
-    match segments.back_mut() {
-        Some((last, last_end)) if last == item => *last_end = end,
-        _ => segments.push_back((item.clone(), end)),
     }
 }

@@ -12,6 +12,8 @@
 //! - [`codec`]: Opus at 48 kHz mono, 20 ms frames, with in-band FEC;
 //! - [`jitter`]: RTP arrival order to playout order, with loss concealment;
 //! - [`meter`]: the level meters; [`preroll`]: the warm mic's last moments;
+//! - [`playout`]: when the next received frame is decoded, and how much of each reply the
+//!   speaker has played;
 //! - [`onset`]: the user starting to talk, on what the echo canceller left of the microphone;
 //! - [`drift`]: the speaker's and the microphone's clocks against each other, and the echo
 //!   reference moved onto the microphone's;
@@ -25,6 +27,7 @@ pub mod jitter;
 pub mod meter;
 pub mod noise;
 pub mod onset;
+pub mod playout;
 pub mod preroll;
 pub mod resample;
 #[cfg(feature = "testkit")]
