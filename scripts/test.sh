@@ -24,7 +24,9 @@ step() {
 }
 
 pulse_dir="${CARGO_TARGET_DIR:-target}/pulse"
-trap 'scripts/pulse.sh stop "$pulse_dir"' EXIT
+slow_call_pid=
+trap 'if [ -n "$slow_call_pid" ]; then kill "$slow_call_pid" 2>/dev/null || true; fi
+scripts/pulse.sh stop "$pulse_dir"' EXIT
 PULSE_SERVER=$(scripts/pulse.sh start "$pulse_dir")
 export PULSE_SERVER
 
@@ -37,7 +39,25 @@ step core-purity scripts/check-core.sh
 rm -rf "${CARGO_TARGET_DIR:-target}/oracle-trace" "${CARGO_TARGET_DIR:-target}/tmp/e2e-data"
 # The end-to-end accessibility audit injects axe-core from node_modules.
 step npm-tools npm ci --no-audit --no-fund --loglevel=error
-step rust-tests cargo test --workspace --locked
+step rust-build cargo test --workspace --locked --no-run
+# The long idle call (crates/local-provider/tests/slow_call.rs, two minutes) waits on the
+# network, not the CPU: its binary runs beside the other tests instead of after them.
+slow_call=$(cargo test -p walkie-local --locked --test slow_call --no-run --message-format=json |
+  grep '"kind":\["test"\]' | grep '"name":"slow_call"' |
+  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
+slow_call_log="${CARGO_TARGET_DIR:-target}/slow_call.log"
+echo "==> slow-call: beside the rest, its output in $slow_call_log" >&2
+slow_call_started=$SECONDS
+(cd crates/local-provider && exec "$slow_call") >"$slow_call_log" 2>&1 &
+slow_call_pid=$!
+step rust-tests cargo test --workspace --locked -- --skip slow_call_stays_connected
+if ! wait "$slow_call_pid"; then
+  cat "$slow_call_log" >&2
+  echo "==> slow-call: failed" >&2
+  exit 1
+fi
+slow_call_pid=
+echo "==> slow-call: ok in $((SECONDS - slow_call_started)) s" >&2
 step oracle scripts/oracle/run.sh
 step webview-unit-tests node --test ui/tests/
 started=$SECONDS
