@@ -16,12 +16,13 @@
 //!   duplex without an echo canceller) in what is sent and in the pre-roll alike, so a press
 //!   never sends what the mic heard while gated, and the privacy option keeps the device closed
 //!   outside presses (no pre-roll then: that is its cost).
-//! - **Downlink**: [`Engine::receive_rtp`] → jitter buffer → Opus decode, FEC recovery or
-//!   concealment, paced at one frame per 20 ms → [`EngineEvent::AssistantAudio`]. Those chunks
+//! - **Downlink**: [`Engine::receive_rtp`] → a ring of packet slots → the jitter buffer the
+//!   downlink owns → Opus decode, FEC recovery or concealment, paced at one frame per 20 ms
+//!   (`walkie_dsp::playout`) → [`EngineEvent::AssistantAudio`]. Those chunks
 //!   are the live deltas: the app hands them to the turn controller, and the session's speech
 //!   deltas come back through the [`Player`], the only way to the speaker (DESIGN.md rule 2).
 //!   The player resamples to the device rate, counts what the device actually took per item
-//!   ([`EngineEvent::PlaybackProgress`]), and flushes within one device period
+//!   ([`EngineEvent::PlaybackProgress`], by the played ledger), and flushes within one device period
 //!   ([`AudioCommand::HoldPlayback`] holds the reply as quickly and lets it go on). When a reply
 //!   stops playing it says how it went ([`EngineEvent::ReplyPlayed`]: from its first packet to
 //!   the device, and any gap inside it), so underruns show in the log, not only to the ear.
@@ -51,7 +52,7 @@ use crate::device::{
 };
 use crate::drift::ClockMark;
 use crate::echo::{EchoError, EchoEvent, EchoStage};
-use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, PushOutcome};
+use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout};
 use crate::meter::{Level, LevelMeter};
 use crate::onset::SpeechOnset;
 use crate::playout::{LedgerOutput, PlayedLedger, PlayoutPacer};
@@ -353,19 +354,27 @@ struct Shared {
     packet_wakes: AtomicU64,
     /// Bumped by every flush: deltas sent before it are stale.
     flush_epoch: AtomicU64,
-    /// Whether the downlink is pacing a talkspurt (it wakes every 20 ms by itself). Cleared
-    /// under the jitter buffer's lock, so a packet pushed under it either sees it clear and
-    /// wakes the downlink, or is found by the downlink's next look.
+    /// Whether the downlink is pacing a talkspurt (it wakes every 20 ms by itself and takes
+    /// the packets waiting then). It is cleared before the downlink's last look at the packet
+    /// ring, and a packet is queued before its sender reads it (each side with a full fence
+    /// between): a packet either finds it clear and wakes the downlink, or is taken by that
+    /// last look.
     pacing: AtomicBool,
+    /// The jitter buffer's figures, as the downlink last published them.
+    jitter_report: Mutex<JitterReport>,
     /// The current output stream's flush handle: the barge-in path flushes the device directly,
     /// without waiting for the downlink worker.
     flusher: Mutex<Option<PlaybackFlusher>>,
     /// A new output stream's reference tap, from the downlink to the uplink's echo canceller.
     reference: Mutex<Option<PlayedReference>>,
-    /// When the first packet that may start a talkspurt arrived (set while not pacing, taken
-    /// by the downlink when the talkspurt starts): where
-    /// [`PlayoutReport::arrival_to_device_ms`] starts.
-    talkspurt_arrival: Mutex<Option<Instant>>,
+}
+
+/// The jitter buffer's figures, for [`Engine::stats`].
+#[derive(Debug, Default, Clone, Copy)]
+struct JitterReport {
+    stats: JitterStats,
+    depth_ms: u32,
+    target_ms: u32,
 }
 
 impl Shared {
@@ -381,12 +390,28 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn talkspurt_arrival(&self) -> MutexGuard<'_, Option<Instant>> {
-        self.talkspurt_arrival
+    fn jitter_report(&self) -> MutexGuard<'_, JitterReport> {
+        self.jitter_report
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
+
+/// One received RTP packet on its way from the app's task to the downlink, in a fixed slot
+/// (no allocation per packet).
+struct ReceivedPacket {
+    sequence_number: u16,
+    rtp_timestamp: u32,
+    arrival: Instant,
+    /// The flush epoch it arrived in: one from before a flush belongs to the reply flushed.
+    flush_epoch: u64,
+    len: usize,
+    payload: [u8; MAX_PACKET_BYTES],
+}
+
+/// Packets the ring to the downlink holds (over a second of 20 ms packets): more waiting means
+/// the downlink is stuck, and the newest are dropped.
+const RECEIVED_PACKETS_HELD: usize = 64;
 
 /// What the uplink worker is asked: the controller's capture commands (a playback flush never
 /// reaches it: [`Engine::apply`] flushes the device itself).
@@ -499,9 +524,10 @@ impl Worker for Downlink {
 pub struct Engine {
     up: Inbox<UpMsg>,
     down: Inbox<DownMsg>,
-    jitter: Arc<Mutex<JitterBuffer>>,
+    /// To the downlink, which owns the jitter buffer. Only [`Engine::receive_rtp`] writes it:
+    /// the lock is never contended by the downlink.
+    packets: Mutex<rtrb::Producer<ReceivedPacket>>,
     shared: Arc<Shared>,
-    epoch: Instant,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -528,12 +554,6 @@ fn sample_handed_at(clock: PlaybackClock, frame: u64, rate_hz: f64) -> Instant {
     }
 }
 
-fn lock_jitter(jitter: &Mutex<JitterBuffer>) -> MutexGuard<'_, JitterBuffer> {
-    jitter
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl Engine {
     /// Starts both workers. The devices open on the workers; one that cannot be opened is an
     /// [`EngineEvent::DeviceUnavailable`] and is retried, not an error here.
@@ -549,7 +569,7 @@ impl Engine {
             queued: std::cell::Cell::new(false),
         };
         let shared = Arc::new(Shared::default());
-        let jitter = Arc::new(Mutex::new(JitterBuffer::new(config.jitter)));
+        let (packets, received) = rtrb::RingBuffer::new(RECEIVED_PACKETS_HELD);
         let (up_tx, up_rx) = mpsc::channel();
         let (down_tx, down_rx) = mpsc::channel();
 
@@ -560,7 +580,7 @@ impl Engine {
             shared.clone(),
             Box::new(sink),
         )?;
-        let downlink = Downlink::new(&config, down_rx, events, shared.clone(), jitter.clone())?;
+        let downlink = Downlink::new(&config, down_rx, events, shared.clone(), received)?;
         let up_worker = std::thread::Builder::new()
             .name("walkie-audio-up".to_owned())
             .spawn(move || uplink.run())
@@ -581,9 +601,8 @@ impl Engine {
             Self {
                 up,
                 down,
-                jitter,
+                packets: Mutex::new(packets),
                 shared,
-                epoch: Instant::now(),
                 workers: vec![up_worker, down_worker],
             },
             event_rx,
@@ -603,28 +622,41 @@ impl Engine {
         self.up.send(message);
     }
 
-    /// One received RTP packet (`PeerEvent::Audio`): into the jitter buffer.
+    /// One received RTP packet (`PeerEvent::Audio`): to the downlink's jitter buffer. `false`:
+    /// dropped, larger than any Opus packet or with the downlink over a second behind.
     pub fn receive_rtp(
         &self,
         sequence_number: u16,
         rtp_timestamp: u32,
         payload: &[u8],
         arrival: Instant,
-    ) -> PushOutcome {
-        let arrival_ms = arrival.saturating_duration_since(self.epoch).as_millis() as u64;
-        let (outcome, pacing) = {
-            let mut jitter = lock_jitter(&self.jitter);
-            let outcome = jitter.push(sequence_number, rtp_timestamp, payload, arrival_ms);
-            (outcome, self.shared.pacing.load(Ordering::Acquire))
+    ) -> bool {
+        if payload.len() > MAX_PACKET_BYTES {
+            return false;
+        }
+        let mut packet = ReceivedPacket {
+            sequence_number,
+            rtp_timestamp,
+            arrival,
+            flush_epoch: self.shared.flush_epoch.load(Ordering::Acquire),
+            len: payload.len(),
+            payload: [0; MAX_PACKET_BYTES],
         };
+        packet.payload[..payload.len()].copy_from_slice(payload);
+        let queued = self
+            .packets
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(packet)
+            .is_ok();
         // While a talkspurt plays, the downlink wakes on its 20 ms pace and finds the packet
-        // then; only a packet that may start one needs to wake it.
-        if !pacing {
-            self.shared.talkspurt_arrival().get_or_insert(arrival);
+        // then; only a packet that may start one needs to wake it (see `Shared::pacing`).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if queued && !self.shared.pacing.load(Ordering::SeqCst) {
             self.shared.packet_wakes.fetch_add(1, Ordering::Relaxed);
             self.down.send(DownMsg::Wake);
         }
-        outcome
+        queued
     }
 
     /// The playback entry: session speech deltas go here.
@@ -632,7 +664,6 @@ impl Engine {
         Player {
             down: self.down.clone(),
             shared: self.shared.clone(),
-            jitter: self.jitter.clone(),
         }
     }
 
@@ -662,16 +693,16 @@ impl Engine {
                 )
             })
             .unwrap_or_default();
-        let jitter = lock_jitter(&self.jitter);
+        let jitter = *shared.jitter_report();
         EngineStats {
             frames_sent: shared.frames_sent.load(Ordering::Relaxed),
             mic_open: shared.mic_open.load(Ordering::Relaxed),
             capturing: shared.capturing.load(Ordering::Relaxed),
             input_rate_hz: shared.input_rate_hz.load(Ordering::Relaxed) as u32,
             output_rate_hz: shared.output_rate_hz.load(Ordering::Relaxed) as u32,
-            jitter: jitter.stats(),
-            jitter_depth_ms: jitter.depth_ms(),
-            jitter_target_ms: jitter.target_ms(),
+            jitter: jitter.stats,
+            jitter_depth_ms: jitter.depth_ms,
+            jitter_target_ms: jitter.target_ms,
             written_frames: shared.written_frames.load(Ordering::Relaxed),
             played_frames,
             talkspurt_start_frame: shared.talkspurt_start_frame.load(Ordering::Relaxed),
@@ -700,7 +731,6 @@ impl Drop for Engine {
 pub struct Player {
     down: Inbox<DownMsg>,
     shared: Arc<Shared>,
-    jitter: Arc<Mutex<JitterBuffer>>,
 }
 
 impl Player {
@@ -717,15 +747,15 @@ impl Player {
         }
     }
 
-    /// Barge-in: drops every queued sample (device ring, pending deltas, jitter buffer); the
-    /// device goes silent at its next period.
+    /// Barge-in: drops every queued sample (device ring, pending deltas, and the packets of
+    /// the jitter buffer, which the downlink empties when it wakes); the device goes silent at
+    /// its next period.
     pub fn flush(&self) {
         self.shared.flush_epoch.fetch_add(1, Ordering::AcqRel);
         if let Some(flusher) = self.shared.flusher().as_ref() {
             flusher.flush();
         }
         self.shared.flushes.fetch_add(1, Ordering::Relaxed);
-        lock_jitter(&self.jitter).flush();
         self.down.send(DownMsg::Wake);
     }
 }
@@ -1494,7 +1524,12 @@ struct Downlink {
     rx: Receiver<DownMsg>,
     events: Events,
     shared: Arc<Shared>,
-    jitter: Arc<Mutex<JitterBuffer>>,
+    /// Received packets, from [`Engine::receive_rtp`], into the jitter buffer this owns.
+    received: rtrb::Consumer<ReceivedPacket>,
+    jitter: JitterBuffer,
+    /// The arrival of the first packet taken while no talkspurt was paced: where the next
+    /// talkspurt's [`PlayoutReport::arrival_to_device_ms`] starts.
+    idle_arrival: Option<Instant>,
     decoder: OpusDecoder,
     decoded: Box<[f32; FRAME_SAMPLES]>,
     decode_log: RateLimitedLog,
@@ -1553,7 +1588,7 @@ impl Downlink {
         rx: Receiver<DownMsg>,
         events: Events,
         shared: Arc<Shared>,
-        jitter: Arc<Mutex<JitterBuffer>>,
+        received: rtrb::Consumer<ReceivedPacket>,
     ) -> Result<Self, EngineError> {
         // Checked here so a bad rate is an error at start, not a silent speaker later.
         StreamResampler::new(config.playback_rate_hz, CALL_RATE_HZ)?;
@@ -1561,7 +1596,9 @@ impl Downlink {
             rx,
             events,
             shared,
-            jitter,
+            received,
+            jitter: JitterBuffer::new(config.jitter),
+            idle_arrival: None,
             decoder: OpusDecoder::new()?,
             decoded: Box::new([0.0; FRAME_SAMPLES]),
             decode_log: RateLimitedLog::default(),
@@ -1614,6 +1651,7 @@ impl Downlink {
             self.pump_playback();
             self.account(now);
             self.look_after_device(now);
+            self.publish_jitter_report();
             self.events.end_of_pass();
         }
     }
@@ -1648,11 +1686,10 @@ impl Downlink {
         self.pending.clear();
         self.out.clear();
         self.out_pos = 0;
-        {
-            let _jitter = lock_jitter(&self.jitter);
-            self.pacer.stop();
-            self.shared.pacing.store(false, Ordering::Release);
-        }
+        self.jitter.flush();
+        self.idle_arrival = None;
+        self.pacer.stop();
+        self.stop_pacing();
         if let Some((_, resampler)) = self.resampler.as_mut() {
             resampler.reset();
         }
@@ -1677,28 +1714,29 @@ impl Downlink {
     /// concealed, and handed to the app as a delta.
     fn decode_due(&mut self, now: Instant) {
         let now_us = self.micros(now);
+        self.take_packets();
         loop {
             if !self.pacer.is_due(now_us) {
                 return;
             }
-            let decoded = {
-                let mut jitter = lock_jitter(&self.jitter);
-                let decoded = match jitter.pop() {
-                    Playout::Packet(packet) => Some(self.decoder.decode(packet, &mut self.decoded)),
-                    Playout::Recover(next) => Some(self.decoder.recover(next, &mut self.decoded)),
-                    Playout::Conceal => Some(self.decoder.conceal(&mut self.decoded)),
-                    Playout::Waiting => None,
-                };
-                if decoded.is_none() && self.pacer.found_none(now_us) {
-                    self.shared.pacing.store(false, Ordering::Release);
-                }
-                decoded
+            let decoded = match self.jitter.pop() {
+                Playout::Packet(packet) => Some(self.decoder.decode(packet, &mut self.decoded)),
+                Playout::Recover(next) => Some(self.decoder.recover(next, &mut self.decoded)),
+                Playout::Conceal => Some(self.decoder.conceal(&mut self.decoded)),
+                Playout::Waiting => None,
             };
+            if decoded.is_none() && self.pacer.found_none(now_us) {
+                // A packet queued before this last look is taken now; one after it wakes us.
+                self.stop_pacing();
+                if self.take_packets() {
+                    continue;
+                }
+            }
             let Some(decoded) = decoded else {
                 return;
             };
             if self.pacer.took_frame(now_us) {
-                self.talkspurt_arrival = self.shared.talkspurt_arrival().take();
+                self.talkspurt_arrival = self.idle_arrival.take();
             }
             self.shared.pacing.store(true, Ordering::Release);
             match decoded {
@@ -1714,6 +1752,47 @@ impl Downlink {
                     .decode_log
                     .warn(now, format_args!("dropped a received frame: {error}")),
             }
+        }
+    }
+
+    /// Moves the received packets into the jitter buffer (those from before the last flush are
+    /// dropped). Returns whether there were any.
+    fn take_packets(&mut self) -> bool {
+        let mut took = false;
+        while let Ok(packet) = self.received.pop() {
+            took = true;
+            if packet.flush_epoch < self.seen_epoch {
+                continue;
+            }
+            if !self.pacer.is_pacing() {
+                self.idle_arrival.get_or_insert(packet.arrival);
+            }
+            let arrival_ms = self.micros(packet.arrival) / 1_000;
+            let _outcome = self.jitter.push(
+                packet.sequence_number,
+                packet.rtp_timestamp,
+                &packet.payload[..packet.len],
+                arrival_ms,
+            );
+        }
+        took
+    }
+
+    /// The talkspurt's pace stopped: the next packet wakes the downlink.
+    fn stop_pacing(&self) {
+        self.shared.pacing.store(false, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+
+    /// Publishes the jitter buffer's figures for [`Engine::stats`] (skipped while a reader
+    /// holds them: the next pass does it).
+    fn publish_jitter_report(&self) {
+        if let Ok(mut report) = self.shared.jitter_report.try_lock() {
+            *report = JitterReport {
+                stats: self.jitter.stats(),
+                depth_ms: self.jitter.depth_ms(),
+                target_ms: self.jitter.target_ms(),
+            };
         }
     }
 
@@ -1794,7 +1873,7 @@ impl Downlink {
                         .counters()
                         .server_gap_frames
                         .load(Ordering::Relaxed),
-                    jitter_at_start: lock_jitter(&self.jitter).stats(),
+                    jitter_at_start: self.jitter.stats(),
                     flushed: false,
                 });
             }
@@ -1895,7 +1974,7 @@ impl Downlink {
         let Some(reply) = self.reply.take() else {
             return;
         };
-        let jitter = lock_jitter(&self.jitter).stats();
+        let jitter = self.jitter.stats();
         let (server_underflows, server_gap_frames) =
             self.playback.as_ref().map_or((0, 0), |playback| {
                 let counters = playback.counters();
