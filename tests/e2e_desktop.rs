@@ -116,23 +116,7 @@ async fn e2e_a_resized_window_is_remembered_even_on_the_first_run() {
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
         // The user drags the window to 640×690 (an X request, as a window manager makes).
-        let found = Command::new("xdotool")
-            // Only the mapped window: GTK's hidden group leader has the same name.
-            .args(["search", "--onlyvisible", "--name", "^Walkie$"])
-            .env("DISPLAY", &display)
-            .output()
-            .expect("xdotool (scripts/deps.sh test installs it)");
-        let ids = String::from_utf8_lossy(&found.stdout);
-        let window = ids
-            .lines()
-            .next()
-            .expect("Walkie's window is on the display");
-        let status = Command::new("xdotool")
-            .args(["windowsize", window.trim(), "640", "690"])
-            .env("DISPLAY", &display)
-            .status()
-            .expect("xdotool");
-        assert!(status.success(), "xdotool could not resize the window");
+        support::resize_window(&client, &display, 640, 690).await;
         // Saved a moment after the change, while Walkie runs: a crash now would not lose it.
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

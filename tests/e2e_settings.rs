@@ -624,6 +624,7 @@ async fn e2e_the_provider_switch_hides_the_fields_that_provider_ignores() {
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_every_error_fits_a_360_px_window_and_a_wide_one() {
     let app = WebviewApp::launch("settings_sizes").await;
+    let display = app.display().to_owned();
     app.run(|client| async move {
         open_settings(&client).await;
         let bad = [
@@ -639,7 +640,7 @@ async fn e2e_every_error_fits_a_360_px_window_and_a_wide_one() {
             set_field(&client, name, value.into()).await;
         }
         for (width, label) in [(360, "settings-errors-narrow"), (1280, "settings-errors-wide")] {
-            client.set_window_size(width, 720).await.unwrap();
+            support::resize_window(&client, &display, width, 720).await;
             click(&client, "#settings button[value=save]").await;
             wait_for(&client, "#settings [data-role=message]", |text| {
                 text == format!("Not saved: fix the {} settings marked in red.", bad.len())

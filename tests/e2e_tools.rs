@@ -270,6 +270,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
     let server = test_server().display().to_string();
     let web = HttpTestServer::start();
     let web_url = web.url.clone();
+    let display = app.display().to_owned();
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
         support::open_settings(&client).await;
@@ -362,10 +363,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
             .await
             .expect("choosing Always allow");
         // At the narrowest window, the three servers, their notes and tools fit its width.
-        client
-            .set_window_size(360, 720)
-            .await
-            .expect("a narrow window");
+        support::resize_window(&client, &display, 360, 720).await;
         let sideways = client
             .execute(
                 r##"const dialog = document.querySelector("#settings");

@@ -60,11 +60,9 @@ async fn e2e_a_bad_address_is_one_status_line_and_a_banner_that_opens_settings_w
         serde_json::json!({ "provider": "custom", "customBaseUrl": "http://127.0.0.1:1" }),
     )
     .await;
+    let display = app.display().to_owned();
     app.run(|client| async move {
-        client
-            .set_window_size(360, 640)
-            .await
-            .expect("a 360 px window");
+        support::resize_window(&client, &display, 360, 640).await;
         let status = wait_for(&client, "#status", |text| text.starts_with("Not connected")).await;
         assert_eq!(status_shown(&client).await, "Not connected");
         let banner = wait_for(&client, "#banner [data-role=text]", |text| !text.is_empty()).await;
@@ -258,11 +256,9 @@ async fn e2e_after_20_turns_the_newest_message_is_in_view_and_scrolling_up_bring
     let _window = ONE_WINDOW.lock().await;
     let app =
         launch_with_settings("window_follow", serde_json::json!({ "provider": "local" })).await;
+    let display = app.display().to_owned();
     app.run(|client| async move {
-        client
-            .set_window_size(360, 480)
-            .await
-            .expect("a small window");
+        support::resize_window(&client, &display, 360, 480).await;
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
         for turn in 1..=20 {
             silent_turn(&client, turn).await;
@@ -323,6 +319,7 @@ async fn e2e_new_conversation_during_a_call_says_so_and_starts_below_a_divider_l
         serde_json::json!({ "provider": "local" }),
     )
     .await;
+    let display = app.display().to_owned();
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
         assert_eq!(
@@ -362,7 +359,7 @@ async fn e2e_new_conversation_during_a_call_says_so_and_starts_below_a_divider_l
         );
         support::screenshot(&client, "new-conversation").await;
         // A wide window keeps the conversation one centred column.
-        client.set_window_size(1280, 800).await.expect("a wide window");
+        support::resize_window(&client, &display, 1280, 800).await;
         let column = client
             .execute(
                 r##"const articles = [...document.querySelectorAll("#transcript > article")];

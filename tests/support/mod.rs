@@ -748,6 +748,42 @@ pub fn client_events(trace_file: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Resizes the window on `display` to `width` × `height`, as a window manager does (an X
+/// request, by xdotool), and waits until the page has that size. WebDriver's own
+/// `set_window_size` asks WebKitGTK, which now and then never answers though the window was
+/// resized (a 180 s hang in e2e_window, 2026-12-03).
+pub async fn resize_window(client: &Client, display: &str, width: u32, height: u32) {
+    step(|| format!("resizing the window to {width}×{height}"));
+    let found = Command::new("xdotool")
+        // Only the mapped window: GTK's hidden group leader has the same name.
+        .args(["search", "--onlyvisible", "--name", "^Walkie$"])
+        .env("DISPLAY", display)
+        .output()
+        .expect("xdotool (scripts/deps.sh test installs it)");
+    let ids = String::from_utf8_lossy(&found.stdout);
+    let window = ids
+        .lines()
+        .next()
+        .unwrap_or_else(|| panic!("Walkie's window is not on {display}"));
+    let status = Command::new("xdotool")
+        .args([
+            "windowsize",
+            window.trim(),
+            &width.to_string(),
+            &height.to_string(),
+        ])
+        .env("DISPLAY", display)
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool could not resize the window");
+    wait_for_script(
+        client,
+        "return [window.outerWidth, window.outerHeight];",
+        serde_json::json!([width, height]),
+    )
+    .await;
+}
+
 /// Waits until `script` (a function body that returns JSON) returns `expected`, as
 /// [`wait_for`] waits on text: for what the page shows but does not say (a picture loaded).
 pub async fn wait_for_script(client: &Client, script: &str, expected: serde_json::Value) {
