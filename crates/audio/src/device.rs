@@ -1,12 +1,11 @@
 //! The sound card edge: capture and playback streams whose callbacks (or stream threads) only
 //! move samples through lock-free rings ([`rtrb`]) — no allocation, no lock, no logging there.
 //!
-//! cpal lists the devices and tells the default: its PulseAudio host wherever a PulseAudio (or
-//! PipeWire-Pulse) server answers, ALSA otherwise. The streams themselves run on the cheapest
-//! code measured (docs/benchmarks.md, "Audio engine"): a PulseAudio device on libpulse directly
-//! (`src/pulse.rs`), an ALSA device (`alsa:<pcm>`) on alsa-lib (`src/pcm.rs`); cpal's own
-//! stream is the fallback when those cannot open the device, and `WALKIE_AUDIO_STREAMS`
-//! (`alsa`, `cpal`) picks another path for PulseAudio devices. Errors are grouped by what the
+//! cpal lists the devices and tells the default (on Linux its PulseAudio host wherever a
+//! PulseAudio or PipeWire-Pulse server answers, ALSA otherwise). On Linux the streams run on
+//! Walkie's own, cheaper code (`device/native.rs`: libpulse and alsa-lib directly); elsewhere,
+//! and as the fallback, on cpal's (`device/cpal_only.rs` says so for other platforms). Both
+//! sides fill the same rings through the same callbacks below. Errors are grouped by what the
 //! caller must decide, as cpal groups them: a device that is gone (fall back to the default), a
 //! host that is not running (tell the user), a format the device will not take (pick another).
 
@@ -15,6 +14,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+
+// Walkie's own streams where it has them (Linux), cpal's for every device elsewhere: the one
+// place the device edge differs by platform.
+#[cfg(native_streams)]
+mod native;
+#[cfg(not(native_streams))]
+#[path = "device/cpal_only.rs"]
+mod native;
 
 /// How long cpal may take to open a stream before the open counts as failed.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -383,53 +390,14 @@ fn push_mono<T: Copy>(
 
 /// How a stream is opened.
 enum Route {
-    /// A PulseAudio device by name, served by [`crate::pulse`]. `cpal` is the fallback if
-    /// libpulse cannot open it.
-    Pulse {
-        name: String,
-        rate_hz: u32,
-        cpal: CpalChoice,
-    },
-    /// An ALSA PCM, served by [`crate::pcm`]: every ALSA device, and PulseAudio devices
-    /// through the `pulse` plugin. `cpal` is the fallback if the PCM cannot be opened (the
-    /// plugin is not installed).
-    Pcm {
-        name: String,
-        rate_hz: u32,
-        cpal: Option<CpalChoice>,
-    },
+    /// A stream of Walkie's own ([`native`]), with cpal's to fall back on where it has one.
+    #[cfg_attr(
+        not(native_streams),
+        expect(dead_code, reason = "none on this platform")
+    )]
+    Native(native::NativeRoute),
     /// cpal's own stream.
-    Cpal(cpal::Device, cpal::StreamConfig, cpal::SampleFormat),
-}
-
-/// Which code carries a PulseAudio device's streams. `WALKIE_AUDIO_STREAMS` picks another
-/// than the default: the way back if one misbehaves on some system, and the baselines the CPU
-/// measurement compares against (docs/benchmarks.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum StreamsChoice {
-    /// libpulse directly (`src/pulse.rs`): the default.
-    Native,
-    /// `alsa`: alsa-lib through the ALSA `pulse` plugin (`src/pcm.rs`).
-    AlsaPlugin,
-    /// `cpal`: cpal's own streams, for every device.
-    Cpal,
-}
-
-impl StreamsChoice {
-    fn from_env() -> Self {
-        match std::env::var("WALKIE_AUDIO_STREAMS").as_deref() {
-            Ok("alsa") => Self::AlsaPlugin,
-            Ok("cpal") => Self::Cpal,
-            _ => Self::Native,
-        }
-    }
-}
-
-/// The ALSA PCM that reaches PulseAudio device `name` through the `pulse` plugin, if the name
-/// can be written as an argument.
-fn pulse_pcm_name(name: &str) -> Option<String> {
-    (!name.is_empty() && !name.contains(['"', '\\', '\n']))
-        .then(|| format!("pulse:DEVICE=\"{name}\""))
+    Cpal(CpalChoice),
 }
 
 /// What opening a stream in either direction starts with: the route, and the id actually
@@ -441,17 +409,8 @@ struct Opening {
 
 impl Opening {
     fn prepare(direction: DeviceDirection, device_id: Option<&str>) -> Result<Self, DeviceError> {
-        if let Some(pcm) = device_id.and_then(|id| id.strip_prefix("alsa:")) {
-            // An ALSA device by its PCM name: opened as it is, whether listed or not (a
-            // test's `file` plugin, a name from the user's asoundrc).
-            return Ok(Self {
-                route: Route::Pcm {
-                    name: pcm.to_owned(),
-                    rate_hz: crate::CALL_RATE_HZ,
-                    cpal: None,
-                },
-                opened_id: format!("alsa:{pcm}"),
-            });
+        if let Some(opening) = native::by_name(device_id) {
+            return Ok(opening);
         }
         let device = find_device(direction, device_id)?;
         let parsed_id = device.id().ok();
@@ -460,60 +419,13 @@ impl Opening {
             .map(|id| id.to_string())
             .unwrap_or_else(|| device_id.unwrap_or_default().to_owned());
         let (config, sample_format) = stream_config(&device, direction)?;
-        let streams = StreamsChoice::from_env();
-        let route = match parsed_id.as_ref().map(|id| (id.host(), id.id())) {
-            _ if streams == StreamsChoice::Cpal => Route::Cpal(device, config, sample_format),
-            Some((cpal::HostId::PulseAudio, name)) if streams == StreamsChoice::Native => {
-                Route::Pulse {
-                    name: name.to_owned(),
-                    rate_hz: config.sample_rate,
-                    cpal: (device, config, sample_format),
-                }
-            }
-            Some((cpal::HostId::PulseAudio, name)) => match pulse_pcm_name(name) {
-                Some(name) => Route::Pcm {
-                    name,
-                    rate_hz: config.sample_rate,
-                    cpal: Some((device, config, sample_format)),
-                },
-                None => Route::Cpal(device, config, sample_format),
-            },
-            Some((cpal::HostId::Alsa, name)) => Route::Pcm {
-                name: name.to_owned(),
-                rate_hz: config.sample_rate,
-                cpal: Some((device, config, sample_format)),
-            },
-            _ => Route::Cpal(device, config, sample_format),
-        };
+        let route = native::route(parsed_id.as_ref(), (device, config, sample_format));
         Ok(Self { route, opened_id })
     }
 }
 
 fn ring_capacity(rate_hz: u32, ring_ms: u32) -> usize {
     (rate_hz as usize * ring_ms as usize / 1000).max(1024)
-}
-
-fn from_alsa(direction: DeviceDirection, name: &str, error: alsa::Error) -> DeviceError {
-    let reason = format!("ALSA PCM {name}: {error}");
-    match error.errno() {
-        libc::ENOENT | libc::ENODEV | libc::ENXIO | libc::EBUSY => DeviceError::Unavailable {
-            direction,
-            id: Some(format!("alsa:{name}")),
-        },
-        libc::EINVAL => DeviceError::Unsupported { direction, reason },
-        _ => DeviceError::Open { direction, reason },
-    }
-}
-
-/// The faster stream path could not open the device but cpal can: say so once per process,
-/// so a missing library or plugin is visible without flooding the log.
-fn note_pcm_fallback(name: &str, error: &DeviceError) {
-    static NOTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !NOTED.swap(true, Ordering::Relaxed) {
-        log::warn!(
-            "could not open {name} directly ({error}); using cpal's stream, which costs more CPU"
-        );
-    }
 }
 
 /// A playback stream of Walkie's own (libpulse or an ALSA PCM): the stream, the ring it
@@ -526,74 +438,40 @@ type NativePlayback = (
     Option<TapReader>,
 );
 
+/// A capture stream of Walkie's own: the stream, its ring, its format and its counters.
+type NativeCapture = (
+    StreamHandle,
+    CaptureReader,
+    StreamFormat,
+    Arc<StreamCounters>,
+);
+
 /// cpal's device, configuration and sample format: what a stream falls back to.
 type CpalChoice = (cpal::Device, cpal::StreamConfig, cpal::SampleFormat);
 
 /// What a [`Route`] opened: a stream of Walkie's own (libpulse or an ALSA PCM), or the cpal
 /// device to open one on.
+#[cfg_attr(
+    not(native_streams),
+    expect(dead_code, reason = "none on this platform")
+)]
 enum Opened<T> {
     Native(T),
     /// Boxed: opened once per stream, and it keeps the enum small.
     Cpal(Box<CpalChoice>),
 }
 
-impl Route {
-    /// Opens the route's own stream with `pulse` or `pcm`, falling back to cpal when that
-    /// fails and the route has a cpal device; the same steps for capture and playback.
-    fn open_native<T>(
-        self,
-        pulse: impl FnOnce(&str, u32) -> Result<T, DeviceError>,
-        pcm: impl FnOnce(&str, u32) -> Result<T, DeviceError>,
-    ) -> Result<Opened<T>, DeviceError> {
-        match self {
-            Route::Pulse {
-                name,
-                rate_hz,
-                cpal,
-            } => match pulse(&name, rate_hz) {
-                Ok(opened) => Ok(Opened::Native(opened)),
-                Err(error) => {
-                    note_pcm_fallback(&name, &error);
-                    Ok(Opened::Cpal(Box::new(cpal)))
-                }
-            },
-            Route::Pcm {
-                name,
-                rate_hz,
-                cpal,
-            } => match pcm(&name, rate_hz) {
-                Ok(opened) => Ok(Opened::Native(opened)),
-                Err(error) => match cpal {
-                    Some(cpal) => {
-                        note_pcm_fallback(&name, &error);
-                        Ok(Opened::Cpal(Box::new(cpal)))
-                    }
-                    None => Err(error),
-                },
-            },
-            Route::Cpal(device, config, sample_format) => {
-                Ok(Opened::Cpal(Box::new((device, config, sample_format))))
-            }
-        }
-    }
-}
-
-/// Frames in one `period_ms` at `rate_hz`.
-fn period_frames(rate_hz: u32, period_ms: u32) -> usize {
-    (rate_hz * period_ms / 1000).max(1) as usize
-}
-
-/// Capture buffers hold several periods: they add no latency when read at once, and give
-/// the reader slack on a loaded machine.
-const CAPTURE_PERIODS: usize = 4;
-/// Playback buffers hold two: what is queued at the device is what a flush cannot take back.
-const PLAYBACK_PERIODS: usize = 2;
-
 /// The running stream behind a [`Capture`] or [`Playback`]: kept only to be dropped.
 enum StreamHandle {
     Cpal(#[expect(dead_code, reason = "held to be dropped")] cpal::Stream),
-    Pulse(#[expect(dead_code, reason = "held to be dropped")] crate::pulse::PulseStream),
-    Pcm(#[expect(dead_code, reason = "held to be dropped")] crate::pcm::PcmStream),
+    #[cfg_attr(
+        not(native_streams),
+        expect(dead_code, reason = "none on this platform")
+    )]
+    Native(
+        #[cfg_attr(native_streams, expect(dead_code, reason = "held to be dropped"))]
+        native::NativeStream,
+    ),
 }
 
 impl Capture {
@@ -601,22 +479,21 @@ impl Capture {
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = DeviceDirection::Input;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
-        let opened = route.open_native(
-            |name, rate_hz| Self::open_pulse(name, rate_hz, ring_ms),
-            |name, rate_hz| Self::open_pcm(name, rate_hz, ring_ms),
-        )?;
-        let (device, config, sample_format) = match opened {
-            Opened::Native((stream, reader, format, counters)) => {
-                return Ok(Self {
-                    _stream: stream,
-                    ring: reader.samples,
-                    marks: reader.marks,
-                    format,
-                    counters,
-                    device_id: opened_id,
-                });
-            }
-            Opened::Cpal(choice) => *choice,
+        let (device, config, sample_format) = match route {
+            Route::Native(route) => match native::open_capture(route, ring_ms)? {
+                Opened::Native((stream, reader, format, counters)) => {
+                    return Ok(Self {
+                        _stream: stream,
+                        ring: reader.samples,
+                        marks: reader.marks,
+                        format,
+                        counters,
+                        device_id: opened_id,
+                    });
+                }
+                Opened::Cpal(choice) => *choice,
+            },
+            Route::Cpal(choice) => choice,
         };
         let channels = usize::from(config.channels.max(1));
         let format = StreamFormat {
@@ -663,99 +540,6 @@ impl Capture {
             counters,
             device_id: opened_id,
         })
-    }
-
-    #[allow(clippy::type_complexity)]
-    fn open_pulse(
-        name: &str,
-        rate_hz: u32,
-        ring_ms: u32,
-    ) -> Result<
-        (
-            StreamHandle,
-            CaptureReader,
-            StreamFormat,
-            Arc<StreamCounters>,
-        ),
-        DeviceError,
-    > {
-        let direction = DeviceDirection::Input;
-        let (mut writer, reader) = capture_ring(rate_hz, ring_ms);
-        let counters = Arc::new(StreamCounters::default());
-        let data_counters = counters.clone();
-        let (stream, setup) = crate::pulse::open(
-            name,
-            direction,
-            rate_hz,
-            CAPTURE_PERIOD_MS,
-            move |period| {
-                if let crate::pulse::Period::Captured(data) = period {
-                    push_mono(&mut writer, data, 1, i16_to_f32, &data_counters);
-                }
-            },
-            counters.clone(),
-        )
-        .map_err(|reason| DeviceError::Open { direction, reason })?;
-        let format = StreamFormat {
-            sample_rate_hz: setup.rate_hz,
-            channels: 1,
-        };
-        Ok((StreamHandle::Pulse(stream), reader, format, counters))
-    }
-
-    #[allow(clippy::type_complexity)]
-    fn open_pcm(
-        name: &str,
-        rate_hz: u32,
-        ring_ms: u32,
-    ) -> Result<
-        (
-            StreamHandle,
-            CaptureReader,
-            StreamFormat,
-            Arc<StreamCounters>,
-        ),
-        DeviceError,
-    > {
-        let direction = DeviceDirection::Input;
-        let (pcm, setup) = crate::pcm::open(
-            name,
-            direction,
-            rate_hz,
-            1,
-            period_frames(rate_hz, CAPTURE_PERIOD_MS),
-            CAPTURE_PERIODS,
-        )
-        .map_err(|error| from_alsa(direction, name, error))?;
-        let channels = usize::from(setup.channels.max(1));
-        let format = StreamFormat {
-            sample_rate_hz: setup.rate_hz,
-            channels: setup.channels,
-        };
-        let (mut writer, reader) = capture_ring(setup.rate_hz, ring_ms);
-        let counters = Arc::new(StreamCounters::default());
-        let data_counters = counters.clone();
-        let spawned = match setup.kind {
-            crate::pcm::SampleKind::I16 => crate::pcm::spawn::<i16>(
-                pcm,
-                setup,
-                direction,
-                move |data, _| push_mono(&mut writer, data, channels, i16_to_f32, &data_counters),
-                counters.clone(),
-            ),
-            crate::pcm::SampleKind::F32 => crate::pcm::spawn::<f32>(
-                pcm,
-                setup,
-                direction,
-                move |data, _| push_mono(&mut writer, data, channels, |s| s, &data_counters),
-                counters.clone(),
-            ),
-        }
-        .map_err(|error| DeviceError::Open {
-            direction,
-            reason: format!("no thread for the stream: {error}"),
-        })?;
-        Ok((StreamHandle::Pcm(spawned), reader, format, counters))
     }
 
     pub fn format(&self) -> StreamFormat {
@@ -1071,25 +855,6 @@ fn pull_mono<T: Copy>(
     }
 }
 
-/// The sound server ran dry and played `frames` of silence that nothing was written for: the
-/// reference tap gets the same silence, so that what it holds stays in step with what the
-/// device played. Allocation-free.
-fn tap_missed_silence(frames: usize, shared: &PlaybackShared, reference: &mut Option<TapWriter>) {
-    shared
-        .counters
-        .server_gap_frames
-        .fetch_add(frames as u64, Ordering::Relaxed);
-    if let Some(tap) = reference.as_mut() {
-        tap.marks.advance(frames);
-    }
-    if let Some(tap) = reference.as_mut()
-        && let Ok(silence) = tap.samples.write_chunk(tap.samples.slots().min(frames))
-    {
-        // Default-initialised: zeros.
-        silence.commit_all();
-    }
-}
-
 fn callback_latency(info: &cpal::OutputCallbackInfo) -> Duration {
     let timestamp = info.timestamp();
     timestamp.playback.duration_since(timestamp.callback)
@@ -1118,22 +883,21 @@ impl Playback {
     ) -> Result<Self, DeviceError> {
         let direction = DeviceDirection::Output;
         let Opening { route, opened_id } = Opening::prepare(direction, device_id)?;
-        let opened = route.open_native(
-            |name, rate_hz| Self::open_pulse(name, rate_hz, ring_ms, reference),
-            |name, rate_hz| Self::open_pcm(name, rate_hz, ring_ms, reference),
-        )?;
-        let (device, config, sample_format) = match opened {
-            Opened::Native((stream, ring, format, shared, tap)) => {
-                return Ok(Self {
-                    _stream: stream,
-                    ring,
-                    format,
-                    shared,
-                    device_id: opened_id,
-                    reference: tap,
-                });
-            }
-            Opened::Cpal(choice) => *choice,
+        let (device, config, sample_format) = match route {
+            Route::Native(route) => match native::open_playback(route, ring_ms, reference)? {
+                Opened::Native((stream, ring, format, shared, tap)) => {
+                    return Ok(Self {
+                        _stream: stream,
+                        ring,
+                        format,
+                        shared,
+                        device_id: opened_id,
+                        reference: tap,
+                    });
+                }
+                Opened::Cpal(choice) => *choice,
+            },
+            Route::Cpal(choice) => choice,
         };
         let channels = usize::from(config.channels.max(1));
         let format = StreamFormat {
@@ -1199,127 +963,6 @@ impl Playback {
             device_id: opened_id,
             reference: tap_reader,
         })
-    }
-
-    fn open_pulse(
-        name: &str,
-        rate_hz: u32,
-        ring_ms: u32,
-        reference: bool,
-    ) -> Result<NativePlayback, DeviceError> {
-        let direction = DeviceDirection::Output;
-        let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity(rate_hz, ring_ms));
-        let (mut tap, tap_reader) = reference_tap(reference, rate_hz);
-        let shared = PlaybackShared::new();
-        let thread_shared = shared.clone();
-        let (stream, setup) = crate::pulse::open(
-            name,
-            direction,
-            rate_hz,
-            PERIOD_MS,
-            move |period| match period {
-                crate::pulse::Period::Play { samples, latency } => pull_mono(
-                    &mut consumer,
-                    samples,
-                    1,
-                    f32_to_i16,
-                    &thread_shared,
-                    latency,
-                    &mut tap,
-                ),
-                crate::pulse::Period::Missed { frames } => {
-                    tap_missed_silence(frames, &thread_shared, &mut tap);
-                }
-                crate::pulse::Period::Captured(_) => {}
-            },
-            shared.counters.clone(),
-        )
-        .map_err(|reason| DeviceError::Open { direction, reason })?;
-        let format = StreamFormat {
-            sample_rate_hz: setup.rate_hz,
-            channels: 1,
-        };
-        Ok((
-            StreamHandle::Pulse(stream),
-            producer,
-            format,
-            shared,
-            tap_reader,
-        ))
-    }
-
-    fn open_pcm(
-        name: &str,
-        rate_hz: u32,
-        ring_ms: u32,
-        reference: bool,
-    ) -> Result<NativePlayback, DeviceError> {
-        let direction = DeviceDirection::Output;
-        let (pcm, setup) = crate::pcm::open(
-            name,
-            direction,
-            rate_hz,
-            1,
-            period_frames(rate_hz, PERIOD_MS),
-            PLAYBACK_PERIODS,
-        )
-        .map_err(|error| from_alsa(direction, name, error))?;
-        let channels = usize::from(setup.channels.max(1));
-        let format = StreamFormat {
-            sample_rate_hz: setup.rate_hz,
-            channels: setup.channels,
-        };
-        let (producer, mut consumer) = rtrb::RingBuffer::new(ring_capacity(setup.rate_hz, ring_ms));
-        let (mut tap, tap_reader) = reference_tap(reference, setup.rate_hz);
-        let shared = PlaybackShared::new();
-        let thread_shared = shared.clone();
-        let spawned = match setup.kind {
-            crate::pcm::SampleKind::I16 => crate::pcm::spawn::<i16>(
-                pcm,
-                setup,
-                direction,
-                move |data, latency| {
-                    pull_mono(
-                        &mut consumer,
-                        data,
-                        channels,
-                        f32_to_i16,
-                        &thread_shared,
-                        latency,
-                        &mut tap,
-                    )
-                },
-                shared.counters.clone(),
-            ),
-            crate::pcm::SampleKind::F32 => crate::pcm::spawn::<f32>(
-                pcm,
-                setup,
-                direction,
-                move |data, latency| {
-                    pull_mono(
-                        &mut consumer,
-                        data,
-                        channels,
-                        |s| s,
-                        &thread_shared,
-                        latency,
-                        &mut tap,
-                    )
-                },
-                shared.counters.clone(),
-            ),
-        }
-        .map_err(|error| DeviceError::Open {
-            direction,
-            reason: format!("no thread for the stream: {error}"),
-        })?;
-        Ok((
-            StreamHandle::Pcm(spawned),
-            producer,
-            format,
-            shared,
-            tap_reader,
-        ))
     }
 
     pub fn format(&self) -> StreamFormat {

@@ -17,7 +17,9 @@
 
 pub mod device;
 pub mod engine;
+#[cfg(native_streams)]
 mod pcm;
+#[cfg(native_streams)]
 mod pulse;
 
 pub use walkie_dsp::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
