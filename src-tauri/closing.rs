@@ -77,6 +77,7 @@ pub fn on_exit_requested(app: &AppHandle, code: Option<i32>, api: &ExitRequestAp
 /// A SIGTERM or SIGINT ends Walkie the way its tray's Quit does: through
 /// [`on_exit_requested`], so the conversation is closed and the window's state saved instead
 /// of the process vanishing mid-write.
+#[cfg(unix)]
 pub fn exit_on_signals(app: AppHandle) {
     use tokio::signal::unix::{SignalKind, signal};
     for (kind, name) in [
@@ -96,4 +97,18 @@ pub fn exit_on_signals(app: AppHandle) {
             }
         });
     }
+}
+
+/// Where there are no Unix signals, Ctrl+C in the terminal ends Walkie as Quit does.
+#[cfg(not(unix))]
+pub fn exit_on_signals(app: AppHandle) {
+    tauri::async_runtime::spawn(async move {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => {
+                log::info!("asked to end (Ctrl+C): closing");
+                app.exit(0);
+            }
+            Err(error) => log::warn!("Ctrl+C cannot be handled: {error}"),
+        }
+    });
 }
