@@ -33,6 +33,10 @@ export PULSE_SERVER
 step format cargo fmt --all --check
 step lint cargo clippy --workspace --all-targets --locked -- -D warnings
 step core-purity scripts/check-core.sh
+# The audio crate as every platform but Linux builds it (cpal's streams only): checked here,
+# since these machines cannot build for another target.
+step cpal-only-audio env RUSTFLAGS="--cfg walkie_cpal_only -D warnings" \
+  cargo check -p walkie-audio --locked --lib --target-dir "${CARGO_TARGET_DIR:-target}/cpal-only"
 # The end-to-end tests leave what the local provider received under oracle-trace/<test>/, and
 # the conversations they saved under tmp/e2e-data/<test>/; the oracle then checks this run's
 # only.
