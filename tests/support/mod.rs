@@ -484,6 +484,7 @@ impl WebviewApp {
                 body.abort();
                 let path = self.save_screenshot("failure").await;
                 eprintln!("screenshot of the failed test: {}", path.display());
+                self.print_log_tail();
                 let last_step = last_step
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -497,6 +498,7 @@ impl WebviewApp {
         if let Err(failure) = outcome {
             let path = self.save_screenshot("failure").await;
             eprintln!("screenshot of the failed test: {}", path.display());
+            self.print_log_tail();
             let _ =
                 tokio::time::timeout(Duration::from_secs(10), self.client.clone().close()).await;
             if failure.is_panic() {
@@ -506,6 +508,31 @@ impl WebviewApp {
         }
         // Bounded: after a test that made the app exit, the driver has no browser to end.
         let _ = tokio::time::timeout(Duration::from_secs(10), self.client.clone().close()).await;
+    }
+
+    /// Prints the end of the app's log, so that a failure seen only in CI's output says what
+    /// the app was doing (the folders are emptied by the next run of the test).
+    fn print_log_tail(&self) {
+        const LINES: usize = 40;
+        let newest = std::fs::read_dir(&self.dirs.log)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+            .max();
+        let Some((_, path)) = newest else {
+            eprintln!("the app wrote no log under {}", self.dirs.log.display());
+            return;
+        };
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        eprintln!(
+            "the app's log, {} (its last {LINES} lines):",
+            path.display()
+        );
+        for line in &lines[lines.len().saturating_sub(LINES)..] {
+            eprintln!("  {line}");
+        }
     }
 
     /// Saves what the window shows now as `target/tmp/screenshots/<test>-<label>.png`.
