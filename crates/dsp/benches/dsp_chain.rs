@@ -6,13 +6,16 @@
 //! decodes what a provider sends (its own libopus encoding of speech): on a tone libopus
 //! codes in CELT mode, at a fraction of what speech costs, and the figures would flatter the
 //! chain. The encoder alone is also measured at libopus's default complexity (9) and at the
-//! engine's ([`DEFAULT_OPUS_COMPLEXITY`]), the choice docs/benchmarks.md explains.
+//! engine's ([`DEFAULT_OPUS_COMPLEXITY`]), the choice docs/benchmarks.md explains. The echo
+//! canceller's reference through the drift resampler is measured on its own: what following a
+//! clock drift costs the uplink.
 //!
 //! `cargo bench -p walkie-dsp --bench dsp_chain`
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use walkie_dsp::FRAME_SAMPLES;
 use walkie_dsp::codec::{DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
+use walkie_dsp::drift::DriftResampler;
 use walkie_dsp::jitter::{JitterBuffer, JitterConfig, Playout};
 use walkie_dsp::resample::StreamResampler;
 use walkie_dsp::testkit::{encode_opus, speech_like};
@@ -98,11 +101,30 @@ fn encoder(c: &mut Criterion, complexity: i32) {
     );
 }
 
+fn drift(c: &mut Criterion) {
+    let reference = speech(48_000);
+    let mut frames = reference.chunks_exact(FRAME_SAMPLES).cycle();
+    let mut resampler = DriftResampler::new(48_000).expect("48 kHz");
+    resampler.set_drift_ppm(1_000.0);
+    let mut out = Vec::with_capacity(2 * FRAME_SAMPLES);
+    c.bench_function(
+        "20 ms of the echo reference through the drift resampler at +1000 ppm",
+        |b| {
+            b.iter(|| {
+                out.clear();
+                resampler.process(frames.next().expect("a cycle never ends"), &mut out);
+                std::hint::black_box(&out);
+            })
+        },
+    );
+}
+
 fn chain(c: &mut Criterion) {
     duplex(c, 48_000);
     duplex(c, 44_100);
     encoder(c, 9);
     encoder(c, DEFAULT_OPUS_COMPLEXITY);
+    drift(c);
 }
 
 criterion_group!(benches, chain);
