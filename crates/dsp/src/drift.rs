@@ -13,11 +13,12 @@
 //!
 //! Pure: marks carry their time; nothing here reads a clock.
 
-use rubato::audioadapter_buffers::direct::InterleavedSlice;
 use rubato::{
     Adjustable, Async, FixedAsync, Resampler, SincInterpolationParameters, SincInterpolationType,
     WindowFunction,
 };
+
+use crate::resample::process_in_chunks;
 
 /// Where a stream stands: frame `frames` of the stream (counted from its first, silence
 /// included) is heard (a speaker) or was captured (a microphone) at `at_us` on the host's clock.
@@ -324,27 +325,15 @@ impl DriftResampler {
     }
 
     /// Resamples `input`, appending every finished output sample to `output`.
-    pub fn process(&mut self, mut input: &[f32], output: &mut Vec<f32>) {
-        while !input.is_empty() {
-            let take = (self.chunk_in - self.pending.len()).min(input.len());
-            self.pending.extend_from_slice(&input[..take]);
-            input = &input[take..];
-            if self.pending.len() < self.chunk_in {
-                break;
-            }
-            let chunk_in = self.chunk_in;
-            let chunk = InterleavedSlice::new(&self.pending[..], 1, chunk_in)
-                .expect("the pending buffer holds exactly one chunk of mono frames");
-            let out_len = self.resampler.output_frames_next();
-            let mut out = InterleavedSlice::new_mut(&mut self.scratch_out[..out_len], 1, out_len)
-                .expect("the scratch buffer was sized to the resampler's largest output");
-            let (_, produced) = self
-                .resampler
-                .process_into_buffer(&chunk, &mut out, None)
-                .expect("buffers sized from the resampler's own frame counts are accepted");
-            output.extend_from_slice(&self.scratch_out[..produced]);
-            self.pending.clear();
-        }
+    pub fn process(&mut self, input: &[f32], output: &mut Vec<f32>) {
+        process_in_chunks(
+            &mut self.resampler,
+            self.chunk_in,
+            &mut self.pending,
+            &mut self.scratch_out,
+            input,
+            output,
+        );
     }
 }
 

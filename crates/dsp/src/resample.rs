@@ -89,30 +89,19 @@ impl StreamResampler {
 
     /// Converts `input`, appending every finished output sample to `output`. `output` never
     /// grows beyond what the caller reserved if it reserved [`Self::max_output_for`] samples.
-    pub fn process(&mut self, mut input: &[f32], output: &mut Vec<f32>) {
+    pub fn process(&mut self, input: &[f32], output: &mut Vec<f32>) {
         let Some(fft) = self.fft.as_mut() else {
             output.extend_from_slice(input);
             return;
         };
-        while !input.is_empty() {
-            let take = (self.chunk_in - self.pending.len()).min(input.len());
-            self.pending.extend_from_slice(&input[..take]);
-            input = &input[take..];
-            if self.pending.len() < self.chunk_in {
-                break;
-            }
-            let chunk_in = self.chunk_in;
-            let chunk = InterleavedSlice::new(&self.pending[..], 1, chunk_in)
-                .expect("the pending buffer holds exactly one chunk of mono frames");
-            let out_len = fft.output_frames_next();
-            let mut out = InterleavedSlice::new_mut(&mut self.scratch_out[..out_len], 1, out_len)
-                .expect("the scratch buffer was sized to the resampler's largest output");
-            let (_, produced) = fft
-                .process_into_buffer(&chunk, &mut out, None)
-                .expect("buffers sized from the resampler's own frame counts are accepted");
-            output.extend_from_slice(&self.scratch_out[..produced]);
-            self.pending.clear();
-        }
+        process_in_chunks(
+            fft,
+            self.chunk_in,
+            &mut self.pending,
+            &mut self.scratch_out,
+            input,
+            output,
+        );
     }
 
     /// The most output samples one call with `input_len` samples can append.
@@ -121,5 +110,37 @@ impl StreamResampler {
             None => input_len,
             Some(fft) => (input_len / self.chunk_in + 1) * fft.output_frames_max(),
         }
+    }
+}
+
+/// Feeds `input` to `resampler` in chunks of `chunk_in` mono samples (what does not make a
+/// whole chunk waits in `pending`, which holds `chunk_in`), appending what comes out to
+/// `output`; `scratch_out` holds the resampler's largest output. Allocates only if `output`
+/// has too little room.
+pub(crate) fn process_in_chunks<R: Resampler<f32>>(
+    resampler: &mut R,
+    chunk_in: usize,
+    pending: &mut Vec<f32>,
+    scratch_out: &mut [f32],
+    mut input: &[f32],
+    output: &mut Vec<f32>,
+) {
+    while !input.is_empty() {
+        let take = (chunk_in - pending.len()).min(input.len());
+        pending.extend_from_slice(&input[..take]);
+        input = &input[take..];
+        if pending.len() < chunk_in {
+            break;
+        }
+        let chunk = InterleavedSlice::new(&pending[..], 1, chunk_in)
+            .expect("the pending buffer holds exactly one chunk of mono frames");
+        let out_len = resampler.output_frames_next();
+        let mut out = InterleavedSlice::new_mut(&mut scratch_out[..out_len], 1, out_len)
+            .expect("the scratch buffer was sized to the resampler's largest output");
+        let (_, produced) = resampler
+            .process_into_buffer(&chunk, &mut out, None)
+            .expect("buffers sized from the resampler's own frame counts are accepted");
+        output.extend_from_slice(&scratch_out[..produced]);
+        pending.clear();
     }
 }
