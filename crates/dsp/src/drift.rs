@@ -207,11 +207,6 @@ impl ClockDrift {
         self.microphone.mark(mark);
     }
 
-    /// Another speaker: its clock is measured afresh.
-    pub fn speaker_changed(&mut self) {
-        self.speaker.reset();
-    }
-
     /// Microphone frames per speaker frame, each at its nominal rate, less one, in ppm:
     /// positive, the microphone takes more samples in a second than the speaker plays. `None`
     /// until both streams have been measured for 2 s past their first second and the measure
@@ -319,11 +314,6 @@ impl DriftResampler {
         let _within_bound = self
             .resampler
             .set_resample_ratio_relative(1.0 + ppm * 1e-6, true);
-    }
-
-    /// How many output samples the resampler holds back, as its delay.
-    pub fn output_delay_samples(&self) -> usize {
-        self.resampler.output_delay()
     }
 
     /// Resamples `input`, appending every finished output sample to `output`.
@@ -510,7 +500,11 @@ mod tests {
                 .drift_ppm()
                 .is_some_and(|ppm| (ppm + 500.0).abs() < 50.0)
         );
-        drift.speaker_changed();
+        // Another speaker stream: its count starts again from 0.
+        drift.speaker(ClockMark {
+            at_us: 5_100_000,
+            frames: 0,
+        });
         assert_eq!(drift.drift_ppm(), None);
         // A stream that skips a tenth of its frames (a broken count, not a clock).
         let mut drift = ClockDrift::new(48_000, 48_000);
