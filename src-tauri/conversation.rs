@@ -6,8 +6,9 @@
 //! dialled again — is the machine's, tested in virtual time. This task reads the clock, feeds
 //! each input in the one order it arrives, and carries each output to its edge without waiting
 //! on any: client events are queued on the call like audio, and a failure comes back as an
-//! input. A dial the machine asks for runs while the user's commands still come in, and so does
-//! the wait before a first call is placed again (how long, and whether at all, is `FirstDial`'s).
+//! input. A dial the machine asks for runs while the user's commands still come in, and so do
+//! a conversation's first call, each attempt to place it again and the waits between them (how
+//! long, and whether at all, is `FirstDial`'s).
 //! New settings that need another call are make-before-break: their call is placed while the
 //! call under way goes on, which is hung up only once the new one answers; a new call that
 //! fails leaves the conversation where it was, and the machine says why.
@@ -56,58 +57,88 @@ pub async fn run(
     let mut typed = Vec::new();
     // The MCP servers of the settings' list, kept while the list stays the same.
     let mut tool_servers = crate::tool_servers::ToolServers::default();
-    loop {
-        if let Some(not_before) = dial_not_before.take() {
-            ui.status(StatusEvent::waiting_to_dial(not_before - Instant::now()));
-            tokio::time::sleep_until(not_before).await;
-        }
-        let call = match placed.take() {
-            Some(call) => Ok(call),
-            None => edges::connect(&plan, &mut local, &mut ui).await,
-        };
-        let ended = match call {
-            Ok(call) => {
-                let (servers, problems) = tool_servers.for_list(&plan.tool_servers).await;
-                let mut edges = Edges::new(&mut ui);
-                edges.tool_servers = servers;
-                edges.tool_server_problems = problems;
-                match edges.begin(call, &plan, continuing.take(), &saving).await {
-                    Some(machine) => {
-                        let mut talk = Talk {
-                            plan: &mut plan,
-                            saved_plan: &mut saved_plan,
-                            local: &mut local,
-                            commands: &mut commands,
-                            typed: &mut typed,
-                        };
-                        converse(machine, &mut talk, &mut edges).await
-                    }
-                    None => Ended::Failed,
-                }
+    // Why the last attempt of a first call was refused, while it is placed again: shown if
+    // the user stops the calling again.
+    let mut last_refusal: Option<Refusal> = None;
+    'dial: loop {
+        let ended = 'conversation: {
+            if let Some(not_before) = dial_not_before.take()
+                && let Some(ended) =
+                    wait_to_dial(not_before, &mut ui, &mut commands, &mut plan, &mut typed).await
+            {
+                break 'conversation ended;
             }
-            Err(refusal) => match first_dial.refused(refusal.retry, &refusal.sentence) {
-                Some((wait_ms, status)) => {
-                    log::warn!(
-                        "no call, calling again in {wait_ms} ms: {}",
-                        refusal.sentence
-                    );
-                    ui.status(status);
-                    let wait = tokio::time::sleep(Duration::from_millis(wait_ms));
-                    match until_command(wait, &mut commands, &mut plan, &mut typed).await {
-                        Waited::Elapsed => continue,
+            let call = match placed.take() {
+                Some(call) => Ok(call),
+                None => {
+                    if let Ok(provider) = &plan.provider {
+                        ui.status(first_dial.dialling(&provider.label()));
+                    }
+                    // The user's commands come in while the call is placed: Cancel, new
+                    // settings or closing the window drop it, and a mode switch is kept.
+                    let dialling = plan.clone();
+                    let attempt = edges::connect(&dialling, &mut local);
+                    match until_command(attempt, &mut commands, &mut plan, &mut typed).await {
+                        Waited::Done(call) => call,
                         Waited::Cancelled => {
-                            dial_not_before = refusal.give_up(&mut ui);
-                            Ended::Failed
+                            log::info!("the user stopped calling again");
+                            dial_not_before = last_refusal
+                                .take()
+                                .and_then(|refusal| refusal.give_up(&mut ui));
+                            break 'conversation Ended::Failed;
                         }
-                        Waited::Ended(ended) => ended,
+                        Waited::Ended(ended) => break 'conversation ended,
                     }
                 }
-                None => {
-                    dial_not_before = refusal.give_up(&mut ui);
-                    Ended::Failed
+            };
+            match call {
+                Ok(call) => {
+                    let (servers, problems) = tool_servers.for_list(&plan.tool_servers).await;
+                    let mut edges = Edges::new(&mut ui);
+                    edges.tool_servers = servers;
+                    edges.tool_server_problems = problems;
+                    match edges.begin(call, &plan, continuing.take(), &saving).await {
+                        Some(machine) => {
+                            let mut talk = Talk {
+                                plan: &mut plan,
+                                saved_plan: &mut saved_plan,
+                                local: &mut local,
+                                commands: &mut commands,
+                                typed: &mut typed,
+                            };
+                            converse(machine, &mut talk, &mut edges).await
+                        }
+                        None => Ended::Failed,
+                    }
                 }
-            },
+                Err(refusal) => match first_dial.refused(refusal.retry, &refusal.sentence) {
+                    Some((wait_ms, status)) => {
+                        log::warn!(
+                            "no call, calling again in {wait_ms} ms: {}",
+                            refusal.sentence
+                        );
+                        ui.status(status);
+                        let wait = tokio::time::sleep(Duration::from_millis(wait_ms));
+                        match until_command(wait, &mut commands, &mut plan, &mut typed).await {
+                            Waited::Done(()) => {
+                                last_refusal = Some(refusal);
+                                continue 'dial;
+                            }
+                            Waited::Cancelled => {
+                                dial_not_before = refusal.give_up(&mut ui);
+                                Ended::Failed
+                            }
+                            Waited::Ended(ended) => ended,
+                        }
+                    }
+                    None => {
+                        dial_not_before = refusal.give_up(&mut ui);
+                        Ended::Failed
+                    }
+                },
+            }
         };
+        last_refusal = None;
         first_dial = edges::first_dial();
         let ended = match ended {
             Ended::Failed => wait_for_the_user(&mut ui, &mut commands, &mut plan, &mut typed).await,
@@ -131,6 +162,27 @@ pub async fn run(
                 placed = Some(*call);
             }
             Ended::Continue(saved) => continuing = Some(saved),
+        }
+    }
+}
+
+/// Waits until `not_before`, as the provider asked, saying so; `None` once the wait is over,
+/// else how the user ended it. Connect during the wait does not cut it short: the provider
+/// would refuse the call.
+async fn wait_to_dial(
+    not_before: Instant,
+    ui: &mut impl Ui,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    plan: &mut Plan,
+    typed: &mut Vec<walkie_session::turn::UserMessage>,
+) -> Option<Ended> {
+    loop {
+        ui.status(StatusEvent::waiting_to_dial(not_before - Instant::now()));
+        let wait = tokio::time::sleep_until(not_before);
+        match until_command(wait, commands, plan, typed).await {
+            Waited::Done(()) => return None,
+            Waited::Cancelled | Waited::Ended(Ended::Reconnect) => {}
+            Waited::Ended(ended) => return Some(ended),
         }
     }
 }

@@ -597,16 +597,11 @@ impl Refusal {
     }
 }
 
-/// Places the call the plan asks for (starting the local provider the first time it is used),
-/// saying so in the status line.
+/// Places the call the plan asks for (starting the local provider the first time it is used).
 pub(crate) async fn connect(
     plan: &Plan,
     local: &mut Option<walkie_local::LocalProvider>,
-    ui: &mut impl Ui,
 ) -> Result<Call, Refusal> {
-    if let Ok(provider) = &plan.provider {
-        ui.status(StatusEvent::connecting(&provider.label()));
-    }
     place(prepare(plan, local).await?).await
 }
 
@@ -777,28 +772,29 @@ pub async fn wait_for_the_user(
     }
 }
 
-/// How a wait before calling again ended.
-pub enum Waited {
-    /// The wait is over: call again.
-    Elapsed,
+/// How something the user may interrupt ended: a wait before calling again, or a call being
+/// placed with no conversation yet.
+pub enum Waited<T> {
+    /// It finished with this.
+    Done(T),
     /// The user stopped the calling again.
     Cancelled,
     /// The user asked for something else.
     Ended(Ended),
 }
 
-/// Waits out `wait` unless the user asks for something that ends it first (a key press has
-/// no call to go to; a mode switch is kept for the call, a typed message in `typed`).
-pub async fn until_command(
-    wait: tokio::time::Sleep,
+/// Runs `work` unless the user asks for something that ends it first, dropping it then (a key
+/// press has no call to go to; a mode switch is kept for the call, a typed message in `typed`).
+pub async fn until_command<T>(
+    work: impl Future<Output = T>,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     plan: &mut Plan,
     typed: &mut Vec<UserMessage>,
-) -> Waited {
-    tokio::pin!(wait);
+) -> Waited<T> {
+    tokio::pin!(work);
     loop {
         let command = tokio::select! {
-            () = &mut wait => return Waited::Elapsed,
+            done = &mut work => return Waited::Done(done),
             command = commands.recv() => command,
         };
         match input_of(command, plan) {

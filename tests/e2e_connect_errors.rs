@@ -35,6 +35,9 @@ const HOST: &str = "127.0.0.1";
 /// The app's own bound on one request of call setup (`CallConfig::signalling_timeout`).
 const SIGNALLING_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Cancel stops an attempt under way well within the time it would take to fail by itself.
+const CANCEL_WITHIN: Duration = Duration::from_secs(SIGNALLING_TIMEOUT.as_secs() / 3);
+
 /// A local provider whose calls endpoint answers `status` (with `message` and `Retry-After`
 /// when given) to every call.
 async fn refusing_provider(
@@ -130,9 +133,18 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
     let rate_limited = refusing_provider(429, None, Some(7)).await;
     let server_error = refusing_provider(500, None, None).await;
     let unavailable = refusing_provider(503, None, None).await;
-    // Accepted by the kernel, never answered: the request times out.
+    // Accepted, never answered: the request times out. The connections are counted, so the
+    // test knows when an attempt is under way.
     let silent = TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let silent_url = format!("http://{}", silent.local_addr().expect("bound"));
+    let (silent_accepted, mut silent_attempts) = tokio::sync::watch::channel(0usize);
+    let silent_server = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+            silent_accepted.send_replace(held.len());
+        }
+    });
     // https to a server that answers in plain HTTP: the handshake fails.
     let plain = TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let plain_url = format!("https://{}", plain.local_addr().expect("bound"));
@@ -261,14 +273,23 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
         })
         .await;
 
-        let timeout = shows(
-            &client,
-            "timeout",
-            &silent_url,
-            SIGNALLING_TIMEOUT + UI_TIMEOUT,
-            &tls,
-            Refused::CalledAgain { attempt: 1 },
-        )
+        // A provider that never answers: its first attempt times out, and the second, under
+        // way, stops at Cancel instead of running out its 15 s.
+        watch_statuses(&client).await;
+        choose_custom_server(&client, &silent_url).await;
+        wait_until_shown(&client, |text| {
+            text.starts_with("Calling again (attempt 1 of 6)…")
+        })
+        .await;
+        silent_attempts
+            .wait_for(|&attempts| attempts >= 2)
+            .await
+            .expect("the silent server accepts");
+        wait_for(&client, "#connect", |label| label == "Cancel").await;
+        click(&client, "#connect").await;
+        let timeout = wait_for_within(&client, "#status", CANCEL_WITHIN, |text| {
+            text.starts_with("Not connected") && text != tls
+        })
         .await;
         assert_eq!(
             timeout,
@@ -277,10 +298,10 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
             ),
             "row timeout"
         );
-        drop(silent);
     })
     .await;
     plain_server.abort();
+    silent_server.abort();
     for provider in [
         bad_request,
         bad_key,

@@ -91,7 +91,7 @@ function showTalkControl() {
   const placeholder = document.querySelector("#transcript > .empty:not(.first-run)");
   placeholder?.replaceChildren(...withKeys(`${control.hint}. Both sides of the conversation appear here.`));
 }
-// The Connect button follows the status: Cancel while a dropped call is being brought back.
+// The Connect button follows the status: Cancel while a call is being placed again.
 // A problem's sentence and its one action go to the banner under the header.
 function showStatus(status) {
   if (!renderStatus(statusLine, status)) return;

@@ -177,8 +177,9 @@ export function failureStatus(error) {
 const IN_CALL = new Set(["ready", "listening", "thinking", "speaking"]);
 
 /**
- * What the header's Connect button does in a state: while a dropped call is being brought
- * back it reads Cancel and stops the attempts; during a call it starts a new conversation
+ * What the header's Connect button does in a state: while a call is being placed again (a
+ * dropped one, or a first one refused for a reason that may pass) it reads Cancel and stops
+ * the attempts; during a call it starts a new conversation
  * (and says so); otherwise it connects.
  * @param {string | undefined} state
  */

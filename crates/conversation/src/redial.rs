@@ -75,6 +75,8 @@ pub struct FirstDial {
     jitter: Jitter,
     /// Calls placed again so far.
     attempts: u32,
+    /// Why the last attempt was refused, for the status while the next one is under way.
+    last_refusal: String,
 }
 
 impl FirstDial {
@@ -84,6 +86,18 @@ impl FirstDial {
             policy,
             jitter: Jitter::new(jitter_seed),
             attempts: 0,
+            last_refusal: String::new(),
+        }
+    }
+
+    /// The status while an attempt is under way: "Connecting to …" for the first; for a call
+    /// placed again, the one its wait showed, in the reconnecting state, so the user can stop
+    /// the attempt as well as the wait.
+    pub fn dialling(&self, provider_label: &str) -> StatusEvent {
+        if self.attempts == 0 {
+            StatusEvent::connecting(provider_label)
+        } else {
+            StatusEvent::dialing_again(self.attempts, self.policy.max_attempts, &self.last_refusal)
         }
     }
 
@@ -101,8 +115,8 @@ impl FirstDial {
         let wait_ms = self
             .policy
             .delay_ms(self.attempts, self.jitter.next_unit(), after_ms);
-        let status = StatusEvent::dialing_again(self.attempts, self.policy.max_attempts, sentence);
-        Some((wait_ms, status))
+        sentence.clone_into(&mut self.last_refusal);
+        Some((wait_ms, self.dialling("")))
     }
 }
 
@@ -161,6 +175,22 @@ mod tests {
             first.refused(Retry::Later { after_ms: None }, sentence),
             None
         );
+    }
+
+    #[test]
+    fn an_attempt_placed_again_says_so_and_can_be_cancelled_while_under_way() {
+        let mut first = FirstDial::new(RedialPolicy::default(), 7);
+        let connecting = first.dialling("OpenAI");
+        assert_eq!(connecting.state, ConnectionState::Connecting);
+        assert_eq!(connecting.detail, "Connecting to OpenAI…");
+        let sentence = "the network to api.openai.com is down: check your connection.";
+        let (_, waiting) = first
+            .refused(Retry::Later { after_ms: None }, sentence)
+            .expect("attempts are left");
+        let under_way = first.dialling("OpenAI");
+        assert_eq!(under_way, waiting, "the attempt keeps the wait's status");
+        assert_eq!(under_way.state, ConnectionState::Reconnecting);
+        assert!(under_way.detail.ends_with(sentence), "{}", under_way.detail);
     }
 
     #[test]
