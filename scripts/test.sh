@@ -6,7 +6,9 @@
 # the official Python SDK's GA types, and feeds SDK-built server events through the decoder.
 # Real-time audio tests play and record through a private PulseAudio server with null sinks
 # (scripts/pulse.sh), started here and stopped when this script exits. Last, the .deb is built
-# with the Tauri CLI, installed on this machine, and the installed app must open its window.
+# with the Tauri CLI from the tests' debug build (the release build differs only in its
+# optimisation, and would compile every dependency again), installed on this machine, and the
+# installed app must open its window.
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,9 +50,8 @@ step rust-tests cargo test --workspace --locked -- --skip slow_call_stays_connec
 step oracle scripts/oracle/run.sh
 step webview-unit-tests node --test ui/tests/
 # The long idle call (crates/local-provider/tests/slow_call.rs, two minutes) waits on the
-# network, not the CPU: its binary runs beside the package's release build instead of after
-# the other tests. (Beside the webview tests it made a window's 130 ms to click Cancel in
-# e2e_connect_errors too short, twice in four runs.)
+# network, not the CPU: its binary runs beside the package's build instead of after the other
+# tests (not beside the webview tests, whose windows it slows).
 slow_call=$(cargo test -p walkie-local --locked --test slow_call --no-run --message-format=json |
   grep '"kind":\["test"\]' | grep '"name":"slow_call"' |
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
@@ -60,8 +61,8 @@ slow_call_started=$SECONDS
 (cd crates/local-provider && exec "$slow_call") >"$slow_call_log" 2>&1 &
 slow_call_pid=$!
 started=$SECONDS
-echo "==> package: scripts/package.sh" >&2
-package=$(scripts/package.sh)
+echo "==> package: scripts/package.sh --debug" >&2
+package=$(scripts/package.sh --debug)
 echo "==> package: $package in $((SECONDS - started)) s" >&2
 step installed-app scripts/check-package.sh "$package"
 if ! wait "$slow_call_pid"; then
