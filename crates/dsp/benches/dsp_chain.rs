@@ -8,7 +8,9 @@
 //! chain. The encoder alone is also measured at libopus's default complexity (9) and at the
 //! engine's ([`DEFAULT_OPUS_COMPLEXITY`]), the choice docs/benchmarks.md explains. The echo
 //! canceller's reference through the drift resampler is measured on its own: what following a
-//! clock drift costs the uplink.
+//! clock drift costs the uplink. The canceller itself is measured at the engine's rates (the
+//! microphone/reference rates in kHz, noise suppression on and off) and at lower ones: what
+//! its processing rate costs, against the band the provider uses.
 //!
 //! `cargo bench -p walkie-dsp --bench dsp_chain`
 
@@ -16,6 +18,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use walkie_dsp::FRAME_SAMPLES;
 use walkie_dsp::codec::{DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
 use walkie_dsp::drift::DriftResampler;
+use walkie_dsp::echo::{EchoCanceller, EchoConfig};
 use walkie_dsp::jitter::{JitterBuffer, JitterConfig, Playout};
 use walkie_dsp::resample::StreamResampler;
 use walkie_dsp::testkit::{encode_opus, speech_like};
@@ -119,12 +122,70 @@ fn drift(c: &mut Criterion) {
     );
 }
 
+/// 20 ms of double talk through the canceller: the reply it is given as played, and the
+/// microphone hearing it (delayed 60 ms, 12 dB down) over the near speaker's own speech.
+fn canceller(
+    c: &mut Criterion,
+    capture_rate_hz: u32,
+    render_rate_hz: u32,
+    noise_suppression: bool,
+) {
+    let mut canceller = EchoCanceller::new(EchoConfig {
+        capture_rate_hz,
+        render_rate_hz,
+        noise_suppression,
+    })
+    .expect("the canceller's rates");
+    let reply = speech(render_rate_hz);
+    // The same reply at the microphone's rate, as it reaches the microphone.
+    let reply_heard = speech(capture_rate_hz);
+    let near = speech(capture_rate_hz);
+    let echo_delay = capture_rate_hz as usize / 1000 * 60;
+    let mic: Vec<f32> = (0..near.len())
+        .map(|i| {
+            let echo = reply_heard[(i + reply_heard.len() - echo_delay) % reply_heard.len()];
+            0.5 * near[(i + near.len() / 3) % near.len()] + 0.25 * echo
+        })
+        .collect();
+    let render_frame = canceller.render_frame_samples();
+    let capture_frame = canceller.capture_frame_samples();
+    let mut played = reply.chunks_exact(render_frame).cycle();
+    let mut heard = mic.chunks_exact(capture_frame).cycle();
+    let mut frame = vec![0f32; capture_frame];
+    c.bench_function(
+        &format!(
+            "canceller, 20 ms of double talk: {}/{} kHz, noise suppression {}",
+            capture_rate_hz / 1000,
+            render_rate_hz / 1000,
+            if noise_suppression { "on" } else { "off" }
+        ),
+        |b| {
+            b.iter(|| {
+                for _ in 0..2 {
+                    canceller
+                        .played(played.next().expect("a cycle never ends"))
+                        .expect("a frame of the render rate");
+                    frame.copy_from_slice(heard.next().expect("a cycle never ends"));
+                    canceller
+                        .captured(&mut frame, 60)
+                        .expect("a frame of the capture rate");
+                }
+                std::hint::black_box(&frame);
+            })
+        },
+    );
+}
+
 fn chain(c: &mut Criterion) {
     duplex(c, 48_000);
     duplex(c, 44_100);
     encoder(c, 9);
     encoder(c, DEFAULT_OPUS_COMPLEXITY);
     drift(c);
+    canceller(c, 48_000, 48_000, true);
+    canceller(c, 48_000, 48_000, false);
+    canceller(c, 32_000, 32_000, true);
+    canceller(c, 16_000, 16_000, true);
 }
 
 criterion_group!(benches, chain);
