@@ -81,10 +81,14 @@ pub async fn run(
                     match until_command(attempt, &mut commands, &mut plan, &mut typed).await {
                         Waited::Done(call) => call,
                         Waited::Cancelled => {
-                            log::info!("the user stopped calling again");
-                            dial_not_before = last_refusal
-                                .take()
-                                .and_then(|refusal| refusal.give_up(&mut ui));
+                            log::info!("the user stopped the call being placed");
+                            dial_not_before = match last_refusal.take() {
+                                Some(refusal) => refusal.give_up(&mut ui),
+                                None => {
+                                    ui.status(StatusEvent::not_connected("the call was cancelled"));
+                                    None
+                                }
+                            };
                             break 'conversation Ended::Failed;
                         }
                         Waited::Ended(ended) => break 'conversation ended,
