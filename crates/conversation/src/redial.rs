@@ -97,8 +97,13 @@ impl FirstDial {
         if self.attempts == 0 {
             StatusEvent::connecting(provider_label)
         } else {
-            StatusEvent::dialing_again(self.attempts, self.policy.max_attempts, &self.last_refusal)
+            self.placing_again()
         }
+    }
+
+    /// The status while a call is placed again: the attempt, and why the last was refused.
+    fn placing_again(&self) -> StatusEvent {
+        StatusEvent::dialing_again(self.attempts, self.policy.max_attempts, &self.last_refusal)
     }
 
     /// The call was refused, with `sentence` saying why: how long to wait before the next
@@ -116,7 +121,7 @@ impl FirstDial {
             .policy
             .delay_ms(self.attempts, self.jitter.next_unit(), after_ms);
         sentence.clone_into(&mut self.last_refusal);
-        Some((wait_ms, self.dialling("")))
+        Some((wait_ms, self.placing_again()))
     }
 }
 
