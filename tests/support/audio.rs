@@ -166,7 +166,8 @@ pub fn energy(samples: &[i16]) -> f64 {
 /// A fixed path, as a room is: the loopback's rate adjustment is off (`adjust_time=0`; the two
 /// null sinks share one clock). Left on, it resamples continually to hold its latency, an echo
 /// path whose delay keeps moving, which the echo canceller does not follow
-/// (docs/benchmarks.md, clock drift).
+/// (docs/benchmarks.md, clock drift). `WALKIE_LOOPBACK_ADJUST_TIME_S` turns it on, every that
+/// many seconds, to measure that.
 pub struct SpeakerIntoMicrophone {
     module: String,
 }
@@ -180,7 +181,10 @@ impl SpeakerIntoMicrophone {
                 "source=spk.monitor",
                 "sink=mic",
                 &format!("latency_msec={latency_ms}"),
-                "adjust_time=0",
+                &format!(
+                    "adjust_time={}",
+                    std::env::var("WALKIE_LOOPBACK_ADJUST_TIME_S").unwrap_or_else(|_| "0".into())
+                ),
                 "source_dont_move=true",
                 "sink_dont_move=true",
             ])
