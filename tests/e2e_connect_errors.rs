@@ -298,8 +298,8 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
             ),
             "row timeout"
         );
-        // Connect again: a first attempt (no Cancel on screen), stopped by the command Cancel
-        // sends, still ends in a status that says so, not in "Connecting…" with nothing under way.
+        // Connect again: a first attempt, which the button offers to cancel as well, and
+        // Cancel ends it in a status that says so, not in "Connecting…" with nothing under way.
         click(&client, "#connect").await;
         wait_for(&client, "#status", |text| {
             text == format!("Connecting to {HOST}…")
@@ -309,14 +309,8 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
             .wait_for(|&attempts| attempts >= 3)
             .await
             .expect("the silent server accepts");
-        client
-            .execute_async(
-                "const done = arguments[arguments.length - 1];
-                 window.__TAURI__.core.invoke('cancel_reconnect').then(done, done);",
-                vec![],
-            )
-            .await
-            .expect("the command is sent");
+        wait_for(&client, "#connect", |label| label == "Cancel").await;
+        click(&client, "#connect").await;
         let cancelled = wait_for_within(&client, "#status", CANCEL_WITHIN, |text| {
             text.starts_with("Not connected") && text != timeout
         })

@@ -91,15 +91,17 @@ function showTalkControl() {
   const placeholder = document.querySelector("#transcript > .empty:not(.first-run)");
   placeholder?.replaceChildren(...withKeys(`${control.hint}. Both sides of the conversation appear here.`));
 }
-// The Connect button follows the status: Cancel while a call is being placed again.
+// The Connect button follows the status: Cancel while a call is being placed.
 // A problem's sentence and its one action go to the banner under the header.
+let shownStatus = { state: "unknown", detail: "" };
 function showStatus(status) {
   if (!renderStatus(statusLine, status)) return;
+  shownStatus = status;
   // Readings come only when the level moves, so a press shows the last one at once.
   const ring = status.state === "listening" && lastMicReading ? ringLevel(lastMicReading) : 0;
   pttButton.style.setProperty("--mic-level", ring.toFixed(2));
   renderBanner(banner, status);
-  const action = connectAction(status.state);
+  const action = connectAction(status);
   connectButton.textContent = action.label;
   connectButton.title = action.title;
   connectButton.dataset.command = action.command;
@@ -178,7 +180,8 @@ window.addEventListener("blur", () => talk.releaseAll());
 // Copy one message (its button) or the whole transcript, through Rust's clipboard.
 function copy(text, what) {
   invoke("copy_text", { text })
-    .then(() => showStatus({ state: statusLine.dataset.state, detail: `Copied ${what}.` }))
+    // The same state, and the same Cancel while a call is being placed.
+    .then(() => showStatus({ state: shownStatus.state, cancellable: shownStatus.cancellable, detail: `Copied ${what}.` }))
     .catch(reportFailure);
 }
 // Messages in the live transcript and in an opened past conversation alike.

@@ -177,17 +177,17 @@ export function failureStatus(error) {
 const IN_CALL = new Set(["ready", "listening", "thinking", "speaking"]);
 
 /**
- * What the header's Connect button does in a state: while a call is being placed again (a
- * dropped one, or a first one refused for a reason that may pass) it reads Cancel and stops
- * the attempts; during a call it starts a new conversation
- * (and says so); otherwise it connects.
- * @param {string | undefined} state
+ * What the header's Connect button does for a status: while a call is being placed (the
+ * first attempt, or placed again after a drop or a refusal that may pass) the status says Cancel
+ * stops it, and the button reads Cancel; during a call it starts a new conversation (and says
+ * so); otherwise it connects.
+ * @param {{ state?: string, cancellable?: boolean } | undefined} status
  */
-export function connectAction(state) {
-  if (state === "reconnecting") {
-    return { label: "Cancel", title: "Stop trying to reconnect", command: "cancel_reconnect" };
+export function connectAction(status) {
+  if (status?.cancellable === true) {
+    return { label: "Cancel", title: "Stop placing the call", command: "cancel_reconnect" };
   }
-  if (IN_CALL.has(state)) {
+  if (IN_CALL.has(status?.state)) {
     return { label: "New conversation", title: "Hang up and start a new conversation", command: "connect" };
   }
   return { label: "Connect", title: "Call the provider again", command: "connect" };

@@ -76,19 +76,20 @@ test("an error without a message still says something readable", () => {
   assert.notEqual(describeError({}), "[object Object]");
 });
 
-test("the Connect button reads Cancel and stops the attempts only while reconnecting", () => {
-  assert.deepEqual(connectAction("reconnecting"), {
-    label: "Cancel",
-    title: "Stop trying to reconnect",
-    command: "cancel_reconnect",
-  });
-  for (const state of ["error", "not_connected", "connecting", undefined]) {
-    assert.equal(connectAction(state).command, "connect", `in ${state}`);
-    assert.equal(connectAction(state).label, "Connect");
+test("the Connect button reads Cancel and stops the call while the status says one is being placed", () => {
+  const cancel = { label: "Cancel", title: "Stop placing the call", command: "cancel_reconnect" };
+  assert.deepEqual(connectAction({ state: "reconnecting", cancellable: true }), cancel);
+  assert.deepEqual(connectAction({ state: "connecting", cancellable: true }), cancel, "a first attempt");
+  // Setting up a session already connected, or waiting out a provider's Retry-After.
+  assert.equal(connectAction({ state: "connecting", cancellable: false }).label, "Connect");
+  for (const state of ["error", "not_connected", "connecting", "reconnecting", undefined]) {
+    assert.equal(connectAction({ state }).command, "connect", `in ${state}`);
+    assert.equal(connectAction({ state }).label, "Connect");
   }
+  assert.equal(connectAction(undefined).label, "Connect", "before any status");
   for (const state of ["ready", "listening", "thinking", "speaking"]) {
-    assert.equal(connectAction(state).command, "connect", `in ${state}`);
-    assert.equal(connectAction(state).label, "New conversation", "during a call it says what it does");
+    assert.equal(connectAction({ state, cancellable: false }).command, "connect", `in ${state}`);
+    assert.equal(connectAction({ state }).label, "New conversation", "during a call it says what it does");
   }
 });
 

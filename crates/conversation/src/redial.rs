@@ -183,11 +183,12 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_placed_again_says_so_and_can_be_cancelled_while_under_way() {
+    fn every_attempt_says_so_and_can_be_cancelled_while_under_way() {
         let mut first = FirstDial::new(RedialPolicy::default(), 7);
         let connecting = first.dialling("OpenAI");
         assert_eq!(connecting.state, ConnectionState::Connecting);
         assert_eq!(connecting.detail, "Connecting to OpenAI…");
+        assert!(connecting.cancellable, "the first attempt too");
         let sentence = "the network to api.openai.com is down: check your connection.";
         let (_, waiting) = first
             .refused(Retry::Later { after_ms: None }, sentence)
@@ -196,6 +197,7 @@ mod tests {
         assert_eq!(under_way, waiting, "the attempt keeps the wait's status");
         assert_eq!(under_way.state, ConnectionState::Reconnecting);
         assert!(under_way.detail.ends_with(sentence), "{}", under_way.detail);
+        assert!(under_way.cancellable);
     }
 
     #[test]

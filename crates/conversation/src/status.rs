@@ -56,6 +56,9 @@ pub struct StatusEvent {
     /// gave it), for "Details…" and a bug report; never a secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
+    /// A call is being placed (or placed again) and Cancel stops it: the window offers Cancel
+    /// in place of Connect.
+    pub cancellable: bool,
 }
 
 impl StatusEvent {
@@ -65,6 +68,7 @@ impl StatusEvent {
             detail: detail.into(),
             action: None,
             details: None,
+            cancellable: false,
         }
     }
 
@@ -80,12 +84,19 @@ impl StatusEvent {
         self
     }
 
-    /// A call is being placed to the provider named `provider_label`.
+    /// The same status, for an attempt to call that Cancel stops.
+    pub fn cancellable(mut self) -> Self {
+        self.cancellable = true;
+        self
+    }
+
+    /// A call is being placed to the provider named `provider_label`; Cancel stops it.
     pub fn connecting(provider_label: &str) -> Self {
         Self::new(
             ConnectionState::Connecting,
             format!("Connecting to {provider_label}…"),
         )
+        .cancellable()
     }
 
     /// There is no call, for this reason (a phrase: "the provider closed the call"); calling
@@ -165,6 +176,7 @@ impl StatusEvent {
             ConnectionState::Reconnecting,
             "The connection dropped; trying to get it back…",
         )
+        .cancellable()
     }
 
     /// The first call was refused for a reason that may pass, `sentence`; attempt `attempt` of
@@ -174,6 +186,7 @@ impl StatusEvent {
             ConnectionState::Reconnecting,
             format!("Calling again (attempt {attempt} of {max_attempts})… {sentence}"),
         )
+        .cancellable()
     }
 
     /// The call dropped; attempt `attempt` of `max_attempts` to call again is under way or
@@ -183,6 +196,7 @@ impl StatusEvent {
             ConnectionState::Reconnecting,
             format!("Reconnecting… (attempt {attempt} of {max_attempts}): {reason}."),
         )
+        .cancellable()
     }
 
     /// The session is being renewed before the provider's cap of `session_limit_ms` (a new
@@ -522,5 +536,29 @@ mod tests {
             status.detail,
             "Not connected: could not connect to Azure OpenAI. The provider could not be reached (Connection refused): check the network connection and the address in Settings, then reconnect."
         );
+    }
+
+    #[test]
+    fn cancel_is_offered_while_a_call_is_placed_and_only_then() {
+        let placing = [
+            StatusEvent::connecting("OpenAI"),
+            StatusEvent::reconnecting(),
+            StatusEvent::dialing_again(2, 6, "the network is down."),
+            StatusEvent::redialing(1, 6, "the provider closed the call"),
+        ];
+        for status in placing {
+            assert!(status.cancellable, "{}", status.detail);
+            let json = serde_json::to_value(&status).expect("a status serialises");
+            assert_eq!(json["cancellable"], true, "the window reads it: {json}");
+        }
+        let not_placing = [
+            StatusEvent::renewing("OpenAI", 3_600_000),
+            StatusEvent::waiting_to_dial(std::time::Duration::from_secs(7)),
+            StatusEvent::not_connected("the call was cancelled"),
+            StatusEvent::stopped(),
+        ];
+        for status in not_placing {
+            assert!(!status.cancellable, "{}", status.detail);
+        }
     }
 }

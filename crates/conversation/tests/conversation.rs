@@ -154,7 +154,8 @@ fn in_toggle_mode_the_status_says_press_never_hold_or_release() {
 fn the_statuses_around_a_call_name_the_provider_and_the_reason() {
     assert_eq!(
         StatusEvent::connecting(PROVIDER),
-        StatusEvent::new(Connecting, "Connecting to Test provider…")
+        StatusEvent::new(Connecting, "Connecting to Test provider…").cancellable(),
+        "Cancel stops the call being placed"
     );
     assert_eq!(
         StatusEvent::press_while_not_connected(),
