@@ -235,6 +235,7 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
         concealed_frames: 3,
         late_packets: 0,
         flushed: false,
+        cushion_ms: 20,
     };
     assert_eq!(
         reply_reports(&sample.to_string()),
@@ -242,7 +243,7 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
             serde_json::json!({"playedMs": 1520.0, "arrivalToDeviceMs": 41.0,
             "silenceInsideMs": 2.5, "serverUnderflows": 1.0, "serverGapMs": 12.5,
             "concealedFrames": 3.0,
-            "flushed": false})
+            "flushed": false, "cushionMs": 20.0})
         ],
         "the bench reads the engine's reports as the engine words them"
     );
@@ -349,7 +350,8 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
 /// How each reply played on Walkie's speaker, from its audio engine's reports in the app's log
 /// (`walkie_audio::engine::PlayoutReport`'s words: "a reply played 1520 ms; its first sample
 /// reached the device 41.0 ms after its first packet arrived; 0.0 ms of silence inside it; the
-/// sound server ran dry 0 times (0.0 ms); 0 frames concealed, 0 packets late").
+/// sound server ran dry 0 times (0.0 ms); 0 frames concealed, 0 packets late; a 10 ms cushion
+/// ahead of it").
 fn reply_reports(log: &str) -> Vec<serde_json::Value> {
     fn number_before(line: &str, marker: &str) -> Option<f64> {
         let end = line.find(marker)?;
@@ -372,6 +374,7 @@ fn reply_reports(log: &str) -> Vec<serde_json::Value> {
                 "serverGapMs": number_before(line, " ms);"),
                 "concealedFrames": number_before(line, " frames concealed"),
                 "flushed": line.starts_with("a reply was cut "),
+                "cushionMs": number_before(line, " ms cushion"),
             })
         })
         .collect()

@@ -55,7 +55,7 @@ use crate::echo::{EchoError, EchoEvent, EchoStage};
 use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout};
 use crate::meter::{Level, LevelMeter};
 use crate::onset::SpeechOnset;
-use crate::playout::{LedgerOutput, PlayedLedger, PlayoutPacer};
+use crate::playout::{LedgerOutput, PlayedLedger, PlayoutCushion, PlayoutPacer};
 use crate::preroll::PreRoll;
 use crate::resample::{ResampleSetupError, StreamResampler};
 use crate::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
@@ -64,8 +64,12 @@ use crate::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
 pub const DEFAULT_PRE_ROLL_MS: u32 = 300;
 /// Silence put ahead of a reply when the speaker was idle: room for the 20 ms decode pace and
 /// the hop through the app to wobble without the device running dry (with the sound server's
-/// three periods behind it, docs/benchmarks.md "The browser peer").
+/// three periods behind it, docs/benchmarks.md "The browser peer"). Where that hop turns out
+/// slower, replies that ran dry raise it ([`crate::playout::PlayoutCushion`]), up to
+/// [`MAX_PLAYOUT_CUSHION_MS`].
 pub const DEFAULT_PLAYOUT_CUSHION_MS: u32 = 10;
+/// The most silence put ahead of a reply, however late the hop through the app has been.
+pub const MAX_PLAYOUT_CUSHION_MS: u32 = 40;
 /// Level readings per second for the UI.
 pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 15;
 
@@ -107,6 +111,8 @@ pub struct EngineConfig {
     /// The rate of the chunks given to the [`Player`]: 48 kHz for decoded RTP (what
     /// [`EngineEvent::AssistantAudio`] carries); 24 kHz for a WebSocket provider's PCM.
     pub playback_rate_hz: u32,
+    /// The silence ahead of a reply on an idle speaker, to begin with
+    /// ([`DEFAULT_PLAYOUT_CUSHION_MS`]); replies that ran dry raise it.
     pub playout_cushion_ms: u32,
     pub meter_readings_per_second: u32,
     /// Cancel the speaker's echo in what the microphone sends (for speakers without a
@@ -269,6 +275,8 @@ pub struct PlayoutReport {
     pub late_packets: u64,
     /// A barge-in flushed it before it ended.
     pub flushed: bool,
+    /// The silence written ahead of it ([`crate::playout::PlayoutCushion`]).
+    pub cushion_ms: u32,
 }
 
 impl std::fmt::Display for PlayoutReport {
@@ -288,12 +296,13 @@ impl std::fmt::Display for PlayoutReport {
         write!(
             f,
             "; {:.1} ms of silence inside it; the sound server ran dry {} times ({:.1} ms); {} \
-             frames concealed, {} packets late",
+             frames concealed, {} packets late; a {} ms cushion ahead of it",
             self.silence_inside_ms,
             self.server_underflows,
             self.server_gap_ms,
             self.concealed_frames,
-            self.late_packets
+            self.late_packets,
+            self.cushion_ms
         )
     }
 }
@@ -1545,7 +1554,7 @@ struct Downlink {
     resampler: Option<(u32, StreamResampler)>,
     meter: Option<(u32, LevelMeter)>,
     meter_readings_per_second: u32,
-    cushion_ms: u32,
+    cushion: PlayoutCushion,
     zeros: Vec<f32>,
     pending: VecDeque<Queued>,
     current_item: Option<Arc<str>>,
@@ -1576,6 +1585,8 @@ struct ReplyWatch {
     /// The device's count of silence frames when last looked at.
     silence_frames_seen: u64,
     silence_inside_frames: u64,
+    /// The silence written ahead of it.
+    cushion_ms: u32,
     server_underflows_at_start: u64,
     server_gap_frames_at_start: u64,
     jitter_at_start: JitterStats,
@@ -1611,8 +1622,8 @@ impl Downlink {
             resampler: None,
             meter: None,
             meter_readings_per_second: config.meter_readings_per_second,
-            cushion_ms: config.playout_cushion_ms,
-            zeros: vec![0.0; 192 * config.playout_cushion_ms as usize],
+            cushion: PlayoutCushion::new(config.playout_cushion_ms, MAX_PLAYOUT_CUSHION_MS),
+            zeros: vec![0.0; 192 * MAX_PLAYOUT_CUSHION_MS.max(config.playout_cushion_ms) as usize],
             pending: VecDeque::with_capacity(1024),
             current_item: None,
             piece: Vec::with_capacity(PLAYER_PIECE_SAMPLES),
@@ -1852,7 +1863,7 @@ impl Downlink {
                 // the jitter of the path from the decoder through the app and back. Only at
                 // the start: a cushion after every late chunk would stretch the reply.
                 let rate = playback.format().sample_rate_hz as usize;
-                let cushion = (rate * self.cushion_ms as usize / 1000).min(self.zeros.len());
+                let cushion = (rate * self.cushion.ms() as usize / 1000).min(self.zeros.len());
                 let written = playback.write(&self.zeros[..cushion]);
                 self.ledger.wrote_silence(written as u64);
                 let start_frame = self.ledger.written_frames();
@@ -1865,6 +1876,7 @@ impl Downlink {
                     at_device: None,
                     silence_frames_seen: playback.counters().xrun_frames.load(Ordering::Relaxed),
                     silence_inside_frames: 0,
+                    cushion_ms: self.cushion.ms(),
                     server_underflows_at_start: playback
                         .counters()
                         .server_underflows
@@ -1990,6 +2002,8 @@ impl Downlink {
                 )
             });
         let frames_ms = |frames: u64| frames as f64 * 1000.0 / rate_hz;
+        self.cushion
+            .reply_played(frames_ms(reply.silence_inside_frames));
         self.events.send(EngineEvent::ReplyPlayed(PlayoutReport {
             played_ms: frames_ms(end_frame.saturating_sub(reply.start_frame)),
             arrival_to_device_ms: reply
@@ -2006,6 +2020,7 @@ impl Downlink {
                 .saturating_sub(reply.jitter_at_start.concealed),
             late_packets: jitter.late.saturating_sub(reply.jitter_at_start.late),
             flushed: reply.flushed,
+            cushion_ms: reply.cushion_ms,
         }));
     }
 
@@ -2045,8 +2060,8 @@ impl Downlink {
         if self.meter.as_ref().is_none_or(|(at, _)| *at != rate) {
             self.meter = Some((rate, LevelMeter::new(rate, self.meter_readings_per_second)));
         }
-        if self.zeros.len() < rate as usize * self.cushion_ms as usize / 1000 {
-            self.zeros = vec![0.0; rate as usize * self.cushion_ms as usize / 1000];
+        if self.zeros.len() < rate as usize * self.cushion.max_ms() as usize / 1000 {
+            self.zeros = vec![0.0; rate as usize * self.cushion.max_ms() as usize / 1000];
         }
         self.shared
             .output_rate_hz

@@ -16,7 +16,9 @@ use common::{
 };
 use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
 use walkie_audio::device::{DeviceDirection, PERIOD_MS, list_devices};
-use walkie_audio::engine::{Engine, EngineConfig, EngineEvent, PlayoutReport};
+use walkie_audio::engine::{
+    DEFAULT_PLAYOUT_CUSHION_MS, Engine, EngineConfig, EngineEvent, PlayoutReport,
+};
 use walkie_audio::{FRAME_SAMPLES, engine::Player};
 use walkie_session::AudioChunk;
 use walkie_session::PlaybackSink;
@@ -238,7 +240,7 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
     let arrival_to_device_ms = report
         .arrival_to_device_ms
         .expect("a reply that came as RTP is timed from its first packet");
-    let cushion_ms = f64::from(walkie_audio::engine::DEFAULT_PLAYOUT_CUSHION_MS);
+    let cushion_ms = f64::from(DEFAULT_PLAYOUT_CUSHION_MS);
     assert!(
         (cushion_ms..cushion_ms + 150.0).contains(&arrival_to_device_ms),
         "from the first packet to the device: the cushion and a little more ({report:?})"
@@ -364,7 +366,8 @@ fn a_barge_in_flush_silences_the_speaker_within_one_device_period_and_the_next_r
 }
 
 #[test]
-fn a_reply_that_ran_dry_in_the_middle_reports_the_silence_the_speaker_played_inside_it() {
+fn a_reply_that_ran_dry_in_the_middle_reports_the_silence_the_speaker_played_inside_it_and_the_next_gets_that_much_more_cushion()
+ {
     let _sinks = one_at_a_time();
     let recorder = PulseClient::spawn("parec", "spk.monitor");
     let running = start(EngineConfig::default());
@@ -387,11 +390,26 @@ fn a_reply_that_ran_dry_in_the_middle_reports_the_silence_the_speaker_played_ins
     );
     std::thread::sleep(Duration::from_millis(300));
     let heard = from_bytes(&recorder.end());
+    // The next reply, on the idle speaker.
+    player.begin_item("item_after");
+    player.play(&AudioChunk::from_samples(pattern(4_800)));
+    let after = running.events_until("the next reply to drain", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::PlaybackDrained)
+    });
 
     let reports = playout_reports(&events);
     let [report] = reports[..] else {
         panic!("the stall did not end the reply: one report for it: {reports:?}");
     };
+    let [next] = playout_reports(&after)[..] else {
+        panic!("one report for the next reply: {after:?}");
+    };
+    assert_eq!(report.cushion_ms, DEFAULT_PLAYOUT_CUSHION_MS, "{report:?}");
+    assert_eq!(
+        next.cushion_ms,
+        DEFAULT_PLAYOUT_CUSHION_MS + report.silence_inside_ms.ceil() as u32,
+        "the gap the last reply had is put ahead of the next: {next:?}"
+    );
     let silence_heard_ms = (sounding(&heard).len() - 9_600) as f64 / 48.0;
     assert!(
         report.silence_inside_ms >= 5.0,

@@ -1,6 +1,6 @@
-//! The downlink's two pieces of bookkeeping: when the next received frame is due for
-//! decoding ([`PlayoutPacer`]), and how much of each reply the speaker has played
-//! ([`PlayedLedger`]).
+//! The downlink's bookkeeping: when the next received frame is due for decoding
+//! ([`PlayoutPacer`]), how much silence goes ahead of a reply ([`PlayoutCushion`]), and how much
+//! of each reply the speaker has played ([`PlayedLedger`]).
 //!
 //! Why apart from the devices: both decide over frame counts and time only (when a 20 ms frame
 //! is due, which item a stretch of the stream belongs to, when an empty queue means a reply is
@@ -79,6 +79,56 @@ impl PlayoutPacer {
     /// When the next frame is due, while pacing.
     pub fn next_due_us(&self) -> Option<u64> {
         self.next_due_us
+    }
+}
+
+/// How much silence goes ahead of a reply that starts on an idle speaker: the headroom that
+/// absorbs the jitter of the path from the decoder through the app and back for the whole reply
+/// (input and output then run at the same pace, so what is ahead at the start stays ahead).
+///
+/// Why it adapts: a thin cushion keeps the reply's first sound early on a quiet machine, but on
+/// a loaded one a late hop runs the device dry and the user hears a gap. A reply that ran dry
+/// (the device played silence inside it) raises the cushion of the next ones by that silence;
+/// each reply that played whole lowers it again by [`Self::RELAX_MS`], down to the base, as a
+/// WebRTC jitter buffer's target follows the delays it sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayoutCushion {
+    base_ms: f64,
+    max_ms: f64,
+    current_ms: f64,
+}
+
+impl PlayoutCushion {
+    /// What each reply played whole takes off the cushion.
+    pub const RELAX_MS: f64 = 2.0;
+
+    /// A cushion of `base_ms`, never raised past `max_ms` (at least the base).
+    pub fn new(base_ms: u32, max_ms: u32) -> Self {
+        Self {
+            base_ms: f64::from(base_ms),
+            max_ms: f64::from(max_ms.max(base_ms)),
+            current_ms: f64::from(base_ms),
+        }
+    }
+
+    /// The silence to write ahead of the next reply, in whole milliseconds.
+    pub fn ms(&self) -> u32 {
+        self.current_ms.ceil() as u32
+    }
+
+    /// The largest it may become: what to size a buffer of silence for.
+    pub fn max_ms(&self) -> u32 {
+        self.max_ms as u32
+    }
+
+    /// A reply ended, with `silence_inside_ms` of silence the device played inside it because
+    /// nothing was there to play (a flushed reply counts as well: what played of it).
+    pub fn reply_played(&mut self, silence_inside_ms: f64) {
+        self.current_ms = if silence_inside_ms > 0.0 {
+            (self.current_ms + silence_inside_ms).min(self.max_ms)
+        } else {
+            (self.current_ms - Self::RELAX_MS).max(self.base_ms)
+        };
     }
 }
 
@@ -319,6 +369,44 @@ mod pacer_tests {
         );
         pacer.stop();
         assert!(pacer.is_due(300_001), "a flush drops the pace");
+    }
+}
+
+#[cfg(test)]
+mod cushion_tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_that_ran_dry_raises_the_next_cushion_by_its_silence_up_to_the_bound() {
+        let mut cushion = PlayoutCushion::new(10, 40);
+        assert_eq!(cushion.ms(), 10);
+        cushion.reply_played(10.0);
+        assert_eq!(
+            cushion.ms(),
+            20,
+            "one 10 ms gap: 10 ms more ahead of the next reply"
+        );
+        cushion.reply_played(30.0);
+        assert_eq!(cushion.ms(), 40, "never past the bound");
+    }
+
+    #[test]
+    fn replies_played_whole_bring_it_back_to_the_base_and_no_lower() {
+        let mut cushion = PlayoutCushion::new(10, 40);
+        cushion.reply_played(10.0);
+        let mut after = Vec::new();
+        for _ in 0..7 {
+            cushion.reply_played(0.0);
+            after.push(cushion.ms());
+        }
+        assert_eq!(after, [18, 16, 14, 12, 10, 10, 10]);
+    }
+
+    #[test]
+    fn a_bound_below_the_base_is_the_base() {
+        let mut cushion = PlayoutCushion::new(10, 5);
+        cushion.reply_played(10.0);
+        assert_eq!((cushion.ms(), cushion.max_ms()), (10, 10));
     }
 }
 
