@@ -65,7 +65,7 @@ fn main() {
     }
     runtime.block_on(async {
         launches().await;
-        let floor_kib = bare_webview_memory().await;
+        let (floor_kib, _) = bare_webview_memory().await;
         turns_and_memory(floor_kib).await;
         barge_ins().await;
     });
@@ -110,7 +110,7 @@ fn bare_webview() {
 }
 
 /// The bare webview's PSS (it and its WebKit processes), once it has settled, in KiB.
-async fn bare_webview_memory() -> u64 {
+async fn bare_webview_memory() -> (u64, std::collections::BTreeMap<String, u64>) {
     let display = support::VirtualDisplay::start();
     let window = support::ProcessGroup::spawn(
         "the bare webview",
@@ -138,7 +138,7 @@ async fn bare_webview_memory() -> u64 {
         pids.len(),
         kib as f64 / 1024.0
     );
-    kib
+    (kib, pss_kib_by_mapping(&pids))
 }
 
 async fn turns_and_memory(floor_kib: u64) {
@@ -219,7 +219,8 @@ fn unix_ms_now() -> f64 {
 /// Walkie's side of bench/peer: see the module docs.
 async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
     const HELD: Duration = Duration::from_millis(1_500);
-    // The tail, the echoed reply (as long as the turn) and a margin.
+    // At most the tail, the echoed reply (as long as the turn) and a margin: the microphone's
+    // feed lasts this long a turn.
     const REPLY: Duration = Duration::from_millis(3_000);
     let voice: Vec<i16> = hound::WavReader::open(voice)
         .expect("the voice WAV")
@@ -248,7 +249,7 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
         "the bench reads the engine's reports as the engine words them"
     );
     // The floor under Walkie's memory, in the same run.
-    let bare_webview_kib = bare_webview_memory().await;
+    let (bare_webview_kib, bare_webview_kib_by_mapping) = bare_webview_memory().await;
     let dirs = support::AppDirs::fresh("bench_peer");
     let secrets = support::SecretService::start(&dirs);
     let app = WebviewApp::launch_with(
@@ -301,20 +302,23 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
             .or_default() += pss_kib(&[pid]);
     }
     let pss_idle_kib: u64 = pss_idle_kib_by_process.values().sum();
+    let pss_idle_kib_by_mapping = pss_kib_by_mapping(&app.app_pids());
     let cpu_before = cpu_ms_by_pid(&app.app_pids());
     let mut pss_talking_kib = 0;
     let started_unix_ms = unix_ms_now();
+    // Paced as drive.mjs paces Chromium: the next turn as soon as the reply has played (the
+    // status back to Ready), each wait one script in the page, as drive.mjs waits (polling
+    // through WebDriver would be counted as Walkie's CPU).
     for turn in 0..turns {
         support::space(&client, true).await;
         tokio::time::sleep(HELD).await;
         support::space(&client, false).await;
+        status_reaches(&client, "Speaking").await;
         if turn == turns / 2 {
             tokio::time::sleep(Duration::from_secs(1)).await;
             pss_talking_kib = pss_kib(&app.app_pids());
-            tokio::time::sleep(REPLY - Duration::from_secs(1)).await;
-        } else {
-            tokio::time::sleep(REPLY).await;
         }
+        status_reaches(&client, "Ready").await;
     }
     let ended_unix_ms = unix_ms_now();
     // Summed by process name, so the report can say which part of the tree used it.
@@ -334,6 +338,7 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
             "client": "Walkie",
             "version": env!("CARGO_PKG_VERSION"),
             "turns": turns,
+            "heldMs": HELD.as_millis(),
             "startedUnixMs": started_unix_ms,
             "endedUnixMs": ended_unix_ms,
             "cpuMs": cpu_used_ms,
@@ -342,9 +347,31 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
             "pssIdleKibByProcess": pss_idle_kib_by_process,
             "pssTalkingKib": pss_talking_kib,
             "bareWebviewPssKib": bare_webview_kib,
+            "pssIdleKibByMapping": pss_idle_kib_by_mapping,
+            "bareWebviewPssKibByMapping": bare_webview_kib_by_mapping,
             "replies": replies,
         })
     );
+}
+
+/// Waits, in one script in the page, until the status line starts with `prefix` (at once if it
+/// does already): the page is not asked again and again.
+async fn status_reaches(client: &Client, prefix: &str) {
+    client
+        .execute_async(
+            r##"const [prefix, done] = arguments;
+               const status = document.querySelector("#status");
+               if (status.textContent.startsWith(prefix)) return done(true);
+               const watch = new MutationObserver(() => {
+                 if (!status.textContent.startsWith(prefix)) return;
+                 watch.disconnect();
+                 done(true);
+               });
+               watch.observe(status, { childList: true, subtree: true, characterData: true });"##,
+            vec![prefix.into()],
+        )
+        .await
+        .unwrap_or_else(|error| panic!("the status never started with {prefix:?}: {error}"));
 }
 
 /// How each reply played on Walkie's speaker, from its audio engine's reports in the app's log
@@ -426,6 +453,36 @@ fn pss_kib(pids: &[u32]) -> u64 {
                 .collect::<Vec<_>>()
         })
         .sum()
+}
+
+/// The PSS of `pids` by what is mapped (`/proc/PID/smaps`): a file by its name (a library,
+/// the executable), anonymous memory as `[anon]`, and the kernel's own names (`[heap]`,
+/// `[stack]`); the peer report sets Walkie's against the bare window's, so the difference
+/// between the two trees is told by part.
+fn pss_kib_by_mapping(pids: &[u32]) -> std::collections::BTreeMap<String, u64> {
+    let mut by_mapping = std::collections::BTreeMap::new();
+    for pid in pids {
+        let Ok(smaps) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+            continue;
+        };
+        let mut mapping = String::new();
+        for line in smaps.lines() {
+            let mut fields = line.split_whitespace();
+            let Some(first) = fields.next() else {
+                continue;
+            };
+            if first.contains('-') && !first.ends_with(':') {
+                // "start-end perms offset dev inode [pathname]"
+                let path = fields.nth(4).unwrap_or("[anon]");
+                mapping = path.rsplit('/').next().unwrap_or(path).to_owned();
+            } else if first == "Pss:"
+                && let Some(kib) = fields.next().and_then(|value| value.parse::<u64>().ok())
+            {
+                *by_mapping.entry(mapping.clone()).or_default() += kib;
+            }
+        }
+    }
+    by_mapping
 }
 
 /// CPU time used so far by each of `pids` that still runs, in milliseconds (utime + stime, as

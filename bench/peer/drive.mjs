@@ -93,6 +93,7 @@ console.log(
     client: "Chromium",
     version,
     turns,
+    heldMs,
     startedUnixMs,
     endedUnixMs,
     commitSentUnixMs: sent,

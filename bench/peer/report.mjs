@@ -3,12 +3,17 @@
 // heard after it (detect.mjs) gives commit → first audible sample; the provider's trace also
 // says when the reply's first packet left, so the client's part is told from the provider's.
 // A reply's dropouts are the silences of 5–195 ms inside it (the voice has none, so each is
-// audio that came late to the sink); a longer silence ends the reply. Then what each client's
+// audio that came late to the sink); a longer one is counted apart, as a pause in the audio the
+// provider echoed (a pre-roll the microphone's gate kept silent). Then what each client's
 // processes cost (drive.mjs, benches/app.rs --peer) beside the floors (floor.mjs, the bare
 // WebKitGTK window), and the ratios the issue asks for.
 //
+// The codec's floor (crates/dsp/examples/codec_floor.rs: Opus encode and decode, CPU ms per second
+// of audio) is charged for what each client's turns carried: the held seconds encoded, the
+// reply's seconds heard at the sink decoded.
+//
 //   node report.mjs --trace DIR --loud FILE --load-before L --load-after L --floor FLOOR.json
-//                   RESULT.json...
+//                   --codec CODEC.json RESULT.json...
 //
 // Exits 1, loudly, when a client did not complete all its turns or a reply went unheard.
 
@@ -18,18 +23,25 @@ import { join } from "node:path";
 const argv = process.argv.slice(2);
 const option = (name) => argv[argv.indexOf(`--${name}`) + 1];
 const floorFile = option("floor");
+const codecFile = option("codec");
 const results = argv
-  .filter((arg) => arg.endsWith(".json") && arg !== floorFile)
+  .filter((arg) => arg.endsWith(".json") && arg !== floorFile && arg !== codecFile)
   .map((file) => JSON.parse(readFileSync(file, "utf8")));
 const floor = JSON.parse(readFileSync(floorFile, "utf8"));
+const codec = JSON.parse(readFileSync(codecFile, "utf8"));
+/** libopus's cheapest effort (the floor of any Opus client) and the engine's. */
+const cheapestOpus = codec.byComplexity.find(({ complexity }) => complexity === 0);
+const enginesOpus = codec.byComplexity.find(({ complexity }) => complexity !== 0);
 const lines = (file) => readFileSync(file, "utf8").split("\n").filter(Boolean);
 const trace = (file) => lines(join(option("trace"), file)).map((line) => JSON.parse(line));
 const loud = lines(option("loud")).map((line) => {
   const [unixMs, window] = line.split(" ").map(Number);
   return { unixMs, window };
 });
-/** A silence this long ends a reply; a shorter one inside it is a dropout. */
-const replyEndsAfterWindows = 40;
+/** A silence this long inside a reply is the sent audio's own (a pause the provider echoed),
+ * not a dropout; a shorter one is audio that came late to the sink. A reply ends at the next
+ * commit: the user's next turn is silent at the sink until its own reply. */
+const longSilenceWindows = 40;
 const commits = trace("client-events.jsonl")
   .filter((line) => JSON.parse(line.text).type === "input_audio_buffer.commit")
   .map((line) => line.received_at_unix_ms);
@@ -55,17 +67,22 @@ const rows = results.map((result) => {
   }
   let dropouts = 0;
   let droppedWindows = 0;
+  let longSilences = 0;
+  // The 5 ms windows from each reply's first loud one to its last: what the client decoded.
+  let replyWindows = 0;
   const heard = received.map((at, index) => {
     const until = received[index + 1] ?? result.endedUnixMs;
     const windows = loud.filter(({ unixMs }) => unixMs >= at && unixMs < until);
     for (let next = 1; next < windows.length; next += 1) {
       const missing = windows[next].window - windows[next - 1].window - 1;
-      if (missing >= replyEndsAfterWindows) break;
-      if (missing > 0) {
+      if (missing >= longSilenceWindows) {
+        longSilences += 1;
+      } else if (missing > 0) {
         dropouts += 1;
         droppedWindows += missing;
       }
     }
+    if (windows.length > 0) replyWindows += windows.at(-1).window - windows[0].window + 1;
     return windows.length === 0 ? null : windows[0].unixMs - at;
   });
   const unheard = heard.filter((latency) => latency === null).length;
@@ -77,22 +94,40 @@ const rows = results.map((result) => {
   const provider = sent.map((at, index) => at - received[index]);
   const client = heard.map((latency, index) => latency - provider[index]).filter((latency) => !Number.isNaN(latency));
   const seconds = (result.endedUnixMs - result.startedUnixMs) / 1000;
-  return { result, seconds, latencies, provider, client, dropouts, droppedWindows, cpuMsPerS: result.cpuMs / seconds };
+  const heldSeconds = (result.turns * result.heldMs) / 1000;
+  const replySeconds = replyWindows / 200;
+  /** Opus at `effort` for these turns, per second of them. */
+  const opusMsPerS = (effort) => (effort.encodeMsPerS * heldSeconds + effort.decodeMsPerS * replySeconds) / seconds;
+  return {
+    result,
+    seconds,
+    latencies,
+    provider,
+    client,
+    dropouts,
+    droppedWindows,
+    longSilences,
+    cpuMsPerS: result.cpuMs / seconds,
+    cheapestOpusMsPerS: opusMsPerS(cheapestOpus),
+    enginesOpusMsPerS: opusMsPerS(enginesOpus),
+    heldSeconds,
+    replySeconds,
+  };
 });
 
 const mib = (kib) => `${(kib / 1024).toFixed(1)} MiB`;
 const ratio = (value) => `**${value.toFixed(2)}**`;
 console.log(`load average before ${option("load-before")}, after ${option("load-after")}`);
 console.log(
-  "\n| client | turns heard | commit → first audible sample at the sink, p50 / p95 (min–max) | of it the provider's (commit in → first packet out), p50 | the client's, p50 / p95 | dropouts at the sink (5 ms windows lost) |",
+  "\n| client | turns heard | commit → first audible sample at the sink, p50 / p95 (min–max) | of it the provider's (commit in → first packet out), p50 | the client's, p50 / p95 | dropouts at the sink (5 ms windows lost) | silences of 200 ms or more inside replies |",
 );
-console.log("|---|---|---|---|---|---|");
-for (const { result, latencies, provider, client, dropouts, droppedWindows } of rows) {
+console.log("|---|---|---|---|---|---|---|");
+for (const { result, latencies, provider, client, dropouts, droppedWindows, longSilences } of rows) {
   console.log(
     `| ${result.client} ${result.version} | ${latencies.length}/${result.turns} | ${ms(quantile(latencies, 0.5))} / ` +
       `${ms(quantile(latencies, 0.95))} (${ms(Math.min(...latencies))}–${ms(Math.max(...latencies))}) | ` +
       `${ms(quantile(provider, 0.5))} | ${ms(quantile(client, 0.5))} / ${ms(quantile(client, 0.95))} | ` +
-      `${dropouts} (${droppedWindows}) |`,
+      `${dropouts} (${droppedWindows}) | ${longSilences} |`,
   );
 }
 console.log("\n| process tree | CPU per second of the turns | PSS idle | PSS while a reply plays |");
@@ -105,8 +140,26 @@ for (const { result, cpuMsPerS } of rows) {
 const walkie = rows.find((row) => row.result.client === "Walkie");
 const browser = rows.find((row) => row.result.client !== "Walkie");
 console.log(`| floor: pacat + parec, the same audio both ways | ${floor.cpuMsPerS.toFixed(1)} ms/s | ${mib(floor.pssKib)} | — |`);
+for (const row of rows) {
+  console.log(
+    `| floor: Opus for ${row.result.client}'s turns (${row.heldSeconds.toFixed(1)} s encoded, ${row.replySeconds.toFixed(1)} s heard decoded, in ${row.seconds.toFixed(1)} s), complexity 0 / ${enginesOpus.complexity} | ` +
+      `${row.cheapestOpusMsPerS.toFixed(1)} / ${row.enginesOpusMsPerS.toFixed(1)} ms/s | — | — |`,
+  );
+}
 if (walkie?.result.bareWebviewPssKib) {
   console.log(`| floor: a bare WebKitGTK window | — | ${mib(walkie.result.bareWebviewPssKib)} | — |`);
+}
+// Where Walkie's memory over the bare window is, by what is mapped (its executable, a library,
+// anonymous memory), largest difference first.
+if (walkie?.result.pssIdleKibByMapping && walkie.result.bareWebviewPssKibByMapping) {
+  const mine = walkie.result.pssIdleKibByMapping;
+  const bareParts = walkie.result.bareWebviewPssKibByMapping;
+  const parts = [...new Set([...Object.keys(mine), ...Object.keys(bareParts)])]
+    .map((name) => [name, (mine[name] ?? 0) - (bareParts[name] ?? 0)])
+    .sort(([, a], [, b]) => b - a)
+    .filter(([, kib]) => Math.abs(kib) >= 512)
+    .map(([name, kib]) => `${name} ${kib > 0 ? "+" : ""}${mib(kib)}`);
+  console.log(`\nWalkie idle − the bare window, PSS by mapping (±0.5 MiB or more): ${parts.join(", ")}`);
 }
 // Where each tree's CPU went, by process name, largest first.
 for (const { result, seconds } of rows) {
@@ -139,6 +192,10 @@ if (walkieReplies) {
       `(${timed.length} timed); ${ms(total("silenceInsideMs"))} of silence inside ${withSilence} of them; ` +
       `the sound server ran dry ${total("serverUnderflows")} times (${ms(total("serverGapMs"))}); ${total("concealedFrames")} frames concealed`,
   );
+  const cushions = walkieReplies.map((reply) => reply.cushionMs).filter((value) => typeof value === "number");
+  if (cushions.length > 0) {
+    console.log(`Walkie's cushion ahead of each reply, in order (ms): ${cushions.join(" ")}`);
+  }
 }
 if (walkie && browser) {
   const p50 = (row) => quantile(row.client, 0.5);
@@ -160,6 +217,13 @@ if (walkie && browser) {
   console.log(
     `| CPU per second, the pacat + parec floor ÷ ${browser.result.client} (what moving the audio alone costs against the 0.125 goal) | — | ${ratio(floor.cpuMsPerS / browser.cpuMsPerS)} |`,
   );
+  console.log(
+    `| CPU per second, pacat + parec + the cheapest Opus for ${browser.result.client}'s turns ÷ ${browser.result.client} (moving and coding the audio, nothing else, against the 0.125 goal) | — | ${ratio((floor.cpuMsPerS + browser.cheapestOpusMsPerS) / browser.cpuMsPerS)} |`,
+  );
+  console.log(
+    `| CPU per second, Walkie ÷ (pacat + parec + Opus at the engine's complexity for its turns) | — | ${ratio(walkie.cpuMsPerS / (floor.cpuMsPerS + walkie.enginesOpusMsPerS))} |`,
+  );
+  console.log(`| seconds of the ${walkie.result.turns} turns, Walkie / ${browser.result.client} (each turn ends when its reply has played) | — | ${walkie.seconds.toFixed(1)} / ${browser.seconds.toFixed(1)} |`);
   console.log(`| PSS idle, Walkie ÷ ${browser.result.client} | ≤ 1 | ${ratio(walkie.result.pssIdleKib / browser.result.pssIdleKib)} |`);
   console.log(`| PSS while a reply plays, Walkie ÷ ${browser.result.client} | ≤ 1 | ${ratio(walkie.result.pssTalkingKib / browser.result.pssTalkingKib)} |`);
   if (bare) {

@@ -11,8 +11,9 @@
 # (benches/app.rs --peer: the release app in its own Xvfb, switched to this provider in
 # Settings, the same voice played into the "mic" sink it records) makes the same turns. Each
 # driver also measures its client's process tree (CPU over the turns, PSS idle and talking);
-# floor.mjs measures pacat + parec moving the same audio, and the Walkie side a bare WebKitGTK
-# window, as floors in the same run.
+# floor.mjs measures pacat + parec moving the same audio, codec_floor (crates/dsp/examples) what
+# Opus costs to encode and decode the same voice, and the Walkie side a bare WebKitGTK window, as
+# floors in the same run.
 #
 #   bench/peer/run.sh [TURNS]     (default 20; prints a table and writes target/bench-peer/)
 #
@@ -31,6 +32,7 @@ rm -rf "$work"
 mkdir -p "$work"
 
 cargo build --release --locked -p walkie-local --features test-bench --bin walkie-local-provider
+cargo build --release --locked -p walkie-dsp --example codec_floor
 (cd bench/peer && npm ci --no-audit --no-fund --loglevel=error)
 python3 bench/peer/voice.py "$work/voice.wav" 10
 
@@ -66,9 +68,11 @@ xvfb-run -a node bench/peer/drive.mjs --base "http://127.0.0.1:$port" --token "$
 cargo bench --locked --bench app -- --peer "http://127.0.0.1:$port" "$token" "$work/voice.wav" \
   "$turns" | grep '^{' >"$work/walkie.json"
 node bench/peer/floor.mjs "$work/voice.wav" 30 >"$work/floor.json"
+"$target/release/examples/codec_floor" "$work/voice.wav" 60 >"$work/codec.json"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 kill -TERM "$detector_pid"
 wait "$detector_pid" || true
 node bench/peer/report.mjs --trace "$work/trace" --loud "$work/loud.txt" \
   --load-before "$load_before" --load-after "$load_after" --floor "$work/floor.json" \
+  --codec "$work/codec.json" \
   "$work/chromium.json" "$work/walkie.json"
