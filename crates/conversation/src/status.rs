@@ -57,7 +57,8 @@ pub struct StatusEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
     /// A call is being placed (or placed again) and Cancel stops it: the window offers Cancel
-    /// in place of Connect.
+    /// in place of Connect. Left out of the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cancellable: bool,
 }
 
@@ -559,6 +560,8 @@ mod tests {
         ];
         for status in not_placing {
             assert!(!status.cancellable, "{}", status.detail);
+            let json = serde_json::to_value(&status).expect("a status serialises");
+            assert!(json.get("cancellable").is_none(), "{json}");
         }
     }
 }
