@@ -2,7 +2,7 @@
 //! ([`PlayoutPacer`]), how much silence goes ahead of a reply ([`PlayoutCushion`]), and how much
 //! of each reply the speaker has played ([`PlayedLedger`]).
 //!
-//! Why apart from the devices: both decide over frame counts and time only (when a 20 ms frame
+//! Why apart from the devices: they decide over frame counts and time only (when a 20 ms frame
 //! is due, which item a stretch of the stream belongs to, when an empty queue means a reply is
 //! over), so they are tested here in virtual time; the downlink worker tells them what its
 //! device reports and carries out what they say. Time is microseconds on the worker's clock,
