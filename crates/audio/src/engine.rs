@@ -341,6 +341,9 @@ pub struct EngineStats {
     pub playback_xrun_frames: u64,
     /// The largest output callback: the device period actually granted, in frames.
     pub output_period_frames: u64,
+    /// Data callbacks of the current output stream, silent ones too: a count that moves means
+    /// the device is taking periods.
+    pub output_callbacks: u64,
     pub stream_reopens: u64,
     pub flushes: u64,
     /// Received packets that woke the downlink (those that may start a talkspurt; while one
@@ -690,7 +693,7 @@ impl Engine {
 
     pub fn stats(&self) -> EngineStats {
         let shared = &self.shared;
-        let (played_frames, playback_xrun_frames, output_period_frames) = shared
+        let (played_frames, playback_xrun_frames, output_period_frames, output_callbacks) = shared
             .flusher()
             .as_ref()
             .map(|flusher| {
@@ -699,6 +702,7 @@ impl Engine {
                     flusher.clock().played_frames,
                     counters.xrun_frames.load(Ordering::Relaxed),
                     counters.max_callback_frames.load(Ordering::Relaxed),
+                    counters.callbacks.load(Ordering::Relaxed),
                 )
             })
             .unwrap_or_default();
@@ -718,6 +722,7 @@ impl Engine {
             capture_xrun_frames: shared.capture_xrun_frames.load(Ordering::Relaxed),
             playback_xrun_frames,
             output_period_frames,
+            output_callbacks,
             stream_reopens: shared.stream_reopens.load(Ordering::Relaxed),
             flushes: shared.flushes.load(Ordering::Relaxed),
             packet_wakes: shared.packet_wakes.load(Ordering::Relaxed),

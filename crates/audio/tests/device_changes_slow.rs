@@ -237,19 +237,34 @@ fn slow_a_stalled_speaker_is_reopened_and_plays_again() {
     pactl(&["suspend-sink", &spare.name, "0"]);
 
     let recorder = PulseClient::spawn("parec", &format!("{}.monitor", spare.name));
-    std::thread::sleep(Duration::from_millis(600));
+    recorder.wait_until_recording();
+    // The stream plays again: ten periods taken by one stream, with no reopen between.
+    let stats = running.engine.stats();
+    let mut since = (stats.stream_reopens, stats.output_callbacks);
+    wait_until("the resumed stream to play", Duration::from_secs(5), || {
+        let stats = running.engine.stats();
+        if stats.stream_reopens != since.0 {
+            since = (stats.stream_reopens, stats.output_callbacks);
+        }
+        stats.output_callbacks >= since.1 + 10
+    });
     let reopens_after_resume = running.engine.stats().stream_reopens;
     let reply = pattern(12_000);
     running.play(&reply);
+    recorder.wait_for_nonzero(reply.len(), Duration::from_secs(5));
     assert_eq!(
         running.engine.stats().stream_reopens,
         reopens_after_resume,
         "a stream that plays is left alone"
     );
-    assert_eq!(
-        nonzero(&from_bytes(&recorder.end())),
-        reply,
-        "after the reopen the reply plays whole, once, on the same device"
+    let heard = nonzero(&from_bytes(&recorder.end()));
+    let first_wrong = heard.iter().zip(&reply).position(|(h, r)| h != r);
+    assert!(
+        heard.len() == reply.len() && first_wrong.is_none(),
+        "after the reopen the reply plays whole, once, on the same device: heard {} of {} \
+         samples, the first wrong at {first_wrong:?}",
+        heard.len(),
+        reply.len()
     );
     let moved: Vec<EngineEvent> = running
         .events

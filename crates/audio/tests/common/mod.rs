@@ -54,7 +54,11 @@ pub use walkie_dsp::testkit::{rms_dbfs, tone_level_dbfs};
 
 /// A pacat/parec process, ended when dropped. A reader thread drains parec's output as it
 /// comes, so the pipe never fills and the server never drops what was recorded.
-pub struct PulseClient(pub Child, Option<std::thread::JoinHandle<Vec<u8>>>);
+pub struct PulseClient(
+    pub Child,
+    Option<std::thread::JoinHandle<()>>,
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+);
 
 impl PulseClient {
     /// The stream buffers 200 ms: on a loaded 2-core machine a 10 ms buffer under- or overruns
@@ -76,12 +80,45 @@ impl PulseClient {
             .spawn()
             .unwrap_or_else(|error| panic!("could not start {program}: {error}"));
         let mut stdout = child.stdout.take().expect("the client's stdout is piped");
-        let reader = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = stdout.read_to_end(&mut bytes);
-            bytes
+        let recorded = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let reader = std::thread::spawn({
+            let recorded = recorded.clone();
+            move || {
+                let mut chunk = [0u8; 4_096];
+                while let Ok(read @ 1..) = stdout.read(&mut chunk) {
+                    recorded
+                        .lock()
+                        .expect("no reader of the recording panics")
+                        .extend_from_slice(&chunk[..read]);
+                }
+            }
         });
-        Self(child, Some(reader))
+        Self(child, Some(reader), recorded)
+    }
+
+    /// The samples a recorder has written so far.
+    fn recorded_so_far(&self) -> Vec<i16> {
+        from_bytes(&self.2.lock().expect("no reader of the recording panics"))
+    }
+
+    /// Waits until the recorder writes: its stream is connected and the server sends it
+    /// periods (a running null sink's monitor sends silence).
+    pub fn wait_until_recording(&self) {
+        wait_until("the recorder to write", Duration::from_secs(5), || {
+            !self.recorded_so_far().is_empty()
+        });
+    }
+
+    /// Waits until the recording holds at least `samples` non-zero samples, or `limit` passes
+    /// (the caller's assertion then says what is missing): what a sink played reaches its
+    /// monitor's recorder a server buffer later, which a loaded machine stretches.
+    pub fn wait_for_nonzero(&self, samples: usize, limit: Duration) {
+        let started = Instant::now();
+        while self.recorded_so_far().iter().filter(|&&s| s != 0).count() < samples
+            && started.elapsed() < limit
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Plays `samples` into a sink (pacat), in the background: pacat reads its input as it
@@ -105,7 +142,8 @@ impl PulseClient {
             .take()
             .expect("the reader runs until the client ends")
             .join()
-            .expect("the reader thread only reads")
+            .expect("the reader thread only reads");
+        std::mem::take(&mut *self.2.lock().expect("no reader of the recording panics"))
     }
 }
 
