@@ -13,8 +13,9 @@
 //!   while nobody talks, or 20 ms frames → Opus → the [`FrameSink`] the app connects to the
 //!   transport. [`AudioCommand::OpenCapture`] first sends the pre-roll (the moment
 //!   before the press), [`AudioCommand::GateMic`] replaces the microphone by silence (half
-//!   duplex without an echo canceller) in what is sent and in the pre-roll alike, so a press
-//!   never sends what the mic heard while gated, and the privacy option keeps the device closed
+//!   duplex without an echo canceller) in what is sent and empties the pre-roll, so a press
+//!   never sends what the mic heard while gated, nor the gated silence ahead of the user (the
+//!   pre-roll starts again where the gate opened), and the privacy option keeps the device closed
 //!   outside presses (no pre-roll then: that is its cost).
 //! - **Downlink**: [`Engine::receive_rtp`] → a ring of packet slots → the jitter buffer the
 //!   downlink owns → Opus decode, FEC recovery or concealment, paced at one frame per 20 ms
@@ -1215,7 +1216,7 @@ impl Uplink {
     fn close_device(&mut self) {
         self.shared.mic_open.store(false, Ordering::Relaxed);
         close_in_background(self.capture.take());
-        self.preroll.drain(|_| {});
+        self.preroll.clear();
     }
 
     fn open_device(&mut self) {
@@ -1335,6 +1336,10 @@ impl Uplink {
         }
         if self.capturing {
             self.framer.feed(&self.call_buf, &self.events);
+        } else if self.gated {
+            // Nobody could talk into a gated mic: a press right after the reply must not send
+            // its silence ahead of the user.
+            self.preroll.clear();
         } else {
             self.preroll.push(&self.call_buf);
         }

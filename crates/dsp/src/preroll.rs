@@ -50,6 +50,11 @@ impl PreRoll {
         self.filled = (self.filled + input.len()).min(capacity);
     }
 
+    /// Forgets every remembered sample.
+    pub fn clear(&mut self) {
+        self.filled = 0;
+    }
+
     /// Hands the remembered samples, oldest first, to `sink` (in at most two slices) and
     /// empties the ring.
     pub fn drain(&mut self, sink: impl FnMut(&[f32])) {

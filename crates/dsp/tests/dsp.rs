@@ -262,6 +262,18 @@ fn a_pre_roll_not_yet_full_hands_back_what_it_has() {
 }
 
 #[test]
+fn a_cleared_pre_roll_hands_back_only_what_came_after() {
+    let mut preroll = PreRoll::new(1_000, 300);
+    preroll.push(&[1.0; 200]);
+    preroll.clear();
+    assert!(preroll.is_empty());
+    preroll.push(&[2.0, 3.0]);
+    let mut drained = Vec::new();
+    preroll.drain(|slice| drained.extend_from_slice(slice));
+    assert_eq!(drained, [2.0, 3.0]);
+}
+
+#[test]
 fn one_push_longer_than_the_pre_roll_keeps_its_tail() {
     let mut preroll = PreRoll::new(1_000, 10);
     let long: Vec<f32> = (0..25).map(|i| i as f32).collect();
