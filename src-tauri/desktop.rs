@@ -156,6 +156,11 @@ pub fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
 
 /// Saves the window's size and place a moment after it stops changing, so they survive even
 /// an exit that never reaches the plugin's own save (a crash, a SIGKILL).
+///
+/// The save runs on the main thread. The plugin holds its cache's lock while it asks the window
+/// for its size, and a window is asked on the main thread; from any other thread, a move or a
+/// resize arriving during the save blocks the main thread on that lock while the save waits
+/// for the main thread, and the window freezes for good.
 pub fn save_window_state_soon(app: &AppHandle) {
     use std::sync::atomic::{AtomicU64, Ordering};
     use tauri_plugin_window_state::{AppHandleExt, StateFlags};
@@ -164,9 +169,16 @@ pub fn save_window_state_soon(app: &AppHandle) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-        if LATEST_CHANGE.load(Ordering::Relaxed) == change
-            && let Err(error) = app.save_window_state(StateFlags::all())
-        {
+        if LATEST_CHANGE.load(Ordering::Relaxed) != change {
+            return;
+        }
+        let on_main = app.clone();
+        let scheduled = app.run_on_main_thread(move || {
+            if let Err(error) = on_main.save_window_state(StateFlags::all()) {
+                log::warn!("the window's size and place could not be saved: {error}");
+            }
+        });
+        if let Err(error) = scheduled {
             log::warn!("the window's size and place could not be saved: {error}");
         }
     });

@@ -143,6 +143,67 @@ async fn e2e_a_resized_window_is_remembered_even_on_the_first_run() {
     .await;
 }
 
+/// How long after the window's last move or resize Walkie saves its size and place
+/// (`desktop::save_window_state_soon`).
+const WINDOW_SAVE_DELAY_MS: u64 = 400;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_resizing_again_just_as_the_last_size_is_saved_never_freezes_the_window() {
+    let name = "desktop_resize_during_save";
+    let dirs = AppDirs::fresh(name);
+    let state_file = dirs.config.join("window-state.json");
+    let app = WebviewApp::launch_with(name, Launch::in_dirs(&dirs, None)).await;
+    let display = app.display().to_owned();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        // The user resizes the window, stops, and resizes it again just as Walkie saves the
+        // last size: the pauses sweep the save's delay (less the time a resize takes to reach
+        // the page) a few milliseconds apart, so that some resize meets a save under way.
+        let pauses_ms = (WINDOW_SAVE_DELAY_MS - 60..WINDOW_SAVE_DELAY_MS + 10).step_by(3);
+        let mut width = 0;
+        for (resize, pause_ms) in pauses_ms.cycle().take(RESIZES).enumerate() {
+            tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+            width = if resize % 2 == 0 { 360 } else { 1280 };
+            let answered = tokio::time::timeout(
+                support::UI_TIMEOUT + Duration::from_secs(5),
+                support::resize_window(&client, &display, width, 720),
+            )
+            .await;
+            assert!(
+                answered.is_ok(),
+                "the window stopped answering at resize {resize}, {pause_ms} ms after the \
+                 one before"
+            );
+        }
+        // And the last size is the one saved.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let saved = std::fs::read_to_string(&state_file)
+                .ok()
+                .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+            let size = saved.as_ref().map(|state| {
+                (
+                    state["main"]["width"].clone(),
+                    state["main"]["height"].clone(),
+                )
+            });
+            if size == Some((width.into(), 720.into())) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the last size, {width}×720, was not saved in {}: {saved:?}",
+                state_file.display()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
+
+/// Resizes in [`e2e_resizing_again_just_as_the_last_size_is_saved_never_freezes_the_window`].
+const RESIZES: usize = 96;
+
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_global_shortcut_talks_while_held_even_from_another_window() {
     let app = WebviewApp::launch("desktop_global_shortcut").await;
