@@ -160,7 +160,8 @@ pub fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
 /// The save runs on the main thread. The plugin holds its cache's lock while it asks the window
 /// for its size, and a window is asked on the main thread; from any other thread, a move or a
 /// resize arriving during the save blocks the main thread on that lock while the save waits
-/// for the main thread, and the window freezes for good.
+/// for the main thread, and the window freezes for good (tauri-apps/plugins-workspace#3594,
+/// open in plugin 2.5.0).
 pub fn save_window_state_soon(app: &AppHandle) {
     use std::sync::atomic::{AtomicU64, Ordering};
     use tauri_plugin_window_state::{AppHandleExt, StateFlags};

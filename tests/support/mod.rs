@@ -776,9 +776,7 @@ pub fn client_events(trace_file: &Path) -> Vec<serde_json::Value> {
 }
 
 /// Resizes the window on `display` to `width` × `height`, as a window manager does (an X
-/// request, by xdotool), and waits until the page has that size. WebDriver's own
-/// `set_window_size` asks WebKitGTK, which now and then never answers though the window was
-/// resized (a 180 s hang in e2e_window, 2026-12-03).
+/// request, by xdotool), and waits until the page has that size.
 pub async fn resize_window(client: &Client, display: &str, width: u32, height: u32) {
     step(|| format!("resizing the window to {width}×{height}"));
     let found = Command::new("xdotool")
