@@ -23,8 +23,9 @@
 //! BASE_URL (its token as the key), the voice plays into the microphone for the whole run, and
 //! TURNS push-to-talk turns of 1.5 s are made; it prints what bench/peer/report.mjs reads (the
 //! run's start and end, which the report times from the provider's trace and one detector; the
-//! CPU time of Walkie's processes over the turns, their PSS idle and while a reply plays, and a
-//! bare WebKitGTK window's PSS as the floor).
+//! CPU time of Walkie's processes over the turns, their PSS idle and while a reply plays, and as
+//! floors the PSS of a bare WebKitGTK window and of Walkie's page in a Tauri window with nothing
+//! of Walkie's behind it, examples/page_floor.rs, which run.sh builds).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -109,24 +110,60 @@ fn bare_webview() {
     gtk::main();
 }
 
-/// The bare webview's PSS (it and its WebKit processes), once it has settled, in KiB.
+/// The bare webview's PSS (it and its WebKit processes), once it has settled, in KiB, and by
+/// mapping.
 async fn bare_webview_memory() -> (u64, std::collections::BTreeMap<String, u64>) {
+    let mut bare = Command::new(std::env::current_exe().expect("the bench's own path"));
+    bare.arg(BARE_WEBVIEW);
+    window_memory("a bare WebKitGTK window", bare).await
+}
+
+/// Walkie's page in a Tauri window with nothing of Walkie's behind it (examples/page_floor.rs,
+/// which bench/peer/run.sh builds beside this bench): its PSS once settled, in KiB, and by
+/// mapping.
+async fn page_floor_memory() -> (u64, std::collections::BTreeMap<String, u64>) {
+    let bench = std::env::current_exe().expect("the bench's own path");
+    // The bench runs from target/<profile>/deps; the example is built to target/<profile>/examples.
+    let floor = bench
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("examples").join("page_floor"))
+        .filter(|floor| floor.exists())
+        .expect("examples/page_floor is built: cargo build --release --example page_floor");
+    let home = std::env::temp_dir().join(format!("walkie-page-floor-{}", std::process::id()));
+    let mut window = Command::new(floor);
+    // Its own home: the page's storage and WebKit's caches stay out of the user's.
+    window
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_CACHE_HOME", home.join("cache"));
+    let memory = window_memory("Walkie's page in a Tauri window, no app behind it", window).await;
+    let _ = std::fs::remove_dir_all(&home);
+    memory
+}
+
+/// The PSS of a window `command` opens (it and its WebKit processes) in KiB, and by mapping,
+/// measured as the bare webview's always was: once its three processes are up, after three
+/// seconds to settle (Walkie's idle figure is taken two seconds after it says Ready, which
+/// comes a second or so after its window).
+async fn window_memory(
+    what: &'static str,
+    mut command: Command,
+) -> (u64, std::collections::BTreeMap<String, u64>) {
     let display = support::VirtualDisplay::start();
     let window = support::ProcessGroup::spawn(
-        "the bare webview",
-        Command::new(std::env::current_exe().expect("the bench's own path"))
-            .arg(BARE_WEBVIEW)
+        what,
+        command
             .env("DISPLAY", &display.display)
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
-    // Up (its three processes), then three seconds to settle; Walkie's idle figure is taken
-    // two seconds after it says Ready, which comes a second or so after its window.
     let deadline = Instant::now() + Duration::from_secs(20);
     while support::group_pids(window.id()).len() < 3 {
         assert!(
             Instant::now() < deadline,
-            "the bare webview did not start its WebKit processes"
+            "{what} did not start its WebKit processes"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -134,7 +171,7 @@ async fn bare_webview_memory() -> (u64, std::collections::BTreeMap<String, u64>)
     let pids = support::group_pids(window.id());
     let kib = pss_kib(&pids);
     println!(
-        "memory of a bare WebKitGTK window (PSS, {} processes): {:.1} MiB",
+        "memory of {what} (PSS, {} processes): {:.1} MiB",
         pids.len(),
         kib as f64 / 1024.0
     );
@@ -250,6 +287,7 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
     );
     // The floor under Walkie's memory, in the same run.
     let (bare_webview_kib, bare_webview_kib_by_mapping) = bare_webview_memory().await;
+    let (page_floor_kib, page_floor_kib_by_mapping) = page_floor_memory().await;
     let dirs = support::AppDirs::fresh("bench_peer");
     let secrets = support::SecretService::start(&dirs);
     let app = WebviewApp::launch_with(
@@ -349,6 +387,8 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
             "bareWebviewPssKib": bare_webview_kib,
             "pssIdleKibByMapping": pss_idle_kib_by_mapping,
             "bareWebviewPssKibByMapping": bare_webview_kib_by_mapping,
+            "pageFloorPssKib": page_floor_kib,
+            "pageFloorPssKibByMapping": page_floor_kib_by_mapping,
             "replies": replies,
         })
     );

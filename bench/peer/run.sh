@@ -12,8 +12,9 @@
 # Settings, the same voice played into the "mic" sink it records) makes the same turns. Each
 # driver also measures its client's process tree (CPU over the turns, PSS idle and talking);
 # floor.mjs measures pacat + parec moving the same audio, codec_floor (crates/dsp/examples) what
-# Opus costs to encode and decode the same voice, and the Walkie side a bare WebKitGTK window, as
-# floors in the same run.
+# Opus costs to encode and decode the same voice, and the Walkie side a bare WebKitGTK window and
+# Walkie's page in a Tauri window with nothing behind it (examples/page_floor.rs), as floors in
+# the same run.
 #
 #   bench/peer/run.sh [TURNS]     (default 20; prints a table and writes target/bench-peer/)
 #
@@ -33,6 +34,7 @@ mkdir -p "$work"
 
 cargo build --release --locked -p walkie-local --features test-bench --bin walkie-local-provider
 cargo build --release --locked -p walkie-dsp --example codec_floor
+cargo build --release --locked --example page_floor
 (cd bench/peer && npm ci --no-audit --no-fund --loglevel=error)
 python3 bench/peer/voice.py "$work/voice.wav" 10
 
