@@ -122,6 +122,16 @@ async fn bare_webview_memory() -> (u64, std::collections::BTreeMap<String, u64>)
 /// which bench/peer/run.sh builds beside this bench): its PSS once settled, in KiB, and by
 /// mapping.
 async fn page_floor_memory() -> (u64, std::collections::BTreeMap<String, u64>) {
+    let home = std::env::temp_dir().join(format!("walkie-page-floor-{}", std::process::id()));
+    let window = page_floor_command(&home);
+    let memory = window_memory("Walkie's page in a Tauri window, no app behind it", window).await;
+    let _ = std::fs::remove_dir_all(&home);
+    memory
+}
+
+/// examples/page_floor.rs, with its own `home`: the page's storage and WebKit's caches stay out
+/// of the user's.
+fn page_floor_command(home: &std::path::Path) -> Command {
     let bench = std::env::current_exe().expect("the bench's own path");
     // The bench runs from target/<profile>/deps; the example is built to target/<profile>/examples.
     let floor = bench
@@ -130,17 +140,13 @@ async fn page_floor_memory() -> (u64, std::collections::BTreeMap<String, u64>) {
         .map(|profile| profile.join("examples").join("page_floor"))
         .filter(|floor| floor.exists())
         .expect("examples/page_floor is built: cargo build --release --example page_floor");
-    let home = std::env::temp_dir().join(format!("walkie-page-floor-{}", std::process::id()));
     let mut window = Command::new(floor);
-    // Its own home: the page's storage and WebKit's caches stay out of the user's.
     window
-        .env("HOME", &home)
+        .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("XDG_CACHE_HOME", home.join("cache"));
-    let memory = window_memory("Walkie's page in a Tauri window, no app behind it", window).await;
-    let _ = std::fs::remove_dir_all(&home);
-    memory
+    window
 }
 
 /// The PSS of a window `command` opens (it and its WebKit processes) in KiB, and by mapping,
@@ -254,12 +260,12 @@ fn unix_ms_now() -> f64 {
 }
 
 /// Walkie's side of bench/peer: see the module docs.
-async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
+async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
     const HELD: Duration = Duration::from_millis(1_500);
     // At most the tail, the echoed reply (as long as the turn) and a margin: the microphone's
     // feed lasts this long a turn.
     const REPLY: Duration = Duration::from_millis(3_000);
-    let voice: Vec<i16> = hound::WavReader::open(voice)
+    let voice: Vec<i16> = hound::WavReader::open(voice_wav)
         .expect("the voice WAV")
         .into_samples::<i16>()
         .collect::<Result<_, _>>()
@@ -341,6 +347,7 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
     }
     let pss_idle_kib: u64 = pss_idle_kib_by_process.values().sum();
     let pss_idle_kib_by_mapping = pss_kib_by_mapping(&app.app_pids());
+    record_window_events(&client).await;
     let cpu_before = cpu_ms_by_pid(&app.app_pids());
     let mut pss_talking_kib = 0;
     let started_unix_ms = unix_ms_now();
@@ -366,8 +373,16 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
             ms - cpu_before.get(&pid).copied().unwrap_or(0.0);
     }
     let cpu_used_ms: f64 = cpu_ms_by_process.values().sum();
+    let window_events = recorded_window_events(&client, ended_unix_ms - started_unix_ms).await;
     app.run(|_| async {}).await;
     talking.join().expect("the microphone feed");
+    // The floor under the window's part, once Walkie has closed: its page, alone, shown the
+    // same events at the same times.
+    // Kept beside the voice, for replaying by hand: `page_floor --replay window-events.json`.
+    let replay_file = std::path::Path::new(voice_wav).with_file_name("window-events.json");
+    std::fs::write(&replay_file, window_events.to_string()).expect("the replay written");
+    let (window_replay_cpu_ms, window_replay_cpu_ms_by_process) =
+        page_floor_replay_cpu(&replay_file).await;
     let replies =
         reply_reports(&std::fs::read_to_string(dirs.log.join("walkie.log")).unwrap_or_default());
     println!(
@@ -389,9 +404,108 @@ async fn peer(base_url: &str, token: &str, voice: &str, turns: usize) {
             "bareWebviewPssKibByMapping": bare_webview_kib_by_mapping,
             "pageFloorPssKib": page_floor_kib,
             "pageFloorPssKibByMapping": page_floor_kib_by_mapping,
+            "windowEvents": window_events["events"].as_array().map_or(0, Vec::len),
+            "windowReplayCpuMs": window_replay_cpu_ms,
+            "windowReplayCpuMsByProcess": window_replay_cpu_ms_by_process,
             "replies": replies,
         })
     );
+}
+
+/// What the app sends Walkie's page (ui/main.js listens to each of these).
+const WINDOW_EVENTS: [&str; 7] = [
+    "walkie://status",
+    "walkie://level",
+    "walkie://transcript",
+    "walkie://interrupted",
+    "walkie://cancelled",
+    "walkie://latency",
+    "walkie://spending",
+];
+
+/// Has the page keep every event the app sends it from now on, with its time, for the replay
+/// floor ([`page_floor_replay_cpu`]); resolves once the page listens.
+async fn record_window_events(client: &Client) {
+    client
+        .execute_async(
+            r##"const [names, done] = arguments;
+               window.__benchWindowEvents = [];
+               const keep = (name) => (event) =>
+                 window.__benchWindowEvents.push([performance.now() - window.__benchWindowT0, name, event.payload]);
+               Promise.all(names.map((name) => window.__TAURI__.event.listen(name, keep(name)))).then(() => {
+                 window.__benchWindowT0 = performance.now();
+                 done(true);
+               });"##,
+            vec![serde_json::json!(WINDOW_EVENTS)],
+        )
+        .await
+        .expect("the page records the app's events");
+}
+
+/// The events [`record_window_events`] kept, as a replay of `duration_ms`
+/// (examples/page_floor.rs reads it).
+async fn recorded_window_events(client: &Client, duration_ms: f64) -> serde_json::Value {
+    let events = client
+        .execute("return window.__benchWindowEvents;", vec![])
+        .await
+        .expect("the page's recorded events");
+    assert!(
+        events.as_array().is_some_and(|events| !events.is_empty()),
+        "the page recorded no event over the turns: {events}"
+    );
+    serde_json::json!({ "durationMs": duration_ms, "events": events })
+}
+
+/// The CPU Walkie's page alone (examples/page_floor.rs) takes to show the events in `replay_file`
+/// at their times, its whole tree over the replay's duration, in ms, and by process name.
+async fn page_floor_replay_cpu(
+    replay_file: &std::path::Path,
+) -> (f64, std::collections::BTreeMap<String, f64>) {
+    let home = std::env::temp_dir().join(format!("walkie-page-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&home).expect("a folder for the replay");
+    let said_file = home.join("said.txt");
+    let said = std::fs::File::create(&said_file).expect("the replay's own output file");
+    let display = support::VirtualDisplay::start();
+    let mut command = page_floor_command(&home);
+    let window = support::ProcessGroup::spawn(
+        "Walkie's page replaying Walkie's events",
+        command
+            .arg("--replay")
+            .arg(replay_file)
+            .env("DISPLAY", &display.display)
+            .stdout(said)
+            .stderr(Stdio::null()),
+    );
+    // It says when it starts and ends; the bench looks at what it said, not at the window.
+    let says = |line: &'static str| {
+        let said_file = said_file.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(600);
+            while !std::fs::read_to_string(&said_file)
+                .unwrap_or_default()
+                .lines()
+                .any(|said| said == line)
+            {
+                assert!(
+                    Instant::now() < deadline,
+                    "the page's replay never said {line}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    says("replaying").await;
+    let pids = support::group_pids(window.id());
+    let before = cpu_ms_by_pid(&pids);
+    says("replayed").await;
+    let mut by_process = std::collections::BTreeMap::<String, f64>::new();
+    for (pid, ms) in cpu_ms_by_pid(&pids) {
+        *by_process.entry(process_name(pid)).or_default() +=
+            ms - before.get(&pid).copied().unwrap_or(0.0);
+    }
+    drop(window);
+    let _ = std::fs::remove_dir_all(&home);
+    (by_process.values().sum(), by_process)
 }
 
 /// Waits, in one script in the page, until the status line starts with `prefix` (at once if it

@@ -1,22 +1,102 @@
-//! A floor under Walkie's memory: Walkie's page in a Tauri 2 window with nothing of Walkie's
-//! behind it (no commands, no plugins, no audio, no call), painting without GL as Walkie does.
-//! The page's calls to the app fail; it shows what it shows without answers.
+//! Floors under Walkie's cost: Walkie's page in a Tauri 2 window with nothing of Walkie's behind
+//! it (no audio, no call, no plugins), painting without GL as Walkie does. Its one command,
+//! `status`, answers that nothing has happened, so the page wires all its listeners; every other
+//! call fails, and the page shows what it shows without answers.
 //!
 //! Why: the peer benchmark (bench/peer/run.sh) measures what Walkie costs over a bare WebKitGTK
-//! window. This window is the part of that cost the product card fixes (Tauri, WebKitGTK) and
-//! the page brings, before any of Walkie's own code runs; benches/app.rs measures it in the
-//! same run as Walkie and the bare window.
+//! window and over moving the audio alone. This window is the part of that cost the product
+//! card's stack (Tauri, WebKitGTK) and Walkie's page bring before any of Walkie's own code runs:
+//! at rest (memory), and with `--replay EVENTS.json` showing the events Walkie's window was sent
+//! during the benchmark's turns, at the times they came (CPU). benches/app.rs measures both in
+//! the same run as Walkie.
 //!
-//! Run: `cargo run --release --example page_floor` (a display is needed).
+//! Run: `cargo run --release --example page_floor [-- --replay EVENTS.json]` (a display is
+//! needed). The replay file is `{"durationMs": N, "events": [[atMs, name, payload], …]}`; the
+//! window prints `replaying` when it starts and `replayed` once `durationMs` has passed.
+
+use std::io::Write;
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::{Duration, Instant};
+
+use tauri::Emitter;
 
 fn main() {
+    let replay = replay_from_args();
+    let (page_wired, wired) = std::sync::mpsc::sync_channel::<()>(1);
     tauri::Builder::default()
-        .setup(|app| {
+        .manage(page_wired)
+        .invoke_handler(tauri::generate_handler![status])
+        .setup(move |app| {
             paint_without_gl(app.handle());
+            if let Some(replay) = replay {
+                let app = app.handle().clone();
+                std::thread::spawn(move || play(&app, &replay, &wired));
+            }
             Ok(())
         })
         .run(tauri::generate_context!())
         .expect("the page's window opens on this display");
+}
+
+/// The page asks for the latest status once, after its first listener and before the rest:
+/// nothing has happened here.
+#[tauri::command]
+fn status(page_wired: tauri::State<'_, SyncSender<()>>) -> Option<()> {
+    let _ = page_wired.try_send(());
+    None
+}
+
+/// What `--replay` plays: when each event was sent, its name and payload, and how long the
+/// whole lasted (the turns end after the last event).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Replay {
+    duration_ms: f64,
+    events: Vec<(f64, String, serde_json::Value)>,
+}
+
+fn replay_from_args() -> Option<Replay> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|arg| arg == "--replay")?;
+    let path = args
+        .get(at + 1)
+        .expect("usage: page_floor [--replay EVENTS.json]");
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("the replay file {path} could not be read: {error}"));
+    Some(
+        serde_json::from_str(&text)
+            .unwrap_or_else(|error| panic!("the replay file {path} is not a replay: {error}")),
+    )
+}
+
+/// Sends the replay's events to the page at their times, once the page has wired its listeners.
+fn play(app: &tauri::AppHandle, replay: &Replay, page_wired: &Receiver<()>) {
+    if page_wired.recv().is_err() {
+        return;
+    }
+    // The page's remaining listeners are a few round trips behind its call.
+    std::thread::sleep(Duration::from_secs(1));
+    say("replaying");
+    let started = Instant::now();
+    for (at_ms, name, payload) in &replay.events {
+        sleep_until(started + Duration::from_secs_f64(at_ms.max(0.0) / 1e3));
+        if let Err(error) = app.emit(name, payload) {
+            eprintln!("the page could not be sent {name}: {error}");
+        }
+    }
+    sleep_until(started + Duration::from_secs_f64(replay.duration_ms.max(0.0) / 1e3));
+    say("replayed");
+}
+
+fn sleep_until(deadline: Instant) {
+    std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+}
+
+/// One line on stdout, at once (the bench waits for it).
+fn say(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
 }
 
 #[cfg(target_os = "linux")]

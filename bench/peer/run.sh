@@ -13,8 +13,9 @@
 # driver also measures its client's process tree (CPU over the turns, PSS idle and talking);
 # floor.mjs measures pacat + parec moving the same audio, codec_floor (crates/dsp/examples) what
 # Opus costs to encode and decode the same voice, and the Walkie side a bare WebKitGTK window and
-# Walkie's page in a Tauri window with nothing behind it (examples/page_floor.rs), as floors in
-# the same run.
+# Walkie's page in a Tauri window with nothing behind it (examples/page_floor.rs: its memory at
+# rest, and its CPU showing the events Walkie's window was sent over the turns, replayed at their
+# times from target/bench-peer/window-events.json), as floors in the same run.
 #
 #   bench/peer/run.sh [TURNS]     (default 20; prints a table and writes target/bench-peer/)
 #
