@@ -377,8 +377,8 @@ async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
     app.run(|_| async {}).await;
     talking.join().expect("the microphone feed");
     // The floor under the window's part, once Walkie has closed: its page, alone, shown the
-    // same events at the same times.
-    // Kept beside the voice, for replaying by hand: `page_floor --replay window-events.json`.
+    // same events at the same times. The events stay beside the voice, to replay by hand
+    // (`page_floor --replay window-events.json`).
     let replay_file = std::path::Path::new(voice_wav).with_file_name("window-events.json");
     std::fs::write(&replay_file, window_events.to_string()).expect("the replay written");
     let (window_replay_cpu_ms, window_replay_cpu_ms_by_process) =
