@@ -9,6 +9,7 @@ import {
   talkControl,
 } from "./status.js";
 import { createTranscript } from "./transcript.js";
+import { createPacer } from "./pace.js";
 import { LEVEL_EVENT, renderLevel, ringLevel } from "./meters.js";
 import { createSettingsDialog } from "./settings.js";
 import { createHistoryPanel } from "./history.js";
@@ -134,20 +135,24 @@ await listen(LEVEL_EVENT, (event) => {
   const level = statusLine.dataset.state === "listening" ? ringLevel(event.payload) : 0;
   pttButton.style.setProperty("--mic-level", level.toFixed(2));
 });
-await listen(INTERRUPTED_EVENT, (event) => transcript.markInterrupted(event.payload));
-await listen(CANCELLED_EVENT, (event) => transcript.markCancelled(event.payload));
+// Transcript events are applied in their order, at most about ten batches a second (pace.js);
+// anything that marks or reads the transcript first applies what waits.
+const transcriptEvents = createPacer((events) => transcript.applyAll(events, reportFailure));
+await listen(INTERRUPTED_EVENT, (event) => {
+  transcriptEvents.flush();
+  transcript.markInterrupted(event.payload);
+});
+await listen(CANCELLED_EVENT, (event) => {
+  transcriptEvents.flush();
+  transcript.markCancelled(event.payload);
+});
 const spending = createSpending(document.querySelector("#spending"));
 await listen(SPENDING_EVENT, (event) => spending.show(event.payload));
-await listen(LATENCY_EVENT, (event) =>
-  transcript.markLatency(event.payload.messageId, event.payload.latencyMs),
-);
-await listen(TRANSCRIPT_EVENT, (event) => {
-  try {
-    transcript.apply(event.payload);
-  } catch (error) {
-    reportFailure(error);
-  }
+await listen(LATENCY_EVENT, (event) => {
+  transcriptEvents.flush();
+  transcript.markLatency(event.payload.messageId, event.payload.latencyMs);
 });
+await listen(TRANSCRIPT_EVENT, (event) => transcriptEvents.push(event.payload));
 
 
 pttButton.addEventListener("pointerdown", (event) => {
@@ -191,9 +196,10 @@ document.addEventListener("click", (event) => {
   const text = button.closest(".message")?.querySelector(".message-text")?.textContent ?? "";
   copy(text.trim(), "the message");
 });
-document.getElementById("copy-transcript").addEventListener("click", () =>
-  copy(transcript.plainText(), "the transcript"),
-);
+document.getElementById("copy-transcript").addEventListener("click", () => {
+  transcriptEvents.flush();
+  copy(transcript.plainText(), "the transcript");
+});
 
 // How the talk control behaves follows the settings: hold or toggle, or hands-free.
 function showTalkMode(settings) {
@@ -263,6 +269,7 @@ const history = createHistoryPanel({
   createTranscript,
   // A conversation deleted there is no longer readable here either.
   onDeleted: (conversation) => {
+    transcriptEvents.flush();
     if (conversation.threadId) transcript.forgetThread(conversation.threadId);
   },
 });

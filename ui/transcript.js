@@ -326,6 +326,30 @@ export function createTranscript(container, options = {}) {
    * @param {{ type: string, [field: string]: unknown }} event
    */
   function apply(event) {
+    if (applyOne(event)) keepNewestInView();
+  }
+
+  /**
+   * Applies AG-UI events in their order, then brings the newest text into view once: one
+   * layout of the page for the batch, not one per event. An event that fails goes to
+   * `onError`; the ones after it are still applied.
+   * @param {Array<{ type: string, [field: string]: unknown }>} events
+   * @param {(error: unknown) => void} onError
+   */
+  function applyAll(events, onError) {
+    let changed = false;
+    for (const event of events) {
+      try {
+        changed = applyOne(event) || changed;
+      } catch (error) {
+        onError(error);
+      }
+    }
+    if (changed) keepNewestInView();
+  }
+
+  /** Applies one event to the page; whether it was one the transcript shows. */
+  function applyOne(event) {
     const lane = event.subagentRunId ?? "";
     switch (event.type) {
       case "TEXT_MESSAGE_START":
@@ -383,9 +407,9 @@ export function createTranscript(container, options = {}) {
         interruptOpenMessages();
         break;
       default:
-        return;
+        return false;
     }
-    keepNewestInView();
+    return true;
   }
 
   /**
@@ -448,6 +472,7 @@ export function createTranscript(container, options = {}) {
 
   return {
     apply,
+    applyAll,
     forgetThread,
     markCancelled,
     markInterrupted,

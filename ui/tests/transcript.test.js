@@ -253,6 +253,29 @@ test("content for a message that is not open is an error, never mended", () => {
   assert.throws(() => page.transcript.apply(end("m1")), TranscriptSequenceError);
 });
 
+test("a batch is applied in order and brought into view with one layout, a bad event not stopping it", () => {
+  const page = transcriptPage();
+  const { container } = page;
+  let heightReads = 0;
+  Object.assign(container, { clientHeight: 100, scrollTop: 0 });
+  Object.defineProperty(container, "scrollHeight", {
+    get: () => {
+      heightReads += 1;
+      return 400;
+    },
+  });
+  const errors = [];
+  page.transcript.applyAll(
+    [run(), start("a1", "assistant"), content("a1", "Hel"), content("ghost", "boo"), content("a1", "lo"), end("a1")],
+    (error) => errors.push(error),
+  );
+  assert.deepEqual(page.shown(), [{ id: "a1", role: "assistant", speaker: "Walkie", text: "Hello" }]);
+  assert.equal(errors.length, 1);
+  assert.ok(errors[0] instanceof TranscriptSequenceError, "the bad event's own error");
+  assert.equal(heightReads, 1, "the page's height is read once for the batch");
+  assert.equal(container.scrollTop, 400, "followed to the bottom");
+});
+
 test("events outside the text-message family are ignored", () => {
   const page = transcriptPage();
   page.feed(run(), { type: "CUSTOM", name: "x", value: 1 }, { type: "SOMETHING_NEW" });
