@@ -382,7 +382,7 @@ async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
     let replay_file = std::path::Path::new(voice_wav).with_file_name("window-events.json");
     std::fs::write(&replay_file, window_events.to_string()).expect("the replay written");
     let (window_replay_cpu_ms, window_replay_cpu_ms_by_process) =
-        page_floor_replay_cpu(&replay_file).await;
+        tokio::task::block_in_place(|| page_floor_replay_cpu(&replay_file));
     let replies =
         reply_reports(&std::fs::read_to_string(dirs.log.join("walkie.log")).unwrap_or_default());
     println!(
@@ -458,46 +458,36 @@ async fn recorded_window_events(client: &Client, duration_ms: f64) -> serde_json
 
 /// The CPU Walkie's page alone (examples/page_floor.rs) takes to show the events in `replay_file`
 /// at their times, its whole tree over the replay's duration, in ms, and by process name.
-async fn page_floor_replay_cpu(
+fn page_floor_replay_cpu(
     replay_file: &std::path::Path,
 ) -> (f64, std::collections::BTreeMap<String, f64>) {
+    use std::io::BufRead;
     let home = std::env::temp_dir().join(format!("walkie-page-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&home).expect("a folder for the replay");
-    let said_file = home.join("said.txt");
-    let said = std::fs::File::create(&said_file).expect("the replay's own output file");
     let display = support::VirtualDisplay::start();
     let mut command = page_floor_command(&home);
-    let window = support::ProcessGroup::spawn(
+    let mut window = support::ProcessGroup::spawn(
         "Walkie's page replaying Walkie's events",
         command
             .arg("--replay")
             .arg(replay_file)
             .env("DISPLAY", &display.display)
-            .stdout(said)
+            .stdout(Stdio::piped())
             .stderr(Stdio::null()),
     );
-    // It says when it starts and ends; the bench looks at what it said, not at the window.
-    let says = |line: &'static str| {
-        let said_file = said_file.clone();
-        async move {
-            let deadline = Instant::now() + Duration::from_secs(600);
-            while !std::fs::read_to_string(&said_file)
-                .unwrap_or_default()
-                .lines()
-                .any(|said| said == line)
-            {
-                assert!(
-                    Instant::now() < deadline,
-                    "the page's replay never said {line}"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
+    // It says when it starts and ends, a line each; the bench reads them as they come.
+    let mut said = std::io::BufReader::new(window.take_stdout().expect("the replay's output"))
+        .lines()
+        .map_while(Result::ok);
+    let mut says = |line: &str| {
+        assert!(
+            said.any(|said| said == line),
+            "the page's replay ended without saying {line}"
+        );
     };
-    says("replaying").await;
+    says("replaying");
     let pids = support::group_pids(window.id());
     let before = cpu_ms_by_pid(&pids);
-    says("replayed").await;
+    says("replayed");
     let mut by_process = std::collections::BTreeMap::<String, f64>::new();
     for (pid, ms) in cpu_ms_by_pid(&pids) {
         *by_process.entry(process_name(pid)).or_default() +=

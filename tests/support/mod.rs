@@ -73,6 +73,11 @@ impl ProcessGroup {
         self.child.id()
     }
 
+    /// The leader's standard output, once, when it was spawned with `Stdio::piped()`.
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.stdout.take()
+    }
+
     fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
