@@ -101,7 +101,10 @@ pub async fn run(
                     let mut edges = Edges::new(&mut ui);
                     edges.tool_servers = servers;
                     edges.tool_server_problems = problems;
-                    match edges.begin(call, &plan, continuing.take(), &saving).await {
+                    let begun = edges.begin(call, &plan, continuing.take(), &saving).await;
+                    // Said once, by the first conversation that began.
+                    plan.settings_notice = None;
+                    match begun {
                         Some(machine) => {
                             let mut talk = Talk {
                                 plan: &mut plan,

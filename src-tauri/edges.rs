@@ -131,9 +131,8 @@ impl<'a, U: Ui> Edges<'a, U> {
         let (mut machine, saved_id) = match continuing {
             Some(saved) => {
                 let config = plan.conversation_config(saved.thread_id, jitter_seed, outside_tools);
-                let (tokens, responses, cost_usd) = saved.spent;
                 let machine = Conversation::continuing(config, tools, saved.earlier, now_ms)
-                    .having_spent(tokens, responses, cost_usd);
+                    .having_spent(saved.spent);
                 (machine, Some(saved.id))
             }
             None => {
@@ -733,6 +732,7 @@ pub enum Command {
     /// New prices or a new budget, from now on (in the call under way too).
     SetCosting {
         prices: Vec<walkie_settings::prices::PriceRow>,
+        minute_prices: Vec<walkie_settings::prices::MinutePriceRow>,
         budget_usd: Option<f64>,
     },
     /// Hang up if connected, then go on with a saved conversation in a new call.
@@ -826,11 +826,17 @@ pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ende
             plan.typed_replies_in_text = in_text;
             Ok(Input::SetTypedRepliesInText(in_text))
         }
-        Some(Command::SetCosting { prices, budget_usd }) => {
+        Some(Command::SetCosting {
+            prices,
+            minute_prices,
+            budget_usd,
+        }) => {
             plan.prices = prices;
+            plan.minute_prices = minute_prices;
             plan.budget_usd = budget_usd;
             Ok(Input::SetCosting {
                 pricing: plan.pricing(),
+                transcription_pricing: plan.transcription_pricing(),
                 budget_usd,
             })
         }

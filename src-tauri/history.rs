@@ -150,8 +150,9 @@ pub struct Continuing {
     /// Its messages, in order: the text ones (id, role, text and metadata: the pictures a
     /// message showed) and the others (tool calls and their results) as they were saved.
     pub earlier: Vec<EarlierMessage>,
-    /// What it spent so far: its tokens, its billed responses and (when priced) their cost.
-    pub spent: (walkie_conversation::TokenTotals, u64, Option<f64>),
+    /// What it spent so far: its tokens and billed responses, its speech transcribed, and
+    /// (when priced) their cost.
+    pub spent: walkie_conversation::SpentBefore,
 }
 
 impl Continuing {
@@ -168,7 +169,13 @@ impl Continuing {
             id: id.to_owned(),
             thread_id: conversation.thread_id().unwrap_or(id).to_owned(),
             earlier,
-            spent: (spent.tokens, spent.responses, spent.cost_usd),
+            spent: walkie_conversation::SpentBefore {
+                tokens: spent.tokens,
+                responses: spent.responses,
+                transcribed_seconds: spent.transcribed_seconds,
+                transcriptions: spent.transcriptions,
+                cost_usd: spent.cost_usd,
+            },
         }
     }
 }

@@ -61,9 +61,9 @@ pub const TOOL_APPROVAL_EVENT: &str = "walkie://tool-approval";
 /// A tool call's card is no longer needed (decided, expired, or its call ended).
 pub const TOOL_APPROVAL_CLOSED_EVENT: &str = "walkie://tool-approval-closed";
 
-/// What the conversation has spent, for the window: its tokens by modality, and their cost
-/// when the model's prices are known (`free`: the local provider bills nothing, the cost is
-/// what the same tokens would cost at `model`'s prices).
+/// What the conversation has spent, for the window: its tokens by modality, the user's speech
+/// transcribed by the minute, and their cost when the models' prices are known (`free`: the
+/// local provider bills nothing, the cost is what the same use would cost at those prices).
 #[derive(Clone, Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SpendingView<'a> {
@@ -81,12 +81,21 @@ pub struct SpendingView<'a> {
     model: Option<&'a str>,
     taken_on: Option<&'a str>,
     free: bool,
+    transcribed_seconds: f64,
+    transcription_cost_usd: Option<f64>,
+    transcription_model: Option<&'a str>,
+    transcription_taken_on: Option<&'a str>,
+    /// The share of the input that was cached, in the last reply and over the conversation.
+    last_cached_share: Option<f64>,
+    cached_share: Option<f64>,
 }
 
 impl<'a> From<&'a walkie_conversation::Spending> for SpendingView<'a> {
     fn from(spending: &'a walkie_conversation::Spending) -> Self {
         let tokens = &spending.tokens;
         let pricing = spending.pricing.as_ref();
+        let transcription = spending.transcription_pricing.as_ref();
+        let (last_cached_share, cached_share) = spending.cached_shares();
         Self {
             responses: spending.responses,
             total_tokens: tokens.total(),
@@ -101,7 +110,15 @@ impl<'a> From<&'a walkie_conversation::Spending> for SpendingView<'a> {
             cost_usd: spending.cost_usd,
             model: pricing.map(|pricing| pricing.model.as_str()),
             taken_on: pricing.map(|pricing| pricing.taken_on.as_str()),
-            free: pricing.is_some_and(|pricing| pricing.free),
+            free: pricing
+                .or(transcription)
+                .is_some_and(|pricing| pricing.free),
+            transcribed_seconds: spending.transcribed_seconds,
+            transcription_cost_usd: spending.transcription_cost_usd,
+            transcription_model: transcription.map(|pricing| pricing.model.as_str()),
+            transcription_taken_on: transcription.map(|pricing| pricing.taken_on.as_str()),
+            last_cached_share,
+            cached_share,
         }
     }
 }
@@ -269,14 +286,20 @@ fn start_conversation(app: &AppHandle) {
     }
     let saving = conversation.saving.clone();
     let settings = app.state::<SettingsState>();
-    let (settings, data_dir) = (settings.current(), settings.data_dir.clone());
+    let (settings, data_dir, settings_notice) = (
+        settings.current(),
+        settings.data_dir.clone(),
+        lock(&settings.migrated).take(),
+    );
     let ui = WindowUi { app: app.clone() };
     let task = async move {
         // Dropped when this task ends (returns, panics or is cancelled): the exit waits for it.
         let _ended = ended_sender;
-        let plan = tauri::async_runtime::spawn_blocking(move || Plan::resolve(&settings, data_dir))
-            .await
-            .expect("resolving the settings does not panic");
+        let mut plan =
+            tauri::async_runtime::spawn_blocking(move || Plan::resolve(&settings, data_dir))
+                .await
+                .expect("resolving the settings does not panic");
+        plan.settings_notice = settings_notice;
         conversation::run(plan, ui, receiver, saving).await;
     };
     let app = app.clone();
@@ -580,7 +603,7 @@ pub(crate) fn persist_retention(
 /// Builds and runs the app until it exits (its window closed, the tray's Quit, a signal), each
 /// time after closing the conversation ([`closing`]).
 pub fn run() {
-    let (file, settings, notice) = load_settings();
+    let (file, settings, notice, migrated) = load_settings();
     let initial_shortcut = settings.global_shortcut.clone();
     let config_dir = file
         .path()
@@ -592,6 +615,7 @@ pub fn run() {
         data_dir: plan::data_dir(&settings),
         current: Mutex::new(settings),
         notice: Mutex::new(notice),
+        migrated: Mutex::new(migrated),
     };
     tauri::Builder::default()
         .plugin(desktop::single_instance())

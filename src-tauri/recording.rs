@@ -331,12 +331,14 @@ fn save(recorder: &mut Recorder, record: Record) -> i64 {
             tokens,
             cost_usd,
             model,
+            transcribed_seconds,
         } => {
             recorder.billed(walkie_store::Billed {
                 unix_ms,
                 tokens,
                 cost_usd,
                 model,
+                transcribed_seconds,
             });
             unix_ms
         }

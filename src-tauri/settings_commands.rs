@@ -22,6 +22,9 @@ pub(crate) struct SettingsState {
     pub(crate) data_dir: Result<std::path::PathBuf, crate::plan::PlanError>,
     /// Something the user should read once about their settings (a damaged file set aside).
     pub(crate) notice: Mutex<Option<String>>,
+    /// What the user should read once in the window about settings brought up to date (a
+    /// model moved off one that shuts down): the first conversation shows it.
+    pub(crate) migrated: Mutex<Option<String>>,
 }
 
 impl SettingsState {
@@ -42,8 +45,17 @@ pub(crate) struct SettingsView {
     voices: &'static [&'static str],
     /// The model names the official SDK lists (the field stays free text).
     models: &'static [&'static str],
-    /// The providers' published prices, for "Published prices" in the price table.
+    transcription_models: &'static [&'static str],
+    /// The names the provider shuts down, with when and what replaces each.
+    deprecated_models: &'static [walkie_openai::names::Deprecation],
+    /// The models that take a reasoning effort and parallel tool calls.
+    reasoning_models: &'static [&'static str],
+    /// The transcription models that take a delay, and those that take words to expect.
+    transcription_delay_models: &'static [&'static str],
+    transcription_keyword_models: &'static [&'static str],
+    /// The providers' published prices, for "Published prices" in the price tables.
     published_prices: Vec<walkie_settings::prices::PriceRow>,
+    published_minute_prices: Vec<walkie_settings::prices::MinutePriceRow>,
     config_file: String,
     /// The data folder in use (chosen at start: the setting, or the default when it is empty).
     data_folder_in_use: Option<String>,
@@ -83,7 +95,13 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
         keys,
         voices: walkie_openai::names::VOICES,
         models: walkie_openai::names::REALTIME_MODELS,
+        transcription_models: walkie_openai::names::TRANSCRIPTION_MODELS,
+        deprecated_models: walkie_openai::names::DEPRECATED_MODELS,
+        reasoning_models: walkie_openai::names::REASONING_MODELS,
+        transcription_delay_models: walkie_openai::names::TRANSCRIPTION_DELAY_MODELS,
+        transcription_keyword_models: walkie_openai::names::TRANSCRIPTION_KEYWORD_MODELS,
         published_prices: walkie_settings::prices::published_prices(),
+        published_minute_prices: walkie_settings::prices::published_minute_prices(),
         config_file: state.file.path().display().to_string(),
         notice: state
             .notice
@@ -244,9 +262,11 @@ pub(crate) async fn save_settings(
     app: AppHandle,
     state: tauri::State<'_, SettingsState>,
     conversation: tauri::State<'_, Conversation>,
-    settings: Settings,
+    mut settings: Settings,
     key: Option<TypedKey>,
 ) -> Result<SettingsView, SaveError> {
+    // Saved while the dialog warned of their shutdown: the user chose them knowing.
+    settings.keep_chosen_deprecated();
     let problems = settings.problems();
     if !problems.is_empty() {
         return Err(SaveError::Fields(problems));
@@ -303,9 +323,13 @@ pub(crate) async fn save_settings(
         if before.turn_mode_changed(&settings) {
             conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
         }
-        if before.budget_usd != settings.budget_usd || before.prices != settings.prices {
+        if before.budget_usd != settings.budget_usd
+            || before.prices != settings.prices
+            || before.minute_prices != settings.minute_prices
+        {
             conversation.send(Command::SetCosting {
                 prices: settings.prices.clone(),
+                minute_prices: settings.minute_prices.clone(),
                 budget_usd: settings.budget_usd,
             })?;
         }
@@ -464,8 +488,9 @@ pub(crate) async fn list_devices(
     .await
 }
 
-/// The settings at start: the file's, or the defaults with a notice when it was unreadable.
-pub(crate) fn load_settings() -> (SettingsFile, Settings, Option<String>) {
+/// The settings at start: the file's (brought up to date, with the line that says what
+/// changed), or the defaults with a notice when it was unreadable.
+pub(crate) fn load_settings() -> (SettingsFile, Settings, Option<String>, Option<String>) {
     let now_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|since| since.as_millis() as i64)
@@ -479,6 +504,7 @@ pub(crate) fn load_settings() -> (SettingsFile, Settings, Option<String>) {
                 file,
                 Settings::default(),
                 Some(format!("{error}; settings will not be kept")),
+                None,
             );
         }
     };
@@ -491,11 +517,11 @@ pub(crate) fn load_settings() -> (SettingsFile, Settings, Option<String>) {
                     aside.display()
                 )
             });
-            (file, loaded.settings, notice)
+            (file, loaded.settings, notice, loaded.migrated)
         }
         Err(error) => {
             let notice = format!("{error}; the defaults are in use for now");
-            (file, Settings::default(), Some(notice))
+            (file, Settings::default(), Some(notice), None)
         }
     }
 }

@@ -129,8 +129,10 @@ async fn e2e_a_past_conversation_continued_from_history_is_given_to_the_new_call
         save_custom_key(&client, &token).await;
         wait_for(&client, "#status", |status| status.starts_with("Ready")).await;
         spoken_exchange(&client, 1.2, 0).await;
-        let spent_before =
-            wait_for(&client, "#spending", |line| line.contains(" tokens · $")).await;
+        let spent_before = wait_for(&client, "#spending", |line| {
+            line.contains(" tokens · ") && line.contains(" · $")
+        })
+        .await;
         let said_before = texts(&client, "user").await;
         let replied_before = texts(&client, "assistant").await;
         assert_eq!((said_before.len(), replied_before.len()), (1, 1));

@@ -7,7 +7,9 @@ mod support;
 
 use std::time::Duration;
 
-use support::audio::{PulseStream, energy, require_test_audio, sounding_span_frames, speech_like};
+use support::audio::{
+    PulseStream, RATE_HZ, energy, require_test_audio, sounding_span_frames, speech_like,
+};
 use support::{WebviewApp, rendered_text, statuses_seen, wait_for, wait_for_text, watch_statuses};
 
 /// The virtual microphone and speaker are shared: one conversation test at a time.
@@ -168,12 +170,16 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             (0.05..10.0).contains(&seconds),
             "release to first sound: {latency}"
         );
-        // What the conversation spent shows under the meters, as the provider billed it. The
-        // demo bills nothing: its tokens are costed as OpenAI would bill them.
-        let spent = wait_for(&client, "#spending", |line| line.contains(" tokens")).await;
-        let (count, cost) = spent
-            .split_once(" tokens · free ($")
-            .unwrap_or_else(|| panic!("tokens, then what they would cost: {spent:?}"));
+        // What the conversation spent shows under the meters, as the provider billed it: the
+        // reply's tokens and the speech transcribed by the minute. The demo bills nothing: it
+        // is costed as OpenAI would bill it.
+        let spent = wait_for(&client, "#spending", |line| {
+            line.contains(" tokens") && line.contains(" s transcribed")
+        })
+        .await;
+        let (count, rest) = spent
+            .split_once(" tokens · ")
+            .unwrap_or_else(|| panic!("tokens, then the speech transcribed: {spent:?}"));
         let tokens: u64 = count
             .parse()
             .unwrap_or_else(|_| panic!("under a thousand tokens for one turn: {spent:?}"));
@@ -181,7 +187,17 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             (40..1_000).contains(&tokens),
             "a few seconds of speech each way and the instructions: {spent:?}"
         );
-        assert!(cost.ends_with(" on gpt-realtime)"), "{spent:?}");
+        let (transcribed, cost) = rest
+            .split_once(" s transcribed · free ($")
+            .unwrap_or_else(|| panic!("the seconds transcribed, then the cost: {spent:?}"));
+        let seconds: u64 = transcribed
+            .parse()
+            .unwrap_or_else(|_| panic!("whole seconds: {spent:?}"));
+        assert!(
+            (1..=20).contains(&seconds),
+            "a few seconds of speech: {spent:?}"
+        );
+        assert!(cost.ends_with(" on gpt-realtime-2.1)"), "{spent:?}");
         support::screenshot(&client, "spent").await;
         // The echo lasts as long as what was said (±10 %), and it was played once: twice
         // would double its energy, a lost half would halve it.
@@ -228,7 +244,10 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
                 .ok()
                 .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
                 .map(|json| json["spent"].clone());
-            if let Some(spent) = saved.filter(|spent| spent["responses"] == 1) {
+            // The reply is billed first, its transcription after it.
+            if let Some(spent) =
+                saved.filter(|spent| spent["responses"] == 1 && spent["transcriptions"] == 1)
+            {
                 break spent;
             }
             assert!(
@@ -242,7 +261,21 @@ async fn e2e_a_spoken_turn_is_heard_back_once_and_both_sides_appear_in_order() {
             spent["costUsd"].as_f64().is_some_and(|cost| cost > 0.0),
             "{spent}"
         );
-        assert_eq!(spent["models"], serde_json::json!(["gpt-realtime"]));
+        assert_eq!(
+            spent["models"],
+            serde_json::json!(["gpt-realtime-2.1", "gpt-realtime-whisper"]),
+            "the reply costed at the realtime model's prices, the speech at the transcription model's"
+        );
+        // The speech was transcribed by gpt-realtime-whisper, billed by its duration: about as
+        // long as what was said.
+        assert_eq!(spent["transcriptions"], 1, "{spent}");
+        let said_seconds = sounding_span_frames(&words) as f64 / RATE_HZ as f64;
+        let transcribed_seconds = spent["transcribedSeconds"].as_f64().unwrap_or(0.0);
+        assert!(
+            transcribed_seconds >= said_seconds * 0.9,
+            "{transcribed_seconds} s transcribed of {said_seconds:.2} s said: {spent}"
+        );
+        assert_eq!(spent["unpricedTranscriptions"], 0, "{spent}");
     })
     .await;
 }

@@ -656,14 +656,28 @@ async fn e2e_every_error_fits_a_360_px_window_and_a_wide_one() {
                 .execute(
                     r##"const dialog = document.querySelector("#settings");
                        const save = dialog.querySelector("button[value=save]").getBoundingClientRect();
+                       // What sticks out (a table that scrolls in its own box does not), innermost
+                       // last, to name in a failure.
+                       const right = dialog.getBoundingClientRect().right;
+                       const out = [...dialog.querySelectorAll("*")]
+                         .filter((e) => !e.parentElement.closest(".table-scroll"))
+                         .filter((e) => e.getClientRects().length && (e.getBoundingClientRect().right > right + 0.5 ||
+                                   (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === "visible")))
+                         .map((e) => `${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}` +
+                                     `${e.getAttribute("name") ? "[name=" + e.getAttribute("name") + "]" : ""}` +
+                                     ` +${Math.round(e.getBoundingClientRect().right - right)}/${e.scrollWidth - e.clientWidth}`);
                        return [dialog.scrollWidth - dialog.clientWidth,
-                               save.right - window.innerWidth];"##,
+                               save.right - window.innerWidth, out.slice(-6).join(", ")];"##,
                     vec![],
                 )
                 .await
                 .unwrap();
-            let [wider, save_past]: [f64; 2] = serde_json::from_value(overflow).unwrap();
-            assert!(wider <= 0.0, "{width} px: the dialog scrolls sideways by {wider} px");
+            let (wider, save_past, sticking_out): (f64, f64, String) =
+                serde_json::from_value(overflow).unwrap();
+            assert!(
+                wider <= 0.0,
+                "{width} px: the dialog scrolls sideways by {wider} px ({sticking_out})"
+            );
             assert!(save_past <= 0.0, "{width} px: Save is {save_past} px off the window");
             support::screenshot(&client, label).await;
         }
@@ -1093,7 +1107,7 @@ async fn e2e_hear_this_voice_plays_one_reply_in_that_voice_beside_the_call_under
     provider.shutdown().await;
 }
 
-/// Types `value` into the price table's cell labelled `label` (e.g. "gpt-realtime: text out").
+/// Types `value` into the price table's cell labelled `label` (e.g. "gpt-realtime-2.1: text out").
 async fn set_price(client: &Client, label: &str, value: &str) {
     let cell = client
         .find(Locator::Css(&format!("#settings [aria-label='{label}']")))
@@ -1121,16 +1135,58 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
             )
             .await
             .unwrap();
+        let published = "published 2026-12-04";
         assert_eq!(
             dates,
-            serde_json::json!(["published 2025-08-28", "published 2025-10-06"])
+            serde_json::json!([
+                published,
+                published,
+                published,
+                published,
+                "published 2025-08-28",
+                "published 2025-10-06",
+                published,
+                published,
+                published
+            ]),
+            "six rows per million tokens, then three per minute"
         );
-        set_price(&client, "gpt-realtime: audio out", "64$").await;
+        let minute_models = client
+            .execute(
+                "return [...document.querySelectorAll('#settings [data-role=minute-price-rows] tr')]\
+                 .map(row => row.querySelector('input').value);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            minute_models,
+            serde_json::json!(["gpt-realtime-whisper", "gpt-transcribe", "gpt-live-transcribe"])
+        );
+        // A row published more than 180 days ago says to check it, and the model's cell points
+        // to the note.
+        let old_note = client
+            .execute(
+                "const cell = document.querySelector(\"#settings [aria-label='Model of row 5']\");\
+                 const ids = cell.getAttribute('aria-describedby').split(' ');\
+                 return ids.map(id => document.getElementById(id)?.innerText);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            old_note,
+            serde_json::json!([
+                "published 2025-08-28",
+                "over 180 days old: check the provider's price page"
+            ])
+        );
+        set_price(&client, "gpt-realtime-2.1: audio out", "64$").await;
         click(&client, "#settings button[value=save]").await;
         let error = wait_for(&client, "#settings-prices-error", |text| !text.is_empty()).await;
         assert_eq!(
             error,
-            "Prices per million tokens (US$): gpt-realtime's audio out price must be a number of \
+            "Prices per million tokens (US$): gpt-realtime-2.1's audio out price must be a number of \
              dollars per million tokens, e.g. 4 or 0.40"
         );
         support::screenshot(&client, "settings-prices").await;
@@ -1145,9 +1201,9 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
             ("imageIn", "image in"),
             ("cachedImageIn", "cached image in"),
         ] {
-            set_price(&client, &format!("gpt-realtime: {words}"), "0").await;
+            set_price(&client, &format!("gpt-realtime-2.1: {words}"), "0").await;
         }
-        set_price(&client, "gpt-realtime: text out", "1000").await;
+        set_price(&client, "gpt-realtime-2.1: text out", "1000").await;
         click(&client, "#settings [data-action=add-price]").await;
         // The new row's model has the focus: type its name there.
         let focused = client
@@ -1157,7 +1213,7 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
             )
             .await
             .unwrap();
-        assert_eq!(focused, serde_json::json!("Model of row 3"));
+        assert_eq!(focused, serde_json::json!("Model of row 7"));
         client
             .active_element()
             .await
@@ -1175,11 +1231,11 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
         )
         .unwrap();
         let prices = saved["prices"].as_array().expect("the table is saved");
-        assert_eq!(prices.len(), 3);
+        assert_eq!(prices.len(), 7);
         assert_eq!(prices[0]["textOut"], 1000.0);
         assert_eq!(prices[0]["takenOn"], "", "an edited row is the user's own");
-        assert_eq!(prices[1]["takenOn"], "2025-10-06");
-        assert_eq!(prices[2]["model"], "my-deployment");
+        assert_eq!(prices[1]["takenOn"], "2026-12-04");
+        assert_eq!(prices[6]["model"], "my-deployment");
         press(&client, fantoccini::key::Key::Escape).await;
 
         // The call under way is costed at the new prices: type a question.
@@ -1204,7 +1260,7 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
             .unwrap_or_else(|| panic!("the text tokens out: {details:?}"));
         let cost = text_out * 1000.0 / 1e6;
         assert!(
-            line.ends_with(&format!(" · free (${cost:.3} on gpt-realtime)")),
+            line.ends_with(&format!(" · free (${cost:.3} on gpt-realtime-2.1)")),
             "{text_out} text tokens out at $1000 a million: {line:?}"
         );
     })

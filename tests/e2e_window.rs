@@ -555,7 +555,7 @@ async fn e2e_in_the_dark_theme_the_window_banner_and_settings_pass_the_accessibi
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_on_a_budget_the_window_says_when_80_percent_is_spent_and_the_call_ends_once_all_is() {
     let _window = ONE_WINDOW.lock().await;
-    // A cent: the demo's replies are costed as gpt-realtime would bill them, some tenths of a
+    // A cent: the demo's replies are costed as gpt-realtime-2.1 would bill them, some tenths of a
     // cent each.
     let app = launch_with_settings(
         "window_budget",
@@ -623,12 +623,241 @@ async fn e2e_on_a_budget_the_window_says_when_80_percent_is_spent_and_the_call_e
                 let spent = rendered_text(&client, "#spending")
                     .await
                     .unwrap_or_default();
-                assert!(spent.contains(" tokens · free ($0.01"), "{spent:?}");
+                assert!(
+                    spent.contains(" tokens · ") && spent.contains(" · free ($0.01"),
+                    "{spent:?}"
+                );
                 support::screenshot(&client, "budget-spent").await;
                 return;
             }
         }
         panic!("15 turns never spent a cent's budget");
+    })
+    .await;
+}
+
+/// What a turn of about `hold_ms` held on the key says, once its reply has been heard.
+async fn one_turn(client: &Client, turn: usize, hold_ms: u64) {
+    support::space(client, true).await;
+    wait_for(client, "#status", |text| text.starts_with("Listening")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(hold_ms)).await;
+    support::space(client, false).await;
+    let reply = format!("#transcript article:nth-of-type({})", 2 * turn);
+    wait_for(client, &reply, |text| text.contains("played your")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_model_billed_by_the_minute_alone_spends_the_budget_and_ends_the_call() {
+    let _window = ONE_WINDOW.lock().await;
+    // No price per token at all: only the transcription of the user's speech is costed, at a
+    // dollar a second, so half a dollar's budget is spent by a turn or two of speech.
+    let app = launch_with_settings(
+        "window_minute_budget",
+        serde_json::json!({
+            "provider": "local",
+            "budgetUsd": 0.5,
+            // Saved by this Walkie, its token table emptied by the user: nothing is added back.
+            "publishedPricesOf": "2026-12-04",
+            "prices": [],
+            "minutePrices": [
+                { "model": "gpt-realtime-whisper", "takenOn": "", "perMinute": 60.0, "perPausedMinute": 0.0 }
+            ],
+        }),
+    )
+    .await;
+    let dirs = app.dirs().clone();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        for turn in 1..=8 {
+            one_turn(&client, turn, 300).await;
+            let header = wait_for(&client, "#status", |text| {
+                text.starts_with("Ready")
+                    || text.starts_with("Budget")
+                    || text.starts_with("Not connected")
+            })
+            .await;
+            if !header.starts_with("Budget spent:") {
+                continue;
+            }
+            let banner = wait_for(&client, "#banner [data-role=text]", |text| {
+                text.starts_with("This conversation cost")
+            })
+            .await;
+            assert!(
+                banner.contains(" of its $0.50 budget, so its call ended."),
+                "{banner:?}"
+            );
+            assert_eq!(talk_label(&client).await, "Not connected");
+            let spent = rendered_text(&client, "#spending")
+                .await
+                .unwrap_or_default();
+            // Tokens are counted, but only the speech is costed.
+            assert!(
+                spent.contains(" tokens · ") && spent.contains(" s transcribed · free ($"),
+                "{spent:?}"
+            );
+            let details = client
+                .execute(
+                    "return document.querySelector('#spending').getAttribute('title');",
+                    vec![],
+                )
+                .await
+                .expect("the spending line's tooltip");
+            let details = details.as_str().unwrap_or_default().to_owned();
+            assert!(
+                details.contains("at gpt-realtime-whisper's per-minute price."),
+                "{details:?}"
+            );
+            assert!(
+                details.contains("No published prices for this model: tokens only."),
+                "{details:?}"
+            );
+            // The saved conversation says what its transcriptions spent.
+            let conversations = dirs.data.join("conversations");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+            let spent = loop {
+                let saved = std::fs::read_dir(&conversations)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Result::ok)
+                    .find_map(|entry| {
+                        std::fs::read_to_string(entry.path().join("transcript.json")).ok()
+                    })
+                    .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
+                    .map(|json| json["spent"].clone());
+                if let Some(spent) = saved.filter(|spent| spent["transcriptions"] == turn as u64) {
+                    break spent;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "transcript.json never counted {turn} transcriptions"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            };
+            // A dollar a second, and nothing else costed.
+            let cost_usd = spent["costUsd"].as_f64().unwrap_or(0.0);
+            let seconds = spent["transcribedSeconds"].as_f64().unwrap_or(0.0);
+            assert!(cost_usd >= 0.5, "the budget is spent: {spent}");
+            assert!((cost_usd - seconds).abs() < 1e-6, "{spent}");
+            assert!(spent["responses"].as_u64().unwrap_or(0) >= 1, "{spent}");
+            assert_eq!(spent["unpricedResponses"], spent["responses"], "{spent}");
+            return;
+        }
+        panic!("8 turns of speech at a dollar a second never spent $0.50");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_settings_naming_models_that_shut_down_open_to_one_line_saying_what_moved_and_the_call_uses_the_new_ones()
+ {
+    let _window = ONE_WINDOW.lock().await;
+    // A settings file as Walkie saved it until now: its defaults of 2025.
+    let app = launch_with_settings(
+        "window_migrated_models",
+        serde_json::json!({
+            // Automatic: OpenAI once a key is saved, the offline demo until then.
+            "provider": "automatic",
+            "model": "gpt-realtime",
+            "transcriptionModel": "gpt-4o-mini-transcribe",
+        }),
+    )
+    .await;
+    let dirs = app.dirs().clone();
+    app.run(|client| async move {
+        let header = wait_for(&client, "#status", |text| text.starts_with("New models")).await;
+        assert_eq!(status_shown(&client).await, "New models");
+        let banner = wait_for(&client, "#banner [data-role=text]", |text| !text.is_empty()).await;
+        assert_eq!(
+            banner,
+            "Walkie now talks to gpt-realtime-2.1 and transcribes your speech with \
+             gpt-realtime-whisper, as OpenAI shuts gpt-realtime down on 2027-01-20 and \
+             gpt-4o-mini-transcribe on 2027-02-26. Open Settings to choose another."
+        );
+        assert!(header.ends_with(&banner[1..]), "{header:?}");
+        assert_eq!(
+            rendered_text(&client, "#banner [data-role=action]")
+                .await
+                .as_deref(),
+            Some("Open Settings")
+        );
+        // Moved once: the file now names the new models.
+        let saved: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dirs.config.join("settings.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(saved["model"], "gpt-realtime-2.1");
+        assert_eq!(saved["transcriptionModel"], "gpt-realtime-whisper");
+        // The first call's session named them.
+        let calls = std::fs::read_to_string(dirs.trace.join("calls.jsonl")).unwrap_or_default();
+        let sessions: Vec<serde_json::Value> = calls
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|call| call["session"].is_object())
+            .map(|call| call["session"].clone())
+            .collect();
+        assert!(!sessions.is_empty(), "a call was placed: {calls}");
+        for session in &sessions {
+            assert_eq!(session["model"], "gpt-realtime-2.1", "{session}");
+            assert_eq!(
+                session["audio"]["input"]["transcription"]["model"], "gpt-realtime-whisper",
+                "{session}"
+            );
+        }
+        // Open Settings shows the new model, with no warning under it.
+        click(&client, "#banner [data-role=action]").await;
+        support::open_advanced(&client).await;
+        let model = client
+            .execute(
+                "return document.querySelector('#settings-model').value;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(model, serde_json::json!("gpt-realtime-2.1"));
+        assert_eq!(
+            rendered_text(&client, "#settings-model-warning")
+                .await
+                .unwrap_or_default(),
+            ""
+        );
+        // Choosing the old model again is warned of, and once saved it is kept.
+        set_field(&client, "model", "gpt-realtime".into()).await;
+        let warning = wait_for(&client, "#settings-model-warning", |text| !text.is_empty()).await;
+        assert_eq!(
+            warning,
+            "gpt-realtime shuts down on 2027-01-20: choose gpt-realtime-2.1 to keep Walkie \
+             answering after that."
+        );
+        client
+            .execute(
+                "document.querySelector('#settings-model').scrollIntoView({block: 'center'});",
+                vec![],
+            )
+            .await
+            .expect("scrolling to the model");
+        support::screenshot(&client, "settings-model-shuts-down").await;
+        click(&client, "#settings button[value=save]").await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let saved: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(dirs.config.join("settings.json")).unwrap(),
+            )
+            .unwrap();
+            if saved["model"] == "gpt-realtime" {
+                assert_eq!(
+                    saved["keptDeprecatedModels"],
+                    serde_json::json!(["gpt-realtime"]),
+                    "chosen knowing, it is not moved at the next start"
+                );
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the model chosen was never saved"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
     })
     .await;
 }

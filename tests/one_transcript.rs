@@ -63,8 +63,10 @@ fn the_saved_transcript_is_the_one_the_webview_showed_after_a_barge_in_and_a_lat
             jitter_seed: 1,
             voice_barge_in: false,
             pricing: None,
+            transcription_pricing: None,
             budget_usd: None,
             outside_tools: Vec::new(),
+            settings_notice: None,
         },
         ToolRegistry::with_builtins,
     );

@@ -7,7 +7,13 @@
 
 import { describeError } from "./status.js";
 import { FLOOR_DBFS } from "./meters.js";
-import { createPriceTable, priceRowsForSettings, priceTableProblem } from "./prices.js";
+import {
+  MINUTE_PRICES,
+  TOKEN_PRICES,
+  createPriceTable,
+  priceRowsForSettings,
+  priceTableProblem,
+} from "./prices.js";
 import { createToolServerList, serverForSettings } from "./tool-servers.js";
 
 /** The microphone test's news from Rust: `{ test, kind: "level" | "failed" | "stopped" }`. */
@@ -63,15 +69,33 @@ export function keyringMissingText(environmentVariable) {
   return `No keyring is running, so a key cannot be saved here: start your desktop's keyring and restart Walkie${instead}.`;
 }
 
-const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes"]);
+const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes", "speechSpeed"]);
 const BOOLEAN_FIELDS = new Set([
   "handsFree",
   "typedRepliesInText",
   "warmMic",
   "echoCancellation",
   "voiceBargeIn",
+  "parallelToolCalls",
 ]);
-const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs", "budgetUsd"]);
+// Empty is null: "none", or the server's own behaviour.
+const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs", "budgetUsd", "truncationRetentionRatio"]);
+// A select whose first choice, "", is null: the model's default.
+const OPTIONAL_CHOICE_FIELDS = new Set(["reasoningEffort", "transcriptionDelay"]);
+/** The price tables, by the setting each is saved in. */
+const PRICE_TABLES = { prices: TOKEN_PRICES, minutePrices: MINUTE_PRICES };
+// Rust's bookkeeping, which the dialog never writes: kept as received, whatever a form holds.
+const KEPT_FIELDS = new Set(["keptDeprecatedModels", "publishedPricesOf"]);
+
+/**
+ * The words to expect as the settings hold them: comma-separated in the field, each trimmed,
+ * the empty ones dropped (a word cannot hold a comma).
+ * @param {string | string[]} text
+ */
+export function keywordsFromText(text) {
+  const words = Array.isArray(text) ? text : String(text ?? "").split(",");
+  return words.map((word) => String(word).trim()).filter((word) => word !== "");
+}
 
 /**
  * Reads the form's fields into a settings object, starting from `base` so fields the form does
@@ -82,18 +106,24 @@ const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs", "budgetUsd"]);
 export function settingsFromForm(values, base) {
   const settings = { ...base };
   for (const [name, value] of Object.entries(values)) {
-    if (!(name in base) && name !== "retentionDays") continue;
+    if ((!(name in base) && name !== "retentionDays") || KEPT_FIELDS.has(name)) continue;
     if (NUMBER_FIELDS.has(name)) {
       const number = Number(String(value).trim());
-      // The dialog checks these first (wholeNumberProblem); anything else is left for Rust to refuse.
+      // The dialog checks these first (wholeNumberProblem, speechSpeedProblem); anything else is
+      // left for Rust to refuse.
       settings[name] = Number.isFinite(number) && String(value).trim() !== "" ? number : value;
     } else if (BOOLEAN_FIELDS.has(name)) {
       settings[name] = Boolean(value);
     } else if (name === "retentionDays") {
       settings[name] = value === "" || value === "forever" ? null : Number(value);
-    } else if (name === "prices") {
+    } else if (name in PRICE_TABLES) {
       // The dialog checks the rows first (priceTableProblem).
-      settings[name] = priceRowsForSettings(typeof value === "string" ? JSON.parse(value || "[]") : value);
+      const rows = typeof value === "string" ? JSON.parse(value || "[]") : value;
+      settings[name] = priceRowsForSettings(rows, PRICE_TABLES[name]);
+    } else if (OPTIONAL_CHOICE_FIELDS.has(name)) {
+      settings[name] = value === "" || value == null ? null : String(value);
+    } else if (name === "transcriptionKeywords") {
+      settings[name] = keywordsFromText(value);
     } else if (name === "toolServers") {
       // Rust checks the list (names, commands) and names what is wrong.
       const listed = typeof value === "string" ? JSON.parse(value || "[]") : value;
@@ -115,8 +145,10 @@ export function settingsFromForm(values, base) {
 export function formValues(settings) {
   const values = {};
   for (const [name, value] of Object.entries(settings)) {
+    if (KEPT_FIELDS.has(name)) continue;
     if (name === "retentionDays") values[name] = value == null ? "forever" : String(value);
-    else if (name === "prices") values[name] = JSON.stringify(value ?? []);
+    else if (name in PRICE_TABLES) values[name] = JSON.stringify(value ?? []);
+    else if (name === "transcriptionKeywords") values[name] = (value ?? []).join(", ");
     else if (name === "toolServers") values[name] = JSON.stringify((value ?? []).map(serverForSettings));
     else if (BOOLEAN_FIELDS.has(name)) values[name] = Boolean(value);
     else values[name] = value == null ? "" : String(value);
@@ -219,6 +251,117 @@ export function handsFreeFieldShown(shownFor, handsFree, voiceDetection) {
   return Boolean(handsFree) && (shownFor === "any" || shownFor === voiceDetection);
 }
 
+/** The model fields a scope looks at, and the list in the settings view it looks the name up in. */
+const MODEL_SCOPES = {
+  reasoning: ["model", "reasoningModels"],
+  "transcription-delay": ["transcriptionModel", "transcriptionDelayModels"],
+  "transcription-keywords": ["transcriptionModel", "transcriptionKeywordModels"],
+};
+
+/**
+ * Whether a field that only some models take is shown (`data-model-scope`): when the model
+ * field its scope looks at holds (trimmed, exactly) a name in the view's list for it.
+ * @param {string} scope "reasoning" | "transcription-delay" | "transcription-keywords"
+ * @param {{ model?: string, transcriptionModel?: string }} form what the model fields hold
+ * @param {object} view the settings view from Rust
+ */
+export function modelScopeShown(scope, form, view) {
+  const [fieldName, listName] = MODEL_SCOPES[scope] ?? [];
+  if (!fieldName) return false;
+  return (view?.[listName] ?? []).includes(String(form[fieldName] ?? "").trim());
+}
+
+/**
+ * Whether a field applies to what the form holds: every scope it has must allow it, the
+ * provider (`data-provider`, a list of providers), hands-free (`data-hands-free`) and the
+ * model (`data-model-scope`).
+ * @param {{ provider?: string, handsFree?: string, modelScope?: string }} scopes the group's dataset
+ * @param {{ provider: string, handsFree: boolean, voiceDetection: string, model?: string, transcriptionModel?: string }} form
+ * @param {object} view the settings view from Rust
+ */
+export function fieldApplies(scopes, form, view) {
+  if (scopes.provider !== undefined && !scopes.provider.split(" ").includes(form.provider)) return false;
+  if (
+    scopes.handsFree !== undefined &&
+    !handsFreeFieldShown(scopes.handsFree, form.handsFree, form.voiceDetection)
+  ) {
+    return false;
+  }
+  if (scopes.modelScope !== undefined && !modelScopeShown(scopes.modelScope, form, view)) return false;
+  return true;
+}
+
+/**
+ * The shutdown of the model a field holds (trimmed, exact name), or null.
+ * @param {string} model
+ * @param {Array<{ model: string, shutdownOn: string, replacement: string | null }>} deprecatedModels
+ */
+export function deprecationOf(model, deprecatedModels) {
+  const name = String(model ?? "").trim();
+  return (deprecatedModels ?? []).find((deprecated) => deprecated.model === name) ?? null;
+}
+
+/** What each model field keeps doing when its model is replaced in time. */
+const KEPT_WORKING = {
+  model: "keep Walkie answering",
+  transcriptionModel: "keep your speech transcribed",
+};
+
+/**
+ * The warning under a model field holding a deprecated model, or "" for any other name.
+ * @param {"model" | "transcriptionModel"} fieldName
+ * @param {string} model what the field holds
+ * @param {Array<{ model: string, shutdownOn: string, replacement: string | null }>} deprecatedModels
+ */
+export function deprecationWarning(fieldName, model, deprecatedModels) {
+  const deprecated = deprecationOf(model, deprecatedModels);
+  if (!deprecated) return "";
+  const choose = deprecated.replacement
+    ? `choose ${deprecated.replacement} to ${KEPT_WORKING[fieldName]} after that`
+    : `choose another model to ${KEPT_WORKING[fieldName]} after that`;
+  return `${deprecated.model} shuts down on ${deprecated.shutdownOn}: ${choose}.`;
+}
+
+/**
+ * A model picker's options: each name, with the date a deprecated one shuts down as its
+ * label (null for the others).
+ * @param {string[]} models
+ * @param {Array<{ model: string, shutdownOn: string }>} deprecatedModels
+ */
+export function modelOptions(models, deprecatedModels) {
+  return (models ?? []).map((model) => {
+    const deprecated = deprecationOf(model, deprecatedModels);
+    return { value: model, label: deprecated ? `shuts down ${deprecated.shutdownOn}` : null };
+  });
+}
+
+/** The slowest and fastest speaking speeds the models take; 1 is normal. */
+export const SPEECH_SPEED_RANGE = [0.25, 1.5];
+
+/**
+ * The speaking speed's own check: a number from 0.25 to 1.5. Returns the reason, or null.
+ * @param {string} text
+ * @param {boolean} badInput the browser could not read the field as a number
+ */
+export function speechSpeedProblem(text, badInput = false) {
+  const trimmed = String(text).trim();
+  const [slowest, fastest] = SPEECH_SPEED_RANGE;
+  if (!badInput && /^\d*\.?\d+$/.test(trimmed)) {
+    const speed = Number(trimmed);
+    if (speed >= slowest && speed <= fastest) return null;
+  }
+  return `enter ${slowest} to ${fastest} (1 is normal)`;
+}
+
+/**
+ * The words for keeping a share of the conversation when it gets too long, for a ratio the
+ * picker does not offer (one set in the settings file), so it is shown rather than lost.
+ * @param {number} ratio 0.1 to 0.9
+ */
+export function retentionRatioLabel(ratio) {
+  return `Keep ${Math.round(ratio * 100)} %, reuse the cache`;
+}
+
 /** The names of the fields whose values differ between two snapshots of the form. */
 export function changedFields(before, after) {
   const names = new Set([...Object.keys(before), ...Object.keys(after)]);
@@ -272,11 +415,22 @@ export function createSettingsDialog(
   const keyButtons = dialog.querySelectorAll("[data-action=save-key], [data-action=forget-key]");
   const dataFolderHelp = dialog.querySelector("[data-role=data-folder-help]");
   const priceTable = createPriceTable({
+    table: TOKEN_PRICES,
     body: dialog.querySelector("[data-role=price-rows]"),
     hidden: form.elements.namedItem("prices"),
     add: dialog.querySelector("[data-action=add-price]"),
     reset: dialog.querySelector("[data-action=published-prices]"),
     published: () => view?.publishedPrices ?? [],
+    idPrefix: "settings-prices",
+  });
+  const minutePriceTable = createPriceTable({
+    table: MINUTE_PRICES,
+    body: dialog.querySelector("[data-role=minute-price-rows]"),
+    hidden: form.elements.namedItem("minutePrices"),
+    add: dialog.querySelector("[data-action=add-minute-price]"),
+    reset: dialog.querySelector("[data-action=published-minute-prices]"),
+    published: () => view?.publishedMinutePrices ?? [],
+    idPrefix: "settings-minutePrices",
   });
   const toolServerList = createToolServerList({
     list: dialog.querySelector("[data-role=tool-servers]"),
@@ -367,11 +521,38 @@ export function createSettingsDialog(
     say(describeError(error), "error");
   }
 
+  /** What the fields that decide which others apply hold now. */
+  function scopeValues() {
+    return {
+      provider: field("provider").value,
+      handsFree: field("handsFree").checked,
+      voiceDetection: field("voiceDetection").value,
+      model: field("model").value,
+      transcriptionModel: field("transcriptionModel").value,
+    };
+  }
+
+  /** Shows the fields that apply to the provider, hands-free and the models chosen; hides the rest. */
+  function showFieldsThatApply() {
+    const values = scopeValues();
+    for (const group of form.querySelectorAll("[data-provider], [data-hands-free], [data-model-scope]")) {
+      group.hidden = !fieldApplies(group.dataset, values, view);
+    }
+  }
+
+  /** The warnings under the model fields, for a model that shuts down. */
+  function showModelWarnings() {
+    for (const name of ["model", "transcriptionModel"]) {
+      const warning = dialog.querySelector(`#settings-${name}-warning`);
+      const text = deprecationWarning(name, field(name).value, view?.deprecatedModels);
+      // Written only when it changes, so the live region does not repeat it at each key.
+      if (warning.textContent !== text) warning.textContent = text;
+    }
+  }
+
   function showProviderFields() {
     const provider = field("provider").value;
-    for (const group of form.querySelectorAll("[data-provider]")) {
-      group.hidden = !group.dataset.provider.split(" ").includes(provider);
-    }
+    showFieldsThatApply();
     const account = accountFor(provider);
     const summary = view?.keys.find((key) => key.account === account);
     const missing = Boolean(view?.keyringMissing);
@@ -380,15 +561,6 @@ export function createSettingsDialog(
     for (const button of keyButtons) button.disabled = missing;
     keyringMissing.hidden = !missing;
     keyringMissing.textContent = missing ? keyringMissingText(summary?.environmentVariable) : "";
-  }
-
-  /** Shows the hands-free fields that apply to the switch and the voice detection chosen. */
-  function showHandsFreeFields() {
-    const handsFree = field("handsFree").checked;
-    const detection = field("voiceDetection").value;
-    for (const group of form.querySelectorAll("[data-hands-free]")) {
-      group.hidden = !handsFreeFieldShown(group.dataset.handsFree, handsFree, detection);
-    }
   }
 
   function fill(select, options, chosen) {
@@ -403,6 +575,18 @@ export function createSettingsDialog(
     select.value = chosen ?? "";
   }
 
+  /** Fills a model picker's suggestions, a deprecated model's shutdown date as its label. */
+  function fillModels(datalist, models) {
+    datalist.replaceChildren(
+      ...modelOptions(models, view.deprecatedModels).map(({ value, label }) => {
+        const option = document.createElement("option");
+        option.value = value;
+        if (label) option.label = label;
+        return option;
+      }),
+    );
+  }
+
   function render() {
     const values = formValues(view.settings);
     fill(
@@ -410,14 +594,16 @@ export function createSettingsDialog(
       view.voices.map((voice) => ({ value: voice, label: voice })),
       view.settings.voice,
     );
-    const models = dialog.querySelector("#models");
-    models.replaceChildren(
-      ...(view.models ?? []).map((model) => {
-        const option = document.createElement("option");
-        option.value = model;
-        return option;
-      }),
-    );
+    fillModels(dialog.querySelector("#models"), view.models);
+    fillModels(dialog.querySelector("#transcription-models"), view.transcriptionModels);
+    // A ratio set in the file that the picker does not offer is shown, not turned into another.
+    const retention = field("truncationRetentionRatio");
+    if (values.truncationRetentionRatio && ![...retention.options].some((option) => option.value === values.truncationRetentionRatio)) {
+      const option = document.createElement("option");
+      option.value = values.truncationRetentionRatio;
+      option.textContent = retentionRatioLabel(Number(values.truncationRetentionRatio));
+      retention.append(option);
+    }
     for (const [name, value] of Object.entries(values)) {
       const element = field(name);
       // The device pickers are filled when the device list arrives.
@@ -430,9 +616,10 @@ export function createSettingsDialog(
     dataFolderHelp.textContent = folder.note ? `${folder.note} ${dataFolderHelpText}` : dataFolderHelpText;
     dialog.querySelector("[data-role=config-file]").textContent = view.configFile;
     priceTable.load();
+    minutePriceTable.load();
     toolServerList.load();
     showProviderFields();
-    showHandsFreeFields();
+    showModelWarnings();
   }
 
   async function loadDevices() {
@@ -493,16 +680,42 @@ export function createSettingsDialog(
         values.idleTimeoutMs = formValues(view.settings).idleTimeoutMs;
       }
     }
-    let priceRows = [];
-    try {
-      priceRows = JSON.parse(values.prices || "[]");
-    } catch {
-      priceRows = null;
+    // A view without the field has nothing to check: settingsFromForm leaves it out.
+    const speed = field("speechSpeed");
+    if ("speechSpeed" in view.settings) {
+      if (!fieldApplies(speed.closest(".field").dataset, scopeValues(), view)) {
+        // Hidden, it does not apply (the offline demo): the saved value stays.
+        values.speechSpeed = formValues(view.settings).speechSpeed;
+      } else {
+        const reason = speechSpeedProblem(speed.value, speed.validity?.badInput);
+        if (reason) {
+          problems.push({ field: "speechSpeed", reason });
+          values.speechSpeed = formValues(view.settings).speechSpeed;
+        }
+      }
     }
-    const prices = priceRows === null ? "the table could not be read; press Published prices" : priceTableProblem(priceRows);
-    if (prices) {
-      problems.push({ field: "prices", reason: prices });
-      values.prices = formValues(view.settings).prices;
+    for (const group of form.querySelectorAll("[data-model-scope]")) {
+      if (fieldApplies(group.dataset, scopeValues(), view)) continue;
+      // Hidden, the model chosen does not take it: the saved value stays for a model that does.
+      for (const element of group.querySelectorAll("[name]")) {
+        if (element.name in view.settings) values[element.name] = formValues(view.settings)[element.name];
+      }
+    }
+    for (const [name, table] of [
+      ["prices", TOKEN_PRICES],
+      ["minutePrices", MINUTE_PRICES],
+    ]) {
+      let rows = [];
+      try {
+        rows = JSON.parse(values[name] || "[]");
+      } catch {
+        rows = null;
+      }
+      const reason = rows === null ? "the table could not be read; press Published prices" : priceTableProblem(rows, table);
+      if (reason) {
+        problems.push({ field: name, reason });
+        values[name] = formValues(view.settings)[name];
+      }
     }
     const budget = optionalAmountProblem(values.budgetUsd ?? "");
     if (budget) {
@@ -785,8 +998,14 @@ export function createSettingsDialog(
     field("globalShortcut").dispatchEvent(new Event("input", { bubbles: true }));
   });
   field("provider").addEventListener("change", showProviderFields);
-  field("handsFree").addEventListener("change", showHandsFreeFields);
-  field("voiceDetection").addEventListener("change", showHandsFreeFields);
+  field("handsFree").addEventListener("change", showFieldsThatApply);
+  field("voiceDetection").addEventListener("change", showFieldsThatApply);
+  for (const name of ["model", "transcriptionModel"]) {
+    field(name).addEventListener("input", () => {
+      showFieldsThatApply();
+      showModelWarnings();
+    });
+  }
   dialog.querySelector("[data-action=save-key]").addEventListener("click", saveKey);
   dialog.querySelector("[data-action=test-connection]").addEventListener("click", testConnection);
   previewButton.addEventListener("click", previewVoice);

@@ -3,6 +3,8 @@
 // prices of when) is in the line's tooltip. Rust sends the figures (walkie://spending); this
 // only words them.
 
+import { formatDurationMs } from "./history.js";
+
 /**
  * @typedef {object} Spending
  * @property {number} responses
@@ -19,6 +21,12 @@
  * @property {string | null} model
  * @property {string | null} takenOn
  * @property {boolean} free
+ * @property {number} transcribedSeconds your speech billed by duration
+ * @property {number | null} transcriptionCostUsd included in costUsd
+ * @property {string | null} transcriptionModel whose prices the transcriptions are costed at
+ * @property {string | null} transcriptionTakenOn
+ * @property {number | null} lastCachedShare the share of the last reply's input that was cached
+ * @property {number | null} cachedShare the same over the conversation
  */
 
 /**
@@ -43,19 +51,41 @@ export function tokenCount(count) {
 }
 
 /**
+ * How long the speech transcribed was, as people read a duration: "4 s", "2 min 05 s".
+ * @param {number} seconds
+ */
+export function speechDuration(seconds) {
+  return formatDurationMs(Math.max(0, seconds) * 1000);
+}
+
+/**
+ * A share as a whole percentage: 0.734 is "73 %".
+ * @param {number} share
+ */
+function percent(share) {
+  return `${Math.round(share * 100)} %`;
+}
+
+/**
  * The line, or "" when nothing was billed yet.
  * @param {Spending} spending
  */
 export function spendingLine(spending) {
-  if (spending.responses === 0) return "";
-  const tokens = `${tokenCount(spending.totalTokens)} tokens`;
-  if (spending.costUsd == null) return tokens;
-  if (spending.free) return `${tokens} · free (${dollars(spending.costUsd)} on ${spending.model})`;
-  return `${tokens} · ${dollars(spending.costUsd)}`;
+  const transcribed = (spending.transcribedSeconds ?? 0) > 0;
+  if (spending.responses === 0 && !transcribed) return "";
+  const parts = [];
+  if (spending.responses > 0) parts.push(`${tokenCount(spending.totalTokens)} tokens`);
+  if (transcribed) parts.push(`${speechDuration(spending.transcribedSeconds)} transcribed`);
+  if (spending.costUsd != null) {
+    const model = spending.model ?? spending.transcriptionModel;
+    parts.push(spending.free ? `free (${dollars(spending.costUsd)} on ${model})` : dollars(spending.costUsd));
+  }
+  return parts.join(" · ");
 }
 
 /**
- * The tooltip: the tokens by modality, and what the cost is based on.
+ * The tooltip: the tokens by modality, the speech transcribed, the cached share, and what the
+ * cost is based on.
  * @param {Spending} spending
  */
 export function spendingDetails(spending) {
@@ -67,12 +97,33 @@ export function spendingDetails(spending) {
     `Out: ${spending.textOut} text, ${spending.audioOut} audio`,
     `${spending.responses} ${spending.responses === 1 ? "reply" : "replies"} in this conversation`,
   ];
-  if (spending.costUsd == null) {
-    lines.push("No published prices for this model: tokens only.");
-  } else {
-    const when = spending.takenOn ? ` as published on ${spending.takenOn}` : "";
-    lines.push(`Costed at ${spending.model}'s prices${when}.`);
-    if (spending.free) lines.push("The offline demo bills nothing; this is what OpenAI would.");
+  if (spending.lastCachedShare != null && spending.cachedShare != null) {
+    lines.push(
+      `Cached input: ${percent(spending.lastCachedShare)} of the last reply's, ` +
+        `${percent(spending.cachedShare)} over the conversation`,
+    );
+  }
+  if (spending.responses > 0) {
+    if (spending.model == null || spending.costUsd == null) {
+      lines.push("No published prices for this model: tokens only.");
+    } else {
+      const when = spending.takenOn ? ` as published on ${spending.takenOn}` : "";
+      lines.push(`Costed at ${spending.model}'s prices${when}.`);
+    }
+  }
+  if ((spending.transcribedSeconds ?? 0) > 0) {
+    const seconds = `Your speech: ${Math.round(spending.transcribedSeconds)} s transcribed`;
+    if (spending.transcriptionCostUsd != null && spending.transcriptionModel) {
+      const when = spending.transcriptionTakenOn ? ` as published on ${spending.transcriptionTakenOn}` : "";
+      lines.push(
+        `${seconds}, ${dollars(spending.transcriptionCostUsd)} at ${spending.transcriptionModel}'s per-minute price${when}.`,
+      );
+    } else {
+      lines.push(`${seconds}; no per-minute price for its model, so not in the cost.`);
+    }
+  }
+  if (spending.costUsd != null && spending.free) {
+    lines.push("The offline demo bills nothing; this is what OpenAI would.");
   }
   return lines.join("\n");
 }

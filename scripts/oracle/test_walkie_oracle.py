@@ -39,6 +39,25 @@ PUSH_TO_TALK_UPDATE = {
 }
 
 
+# Walkie's defaults as the names program prints them: the current models, deprecated nowhere.
+DEFAULTS = {"model": "gpt-realtime-2.1", "transcription_model": "gpt-realtime-whisper"}
+
+
+def walkie_names() -> dict:
+    """What a names program that agrees with the pinned SDK prints: every name the SDK spells
+    out, every deprecated one marked with the SDK's date, and current defaults."""
+    names = oracle.sdk_names()
+    names["deprecated"] = [
+        {"model": model, "shutdown_on": date} for model, date in oracle.sdk_deprecations().items()
+    ]
+    names["defaults"] = dict(DEFAULTS)
+    return names
+
+
+def marked(names: dict) -> dict[str, str]:
+    return {mark["model"]: mark["shutdown_on"] for mark in names["deprecated"]}
+
+
 def names_program(case: unittest.TestCase, names: dict) -> str:
     """A program that prints `names` as Walkie's would, removed after the test."""
     directory = tempfile.TemporaryDirectory()
@@ -127,7 +146,7 @@ class ClientEvents(unittest.TestCase):
             stderr = io.StringIO()
             with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
                 status = oracle.main(
-                    ["--trace-root", root, "--names", names_program(self, oracle.sdk_names()),
+                    ["--trace-root", root, "--names", names_program(self, walkie_names()),
                      "--decoder", sys.executable, "-c", ECHO_DECODED]
                 )
         self.assertEqual(status, 1)
@@ -213,7 +232,7 @@ class TraceRoot(unittest.TestCase):
             stderr = io.StringIO()
             with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
                 status = oracle.main(
-                ["--trace-root", root, "--names", names_program(self, oracle.sdk_names()),
+                ["--trace-root", root, "--names", names_program(self, walkie_names()),
                  "--decoder", sys.executable, "-c", ECHO_DECODED]
             )
         self.assertEqual(status, 1)
@@ -278,7 +297,7 @@ class ServerEvents(unittest.TestCase):
         stdout = io.StringIO()
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(stdout):
             status = oracle.main(
-                ["--trace-root", str(SAMPLES), "--names", names_program(self, oracle.sdk_names()),
+                ["--trace-root", str(SAMPLES), "--names", names_program(self, walkie_names()),
                  "--decoder", sys.executable, "-c", ECHO_DECODED]
             )
         self.assertEqual(status, 0)
@@ -287,12 +306,24 @@ class ServerEvents(unittest.TestCase):
         self.assertIn("created: 1 function_call_output, 1 input_image, 1 input_text)", stdout.getvalue())
         self.assertIn("0 unknown fields, 0 model in session.update; 1 session parts checked", stdout.getvalue())
         self.assertIn(f"{types}/{types} server event types decoded or kept", stdout.getvalue())
+        names = oracle.sdk_names()
+        self.assertIn(
+            f"{len(names['models'])} models, {len(names['transcription_models'])} transcription models and "
+            f"{len(names['voices'])} voices as the SDK names them; ",
+            stdout.getvalue(),
+        )
+        checked = len(set(names["models"]) | set(names["transcription_models"]) | set(DEFAULTS.values()))
+        self.assertIn(
+            f"defaults and offered models: none deprecated unwarned ({checked} checked against the SDK's "
+            f"{len(oracle.sdk_deprecations())} deprecated names)",
+            stdout.getvalue(),
+        )
 
     def test_a_decoder_that_dies_fails_the_check(self):
         stderr = io.StringIO()
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
             status = oracle.main(
-                ["--trace-root", str(SAMPLES), "--names", names_program(self, oracle.sdk_names()),
+                ["--trace-root", str(SAMPLES), "--names", names_program(self, walkie_names()),
                  "--decoder", sys.executable, "-c", "raise SystemExit('panicked')"]
             )
         self.assertEqual(status, 1)
@@ -301,7 +332,26 @@ class ServerEvents(unittest.TestCase):
     def test_the_sdks_own_names_pass(self):
         self.assertEqual(oracle.check_names(oracle.sdk_names()), [])
         self.assertIn("gpt-realtime", oracle.sdk_names()["models"])
+        self.assertIn("gpt-realtime-whisper", oracle.sdk_names()["transcription_models"])
+        self.assertNotIn("gpt-realtime-whisper", oracle.sdk_names()["models"])
         self.assertIn("marin", oracle.sdk_names()["voices"])
+
+    def test_a_transcription_model_missing_and_one_extra_are_each_named(self):
+        names = oracle.sdk_names()
+        names["transcription_models"].remove("gpt-live-transcribe")
+        names["transcription_models"].append("gpt-realtime")
+        self.assertEqual(
+            oracle.check_names(names),
+            [
+                "transcription_models: the SDK names 'gpt-live-transcribe', Walkie does not offer it",
+                "transcription_models: Walkie offers 'gpt-realtime', the SDK does not name it",
+            ],
+        )
+
+    def test_the_names_of_before_without_transcription_models_fail(self):
+        names = oracle.sdk_names()
+        del names["transcription_models"]
+        self.assertEqual(oracle.check_names(names), ["transcription_models: Walkie printed no list"])
 
     def test_a_model_missing_and_a_voice_extra_are_each_named(self):
         names = oracle.sdk_names()
@@ -330,6 +380,209 @@ class ServerEvents(unittest.TestCase):
     def test_a_decoder_that_answers_too_few_lines_is_an_error(self):
         with self.assertRaises(ValueError):
             oracle.judge_verdicts([("a", "{}"), ("b", "{}")], [{"verdict": "decoded"}])
+
+
+# A field as the SDK's generator writes it: two bullets, the names and the date wrapped.
+SAMPLE_MODULE = '''
+class SessionRequest(BaseModel):
+    model: Union[str, Literal["rt-old", "rt-old-2025", "rt-mini", "rt-new"], None] = None
+    """The Realtime model used for this session.
+
+    Deprecated values:
+
+    - "rt-old", "rt-old-2025",
+      "rt-mini": Announced
+      shutdown date: 2027-01-20. See
+      https://developers.openai.com/api/docs/deprecations for details and
+      recommended replacements.
+    - "rt-older": Announced shutdown date: 2026-09-30.
+    """
+
+    voice: Optional[str] = None
+    """The voice, never deprecated here."""
+
+    speed: Optional[float] = None
+'''
+
+
+class Deprecations(unittest.TestCase):
+    def sample(self, field: str) -> dict[str, str]:
+        docstring = oracle.field_docstring(SAMPLE_MODULE, "SessionRequest", field, "sample.py")
+        return oracle.deprecated_values(docstring, "sample.py")
+
+    def test_every_bullet_of_a_field_docstring_is_read_with_its_date(self):
+        self.assertEqual(
+            self.sample("model"),
+            {"rt-old": "2027-01-20", "rt-old-2025": "2027-01-20", "rt-mini": "2027-01-20", "rt-older": "2026-09-30"},
+        )
+
+    def test_a_docstring_without_deprecated_values_and_a_field_without_one_give_none(self):
+        self.assertEqual(self.sample("voice"), {})
+        self.assertIsNone(oracle.field_docstring(SAMPLE_MODULE, "SessionRequest", "speed", "sample.py"))
+        self.assertEqual(self.sample("speed"), {})
+
+    def test_a_field_or_class_the_source_does_not_have_is_an_error_naming_the_file(self):
+        with self.assertRaisesRegex(oracle.SdkDocstringError, r"^sample\.py: .*'language'"):
+            oracle.field_docstring(SAMPLE_MODULE, "SessionRequest", "language", "sample.py")
+        with self.assertRaisesRegex(oracle.SdkDocstringError, r"^sample\.py: no class"):
+            oracle.field_docstring(SAMPLE_MODULE, "TranscriptionRequest", "model", "sample.py")
+
+    def test_a_deprecated_values_block_of_another_shape_is_an_error_not_a_partial_list(self):
+        base = 'The model.\n\nDeprecated values:\n\n- "rt-old": Announced shutdown date: 2027-01-20.\n'
+        for unreadable in (
+            base + '- "rt-odd": Not a supported model ID. Retained for SDK compatibility.\n',
+            base + '- "rt-gone": It was shut down on October 23, 2026.\n',
+            base + '- "rt-soon": Announced shutdown date: 2027-02-30.\n',
+            base + "\nThese go away; see the deprecations page.\n",
+            base + 'Deprecated values:\n\n- "rt-new": Announced shutdown date: 2028-01-01.\n',
+            "The model.\n\nDeprecated values:\n",
+        ):
+            with self.subTest(unreadable=unreadable):
+                with self.assertRaisesRegex(oracle.SdkDocstringError, r"^sdk/model\.py: "):
+                    oracle.deprecated_values(unreadable, "sdk/model.py")
+        self.assertEqual(oracle.deprecated_values(base, "sdk/model.py"), {"rt-old": "2027-01-20"})
+
+    def test_the_pinned_sdk_deprecates_the_first_realtime_and_transcription_models(self):
+        session, transcription = (oracle.deprecated_field_values(cls, field) for cls, field in oracle.DEPRECATION_FIELDS)
+        self.assertEqual(
+            session,
+            dict.fromkeys(
+                ["gpt-realtime", "gpt-realtime-2025-08-28", "gpt-realtime-mini", "gpt-realtime-mini-2025-12-15",
+                 "gpt-audio-mini", "gpt-audio-mini-2025-12-15"],
+                "2027-01-20",
+            ),
+        )
+        self.assertEqual(transcription["whisper-1"], "2027-02-26")
+        self.assertNotIn("whisper-1", session)
+        deprecated = oracle.sdk_deprecations()
+        self.assertEqual(deprecated, {**session, **transcription})
+        self.assertEqual((deprecated["gpt-realtime"], deprecated["whisper-1"]), ("2027-01-20", "2027-02-26"))
+        for current in ("gpt-realtime-2.1", "gpt-realtime-2.1-mini", "gpt-realtime-whisper"):
+            self.assertNotIn(current, deprecated)
+        # Each name read whole: every deprecated name is one the SDK's literals spell out.
+        names = oracle.sdk_names()
+        self.assertLessEqual(set(session), set(names["models"]))
+        self.assertLessEqual(set(transcription), set(names["transcription_models"]))
+
+    def test_a_listing_that_marks_what_the_sdk_deprecates_passes(self):
+        names = walkie_names()
+        problems, report = oracle.check_deprecations(names)
+        self.assertEqual(problems, [])
+        offered = set(names["models"]) | set(names["transcription_models"])
+        self.assertEqual(report.names_checked, len(offered))
+        self.assertEqual(report.sdk_deprecated, len(oracle.sdk_deprecations()))
+        self.assertEqual(report.sdk_deprecated, 11)
+
+    def test_a_deprecated_default_fails_with_its_date(self):
+        names = walkie_names()
+        names["defaults"]["model"] = "gpt-realtime"
+        problems, _ = oracle.check_deprecations(names)
+        self.assertEqual(
+            problems,
+            ["defaults.model: Walkie's default 'gpt-realtime' is deprecated in the SDK, announced shutdown date 2027-01-20"],
+        )
+        names["defaults"]["transcription_model"] = "whisper-1"
+        problems, _ = oracle.check_deprecations(names)
+        self.assertIn(
+            "defaults.transcription_model: Walkie's default 'whisper-1' is deprecated in the SDK, "
+            "announced shutdown date 2027-02-26",
+            problems,
+        )
+
+    def test_a_default_outside_the_offered_names_still_counts_as_checked(self):
+        names = walkie_names()
+        names["defaults"]["model"] = "gpt-realtime-3"
+        problems, report = oracle.check_deprecations(names)
+        self.assertEqual(problems, [])
+        self.assertEqual(report.names_checked, oracle.check_deprecations(walkie_names())[1].names_checked + 1)
+
+    def test_a_deprecated_model_offered_without_a_warning_fails(self):
+        names = walkie_names()
+        names["deprecated"] = [m for m in names["deprecated"] if m["model"] != "whisper-1"]
+        problems, _ = oracle.check_deprecations(names)
+        self.assertEqual(
+            problems,
+            ["transcription_models: Walkie offers 'whisper-1' without a warning; the SDK deprecates it, "
+             "announced shutdown date 2027-02-26"],
+        )
+
+    def test_a_warning_with_another_date_fails_once(self):
+        names = walkie_names()
+        for mark in names["deprecated"]:
+            if mark["model"] == "gpt-realtime-mini":
+                mark["shutdown_on"] = "2027-03-01"
+        problems, _ = oracle.check_deprecations(names)
+        self.assertEqual(
+            problems,
+            ["models: Walkie offers 'gpt-realtime-mini' with a warning of shutdown on 2027-03-01; "
+             "the SDK's announced shutdown date is 2027-01-20"],
+        )
+        # A name Walkie no longer offers but still marks (a saved setting it moves) is held to
+        # the SDK's date too.
+        names["models"].remove("gpt-realtime-mini")
+        problems, _ = oracle.check_deprecations(names)
+        self.assertEqual(
+            problems,
+            ["deprecated: Walkie marks 'gpt-realtime-mini' to shut down on 2027-03-01; "
+             "the SDK's announced shutdown date is 2027-01-20"],
+        )
+
+    def test_a_warning_the_sdk_does_not_give_fails(self):
+        names = walkie_names()
+        names["deprecated"].append({"model": "gpt-realtime-2", "shutdown_on": "2027-06-01"})
+        problems, _ = oracle.check_deprecations(names)
+        self.assertEqual(
+            problems,
+            ["deprecated: Walkie marks 'gpt-realtime-2' to shut down on 2027-06-01; "
+             "the SDK does not list it as deprecated"],
+        )
+
+    def test_the_names_of_before_without_deprecations_nor_defaults_fail(self):
+        problems, _ = oracle.check_deprecations(oracle.sdk_names())
+        self.assertIn("deprecated: Walkie printed no list", problems)
+        self.assertIn("defaults: Walkie printed none", problems)
+        self.assertIn(
+            "models: Walkie offers 'gpt-realtime' without a warning; the SDK deprecates it, "
+            "announced shutdown date 2027-01-20",
+            problems,
+        )
+
+    def test_a_deprecated_default_fails_the_whole_check_with_the_count_in_the_summary(self):
+        names = walkie_names()
+        names["defaults"]["transcription_model"] = "gpt-4o-mini-transcribe"
+        stderr, stdout = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stdout):
+            status = oracle.main(
+                ["--trace-root", str(SAMPLES), "--names", names_program(self, names),
+                 "--decoder", sys.executable, "-c", ECHO_DECODED]
+            )
+        self.assertEqual(status, 1)
+        self.assertIn(
+            "oracle: FAILED: defaults.transcription_model: Walkie's default 'gpt-4o-mini-transcribe' is "
+            "deprecated in the SDK, announced shutdown date 2027-02-26",
+            stderr.getvalue(),
+        )
+        self.assertIn("defaults and offered models: 1 deprecation problems (", stdout.getvalue())
+
+    def test_an_sdk_whose_deprecations_cannot_be_read_fails_the_whole_check(self):
+        def unreadable():
+            raise oracle.SdkDocstringError("sdk/audio_transcription.py: a deprecation bullet not of the known form")
+
+        program = names_program(self, walkie_names())
+        original = oracle.sdk_deprecations
+        oracle.sdk_deprecations = unreadable
+        self.addCleanup(setattr, oracle, "sdk_deprecations", original)
+        stderr, stdout = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stdout):
+            status = oracle.main(
+                ["--trace-root", str(SAMPLES), "--names", program, "--decoder", sys.executable, "-c", ECHO_DECODED]
+            )
+        self.assertEqual(status, 1)
+        self.assertIn(
+            "oracle: FAILED: the SDK's deprecated models could not be read: sdk/audio_transcription.py:",
+            stderr.getvalue(),
+        )
+        self.assertIn("defaults and offered models: deprecations not checked", stdout.getvalue())
 
 
 if __name__ == "__main__":

@@ -13,8 +13,13 @@ openai-python's GA Realtime models (pinned in requirements.txt) as the reference
    `RealtimeServerEvent` (46 in the pinned SDK), are fed through Walkie's decoder (a small Rust
    program), which must decode each one or keep it raw on purpose (`KEPT_RAW_SERVER_EVENT_TYPES`),
    and must read a `response.done`'s usage figure for figure as the SDK wrote it;
-4. the model and voice names Walkie's settings offer (`walkie_openai::names`, printed by another
-   small Rust program) must be exactly the SDK's `model` and `voice` literals.
+4. the realtime model, transcription model and voice names Walkie's settings offer
+   (`walkie_openai::names`, printed by another small Rust program) must be exactly the SDK's
+   `model` and `voice` literals;
+5. neither of Walkie's defaults may be a model the SDK deprecates, every deprecated model Walkie
+   offers must carry Walkie's warning with the SDK's shutdown date, and Walkie may warn of no
+   shutdown the SDK does not announce. The SDK says which names are deprecated only in the
+   docstrings of its `model` fields ("Deprecated values:"), so they are read from its source.
 
 The SDK's models allow unknown fields (`extra="allow"`); here every SDK model is switched to
 `extra="forbid"` before any of them is built, so pydantic itself reports an unknown field with
@@ -24,9 +29,13 @@ its path, through unions and nested models alike.
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import dataclasses
+import datetime
+import inspect
 import json
+import re
 import subprocess
 import sys
 import types
@@ -478,7 +487,7 @@ def run_decoder(command: list[str], events: list[tuple[str, str]]) -> list[dict]
 # ---------------------------------------------------------------------------------------------
 # The names Walkie offers
 
-# The members of `RealtimeServerEvent` in openai-python 3.57.0 (requirements.txt): a different
+# The members of `RealtimeServerEvent` in openai-python 3.63.0 (requirements.txt): a different
 # count means the pin moved, and the new or dropped types need a look before the pin does.
 SDK_SERVER_EVENT_TYPES = 46
 
@@ -492,12 +501,15 @@ def _literal_values(annotation: object) -> list[str]:
 
 
 def sdk_names() -> dict[str, list[str]]:
-    """The model and voice names the SDK's GA session types spell out."""
+    """The realtime model, transcription model and voice names the SDK's GA session types spell
+    out."""
+    from openai.types.realtime.audio_transcription import AudioTranscription
     from openai.types.realtime.realtime_audio_config_output import RealtimeAudioConfigOutput
     from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
 
     return {
         "models": _literal_values(RealtimeSessionCreateRequest.model_fields["model"].annotation),
+        "transcription_models": _literal_values(AudioTranscription.model_fields["model"].annotation),
         "voices": _literal_values(RealtimeAudioConfigOutput.model_fields["voice"].annotation),
     }
 
@@ -519,6 +531,220 @@ def check_names(offered: dict) -> list[str]:
     return problems
 
 
+# ---------------------------------------------------------------------------------------------
+# The models the SDK deprecates
+
+
+class SdkDocstringError(ValueError):
+    """The SDK's source did not say what the oracle reads from it: a missing field, or a
+    "Deprecated values:" block in a shape this parser does not know. Reading part of such a
+    block would let a deprecated model pass unwarned, so the oracle stops instead."""
+
+
+# The SDK fields whose docstrings list the deprecated names among those Walkie offers: the
+# session's realtime model and its transcription model.
+DEPRECATION_FIELDS: tuple[tuple[type, str], ...] = (
+    (sdk_realtime.RealtimeSessionCreateRequest, "model"),
+    (sdk_realtime.AudioTranscription, "model"),
+)
+
+_DEPRECATED_VALUES = "Deprecated values:"
+# One bullet, its lines joined: the quoted names, then the date; what follows the date (a link
+# to the deprecations page) says nothing the check needs.
+_DEPRECATION_BULLET = re.compile(
+    r'(?P<names>"[^"]+"(?:\s*,\s*"[^"]+")*)\s*:\s*Announced shutdown date:\s*'
+    r"(?P<date>\d{4}-\d{2}-\d{2})(?:\.(?:\s.*)?)?"
+)
+
+
+def field_docstring(source: str, class_name: str, field: str, where: str) -> str | None:
+    """The docstring of `field` in the class `class_name` of a module's `source`: the string
+    right after the field's annotated assignment, where the SDK's generator writes it. Python
+    keeps no such string at run time, so the source is the only place to read it. None when
+    the field has none; an error when the class or the field is not there, for then the SDK
+    moved and what it deprecates is no longer known."""
+    tree = ast.parse(source, filename=where)
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name == class_name):
+            continue
+        for statement, following in zip(node.body, node.body[1:] + [None]):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.target.id == field
+            ):
+                if (
+                    isinstance(following, ast.Expr)
+                    and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)
+                ):
+                    return inspect.cleandoc(following.value.value)
+                return None
+        raise SdkDocstringError(f"{where}: the class {class_name} has no field {field!r}")
+    raise SdkDocstringError(f"{where}: no class {class_name}")
+
+
+def deprecated_values(docstring: str | None, where: str) -> dict[str, str]:
+    """{name: announced shutdown date} from a field's docstring, {} when it has no
+    "Deprecated values:" block. The block must be the docstring's last part and hold only
+    bullets of the form `- "a", "b": Announced shutdown date: YYYY-MM-DD. …`, wrapped over any
+    number of lines; anything else in it is an error naming `where`, since a line skipped could
+    be a deprecation missed."""
+    if docstring is None or _DEPRECATED_VALUES not in docstring:
+        return {}
+    if docstring.count(_DEPRECATED_VALUES) > 1:
+        raise SdkDocstringError(f"{where}: more than one {_DEPRECATED_VALUES!r} block")
+    bullets: list[str] = []
+    for line in docstring.split(_DEPRECATED_VALUES, 1)[1].splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("- "):
+            bullets.append(line[2:])
+        elif bullets and line[:1].isspace():
+            bullets[-1] += " " + line
+        else:
+            raise SdkDocstringError(f"{where}: not part of a deprecation bullet: {line.strip()!r}")
+    if not bullets:
+        raise SdkDocstringError(f"{where}: {_DEPRECATED_VALUES!r} with no bullet after it")
+    deprecated: dict[str, str] = {}
+    for bullet in bullets:
+        text = " ".join(bullet.split())
+        match = _DEPRECATION_BULLET.fullmatch(text)
+        if match is None:
+            raise SdkDocstringError(f"{where}: a deprecation bullet not of the known form: {text!r}")
+        date = match["date"]
+        try:
+            datetime.date.fromisoformat(date)
+        except ValueError:
+            raise SdkDocstringError(f"{where}: not a date: {date!r} in {text!r}") from None
+        for name in re.findall(r'"([^"]+)"', match["names"]):
+            if deprecated.setdefault(name, date) != date:
+                raise SdkDocstringError(f"{where}: {name!r} deprecated twice, on {deprecated[name]} and {date}")
+    return deprecated
+
+
+def deprecated_field_values(cls: type, field: str) -> dict[str, str]:
+    """{name: announced shutdown date} for one field of an SDK model, read from its module."""
+    where = inspect.getsourcefile(cls) or f"<source of {cls.__qualname__}>"
+    try:
+        source = Path(where).read_text(encoding="utf-8")
+    except OSError as error:
+        raise SdkDocstringError(f"{where}: unreadable: {error}") from None
+    return deprecated_values(field_docstring(source, cls.__name__, field, where), where)
+
+
+def sdk_deprecations() -> dict[str, str]:
+    """{name: announced shutdown date} for every realtime and transcription model the pinned SDK
+    deprecates."""
+    deprecated: dict[str, str] = {}
+    for cls, field in DEPRECATION_FIELDS:
+        for name, date in deprecated_field_values(cls, field).items():
+            if deprecated.setdefault(name, date) != date:
+                raise SdkDocstringError(
+                    f"{cls.__qualname__}.{field}: {name!r} deprecated on {date} here, on {deprecated[name]} elsewhere"
+                )
+    return deprecated
+
+
+@dataclasses.dataclass
+class DeprecationReport:
+    # The distinct names checked: Walkie's two defaults and every model it offers.
+    names_checked: int
+    # How many names the SDK deprecates.
+    sdk_deprecated: int
+
+
+DEFAULT_KEYS = ("model", "transcription_model")
+OFFERED_MODEL_KINDS = ("models", "transcription_models")
+
+
+def _walkie_marks(offered: dict, problems: list[str]) -> dict[str, str]:
+    """{name: shutdown date} as Walkie's `deprecated` list marks them."""
+    listed = offered.get("deprecated")
+    if not isinstance(listed, list):
+        problems.append("deprecated: Walkie printed no list")
+        return {}
+    marks: dict[str, str] = {}
+    for mark in listed:
+        if not (
+            isinstance(mark, dict) and isinstance(mark.get("model"), str) and isinstance(mark.get("shutdown_on"), str)
+        ):
+            problems.append(f"deprecated: {json.dumps(mark)} is not a model with its shutdown_on")
+            continue
+        if marks.setdefault(mark["model"], mark["shutdown_on"]) != mark["shutdown_on"]:
+            problems.append(f"deprecated: Walkie marks {mark['model']!r} twice, with different dates")
+    return marks
+
+
+def check_deprecations(offered: dict) -> tuple[list[str], DeprecationReport]:
+    """What is wrong with Walkie's deprecations next to the SDK's, one line per problem: a
+    default the SDK deprecates (a new user would start on a model about to go), a deprecated
+    model offered without Walkie's warning or with another date (a user would pick it
+    unwarned, or be told the wrong day), and a warning the SDK does not give (a user would be
+    moved off a model that stays). Raises SdkDocstringError when the SDK cannot be read."""
+    sdk = sdk_deprecations()
+    problems: list[str] = []
+    marks = _walkie_marks(offered, problems)
+    checked: set[str] = set()
+
+    defaults = offered.get("defaults")
+    if not isinstance(defaults, dict):
+        problems.append("defaults: Walkie printed none")
+    for key in DEFAULT_KEYS if isinstance(defaults, dict) else ():
+        name = defaults.get(key)
+        if not isinstance(name, str):
+            problems.append(f"defaults.{key}: Walkie printed no name")
+            continue
+        checked.add(name)
+        if name in sdk:
+            problems.append(
+                f"defaults.{key}: Walkie's default {name!r} is deprecated in the SDK, "
+                f"announced shutdown date {sdk[name]}"
+            )
+
+    offered_names: set[str] = set()
+    for kind in OFFERED_MODEL_KINDS:
+        names = offered.get(kind)
+        if not isinstance(names, list):
+            continue  # check_names reports it
+        for name in dict.fromkeys(n for n in names if isinstance(n, str)):
+            offered_names.add(name)
+            if name not in sdk:
+                continue
+            if name not in marks:
+                problems.append(
+                    f"{kind}: Walkie offers {name!r} without a warning; the SDK deprecates it, "
+                    f"announced shutdown date {sdk[name]}"
+                )
+            elif marks[name] != sdk[name]:
+                problems.append(
+                    f"{kind}: Walkie offers {name!r} with a warning of shutdown on {marks[name]}; "
+                    f"the SDK's announced shutdown date is {sdk[name]}"
+                )
+    checked |= offered_names
+
+    for name, date in sorted(marks.items()):
+        if name not in sdk:
+            problems.append(
+                f"deprecated: Walkie marks {name!r} to shut down on {date}; the SDK does not list it as deprecated"
+            )
+        elif date != sdk[name] and name not in offered_names:
+            problems.append(
+                f"deprecated: Walkie marks {name!r} to shut down on {date}; the SDK's announced shutdown date is {sdk[name]}"
+            )
+    return problems, DeprecationReport(len(checked), len(sdk))
+
+
+def _deprecation_clause(report: DeprecationReport | None, problems: list[str]) -> str:
+    if report is None:
+        return "defaults and offered models: deprecations not checked"
+    outcome = "none deprecated unwarned" if not problems else f"{len(problems)} deprecation problems"
+    return (
+        f"defaults and offered models: {outcome} ({report.names_checked} checked against the SDK's "
+        f"{report.sdk_deprecated} deprecated names)"
+    )
+
+
 def _by_type(counter: collections.Counter) -> str:
     return ", ".join(f"{count} {name}" for name, count in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -527,7 +753,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace-root", type=Path, required=True, help="where the local provider's traces are")
     parser.add_argument(
-        "--names", required=True, help="the program that prints the model and voice names Walkie offers (JSON)"
+        "--names",
+        required=True,
+        help="the program that prints the names Walkie offers, the ones it marks deprecated and its defaults (JSON)",
     )
     parser.add_argument(
         "--decoder", nargs=argparse.REMAINDER, required=True, help="the command that decodes server events (JSONL)"
@@ -578,12 +806,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {reason}\n        e.g. {shown}", file=sys.stderr)
         ok = False
 
+    offered: dict | None = None
     try:
         printed = subprocess.run([args.names], capture_output=True, text=True, check=True).stdout
-        name_problems = check_names(json.loads(printed))
-    except (OSError, subprocess.CalledProcessError, json.JSONDecodeError) as error:
+        offered = json.loads(printed)
+        if not isinstance(offered, dict):
+            raise TypeError(f"it printed {type(offered).__name__}, not an object")
+        name_problems = check_names(offered)
+    except (OSError, subprocess.CalledProcessError, json.JSONDecodeError, TypeError) as error:
+        offered = None
         name_problems = [f"the names program {args.names} gave no names: {error}"]
-    for problem in name_problems:
+    deprecation_problems: list[str] = []
+    deprecations: DeprecationReport | None = None
+    if offered is not None:
+        try:
+            deprecation_problems, deprecations = check_deprecations(offered)
+        except SdkDocstringError as error:
+            deprecation_problems = [f"the SDK's deprecated models could not be read: {error}"]
+    for problem in name_problems + deprecation_problems:
         print(f"oracle: FAILED: {problem}", file=sys.stderr)
         ok = False
     names = sdk_names()
@@ -596,8 +836,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{sum(1 for f in trace.failures if f.where.endswith('(session part)'))} bad; "
         f"{decoder.types_ok}/{decoder.types_total} server event types decoded or kept "
         f"({decoder.instances} SDK-built instances); "
-        f"{len(names['models'])} models and {len(names['voices'])} voices as the SDK names them"
-        f"{'' if not name_problems else ', ' + str(len(name_problems)) + ' differences'}"
+        f"{len(names['models'])} models, {len(names['transcription_models'])} transcription models and "
+        f"{len(names['voices'])} voices as the SDK names them"
+        f"{'' if not name_problems else ', ' + str(len(name_problems)) + ' differences'}; "
+        f"{_deprecation_clause(deprecations, deprecation_problems)}"
     )
     return 0 if ok else 1
 

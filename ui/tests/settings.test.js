@@ -4,6 +4,12 @@ import {
   oneAfterAnother,
   accountFor,
   changedFields,
+  deprecationWarning,
+  fieldApplies,
+  keywordsFromText,
+  modelOptions,
+  modelScopeShown,
+  speechSpeedProblem,
   dataFolderField,
   dataFolderSetting,
   describeKey,
@@ -21,8 +27,18 @@ import {
 
 const base = {
   provider: "automatic",
-  model: "gpt-realtime",
+  model: "gpt-realtime-2.1",
   voice: "marin",
+  transcriptionModel: "gpt-realtime-whisper",
+  reasoningEffort: null,
+  parallelToolCalls: true,
+  truncationRetentionRatio: null,
+  speechSpeed: 1,
+  transcriptionDelay: null,
+  transcriptionKeywords: [],
+  minutePrices: [],
+  keptDeprecatedModels: ["gpt-realtime"],
+  publishedPricesOf: "2026-12-04",
   pushToTalkTailMs: 200,
   preRollMs: 300,
   sessionLimitMinutes: 60,
@@ -262,4 +278,97 @@ test("saves run one after another in the order asked, a slow first one included"
   await assert.rejects(first, /refused/);
   assert.equal(await second, "saved", "a refused save does not stop the next");
   assert.deepEqual(events, ["first starts", "first ends", "second starts"]);
+});
+
+const view = {
+  reasoningModels: ["gpt-realtime-2", "gpt-realtime-2.1", "gpt-realtime-2.1-mini"],
+  transcriptionDelayModels: ["gpt-realtime-whisper"],
+  transcriptionKeywordModels: ["gpt-transcribe", "gpt-live-transcribe"],
+};
+const deprecatedModels = [
+  { model: "gpt-realtime", shutdownOn: "2027-01-20", replacement: "gpt-realtime-2.1" },
+  { model: "whisper-1", shutdownOn: "2027-02-26", replacement: null },
+];
+
+test("the new session controls read as their types, empty choices as the model's default", () => {
+  const settings = settingsFromForm(
+    {
+      reasoningEffort: "low",
+      parallelToolCalls: false,
+      truncationRetentionRatio: "0.8",
+      speechSpeed: " 1.25 ",
+      transcriptionDelay: "",
+      transcriptionKeywords: " Walkie, , PipeWire ,Dr. Okafor",
+    },
+    base,
+  );
+  assert.equal(settings.reasoningEffort, "low");
+  assert.equal(settings.parallelToolCalls, false);
+  assert.equal(settings.truncationRetentionRatio, 0.8);
+  assert.equal(settings.speechSpeed, 1.25);
+  assert.equal(settings.transcriptionDelay, null);
+  assert.deepEqual(settings.transcriptionKeywords, ["Walkie", "PipeWire", "Dr. Okafor"]);
+  assert.equal(settingsFromForm({ truncationRetentionRatio: "" }, base).truncationRetentionRatio, null);
+  assert.equal(formValues({ ...base, transcriptionKeywords: ["a", "b c"] }).transcriptionKeywords, "a, b c");
+});
+
+test("what Rust keeps for itself is never written by the form", () => {
+  assert.equal("keptDeprecatedModels" in formValues(base), false);
+  const settings = settingsFromForm({ keptDeprecatedModels: "[]", publishedPricesOf: "" }, base);
+  assert.deepEqual(settings.keptDeprecatedModels, ["gpt-realtime"]);
+  assert.equal(settings.publishedPricesOf, "2026-12-04");
+});
+
+test("keywords are split at commas and trimmed, the empty ones dropped", () => {
+  assert.deepEqual(keywordsFromText(""), []);
+  assert.deepEqual(keywordsFromText(" one ,two,, three "), ["one", "two", "three"]);
+  assert.deepEqual(keywordsFromText(["kept ", ""]), ["kept"]);
+});
+
+test("reasoning fields show for reasoning models only, transcription ones for the models that take them", () => {
+  assert.equal(modelScopeShown("reasoning", { model: " gpt-realtime-2.1 " }, view), true);
+  assert.equal(modelScopeShown("reasoning", { model: "gpt-realtime-1.5" }, view), false);
+  assert.equal(modelScopeShown("transcription-delay", { transcriptionModel: "gpt-realtime-whisper" }, view), true);
+  assert.equal(modelScopeShown("transcription-delay", { transcriptionModel: "gpt-transcribe" }, view), false);
+  assert.equal(modelScopeShown("transcription-keywords", { transcriptionModel: "gpt-transcribe" }, view), true);
+  assert.equal(modelScopeShown("transcription-keywords", { transcriptionModel: "" }, view), false);
+  assert.equal(modelScopeShown("no-such-scope", { model: "gpt-realtime-2.1" }, view), false);
+});
+
+test("a field shows only when its provider, hands-free and model scopes all allow it", () => {
+  const form = { provider: "openai", handsFree: false, voiceDetection: "server_vad", model: "gpt-realtime-2.1" };
+  assert.equal(fieldApplies({ provider: "automatic openai", modelScope: "reasoning" }, form, view), true);
+  assert.equal(fieldApplies({ provider: "local", modelScope: "reasoning" }, form, view), false);
+  assert.equal(fieldApplies({ modelScope: "reasoning" }, { ...form, model: "gpt-realtime" }, view), false);
+  assert.equal(fieldApplies({ handsFree: "any" }, form, view), false);
+  assert.equal(fieldApplies({}, form, view), true);
+});
+
+test("a model that shuts down is warned of with its date and what to choose instead", () => {
+  assert.equal(
+    deprecationWarning("model", " gpt-realtime ", deprecatedModels),
+    "gpt-realtime shuts down on 2027-01-20: choose gpt-realtime-2.1 to keep Walkie answering after that.",
+  );
+  assert.equal(
+    deprecationWarning("transcriptionModel", "whisper-1", deprecatedModels),
+    "whisper-1 shuts down on 2027-02-26: choose another model to keep your speech transcribed after that.",
+  );
+  assert.equal(deprecationWarning("model", "gpt-realtime-2.1", deprecatedModels), "");
+  assert.equal(deprecationWarning("model", "gpt-realtime", undefined), "");
+});
+
+test("the model picker labels each model that shuts down with its date, the others plainly", () => {
+  assert.deepEqual(modelOptions(["gpt-realtime-2.1", "gpt-realtime"], deprecatedModels), [
+    { value: "gpt-realtime-2.1", label: null },
+    { value: "gpt-realtime", label: "shuts down 2027-01-20" },
+  ]);
+  assert.deepEqual(modelOptions(undefined, deprecatedModels), []);
+});
+
+test("the speaking speed is a number from 0.25 to 1.5, and the problem says so", () => {
+  for (const speed of ["0.25", "1", " 1.5 ", ".5"]) assert.equal(speechSpeedProblem(speed), null, speed);
+  for (const speed of ["0.2", "1.55", "", "fast", "-1", "1e0"]) {
+    assert.equal(speechSpeedProblem(speed), "enter 0.25 to 1.5 (1 is normal)", speed);
+  }
+  assert.equal(speechSpeedProblem("1", true), "enter 0.25 to 1.5 (1 is normal)", "what the browser could not read");
 });

@@ -63,3 +63,39 @@ test("the element is hidden until something was billed, and shown after", () => 
   spending.show({ ...base, responses: 0, totalTokens: 0 });
   assert.equal(element.hidden, true, "a new conversation starts with nothing shown");
 });
+
+const transcribed = {
+  ...base,
+  costUsd: 0.00512 + 0.0085,
+  transcribedSeconds: 30,
+  transcriptionCostUsd: 0.0085,
+  transcriptionModel: "gpt-realtime-whisper",
+  transcriptionTakenOn: "2026-12-04",
+  lastCachedShare: 0.5,
+  cachedShare: 0.4,
+};
+
+test("speech billed by the minute shows in the line beside the tokens, in the one cost", () => {
+  assert.equal(spendingLine(transcribed), "1.2k tokens · 30 s transcribed · $0.014");
+  assert.equal(spendingLine({ ...transcribed, transcribedSeconds: 125.4 }), "1.2k tokens · 2 min 05 s transcribed · $0.014");
+  assert.equal(spendingLine({ ...transcribed, transcribedSeconds: 1.2 }), "1.2k tokens · 1 s transcribed · $0.014");
+  assert.equal(
+    spendingLine({ ...transcribed, responses: 0, totalTokens: 0 }),
+    "30 s transcribed · $0.014",
+    "a transcription billed before the first reply is already shown",
+  );
+});
+
+test("the details say what the speech cost at whose per-minute price, and the cached share", () => {
+  const details = spendingDetails(transcribed);
+  assert.match(
+    details,
+    /^Your speech: 30 s transcribed, \$0\.0085 at gpt-realtime-whisper's per-minute price as published on 2026-12-04\.$/m,
+  );
+  assert.match(details, /^Cached input: 50 % of the last reply's, 40 % over the conversation$/m);
+  assert.match(
+    spendingDetails({ ...transcribed, transcriptionCostUsd: null, transcriptionModel: null }),
+    /^Your speech: 30 s transcribed; no per-minute price for its model, so not in the cost\.$/m,
+  );
+  assert.doesNotMatch(spendingDetails(base), /Your speech|Cached input/);
+});

@@ -35,10 +35,12 @@ pub enum Input {
     SetTurnMode(TurnMode),
     /// Typed messages are answered in text alone (`true`) or as the session says, from now on.
     SetTypedRepliesInText(bool),
-    /// The responses from now on are costed at `pricing` (`None`: tokens only), and the
-    /// conversation may cost `budget_usd` in all.
+    /// The responses from now on are costed at `pricing` (`None`: tokens only), the
+    /// transcriptions at `transcription_pricing`, and the conversation may cost `budget_usd`
+    /// in all.
     SetCosting {
         pricing: Option<crate::spending::Pricing>,
+        transcription_pricing: Option<crate::spending::Pricing>,
         budget_usd: Option<f64>,
     },
     /// The user is leaving the conversation (Connect, new settings, the app closing).

@@ -27,7 +27,9 @@ pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
 pub use output::{Output, Record};
 pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};
-pub use spending::{Prices, Pricing, Spending, TokenTotals};
+pub use spending::{
+    MinutePrices, Prices, Pricing, Rate, Spending, SpentBefore, TokenTotals, TranscriptionBill,
+};
 pub use status::{ConnectionState, StatusAction, StatusEvent, sentence};
 pub use tools::{APPROVAL_TIMEOUT_MS, ApprovalRequest, OutsideTool, ToolPolicy};
 pub use walkie_session::DeviceDirection;

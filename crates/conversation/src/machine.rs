@@ -18,7 +18,7 @@ use crate::meters::Meters;
 use crate::output::{Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
-use crate::spending::{Pricing, Spending, TokenTotals};
+use crate::spending::{Pricing, Spending, SpentBefore};
 use crate::status::{ConnectionState, StatusAction, StatusEvent, sentence};
 use crate::tools::{OutsideTool, Tools, Verdict};
 
@@ -39,14 +39,19 @@ pub struct ConversationConfig {
     /// ([`crate::EngineInput::EchoCanceller`]); otherwise the microphone stays muted while the
     /// assistant is audible (half duplex), whatever the canceller says.
     pub voice_barge_in: bool,
-    /// The prices the conversation is costed at, when the model's are known.
+    /// The prices the conversation's responses are costed at, when the model's are known.
     pub pricing: Option<Pricing>,
+    /// The prices its transcriptions of the user's speech are costed at, when known.
+    pub transcription_pricing: Option<Pricing>,
     /// What the conversation may cost, in US dollars: at 80 % the user is told, and once it is
     /// spent the call ends after the reply under way. Needs `pricing`.
     pub budget_usd: Option<f64>,
     /// Tools served outside the app (MCP servers'), declared to every call's session, with
     /// what the user allows of each.
     pub outside_tools: Vec<OutsideTool>,
+    /// What the user should read once about their settings (a model moved off one that shuts
+    /// down): shown as a notice with Open Settings while the conversation is idle.
+    pub settings_notice: Option<String>,
 }
 
 /// Where the conversation stands with its calls.
@@ -124,6 +129,8 @@ pub struct Conversation {
     /// message Walkie could not read, new settings whose call failed): shown whenever the
     /// conversation is idle, until the user's next turn begins.
     notice: Option<Notice>,
+    /// The warning told while a rate limit is nearly spent; told again once it has recovered.
+    rate_limit_warning: Option<String>,
     /// Since when a reply has been awaited with nothing audible yet (the Thinking state), and
     /// whether that has lasted [`SLOW_REPLY_MS`] (then the status says the reply is slow).
     thinking_since_ms: Option<u64>,
@@ -161,7 +168,12 @@ impl Conversation {
             crate::tools::fitting(&config.turn, tools().definitions(), config.outside_tools);
         let outside = Tools::new(declared);
         let (controller, iterator) = new_controller(config.turn.clone(), tools, &outside);
-        let spending = Spending::new(config.pricing);
+        let spending = Spending::new(config.pricing, config.transcription_pricing);
+        let notice = config.settings_notice.map(|sentence| Notice {
+            sentence,
+            details: None,
+            action: StatusAction::OpenSettings,
+        });
         Self {
             controller,
             iterator,
@@ -183,7 +195,8 @@ impl Conversation {
             cancelled_part: None,
             not_saving: None,
             hint: None,
-            notice: None,
+            notice,
+            rate_limit_warning: None,
             thinking_since_ms: None,
             reply_slow: false,
             turn_ended_at_ms: None,
@@ -191,7 +204,7 @@ impl Conversation {
             meters: Meters::default(),
             playing_item: None,
             echo_cancelling: None,
-            outputs: VecDeque::from([Output::Spending(spending.clone())]),
+            outputs: VecDeque::from([Output::Spending(Box::new(spending.clone()))]),
             spending,
             budget_usd: config.budget_usd,
             budget_warned: false,
@@ -261,9 +274,10 @@ impl Conversation {
                 _,
                 Input::SetCosting {
                     pricing,
+                    transcription_pricing,
                     budget_usd,
                 },
-            ) => self.set_costing(pricing, budget_usd),
+            ) => self.set_costing(pricing, transcription_pricing, budget_usd),
             (_, Input::SetTypedRepliesInText(in_text)) => {
                 self.turn.typed_replies_in_text = in_text;
                 if self.phase == Phase::InCall {
@@ -755,22 +769,19 @@ impl Conversation {
         self.outputs.push_back(Output::Ended { reason });
     }
 
-    /// The conversation had spent this much before this part of it (a saved one continued):
-    /// `tokens` over `responses`, costing `cost_usd`. The figure shown and the budget count it.
-    pub fn having_spent(
-        mut self,
-        tokens: TokenTotals,
-        responses: u64,
-        cost_usd: Option<f64>,
-    ) -> Self {
-        self.spending.tokens = tokens;
-        self.spending.responses = responses;
-        if cost_usd.is_some() {
-            self.spending.cost_usd = cost_usd;
+    /// The conversation had spent this much before this part of it (a saved one continued).
+    /// The figure shown and the budget count it.
+    pub fn having_spent(mut self, before: SpentBefore) -> Self {
+        self.spending.tokens = before.tokens;
+        self.spending.responses = before.responses;
+        self.spending.transcribed_seconds = before.transcribed_seconds;
+        self.spending.transcriptions = before.transcriptions;
+        if before.cost_usd.is_some() {
+            self.spending.cost_usd = before.cost_usd;
         }
         for output in &mut self.outputs {
             if let Output::Spending(shown) = output {
-                *shown = self.spending.clone();
+                **shown = self.spending.clone();
             }
         }
         self.check_budget();
@@ -822,11 +833,13 @@ impl Conversation {
 
     /// New prices for the responses to come (what was spent stays as costed) and a new budget,
     /// judged at once: a budget raised above what was spent lets the call go on.
-    fn set_costing(&mut self, pricing: Option<Pricing>, budget_usd: Option<f64>) {
-        self.spending.pricing = pricing;
-        if self.spending.pricing.is_some() {
-            self.spending.cost_usd.get_or_insert(0.0);
-        }
+    fn set_costing(
+        &mut self,
+        pricing: Option<Pricing>,
+        transcription_pricing: Option<Pricing>,
+        budget_usd: Option<f64>,
+    ) {
+        self.spending.set_pricing(pricing, transcription_pricing);
         self.budget_usd = budget_usd;
         let spent_usd = self.spending.cost_usd.unwrap_or(0.0);
         let budget_usd = budget_usd.unwrap_or(f64::INFINITY);
@@ -839,8 +852,39 @@ impl Conversation {
             self.budget_warned = false;
         }
         self.outputs
-            .push_back(Output::Spending(self.spending.clone()));
+            .push_back(Output::Spending(Box::new(self.spending.clone())));
         self.check_budget();
+    }
+
+    /// Says once when a rate limit is nearly spent (under a tenth of it left), and again only
+    /// after it has recovered: the next replies may be refused or slow until it resets.
+    fn rate_limits(&mut self, limits: &[walkie_openai::RateLimit]) {
+        let nearly_spent = limits
+            .iter()
+            .find(|limit| match (limit.limit, limit.remaining) {
+                (Some(limit), Some(remaining)) => limit > 0 && remaining.saturating_mul(10) < limit,
+                _ => false,
+            });
+        match nearly_spent {
+            Some(limit) if self.rate_limit_warning.is_none() => {
+                let warning = sentence::rate_limit_nearly_spent(
+                    &self.provider_label,
+                    limit.name.as_deref(),
+                    limit.reset_seconds,
+                );
+                self.hint = Some(warning.clone());
+                self.rate_limit_warning = Some(warning);
+            }
+            Some(_) => {}
+            // Recovered: a warning still shown is no longer true.
+            None => {
+                if let Some(warning) = self.rate_limit_warning.take()
+                    && self.hint.as_ref() == Some(&warning)
+                {
+                    self.hint = None;
+                }
+            }
+        }
     }
 
     /// Tells the user when 80 % of the budget is spent, and marks it spent at 100 %.
@@ -887,7 +931,7 @@ impl Conversation {
     /// either side open, no press (in push-to-talk), no tool call unanswered.
     fn is_quiet(&self) -> bool {
         let controller = &self.controller;
-        controller.active_response_id().is_none()
+        !controller.awaits_reply()
             && !controller.is_assistant_audible()
             && (self.hands_free() || !controller.is_capturing())
             && !self.bridge.has_open_parts()
@@ -941,11 +985,32 @@ impl Conversation {
                         tokens,
                         cost_usd,
                         model,
+                        transcribed_seconds: None,
                     }));
                     self.outputs
-                        .push_back(Output::Spending(self.spending.clone()));
+                        .push_back(Output::Spending(Box::new(self.spending.clone())));
                     self.check_budget();
                 }
+                ControllerOutput::Transcribed(usage) => {
+                    let bill = self.spending.add_transcription(&usage);
+                    let model = self
+                        .spending
+                        .transcription_pricing
+                        .as_ref()
+                        .map(|pricing| pricing.model.clone());
+                    self.outputs.push_back(Output::Record(Record::Billed {
+                        unix_ms: now_ms as i64,
+                        tokens: bill.tokens,
+                        cost_usd: bill.cost_usd,
+                        model,
+                        // A transcription billed by tokens is still a transcription.
+                        transcribed_seconds: Some(bill.seconds.unwrap_or(0.0)),
+                    }));
+                    self.outputs
+                        .push_back(Output::Spending(Box::new(self.spending.clone())));
+                    self.check_budget();
+                }
+                ControllerOutput::RateLimits(limits) => self.rate_limits(&limits),
             }
         }
         loop {

@@ -38,7 +38,7 @@ pub enum Output {
     /// sound played at the device.
     ReplyLatency { message_id: String, latency_ms: u64 },
     /// A response was billed: what the conversation has spent so far.
-    Spending(Spending),
+    Spending(Box<Spending>),
     /// Something to save.
     Record(Record),
     /// The status line changed.
@@ -90,11 +90,13 @@ pub enum Record {
     /// record of its end).
     Cancelled { unix_ms: i64, message_id: String },
     /// A response was billed `tokens` (its own), which cost `cost_usd` at `model`'s prices
-    /// (`None`: unknown).
+    /// (`None`: unknown); or, with `transcribed_seconds`, a transcription of the user's speech
+    /// was (its seconds, zero when billed by tokens).
     Billed {
         unix_ms: i64,
         tokens: TokenTotals,
         cost_usd: Option<f64>,
         model: Option<String>,
+        transcribed_seconds: Option<f64>,
     },
 }

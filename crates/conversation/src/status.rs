@@ -479,6 +479,33 @@ pub mod sentence {
         format!("${usd:.2}")
     }
 
+    /// Under a tenth of a rate limit (`requests` or `tokens`) is left.
+    pub fn rate_limit_nearly_spent(
+        provider_label: &str,
+        name: Option<&str>,
+        reset_seconds: Option<f64>,
+    ) -> String {
+        let provider = match provider_label {
+            "" => "The provider's".to_owned(),
+            label if label.starts_with("the ") => {
+                let mut words = format!("{label}'s");
+                words.replace_range(..1, "T");
+                words
+            }
+            label => format!("{label}'s"),
+        };
+        let which = match name {
+            Some("requests") => " for requests",
+            Some("tokens") => " for tokens",
+            _ => "",
+        };
+        let resets = match reset_seconds.filter(|seconds| seconds.is_finite() && *seconds >= 0.0) {
+            Some(seconds) => format!("it resets in {} s", seconds.ceil() as u64),
+            None => "replies may wait until it resets".to_owned(),
+        };
+        format!("{provider} rate limit{which} is nearly spent: {resets}.")
+    }
+
     pub fn budget_nearly_spent(spent_usd: f64, budget_usd: f64) -> String {
         format!(
             "Budget 80 % spent: this conversation has cost {} of its {} budget; the call ends \

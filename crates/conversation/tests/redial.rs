@@ -604,8 +604,10 @@ fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered
             jitter_seed: 3,
             voice_barge_in: false,
             pricing: None,
+            transcription_pricing: None,
             budget_usd: None,
             outside_tools: Vec::new(),
+            settings_notice: None,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![
@@ -708,8 +710,10 @@ fn without_voice_barge_in_a_trusted_canceller_leaves_the_mic_muted_during_replie
             jitter_seed: 1,
             voice_barge_in: false,
             pricing: None,
+            transcription_pricing: None,
             budget_usd: None,
             outside_tools: Vec::new(),
+            settings_notice: None,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
     );
@@ -1099,10 +1103,11 @@ fn a_budget_raised_while_the_last_reply_plays_lets_the_call_go_on_and_new_prices
         Input::SetCosting {
             pricing: Some(walkie_conversation::Pricing {
                 model: "gpt-realtime".to_owned(),
-                prices: cheaper,
+                rate: walkie_conversation::Rate::PerMillionTokens(cheaper),
                 taken_on: String::new(),
                 free: false,
             }),
+            transcription_pricing: None,
             budget_usd: Some(5.0),
         },
     );
@@ -1151,12 +1156,14 @@ fn a_saved_conversation_continued_shows_what_it_spent_before_and_its_budget_coun
             voice_barge_in: false,
             pricing: Some(walkie_conversation::Pricing {
                 model: "gpt-realtime".to_owned(),
-                prices: PRICES,
+                rate: walkie_conversation::Rate::PerMillionTokens(PRICES),
                 taken_on: String::new(),
                 free: false,
             }),
+            transcription_pricing: None,
             budget_usd: Some(1.0),
             outside_tools: Vec::new(),
+            settings_notice: None,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![(
@@ -1166,11 +1173,18 @@ fn a_saved_conversation_continued_shows_what_it_spent_before_and_its_budget_coun
         )],
         1_000,
     )
-    .having_spent(earlier_tokens, 3, Some(0.85));
+    .having_spent(walkie_conversation::SpentBefore {
+        tokens: earlier_tokens,
+        responses: 3,
+        transcribed_seconds: 42.0,
+        transcriptions: 3,
+        cost_usd: Some(0.85),
+    });
     let mut call = Call { machine, config };
     let first: Vec<Output> = std::iter::from_fn(|| call.machine.poll_output()).collect();
     let shown = spending(&first).expect("what it spent is shown at once");
     assert_eq!((shown.responses, shown.tokens.total()), (3, 10_000));
+    assert_eq!((shown.transcriptions, shown.transcribed_seconds), (3, 42.0));
     assert_eq!(shown.cost_usd, Some(0.85));
 
     call.input(1_100, Input::Transport(TransportInput::Open));
@@ -1193,4 +1207,203 @@ fn a_saved_conversation_continued_shows_what_it_spent_before_and_its_budget_coun
         "{:?}",
         names(&outputs)
     );
+}
+
+/// Transcriptions costed by the minute at $0.60 (each price its own, so a wrong one shows).
+fn whisper_at_60_cents_a_minute() -> Option<walkie_conversation::Pricing> {
+    Some(walkie_conversation::Pricing {
+        model: "gpt-realtime-whisper".to_owned(),
+        rate: walkie_conversation::Rate::PerMinute(walkie_conversation::MinutePrices {
+            per_minute: 0.6,
+            per_paused_minute: 0.0,
+        }),
+        taken_on: "2026-12-04".to_owned(),
+        free: false,
+    })
+}
+
+/// The user's turn `item_id` transcribed, billed `seconds` of speech.
+fn transcribed_for(item_id: &str, seconds: f64) -> String {
+    serde_json::json!({"type": "conversation.item.input_audio_transcription.completed",
+        "event_id": format!("event_T_{item_id}"), "item_id": item_id, "content_index": 0,
+        "transcript": "Tell me a story.", "usage": {"type": "duration", "seconds": seconds}})
+    .to_string()
+}
+
+/// A push-to-talk call, ready, its speech transcribed at $0.60 a minute.
+fn ready_transcribed_by_the_minute(budget_usd: Option<f64>) -> Call {
+    let mut call = Call::placed_costed(
+        TurnConfig::push_to_talk(SessionConfig::default()),
+        budget_usd,
+        whisper_at_60_cents_a_minute(),
+        Vec::new(),
+    );
+    call.input(0, Input::Transport(TransportInput::Open));
+    call.server(50, &session_updated_with_transcription());
+    call
+}
+
+#[test]
+fn speech_billed_by_the_minute_sums_with_the_replies_tokens_into_one_cost() {
+    let mut call = ready_transcribed_by_the_minute(None);
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    // 30 s at $0.60 a minute: $0.30.
+    let outputs = call.server(2_305, &transcribed_for("item_U1", 30.0));
+    let shown = spending(&outputs).expect("the spending is shown at once");
+    assert_eq!(shown.transcriptions, 1);
+    assert_eq!(shown.transcribed_seconds, 30.0);
+    assert!((shown.transcription_cost_usd.unwrap() - 0.30).abs() < 1e-9);
+    let billed = outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::Record(Record::Billed {
+                transcribed_seconds,
+                cost_usd,
+                model,
+                ..
+            }) => Some((*transcribed_seconds, *cost_usd, model.clone())),
+            _ => None,
+        })
+        .expect("the transcription is recorded as billed");
+    assert_eq!(billed.0, Some(30.0));
+    assert!((billed.1.unwrap() - 0.30).abs() < 1e-9);
+    assert_eq!(billed.2.as_deref(), Some("gpt-realtime-whisper"));
+
+    call.server(2_310, &response_created("resp_R1"));
+    // 1,000 tokens of audio out at $80 a million: $0.08.
+    call.server(2_400, &done_billed_audio("resp_R1", 1_000));
+    call.utterance(3_000, 4_000);
+    call.server(4_300, &committed("item_U2"));
+    // 90 s more: $0.90.
+    let outputs = call.server(4_305, &transcribed_for("item_U2", 90.0));
+    let shown = spending(&outputs).expect("the spending is shown");
+    assert_eq!(shown.transcriptions, 2);
+    assert_eq!(shown.transcribed_seconds, 120.0);
+    assert!((shown.transcription_cost_usd.unwrap() - 1.20).abs() < 1e-9);
+    assert!(
+        (shown.cost_usd.unwrap() - 1.28).abs() < 1e-9,
+        "$1.20 of speech and $0.08 of reply: {:?}",
+        shown.cost_usd
+    );
+}
+
+#[test]
+fn speech_billed_by_the_minute_spends_the_budget_and_the_call_ends_after_the_reply() {
+    let mut call = ready_transcribed_by_the_minute(Some(0.5));
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    // A minute of speech at $0.60: more than the $0.50 budget, before any reply was billed.
+    let outputs = call.server(2_305, &transcribed_for("item_U1", 60.0));
+    assert!(
+        !names(&outputs).contains(&"ended".to_owned()),
+        "the reply asked for comes first: {:?}",
+        names(&outputs)
+    );
+    call.server(2_310, &response_created("resp_R1"));
+    call.server(2_320, &audio_part_added("resp_R1", "item_A1"));
+    call.server(2_330, &output_started("resp_R1"));
+    let outputs = call.server(2_400, &response_done("resp_R1", "completed"));
+    assert!(
+        !names(&outputs).contains(&"ended".to_owned()),
+        "the reply plays out"
+    );
+    call.server(3_100, &output_stopped("resp_R1"));
+    let outputs = call.tick(3_100 + LATE_AUDIO_GRACE_MS);
+    assert!(
+        names(&outputs).contains(&"ended".to_owned()),
+        "{:?}",
+        names(&outputs)
+    );
+    let ended = statuses(&outputs).pop().expect("the status says why");
+    assert!(
+        ended.detail.starts_with(
+            "Budget spent: this conversation cost $0.600 of its $0.50 budget, so its call ended."
+        ),
+        "{}",
+        ended.detail
+    );
+}
+
+#[test]
+fn a_transcription_model_without_a_price_is_counted_in_seconds_but_costs_nothing_unknown() {
+    let mut call = Call::ready_on_a_budget(0.5);
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    let outputs = call.server(2_305, &transcribed_for("item_U1", 600.0));
+    let shown = spending(&outputs).expect("the spending is shown");
+    assert_eq!(shown.transcribed_seconds, 600.0);
+    assert_eq!(shown.transcription_cost_usd, None, "not a guess");
+    assert_eq!(
+        shown.cost_usd,
+        Some(0.0),
+        "the replies' prices are known; none billed yet"
+    );
+    assert!(!names(&outputs).contains(&"ended".to_owned()));
+}
+
+/// `rate_limits.updated` with `remaining` of 100 requests left, resetting in 12 s.
+fn requests_left(remaining: u64) -> String {
+    serde_json::json!({"type": "rate_limits.updated", "event_id": "event_L",
+        "rate_limits": [
+            {"name": "requests", "limit": 100, "remaining": remaining, "reset_seconds": 11.2},
+            {"name": "tokens", "limit": 40000, "remaining": 39000, "reset_seconds": 1.0}]})
+    .to_string()
+}
+
+const NEARLY_SPENT: &str =
+    "Test provider's rate limit for requests is nearly spent: it resets in 12 s.";
+
+fn says_nearly_spent(outputs: &[Output]) -> bool {
+    statuses(outputs)
+        .iter()
+        .any(|status| status.detail.contains(NEARLY_SPENT))
+}
+
+#[test]
+fn a_rate_limit_under_a_tenth_is_told_once_and_again_only_after_it_recovered() {
+    let mut call = Call::ready();
+    let plenty = call.server(1_000, &requests_left(50));
+    assert!(!says_nearly_spent(&plenty), "{:?}", statuses(&plenty));
+    let low = call.server(2_000, &requests_left(9));
+    assert!(says_nearly_spent(&low), "{:?}", statuses(&low));
+    let lower = call.server(3_000, &requests_left(4));
+    assert!(!says_nearly_spent(&lower), "once: {:?}", statuses(&lower));
+    call.server(4_000, &requests_left(80));
+    let low_again = call.server(5_000, &requests_left(2));
+    assert!(says_nearly_spent(&low_again), "{:?}", statuses(&low_again));
+    // Nothing else changes: a turn still starts.
+    let press = call.press(6_000);
+    assert!(
+        audio_commands(&press)
+            .iter()
+            .any(|command| matches!(command, AudioCommand::OpenCapture { .. })),
+        "{:?}",
+        names(&press)
+    );
+}
+
+#[test]
+fn a_sentence_about_the_settings_shows_while_idle_with_open_settings_until_the_user_talks() {
+    const MOVED: &str = "New model: Walkie now talks to gpt-realtime-2.1, as OpenAI shuts \
+                         gpt-realtime down on 2027-01-20. Open Settings to choose another.";
+    let mut call = Call::placed_telling_about_settings(MOVED);
+    let mut outputs = call.input(0, Input::Transport(TransportInput::Open));
+    outputs.extend(call.server(50, &session_updated_with_transcription()));
+    let shown = statuses(&outputs)
+        .pop()
+        .expect("a status once the session is ready");
+    assert_eq!(shown.detail, MOVED, "{:?}", statuses(&outputs));
+    assert_eq!(shown.state, Ready);
+    assert_eq!(
+        shown.action,
+        Some(walkie_conversation::StatusAction::OpenSettings)
+    );
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    let outputs = call.server(2_400, &response_done("resp_R1", "completed"));
+    let (state, detail) = last_status(&outputs).expect("ready again");
+    assert_eq!(state, Ready);
+    assert_ne!(detail, MOVED, "told once, it is gone after the first turn");
 }

@@ -28,7 +28,8 @@ use serde_json::Value;
 use walkie_openai::{
     AudioConfig, AudioFormat, AudioInput, AudioOutput, ClientEvent, ContentPart, DecodeError,
     ErrorDetail, Item, ItemStatus, Modality, Response, ResponseStatus, Role, ServerEvent,
-    SessionConfig, SessionKind, StatusDetails, TurnDetection, decode_client_event,
+    SessionConfig, SessionKind, StatusDetails, TranscriptionUsage, TurnDetection,
+    decode_client_event,
 };
 
 use crate::picture::{self, ReceivedPicture};
@@ -264,8 +265,8 @@ pub struct ProviderSession {
     /// Every picture user messages carried, in order.
     received_pictures: Vec<ReceivedPicture>,
     /// User transcripts to send after the current reply (they arrive late, as from OpenAI),
-    /// with the time of their commit.
-    pending_transcripts: Vec<(String, String, u64)>,
+    /// with what each is billed and the time of their commit.
+    pending_transcripts: Vec<(String, String, TranscriptionUsage, u64)>,
     generating: Option<Generating>,
     playback: Option<Playback>,
     /// Assistant items with audio, and their length in ms (for truncate).
@@ -467,7 +468,7 @@ impl ProviderSession {
             consider(last + settings.silence_duration_ms);
         }
         if self.generating.is_none()
-            && let Some((_, _, committed)) = self.pending_transcripts.first()
+            && let Some((_, _, _, committed)) = self.pending_transcripts.first()
         {
             consider(committed + TRANSCRIPT_DELAY_MS);
         }
@@ -507,7 +508,7 @@ impl ProviderSession {
             && self
                 .pending_transcripts
                 .first()
-                .is_some_and(|(_, _, committed)| now_ms >= committed + TRANSCRIPT_DELAY_MS)
+                .is_some_and(|(_, _, _, committed)| now_ms >= committed + TRANSCRIPT_DELAY_MS)
         {
             self.flush_transcripts(&mut out);
         }
@@ -1144,13 +1145,15 @@ impl ProviderSession {
         }
     }
 
-    fn transcription_enabled(&self) -> bool {
+    /// The model the session transcribes the user with, if it does.
+    fn transcription_model(&self) -> Option<String> {
         self.session
             .audio
             .as_ref()
             .and_then(|audio| audio.input.as_ref())
             .and_then(|input| input.transcription.as_ref())
-            .is_some_and(Option::is_some)
+            .and_then(Option::as_ref)
+            .map(|transcription| transcription.model.clone())
     }
 
     fn input_ms(&self) -> u64 {
@@ -1224,21 +1227,29 @@ impl ProviderSession {
             },
         );
         let frames: Vec<InputFrame> = self.input.drain(..).collect();
-        if self.transcription_enabled() {
+        if let Some(model) = self.transcription_model() {
+            let seconds = frames
+                .iter()
+                .map(|frame| u64::from(frame.samples))
+                .sum::<u64>() as f64
+                / 48_000.0;
+            let transcript = describe_user_audio(&frames);
+            let usage = transcription_usage(&model, seconds, &transcript);
             self.pending_transcripts
-                .push((item_id, describe_user_audio(&frames), now_ms));
+                .push((item_id, transcript, usage, now_ms));
         }
         self.unanswered = Some(frames);
     }
 
     fn flush_transcripts(&mut self, out: &mut Vec<Output>) {
-        for (item_id, transcript, _) in std::mem::take(&mut self.pending_transcripts) {
+        for (item_id, transcript, usage, _) in std::mem::take(&mut self.pending_transcripts) {
             self.emit(
                 out,
                 ServerEvent::InputTranscriptionCompleted {
                     item_id,
                     content_index: 0,
                     transcript,
+                    usage: Some(usage),
                 },
             );
         }
@@ -1788,6 +1799,32 @@ fn transcript_deltas(transcript: &str) -> Vec<String> {
     words.chunks(4).map(|chunk| chunk.concat()).collect()
 }
 
+/// What a transcription of `seconds` of the user's audio is billed, the way OpenAI bills its
+/// model: by duration for the models priced per minute, else by tokens (audio in at 10 a
+/// second, as the Realtime API counts user audio, and the transcript's words out).
+fn transcription_usage(model: &str, seconds: f64, transcript: &str) -> TranscriptionUsage {
+    const BY_DURATION: &[&str] = &[
+        "whisper-1",
+        "gpt-realtime-whisper",
+        "gpt-transcribe",
+        "gpt-live-transcribe",
+    ];
+    if BY_DURATION.contains(&model.trim()) {
+        return TranscriptionUsage::Duration { seconds };
+    }
+    let input_tokens = (seconds * 10.0).ceil() as u64;
+    let output_tokens = transcript.split_whitespace().count() as u64;
+    TranscriptionUsage::Tokens {
+        input_tokens,
+        output_tokens,
+        total_tokens: input_tokens + output_tokens,
+        input_token_details: Some(walkie_openai::TranscriptionTokenDetails {
+            audio_tokens: Some(input_tokens),
+            text_tokens: Some(0),
+        }),
+    }
+}
+
 fn default_session(call_id: &str) -> SessionConfig {
     let mut other = serde_json::Map::new();
     other.insert("id".to_owned(), Value::String(format!("sess_{call_id}")));
@@ -1816,6 +1853,11 @@ fn default_session(call_id: &str) -> SessionConfig {
         tools: Some(vec![]),
         tool_choice: Some(Value::String("auto".to_owned())),
         max_output_tokens: None,
+        reasoning: None,
+        parallel_tool_calls: None,
+        truncation: Some(walkie_openai::Truncation::Mode(
+            walkie_openai::TruncationMode::Auto,
+        )),
         other,
     }
 }
@@ -1837,6 +1879,15 @@ pub(crate) fn merge_session(current: &mut SessionConfig, update: SessionConfig) 
     }
     if update.max_output_tokens.is_some() {
         current.max_output_tokens = update.max_output_tokens;
+    }
+    if update.reasoning.is_some() {
+        current.reasoning = update.reasoning;
+    }
+    if update.parallel_tool_calls.is_some() {
+        current.parallel_tool_calls = update.parallel_tool_calls;
+    }
+    if update.truncation.is_some() {
+        current.truncation = update.truncation;
     }
     for (key, value) in update.other {
         if key != "id" && key != "object" {

@@ -457,3 +457,94 @@ async fn an_answer_without_location_still_connects_and_only_the_rest_hang_up_is_
     );
     provider.shutdown().await;
 }
+
+/// The app's push-to-talk config with every session control the current models take: a
+/// reasoning effort and one tool at a time, a retention ratio, a faster voice, and a
+/// transcription model given words to expect.
+fn controls_config(model: &str, transcription: walkie_openai::Transcription) -> TurnConfig {
+    let mut config = turn_config(model, "marin", "Be brief.");
+    let session = &mut config.session;
+    session.reasoning = Some(walkie_openai::Reasoning {
+        effort: Some("low".to_owned()),
+    });
+    session.parallel_tool_calls = Some(false);
+    session.truncation = Some(walkie_openai::Truncation::RetentionRatio(
+        walkie_openai::RetentionRatio {
+            retention_ratio: 0.8,
+            token_limits: None,
+        },
+    ));
+    let audio = session.audio.get_or_insert_with(AudioConfig::default);
+    audio.output.get_or_insert_with(AudioOutput::default).speed = Some(1.25);
+    audio
+        .input
+        .get_or_insert_with(walkie_openai::AudioInput::default)
+        .transcription = Some(Some(transcription));
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_current_models_session_controls_go_with_the_multipart_call_and_the_minted_key() {
+    let (provider, dir) = provider("client-session-controls").await;
+    let keywords = walkie_openai::Transcription {
+        model: "gpt-transcribe".to_owned(),
+        keywords: Some(vec!["Walkie".to_owned(), "PipeWire".to_owned()]),
+        ..walkie_openai::Transcription::default()
+    };
+    let delayed = walkie_openai::Transcription {
+        model: "gpt-realtime-whisper".to_owned(),
+        delay: Some("minimal".to_owned()),
+        ..walkie_openai::Transcription::default()
+    };
+    for (config, endpoint) in [
+        (
+            controls_config("gpt-realtime-2.1", keywords),
+            Endpoint::custom(&provider.base_url(), Auth::Bearer(KEY.to_owned()))
+                .expect("a loopback endpoint"),
+        ),
+        (
+            controls_config("gpt-realtime-2.1-mini", delayed),
+            Endpoint::custom(&provider.base_url(), Auth::Bearer(KEY.to_owned()))
+                .expect("a loopback endpoint")
+                .with_ephemeral_key(),
+        ),
+    ] {
+        let mut call = connect(endpoint, &config).await.expect("the call connects");
+        let session = created(&mut call).await;
+        assert_eq!(session["reasoning"]["effort"], "low", "{session}");
+        assert_eq!(session["parallel_tool_calls"], false);
+        assert_eq!(session["truncation"]["retention_ratio"], 0.8);
+        assert_eq!(session["audio"]["output"]["speed"], 1.25);
+        update_is_accepted(&mut call, config).await;
+        call.hangup().await.expect("the hang-up is accepted");
+    }
+
+    let calls = lines(&dir.join("calls.jsonl"));
+    let sessions: Vec<&Value> = calls
+        .iter()
+        .filter(|call| call["session"].is_object())
+        .map(|call| &call["session"])
+        .collect();
+    assert_eq!(
+        sessions.len(),
+        2,
+        "the multipart session and the minted one: {calls:?}"
+    );
+    let transcription = |session: &Value| session["audio"]["input"]["transcription"].clone();
+    assert_eq!(
+        transcription(sessions[0]),
+        serde_json::json!({"model": "gpt-transcribe", "keywords": ["Walkie", "PipeWire"]})
+    );
+    assert_eq!(
+        transcription(sessions[1]),
+        serde_json::json!({"model": "gpt-realtime-whisper", "delay": "minimal"})
+    );
+    for session in sessions {
+        assert_eq!(
+            session["truncation"],
+            serde_json::json!({"type": "retention_ratio", "retention_ratio": 0.8})
+        );
+        assert_eq!(session["reasoning"], serde_json::json!({"effort": "low"}));
+    }
+    provider.shutdown().await;
+}

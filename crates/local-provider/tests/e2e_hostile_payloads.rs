@@ -42,6 +42,7 @@ impl Driver {
                         model: "gpt-4o-mini-transcribe".to_owned(),
                         language: None,
                         prompt: None,
+                        ..Transcription::default()
                     })),
                     ..AudioInput::default()
                 }),
@@ -93,6 +94,8 @@ impl Driver {
                 ControllerOutput::Audio(_)
                 | ControllerOutput::Hint(_)
                 | ControllerOutput::Billed(_)
+                | ControllerOutput::Transcribed(_)
+                | ControllerOutput::RateLimits(_)
                 | ControllerOutput::ToolCall(_) => {}
             }
         }

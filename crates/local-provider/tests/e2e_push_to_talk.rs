@@ -111,6 +111,7 @@ fn ptt_session() -> SessionConfig {
                     model: "gpt-4o-mini-transcribe".to_owned(),
                     language: Some("en".to_owned()),
                     prompt: None,
+                    ..Transcription::default()
                 })),
                 turn_detection: Some(None),
                 ..AudioInput::default()

@@ -1,11 +1,24 @@
-//! Prints the model and voice names Walkie offers ([`walkie_openai::names`]) as one JSON
-//! object, `{"models":[…],"voices":[…]}`, for the oracle (scripts/oracle/) to compare with the
-//! official SDK's literals.
+//! Prints the names Walkie offers ([`walkie_openai::names`]) as one JSON object,
+//! `{"models":[…],"transcription_models":[…],"voices":[…],"deprecated":[…],"defaults":{…}}`,
+//! for the oracle (scripts/oracle/) to compare with the official SDK's literals and its list of
+//! deprecated names.
+
+use walkie_openai::names;
 
 fn main() {
+    let deprecated: Vec<_> = names::DEPRECATED_MODELS
+        .iter()
+        .map(|known| serde_json::json!({"model": known.model, "shutdown_on": known.shutdown_on}))
+        .collect();
     let names = serde_json::json!({
-        "models": walkie_openai::names::REALTIME_MODELS,
-        "voices": walkie_openai::names::VOICES,
+        "models": names::REALTIME_MODELS,
+        "transcription_models": names::TRANSCRIPTION_MODELS,
+        "voices": names::VOICES,
+        "deprecated": deprecated,
+        "defaults": {
+            "model": names::DEFAULT_REALTIME_MODEL,
+            "transcription_model": names::DEFAULT_TRANSCRIPTION_MODEL,
+        },
     });
     println!("{names}");
 }

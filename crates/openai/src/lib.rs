@@ -28,10 +28,11 @@ pub use item::{ContentPart, ImageDetail, Item, ItemStatus, Role};
 pub use server::KEPT_RAW_SERVER_EVENT_TYPES;
 pub use server::{
     CachedTokenDetails, ErrorDetail, InputTokenDetails, OutputTokenDetails, RateLimit, Response,
-    ResponseStatus, ServerEvent, StatusDetails, UnknownEvent, Usage,
+    ResponseStatus, ServerEvent, StatusDetails, TranscriptionTokenDetails, TranscriptionUsage,
+    UnknownEvent, Usage,
 };
 pub use session::{
     AudioConfig, AudioFormat, AudioInput, AudioOutput, InfiniteTokens, MAX_SESSION_BYTES,
-    MaxOutputTokens, Modality, NoiseReduction, SessionConfig, SessionKind, Tool, Transcription,
-    TurnDetection,
+    MaxOutputTokens, Modality, NoiseReduction, Reasoning, RetentionRatio, SessionConfig,
+    SessionKind, Tool, Transcription, Truncation, TruncationMode, TurnDetection,
 };

@@ -74,6 +74,14 @@ pub enum ServerEvent {
         #[serde(default)]
         content_index: u32,
         transcript: String,
+        /// What the transcription was billed, at the transcription model's prices. A malformed
+        /// one reads as none: the transcript matters more than the figure.
+        #[serde(
+            default,
+            deserialize_with = "lenient_transcription_usage",
+            skip_serializing_if = "Option::is_none"
+        )]
+        usage: Option<TranscriptionUsage>,
     },
     #[serde(rename = "conversation.item.input_audio_transcription.failed")]
     InputTranscriptionFailed {
@@ -346,6 +354,47 @@ impl<'de> serde_with::DeserializeAs<'de, Usage> for UsageObject {
     }
 }
 
+/// What one transcription of the user's audio was billed: tokens for the models billed by
+/// token, seconds of audio for those billed by duration (the SDK's two `Usage` variants).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TranscriptionUsage {
+    Tokens {
+        #[serde(default)]
+        input_tokens: u64,
+        #[serde(default)]
+        output_tokens: u64,
+        #[serde(default)]
+        total_tokens: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_token_details: Option<TranscriptionTokenDetails>,
+    },
+    Duration {
+        seconds: f64,
+    },
+}
+
+/// A token-billed transcription's input tokens by modality.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TranscriptionTokenDetails {
+    pub audio_tokens: Option<u64>,
+    pub text_tokens: Option<u64>,
+}
+
+fn lenient_transcription_usage<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<TranscriptionUsage>, D::Error> {
+    let value = Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value::<TranscriptionUsage>(value)
+        .ok()
+        .filter(|usage| match usage {
+            TranscriptionUsage::Duration { seconds } => seconds.is_finite() && *seconds >= 0.0,
+            TranscriptionUsage::Tokens { .. } => true,
+        }))
+}
+
 /// The input tokens by modality, and how many of them were cached.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -400,7 +449,7 @@ pub struct StatusDetails {
     pub error: Option<Value>,
 }
 
-/// One rate limit. Walkie does not read these; every field is optional, as in the SDK, so a
+/// One rate limit (`requests` or `tokens`). Every field is optional, as in the SDK, so a
 /// partial entry never loses the event (absent stays absent, never a made-up zero).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RateLimit {

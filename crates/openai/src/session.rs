@@ -66,6 +66,15 @@ pub struct SessionConfig {
     pub tool_choice: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<MaxOutputTokens>,
+    /// How hard a reasoning model thinks before it answers (reasoning models only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+    /// Whether the model may call several tools at once (reasoning models only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// What the server drops when the conversation outgrows the model's context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncation: Option<Truncation>,
     /// Fields this crate does not model (`id`, `expires_at`, `tracing`, `include`, ...), kept so
     /// that a restated session is not silently narrowed.
     #[serde(flatten)]
@@ -141,13 +150,52 @@ pub struct NoiseReduction {
     pub kind: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Transcription {
     pub model: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// How long the model waits before it writes (`minimal` … `xhigh`; `gpt-realtime-whisper`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    /// Words or names to expect (`gpt-transcribe`, `gpt-live-transcribe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keywords: Option<Vec<String>>,
+}
+
+/// `reasoning`: `effort` is `minimal`, `low`, `medium`, `high` or `xhigh`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Reasoning {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+}
+
+/// `truncation`: `"auto"` or `"disabled"`, or keep a fraction of the conversation when it
+/// outgrows the context, so the turns after a cut reuse the cached input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Truncation {
+    Mode(TruncationMode),
+    RetentionRatio(RetentionRatio),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TruncationMode {
+    Auto,
+    Disabled,
+}
+
+/// `{"type": "retention_ratio", "retention_ratio": 0.8}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "retention_ratio")]
+pub struct RetentionRatio {
+    pub retention_ratio: f64,
+    /// The server's own limits unless set (kept as the server restated them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_limits: Option<Value>,
 }
 
 /// Server-side turn detection (hands-free mode).

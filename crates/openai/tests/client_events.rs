@@ -23,6 +23,7 @@ fn push_to_talk_session() -> SessionConfig {
                     model: "gpt-4o-mini-transcribe".into(),
                     language: None,
                     prompt: None,
+                    ..Transcription::default()
                 })),
                 turn_detection: Some(None),
             }),

@@ -52,6 +52,7 @@ fn the_turn_carries_the_ids_and_text_the_session_needs() {
         item_id: "item_U1".into(),
         content_index: 0,
         transcript: "How are you?".into(),
+        usage: Some(walkie_openai::TranscriptionUsage::Duration { seconds: 2.0 }),
     }));
     let done = events
         .iter()

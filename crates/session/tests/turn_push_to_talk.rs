@@ -1475,3 +1475,66 @@ fn every_response_done_passes_on_what_it_was_billed_a_cancelled_one_too_and_one_
         Some(40)
     );
 }
+
+#[test]
+fn a_transcription_passes_on_what_it_was_billed_by_duration_or_tokens_and_a_malformed_usage_nothing()
+ {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    let completed = |item_id: &str, usage: Value| {
+        json!({"type": "conversation.item.input_audio_transcription.completed",
+            "event_id": "event_T", "item_id": item_id, "content_index": 0,
+            "transcript": "hello", "usage": usage})
+        .to_string()
+    };
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&completed(
+            "item_U1",
+            json!({"type": "duration", "seconds": 1.25}),
+        ))
+        .server(&completed(
+            "item_U1",
+            json!({"type": "tokens", "input_tokens": 12,
+            "output_tokens": 3, "total_tokens": 15,
+            "input_token_details": {"audio_tokens": 12}}),
+        ))
+        .server(&completed(
+            "item_U1",
+            json!({"type": "duration", "seconds": -4}),
+        ))
+        .server(&completed(
+            "item_U1",
+            json!({"type": "minutes", "minutes": 2}),
+        ));
+    assert_eq!(
+        talk.transcribed(),
+        [
+            walkie_openai::TranscriptionUsage::Duration { seconds: 1.25 },
+            walkie_openai::TranscriptionUsage::Tokens {
+                input_tokens: 12,
+                output_tokens: 3,
+                total_tokens: 15,
+                input_token_details: Some(walkie_openai::TranscriptionTokenDetails {
+                    audio_tokens: Some(12),
+                    text_tokens: None,
+                }),
+            },
+        ]
+    );
+}
+
+#[test]
+fn the_providers_rate_limits_are_passed_on_as_they_come() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.at(1_000).server(
+        &json!({"type": "rate_limits.updated", "event_id": "event_L", "rate_limits": [
+            {"name": "requests", "limit": 100, "remaining": 4, "reset_seconds": 12.0},
+            {"name": "tokens"}]})
+        .to_string(),
+    );
+    let limits = talk.rate_limits();
+    assert_eq!(limits.len(), 1);
+    assert_eq!(limits[0][0].remaining, Some(4));
+    assert_eq!(limits[0][1].limit, None, "absent stays absent");
+}

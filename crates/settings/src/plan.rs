@@ -195,8 +195,12 @@ pub struct Plan {
     pub budget_usd: Option<f64>,
     /// A typed message is answered in text alone.
     pub typed_replies_in_text: bool,
-    /// What each model costs.
+    /// What each model costs, per million tokens and per minute.
     pub prices: Vec<crate::prices::PriceRow>,
+    pub minute_prices: Vec<crate::prices::MinutePriceRow>,
+    /// What the user should read once about their settings (a model moved off one that shuts
+    /// down): the plan's first conversation shows it.
+    pub settings_notice: Option<String>,
     /// The MCP servers listed in the settings (the enabled ones are started).
     pub tool_servers: Vec<crate::tool_servers::ToolServer>,
 }
@@ -239,8 +243,10 @@ impl Plan {
             jitter_seed,
             voice_barge_in: self.voice_barge_in,
             pricing: self.pricing(),
+            transcription_pricing: self.transcription_pricing(),
             budget_usd: self.budget_usd,
             outside_tools,
+            settings_notice: self.settings_notice.clone(),
         }
     }
 
@@ -250,6 +256,24 @@ impl Plan {
         let model = self.session.model.as_deref()?;
         let free = matches!(self.provider, Ok(Provider::Local));
         crate::prices::pricing_for(model, free, &self.prices)
+    }
+
+    /// The prices the transcriptions of the user's speech are costed at: the transcription
+    /// model's row per minute, else its row per million tokens (`free` on the local provider).
+    pub fn transcription_pricing(&self) -> Option<walkie_conversation::Pricing> {
+        let model = self
+            .session
+            .audio
+            .as_ref()?
+            .input
+            .as_ref()?
+            .transcription
+            .as_ref()?
+            .as_ref()?
+            .model
+            .as_str();
+        let free = matches!(self.provider, Ok(Provider::Local));
+        crate::prices::transcription_pricing_for(model, free, &self.minute_prices, &self.prices)
     }
 
     /// Resolves the settings against the keyring and the environment. Blocks on the keyring:
@@ -276,6 +300,8 @@ impl Plan {
             budget_usd: settings.budget_usd,
             typed_replies_in_text: settings.typed_replies_in_text,
             prices: settings.prices.clone(),
+            minute_prices: settings.minute_prices.clone(),
+            settings_notice: None,
             tool_servers: settings.tool_servers.clone(),
         }
     }
@@ -358,16 +384,45 @@ fn provider_with(
     }
 }
 
-/// The session Walkie asks for: spoken replies in the chosen voice, the user's speech
-/// transcribed unless transcription is off.
+/// The session Walkie asks for: spoken replies in the chosen voice and speed, the user's
+/// speech transcribed unless transcription is off. A control a model does not take (a
+/// reasoning effort for a model that does not reason, a delay for a transcription model
+/// without one) is left out, so a setting kept from another model never fails a call.
 fn session(settings: &Settings) -> SessionConfig {
+    use walkie_openai::names;
     let transcription = non_empty(&settings.transcription_model).map(|model| Transcription {
+        delay: settings
+            .transcription_delay
+            .filter(|_| names::takes_transcription_delay(&model))
+            .map(|delay| delay.as_str().to_owned()),
+        keywords: Some(
+            settings
+                .transcription_keywords
+                .iter()
+                .map(|word| word.trim().to_owned())
+                .filter(|word| !word.is_empty())
+                .collect::<Vec<_>>(),
+        )
+        .filter(|words| !words.is_empty() && names::takes_transcription_keywords(&model)),
         model,
-        language: None,
-        prompt: None,
+        ..Transcription::default()
     });
+    let model = settings.model.trim().to_owned();
+    let reasons = names::is_reasoning_model(&model);
     SessionConfig {
-        model: Some(settings.model.trim().to_owned()),
+        reasoning: settings.reasoning_effort.filter(|_| reasons).map(|effort| {
+            walkie_openai::Reasoning {
+                effort: Some(effort.as_str().to_owned()),
+            }
+        }),
+        parallel_tool_calls: reasons.then_some(settings.parallel_tool_calls),
+        truncation: settings.truncation_retention_ratio.map(|ratio| {
+            walkie_openai::Truncation::RetentionRatio(walkie_openai::RetentionRatio {
+                retention_ratio: ratio,
+                token_limits: None,
+            })
+        }),
+        model: Some(model),
         instructions: non_empty(&settings.instructions),
         output_modalities: Some(vec![Modality::Audio]),
         audio: Some(AudioConfig {
@@ -387,6 +442,8 @@ fn session(settings: &Settings) -> SessionConfig {
             }),
             output: Some(AudioOutput {
                 voice: Some(settings.voice.trim().to_owned()),
+                // Normal speed is the API's default: not sent.
+                speed: Some(settings.speech_speed as f32).filter(|speed| *speed != 1.0),
                 ..AudioOutput::default()
             }),
         }),

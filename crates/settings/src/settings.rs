@@ -85,6 +85,30 @@ pub enum NoiseReduction {
     Off,
 }
 
+/// How much a model puts into it: a reasoning model's thinking (`reasoning.effort`), or how
+/// long a transcription model waits before it writes (`delay`). The same five steps in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl Effort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Xhigh => "xhigh",
+        }
+    }
+}
+
 /// Everything the settings dialog edits. Unknown fields in the file are ignored and missing
 /// ones take their defaults, so an older or newer Walkie can read the file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -101,6 +125,22 @@ pub struct Settings {
     pub instructions: String,
     /// The model transcribing the user's speech; empty turns user transcripts off.
     pub transcription_model: String,
+    /// How hard a reasoning model thinks before it answers; `None`: the model's default.
+    /// Sent to reasoning models only.
+    pub reasoning_effort: Option<Effort>,
+    /// A reasoning model may call several tools at once.
+    pub parallel_tool_calls: bool,
+    /// When the conversation outgrows the model's context, keep this fraction of it (fewer,
+    /// larger cuts: the turns after one reuse the cached input). `None`: the server's own
+    /// truncation.
+    pub truncation_retention_ratio: Option<f64>,
+    /// How fast the assistant speaks (1 is normal).
+    pub speech_speed: f64,
+    /// How long the transcription model waits before it writes; `None`: its default. Sent to
+    /// the models that take one only.
+    pub transcription_delay: Option<Effort>,
+    /// Words or names the transcription should expect (the models that take them only).
+    pub transcription_keywords: Vec<String>,
     pub press_mode: PressMode,
     /// The server's voice detection ends turns instead of a key.
     pub hands_free: bool,
@@ -147,6 +187,15 @@ pub struct Settings {
     pub budget_usd: Option<f64>,
     /// What each model costs, per million tokens: the published prices unless edited.
     pub prices: Vec<crate::prices::PriceRow>,
+    /// What each model billed by duration costs, per minute.
+    pub minute_prices: Vec<crate::prices::MinutePriceRow>,
+    /// The day of the published prices the tables were last brought up to
+    /// ([`crate::prices::PUBLISHED_ON`]); empty in a file from before there was one.
+    #[serde(default)]
+    pub published_prices_of: String,
+    /// Deprecated models the user chose knowing it (saved in the dialog while it warned): not
+    /// moved to their replacement at the next start.
+    pub kept_deprecated_models: Vec<String>,
     /// The MCP servers whose tools the assistant may use, and what each tool may do.
     pub tool_servers: Vec<crate::tool_servers::ToolServer>,
 }
@@ -158,6 +207,13 @@ pub const RETENTION_RANGE_DAYS: std::ops::RangeInclusive<u32> = 1..=36_500;
 /// Shorter than 2 minutes would spend a session renewing it; 4 hours is past any provider's.
 pub const SESSION_LIMIT_RANGE_MINUTES: std::ops::RangeInclusive<u32> = 2..=240;
 pub const INSTRUCTIONS_MAX_CHARS: usize = 20_000;
+/// The API's bounds for `audio.output.speed`.
+pub const SPEECH_SPEED_RANGE: std::ops::RangeInclusive<f64> = 0.25..=1.5;
+/// Keeping less than a tenth would cut nearly everything each time; all of it is no cut.
+pub const RETENTION_RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.1..=0.95;
+/// Words to expect: a short list of short words is what helps a transcription.
+pub const KEYWORDS_MAX: usize = 50;
+pub const KEYWORD_MAX_CHARS: usize = 60;
 /// A cent to ten thousand dollars a conversation.
 pub const BUDGET_RANGE_USD: std::ops::RangeInclusive<f64> = 0.01..=10_000.0;
 /// Walkie's bounds for the idle timeout (the API documents none): shorter would talk over a
@@ -183,12 +239,18 @@ impl Default for Settings {
             azure_resource_url: String::new(),
             azure_deployment: String::new(),
             custom_base_url: String::new(),
-            model: "gpt-realtime".to_owned(),
+            model: walkie_openai::names::DEFAULT_REALTIME_MODEL.to_owned(),
             voice: "marin".to_owned(),
             instructions: "You are Walkie, a concise and friendly voice assistant on the user's \
                            desktop."
                 .to_owned(),
-            transcription_model: "gpt-4o-mini-transcribe".to_owned(),
+            transcription_model: walkie_openai::names::DEFAULT_TRANSCRIPTION_MODEL.to_owned(),
+            reasoning_effort: None,
+            parallel_tool_calls: true,
+            truncation_retention_ratio: None,
+            speech_speed: 1.0,
+            transcription_delay: None,
+            transcription_keywords: Vec::new(),
             press_mode: PressMode::Hold,
             hands_free: false,
             typed_replies_in_text: false,
@@ -209,6 +271,9 @@ impl Default for Settings {
             session_limit_minutes: 60,
             budget_usd: None,
             prices: crate::prices::published_prices(),
+            minute_prices: crate::prices::published_minute_prices(),
+            published_prices_of: crate::prices::PUBLISHED_ON.to_owned(),
+            kept_deprecated_models: Vec::new(),
             tool_servers: Vec::new(),
         }
     }
@@ -248,6 +313,13 @@ pub fn label(field: &str) -> &'static str {
         "voice" => "Voice",
         "instructions" => "Instructions",
         "transcriptionModel" => "Transcribe my speech with",
+        "reasoningEffort" => "Reasoning effort",
+        "parallelToolCalls" => "Let the model use several tools at once",
+        "truncationRetentionRatio" => "When the conversation gets too long",
+        "speechSpeed" => "Speaking speed",
+        "transcriptionDelay" => "Transcription delay",
+        "transcriptionKeywords" => "Words to expect",
+        "minutePrices" => "Prices per minute (US$)",
         "noiseReduction" => "Noise reduction",
         "voiceDetection" => "Hands-free: your turn ends",
         "eagerness" => "When you sound finished, answer",
@@ -302,7 +374,7 @@ impl Settings {
             );
         }
         if self.model.trim().is_empty() {
-            refuse("model", "enter a model name, e.g. gpt-realtime".into());
+            refuse("model", "enter a model name, e.g. gpt-realtime-2.1".into());
         }
         if self.voice.trim().is_empty() {
             refuse("voice", "choose a voice from the list".into());
@@ -371,8 +443,56 @@ impl Settings {
                 ),
             );
         }
+        if !SPEECH_SPEED_RANGE.contains(&self.speech_speed) {
+            refuse(
+                "speechSpeed",
+                format!(
+                    "enter {} to {} (1 is normal)",
+                    SPEECH_SPEED_RANGE.start(),
+                    SPEECH_SPEED_RANGE.end()
+                ),
+            );
+        }
+        if let Some(ratio) = self.truncation_retention_ratio
+            && !RETENTION_RATIO_RANGE.contains(&ratio)
+        {
+            refuse(
+                "truncationRetentionRatio",
+                format!(
+                    "choose a share to keep from {} to {} %, or let the server drop the oldest \
+                     messages as needed",
+                    RETENTION_RATIO_RANGE.start() * 100.0,
+                    RETENTION_RATIO_RANGE.end() * 100.0
+                ),
+            );
+        }
+        if self.transcription_keywords.len() > KEYWORDS_MAX {
+            refuse(
+                "transcriptionKeywords",
+                format!(
+                    "list at most {KEYWORDS_MAX} words (now {}): the ones most often misheard",
+                    self.transcription_keywords.len()
+                ),
+            );
+        } else if let Some(long) = self
+            .transcription_keywords
+            .iter()
+            .find(|word| word.trim().is_empty() || word.chars().count() > KEYWORD_MAX_CHARS)
+        {
+            refuse(
+                "transcriptionKeywords",
+                if long.trim().is_empty() {
+                    "remove the empty word between two commas".to_owned()
+                } else {
+                    format!("shorten \"{long}\" to {KEYWORD_MAX_CHARS} characters or fewer")
+                },
+            );
+        }
         if let Some(problem) = crate::prices::price_table_problem(&self.prices) {
             refuse("prices", problem);
+        }
+        if let Some(problem) = crate::prices::minute_price_table_problem(&self.minute_prices) {
+            refuse("minutePrices", problem);
         }
         if let Some(problem) = crate::tool_servers::tool_servers_problem(&self.tool_servers) {
             refuse("toolServers", problem);
@@ -431,6 +551,14 @@ impl Settings {
                 s.transcription_model.clone(),
                 s.noise_reduction,
                 (
+                    s.reasoning_effort,
+                    s.parallel_tool_calls,
+                    s.truncation_retention_ratio.map(f64::to_bits),
+                    s.speech_speed.to_bits(),
+                    s.transcription_delay,
+                    s.transcription_keywords.clone(),
+                ),
+                (
                     s.push_to_talk_tail_ms,
                     s.pre_roll_ms,
                     s.warm_mic,
@@ -464,6 +592,118 @@ impl Settings {
         };
         mode(self) != mode(other)
     }
+}
+
+/// What [`Settings::migrate`] did: whether the settings changed (and should be saved), and the
+/// one line the user should read about it, if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Migration {
+    pub changed: bool,
+    pub notice: Option<String>,
+}
+
+impl Settings {
+    /// Brings settings saved by an older Walkie up to date, once: a model the provider shuts
+    /// down moves to its replacement unless the user chose it knowing
+    /// ([`Self::kept_deprecated_models`]), and the price tables gain what was published since.
+    /// The notice says what moved and why; for a kept model, when it stops answering.
+    pub fn migrate(&mut self) -> Migration {
+        let mut migration = Migration::default();
+        let mut moved = Vec::new();
+        let mut kept = Vec::new();
+        for (field, role) in [
+            (&mut self.model, "talks to"),
+            (
+                &mut self.transcription_model,
+                "transcribes your speech with",
+            ),
+        ] {
+            let Some(known) = walkie_openai::names::deprecation(field) else {
+                continue;
+            };
+            if self
+                .kept_deprecated_models
+                .iter()
+                .any(|model| model == known.model)
+            {
+                kept.push(known);
+            } else {
+                *field = known.replacement.to_owned();
+                moved.push((known, role));
+            }
+        }
+        // A kept name that is no longer in use is no longer a choice to honour.
+        let in_use = [
+            self.model.trim().to_owned(),
+            self.transcription_model.trim().to_owned(),
+        ];
+        let kept_before = self.kept_deprecated_models.len();
+        self.kept_deprecated_models
+            .retain(|model| in_use.contains(model));
+        let published_of = std::mem::replace(
+            &mut self.published_prices_of,
+            crate::prices::PUBLISHED_ON.to_owned(),
+        );
+        let prices = crate::prices::bring_up_to_date(
+            &mut self.prices,
+            &crate::prices::published_prices(),
+            &published_of,
+        );
+        let minute_prices = crate::prices::bring_up_to_date(
+            &mut self.minute_prices,
+            &crate::prices::published_minute_prices(),
+            &published_of,
+        );
+        migration.changed = !moved.is_empty()
+            || kept_before != self.kept_deprecated_models.len()
+            || published_of != self.published_prices_of
+            || prices
+            || minute_prices;
+        migration.notice = moved_notice(&moved).or_else(|| kept_notice(&kept));
+        migration
+    }
+
+    /// The user saved the dialog while it warned of these models' shutdown: they are kept at
+    /// the next start instead of being moved.
+    pub fn keep_chosen_deprecated(&mut self) {
+        self.kept_deprecated_models = [&self.model, &self.transcription_model]
+            .into_iter()
+            .filter_map(|model| walkie_openai::names::deprecation(model))
+            .map(|known| known.model.to_owned())
+            .collect();
+    }
+}
+
+fn moved_notice(moved: &[(&walkie_openai::names::Deprecation, &str)]) -> Option<String> {
+    let (first, rest) = moved.split_first()?;
+    let mut now = format!("Walkie now {} {}", first.1, first.0.replacement);
+    let mut shut = format!("{} down on {}", first.0.model, first.0.shutdown_on);
+    for (known, role) in rest {
+        now += &format!(" and {role} {}", known.replacement);
+        shut += &format!(" and {} on {}", known.model, known.shutdown_on);
+    }
+    let headline = if rest.is_empty() {
+        "New model"
+    } else {
+        "New models"
+    };
+    Some(format!(
+        "{headline}: {now}, as OpenAI shuts {shut}. Open Settings to choose another."
+    ))
+}
+
+fn kept_notice(kept: &[&walkie_openai::names::Deprecation]) -> Option<String> {
+    let (first, rest) = kept.split_first()?;
+    let mut which = format!(
+        "{}, which you chose, stops answering on {}",
+        first.model, first.shutdown_on
+    );
+    for known in rest {
+        which += &format!(" and {} on {}", known.model, known.shutdown_on);
+    }
+    Some(format!(
+        "Model shuts down: {which}; choose another in Settings before then."
+    ))
 }
 
 fn out_of_range_ms(value_ms: u32, range: &std::ops::RangeInclusive<u32>) -> Option<String> {
@@ -558,12 +798,16 @@ pub enum SettingsError {
     Invalid(#[from] InvalidSetting),
 }
 
-/// What loading found, besides the settings: a file that had to be set aside.
+/// What loading found, besides the settings: a file that had to be set aside, or settings an
+/// older Walkie saved that were brought up to date.
 #[derive(Debug)]
 pub struct Loaded {
     pub settings: Settings,
     /// The unreadable file was moved here and defaults are in use; the user should know.
     pub set_aside: Option<(PathBuf, String)>,
+    /// What the user should read about the settings brought up to date (a model moved off one
+    /// that shuts down, or one they kept that will).
+    pub migrated: Option<String>,
 }
 
 /// The settings file in one config directory.
@@ -604,6 +848,7 @@ impl SettingsFile {
                 return Ok(Loaded {
                     settings: Settings::default(),
                     set_aside: None,
+                    migrated: None,
                 });
             }
             Err(source) => {
@@ -614,11 +859,20 @@ impl SettingsFile {
             }
         };
         let problem = match serde_json::from_str::<Settings>(&text) {
-            Ok(settings) => match settings.validate() {
+            Ok(mut settings) => match settings.validate() {
                 Ok(()) => {
+                    let migration = settings.migrate();
+                    // Saved at once, so it happens once; if the file cannot be written now,
+                    // the next start brings it up to date again.
+                    if migration.changed
+                        && let Err(error) = self.save(&settings)
+                    {
+                        log::warn!("the settings brought up to date were not saved: {error}");
+                    }
                     return Ok(Loaded {
                         settings,
                         set_aside: None,
+                        migrated: migration.notice,
                     });
                 }
                 Err(invalid) => invalid.to_string(),
@@ -635,6 +889,7 @@ impl SettingsFile {
         Ok(Loaded {
             settings: Settings::default(),
             set_aside: Some((aside, problem)),
+            migrated: None,
         })
     }
 

@@ -162,15 +162,33 @@ pub struct Spent {
     pub unpriced_responses: u64,
     /// The models whose prices were used, in the order they first were.
     pub models: Vec<String>,
+    /// The user's speech transcribed, and billed by duration, in seconds.
+    pub transcribed_seconds: f64,
+    /// How many transcriptions were billed, and how many of them had no price.
+    pub transcriptions: u64,
+    pub unpriced_transcriptions: u64,
 }
 
 impl Spent {
     fn add(&mut self, billed: &Billed) {
-        self.responses += 1;
-        self.tokens = self.tokens.plus(&billed.tokens);
-        match billed.cost_usd {
-            Some(cost_usd) => *self.cost_usd.get_or_insert(0.0) += cost_usd,
-            None => self.unpriced_responses += 1,
+        match billed.transcribed_seconds {
+            Some(seconds) => {
+                self.transcriptions += 1;
+                self.transcribed_seconds += seconds.max(0.0);
+                if billed.cost_usd.is_none() {
+                    self.unpriced_transcriptions += 1;
+                }
+            }
+            None => {
+                self.responses += 1;
+                self.tokens = self.tokens.plus(&billed.tokens);
+                if billed.cost_usd.is_none() {
+                    self.unpriced_responses += 1;
+                }
+            }
+        }
+        if let Some(cost_usd) = billed.cost_usd {
+            *self.cost_usd.get_or_insert(0.0) += cost_usd;
         }
         if let Some(model) = &billed.model
             && !self.models.contains(model)
@@ -774,6 +792,9 @@ impl Conversation {
                 },
                 "costUsd": self.spent.cost_usd,
                 "unpricedResponses": self.spent.unpriced_responses,
+                "transcriptions": self.spent.transcriptions,
+                "transcribedSeconds": self.spent.transcribed_seconds,
+                "unpricedTranscriptions": self.spent.unpriced_transcriptions,
                 "models": self.spent.models,
             },
         })

@@ -56,8 +56,8 @@ pub struct Reopened {
     pub assistant_sample_rate_hz: u32,
 }
 
-/// One response was billed by the provider. Older versions read this line as one they do not
-/// know and skip it.
+/// One response, or one transcription of the user's speech, was billed by the provider. Older
+/// versions read this line as one they do not know and skip it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Billed {
     pub unix_ms: i64,
@@ -68,6 +68,10 @@ pub struct Billed {
     /// The model whose prices were used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Set for a transcription: the seconds of speech it was billed (zero when it was billed
+    /// by tokens). An older Walkie reads such a line as a response's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcribed_seconds: Option<f64>,
 }
 
 /// One turn WAV was finished: how many samples it holds and where they came from.

@@ -99,6 +99,43 @@ impl Call {
         budget_usd: Option<f64>,
         outside_tools: Vec<OutsideTool>,
     ) -> Self {
+        Self::placed_costed(config, budget_usd, None, outside_tools)
+    }
+
+    /// Placed with a budget, its transcriptions costed at `transcription_pricing`.
+    pub fn placed_costed(
+        config: TurnConfig,
+        budget_usd: Option<f64>,
+        transcription_pricing: Option<Pricing>,
+        outside_tools: Vec<OutsideTool>,
+    ) -> Self {
+        Self::placed_telling(
+            config,
+            budget_usd,
+            transcription_pricing,
+            outside_tools,
+            None,
+        )
+    }
+
+    /// Push-to-talk, placed, with a sentence about the settings to tell the user.
+    pub fn placed_telling_about_settings(settings_notice: &str) -> Self {
+        Self::placed_telling(
+            TurnConfig::push_to_talk(SessionConfig::default()),
+            None,
+            None,
+            Vec::new(),
+            Some(settings_notice.to_owned()),
+        )
+    }
+
+    fn placed_telling(
+        config: TurnConfig,
+        budget_usd: Option<f64>,
+        transcription_pricing: Option<Pricing>,
+        outside_tools: Vec<OutsideTool>,
+        settings_notice: Option<String>,
+    ) -> Self {
         let machine = Conversation::new(
             ConversationConfig {
                 turn: config.clone(),
@@ -109,12 +146,14 @@ impl Call {
                 voice_barge_in: true,
                 pricing: Some(Pricing {
                     model: "gpt-realtime".to_owned(),
-                    prices: PRICES,
+                    rate: walkie_conversation::Rate::PerMillionTokens(PRICES),
                     taken_on: "2025-08-28".to_owned(),
                     free: false,
                 }),
+                transcription_pricing,
                 budget_usd,
                 outside_tools,
+                settings_notice,
             },
             ToolRegistry::with_builtins,
         );
@@ -279,7 +318,7 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
 /// The last report of what the conversation spent among `outputs`.
 pub fn spending(outputs: &[Output]) -> Option<Spending> {
     outputs.iter().rev().find_map(|output| match output {
-        Output::Spending(spending) => Some(spending.clone()),
+        Output::Spending(spending) => Some((**spending).clone()),
         _ => None,
     })
 }

@@ -612,6 +612,12 @@ impl TurnController {
         self.responses.active()
     }
 
+    /// Whether a reply is owed: one is active, or asked for and not created yet (sent or
+    /// queued). A turn's transcription may be billed in that gap.
+    pub fn awaits_reply(&self) -> bool {
+        self.responses.awaits_server() || self.responses.create_is_queued()
+    }
+
     // ----------------------------------------------------------------------------------------
     // Push-to-talk
     // ----------------------------------------------------------------------------------------
@@ -1055,6 +1061,14 @@ impl TurnController {
 
     pub(super) fn billed(&mut self, usage: walkie_openai::Usage) {
         self.outbox.billed(usage);
+    }
+
+    pub(super) fn transcribed(&mut self, usage: walkie_openai::TranscriptionUsage) {
+        self.outbox.transcribed(usage);
+    }
+
+    pub(super) fn rate_limits(&mut self, limits: Vec<walkie_openai::RateLimit>) {
+        self.outbox.rate_limits(limits);
     }
 
     pub(super) fn request_tool_call(&mut self, request: ToolCallRequest) {

@@ -87,8 +87,8 @@ impl TurnController {
             | ServerEvent::ResponseOutputItemDone { .. }
             | ServerEvent::ResponseContentPartDone { .. }
             | ServerEvent::OutputAudioDone { .. }
-            | ServerEvent::FunctionCallArgumentsDelta { .. }
-            | ServerEvent::RateLimitsUpdated { .. } => {}
+            | ServerEvent::FunctionCallArgumentsDelta { .. } => {}
+            ServerEvent::RateLimitsUpdated { rate_limits } => self.rate_limits(rate_limits),
             ServerEvent::SessionUpdated { session } => {
                 self.lifecycle.set_transcribes(matches!(
                     session.audio.as_ref().and_then(|audio| audio.input.as_ref()),
@@ -119,8 +119,14 @@ impl TurnController {
             ServerEvent::InputTranscriptionCompleted {
                 item_id,
                 transcript,
+                usage,
                 ..
-            } => self.on_user_transcript(&item_id, &transcript, true, now_ms),
+            } => {
+                if let Some(usage) = usage {
+                    self.transcribed(usage);
+                }
+                self.on_user_transcript(&item_id, &transcript, true, now_ms)
+            }
             ServerEvent::InputTranscriptionFailed {
                 item_id,
                 content_index,

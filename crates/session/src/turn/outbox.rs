@@ -93,6 +93,16 @@ impl Outbox {
         self.outputs.push_back(ControllerOutput::Billed(usage));
     }
 
+    /// Queues what a transcription was billed: never dropped either.
+    pub fn transcribed(&mut self, usage: walkie_openai::TranscriptionUsage) {
+        self.outputs.push_back(ControllerOutput::Transcribed(usage));
+    }
+
+    /// Queues the provider's rate limits.
+    pub fn rate_limits(&mut self, limits: Vec<walkie_openai::RateLimit>) {
+        self.outputs.push_back(ControllerOutput::RateLimits(limits));
+    }
+
     /// Queues a call of an outside tool: never dropped, the reply waits for its answer.
     pub fn tool_call(&mut self, request: ToolCallRequest) {
         self.outputs.push_back(ControllerOutput::ToolCall(request));

@@ -40,6 +40,10 @@ pub enum ControllerOutput {
     Diagnostic(Diagnostic),
     /// A response ended (`response.done`), billed this much by the provider.
     Billed(Usage),
+    /// The user's audio was transcribed, billed this much at the transcription model's prices.
+    Transcribed(walkie_openai::TranscriptionUsage),
+    /// The provider's rate limits as they stand (`rate_limits.updated`, at each response).
+    RateLimits(Vec<walkie_openai::RateLimit>),
     /// The model called a tool run outside the controller: decide and run it, then answer
     /// with [`crate::turn::TurnController::tool_finished`]. The reply waits for the answer.
     ToolCall(ToolCallRequest),

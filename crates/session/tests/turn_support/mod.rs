@@ -47,6 +47,10 @@ pub struct Polled {
     pub diagnostics: Vec<Diagnostic>,
     /// What each response was billed, in order.
     pub billed: Vec<walkie_openai::Usage>,
+    /// What each transcription was billed, in order.
+    pub transcribed: Vec<walkie_openai::TranscriptionUsage>,
+    /// Each `rate_limits.updated`'s limits, in order.
+    pub rate_limits: Vec<Vec<walkie_openai::RateLimit>>,
     /// Calls of outside tools asked of the caller, in order.
     pub tool_calls: Vec<walkie_session::turn::ToolCallRequest>,
 }
@@ -170,6 +174,8 @@ impl Conversation {
                 }
                 ControllerOutput::Billed(usage) => self.polled.billed.push(usage),
                 ControllerOutput::ToolCall(request) => self.polled.tool_calls.push(request),
+                ControllerOutput::Transcribed(usage) => self.polled.transcribed.push(usage),
+                ControllerOutput::RateLimits(limits) => self.polled.rate_limits.push(limits),
             }
         }
         &mut self.polled
@@ -248,6 +254,16 @@ impl Conversation {
     /// What responses were billed since the last call, in order.
     pub fn billed(&mut self) -> Vec<walkie_openai::Usage> {
         std::mem::take(&mut self.poll().billed)
+    }
+
+    /// What transcriptions were billed since the last call, in order.
+    pub fn transcribed(&mut self) -> Vec<walkie_openai::TranscriptionUsage> {
+        std::mem::take(&mut self.poll().transcribed)
+    }
+
+    /// The rate limits the provider reported since the last call, in order.
+    pub fn rate_limits(&mut self) -> Vec<Vec<walkie_openai::RateLimit>> {
+        std::mem::take(&mut self.poll().rate_limits)
     }
 
     /// Session events since the last call, with the time each was stamped with.
