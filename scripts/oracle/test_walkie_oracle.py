@@ -210,8 +210,46 @@ class TraceRoot(unittest.TestCase):
         self.assertEqual(
             dict(report.created_by_kind), {"input_image": 1, "input_text": 1, "function_call_output": 1}
         )
-        self.assertEqual((report.calls, report.session_parts), (2, 1))
+        self.assertEqual((report.calls, report.session_parts), (3, 1))
+        self.assertEqual(report.live_client_events, 4)
+        self.assertEqual(report.live_client_events_by_type["session.input_audio.mute"], 1)
+        self.assertEqual(report.live_bodies, 1)
         self.assertEqual(report.failures, [])
+
+    def test_a_live_body_with_a_key_the_sdk_does_not_have_fails_with_its_path(self):
+        body = json.loads((SAMPLES / "a_live_call" / "calls.jsonl").read_text())["live_session"]
+        self.assertEqual(oracle.check_live_body(body), [])
+        body["session"]["turn_detection"] = {"type": "server_vad"}
+        body["session"]["audio"]["output"]["speed"] = 1.2
+        self.assertEqual(
+            sorted((p.path, p.kind) for p in oracle.check_live_body(body)),
+            [("session.audio.output.speed", "unknown field"), ("session.turn_detection", "unknown field")],
+        )
+        del body["session"]["model"]
+        self.assertIn("session.model", [p.path for p in oracle.check_live_body(body)])
+
+    def test_a_realtime_event_on_a_live_call_and_a_live_event_with_an_unknown_field_fail(self):
+        event_type, problems = oracle.check_live_client_event('{"type":"input_audio_buffer.commit"}')
+        self.assertEqual((event_type, [p.kind for p in problems]), ("input_audio_buffer.commit", ["not a Live client event"]))
+        _, problems = oracle.check_live_client_event('{"type":"session.input_audio.mute","muted":true}')
+        self.assertEqual([(p.path, p.kind) for p in problems], [("muted", "unknown field")])
+        _, problems = oracle.check_live_client_event('{"type":"session.thinking.append","content":"x","delegation_id":null}')
+        self.assertEqual(problems, [])
+
+    def test_a_trace_without_live_calls_fails_the_check(self):
+        with tempfile.TemporaryDirectory() as root:
+            realtime_only = Path(root) / "a_push_to_talk_turn"
+            realtime_only.mkdir()
+            for name in ("calls.jsonl", "client-events.jsonl"):
+                (realtime_only / name).write_text((SAMPLES / "a_push_to_talk_turn" / name).read_text())
+            stderr = io.StringIO()
+            with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+                status = oracle.main(
+                    ["--trace-root", root, "--names", names_program(self, walkie_names()),
+                     "--decoder", sys.executable, "-c", ECHO_DECODED]
+                )
+        self.assertEqual(status, 1)
+        self.assertIn("0 Live client events and 0 Live session bodies", stderr.getvalue())
 
     def test_a_bad_event_in_a_trace_is_reported_with_its_file_and_line(self):
         with tempfile.TemporaryDirectory() as root:
@@ -306,10 +344,17 @@ class ServerEvents(unittest.TestCase):
         self.assertIn("created: 1 function_call_output, 1 input_image, 1 input_text)", stdout.getvalue())
         self.assertIn("0 unknown fields, 0 model in session.update; 1 session parts checked", stdout.getvalue())
         self.assertIn(f"{types}/{types} server event types decoded or kept", stdout.getvalue())
+        live = len(oracle.LIVE_SERVER_EVENT_MODELS)
+        self.assertEqual(live, oracle.SDK_LIVE_SERVER_EVENT_TYPES)
+        self.assertIn(
+            "Live: 4 client events (1 session.close, 1 session.commentary.append, 1 session.input_audio.mute, "
+            f"1 session.input_audio.unmute) and 1 session bodies checked; {live}/{live} server event types decoded or kept",
+            stdout.getvalue(),
+        )
         names = oracle.sdk_names()
         self.assertIn(
             f"{len(names['models'])} models, {len(names['transcription_models'])} transcription models and "
-            f"{len(names['voices'])} voices as the SDK names them; ",
+            f"{len(names['voices'])} voices as the SDK names them, 2 Live models and 23 Live voices; ",
             stdout.getvalue(),
         )
         checked = len(set(names["models"]) | set(names["transcription_models"]) | set(DEFAULTS.values()))
@@ -328,6 +373,41 @@ class ServerEvents(unittest.TestCase):
             )
         self.assertEqual(status, 1)
         self.assertIn("the decoder gave no verdicts", stderr.getvalue())
+
+    def test_a_decoder_that_fails_one_live_type_fails_the_check_naming_it(self):
+        refuses_paused = (
+            "import sys, json\n"
+            "live = '--live' in sys.argv\n"
+            "for line in sys.stdin:\n"
+            "    event = json.loads(line)\n"
+            "    bad = live and event['type'] == 'session.paused'\n"
+            "    print(json.dumps({'type': event['type'], 'verdict': 'error' if bad else 'decoded',\n"
+            "                      'detail': 'no such event' if bad else None,\n"
+            "                      'usage': event.get('response', {}).get('usage')}))\n"
+        )
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            status = oracle.main(
+                ["--trace-root", str(SAMPLES), "--names", names_program(self, walkie_names()),
+                 "--decoder", sys.executable, "-c", refuses_paused]
+            )
+        self.assertEqual(status, 1)
+        self.assertIn("oracle: FAILED: Live session.paused: 2 of 2 SDK-built instances not decoded", stderr.getvalue())
+        self.assertNotIn("FAILED: session.paused", stderr.getvalue())
+
+    def test_the_live_server_union_is_the_webrtc_one_with_paused_and_resumed(self):
+        types = set(oracle.LIVE_SERVER_EVENT_MODELS)
+        self.assertTrue({"session.paused", "session.resumed", "session.input_transcript.delta", "session.closed"} <= types)
+        self.assertNotIn("response.done", types)
+        events = oracle.build_server_events({"session.usage.updated": oracle.LIVE_SERVER_EVENT_MODELS["session.usage.updated"]})
+        self.assertTrue(any('"active_seconds"' in text for _, text in events), events)
+
+    def test_the_live_names_are_the_sdks(self):
+        names = oracle.sdk_names()
+        self.assertEqual(names["live_models"], ["gpt-live-1", "gpt-live-1.1"])
+        self.assertIn("meridian", names["live_voices"])
+        del names["live_voices"][0]
+        self.assertIn("live_voices: the SDK names 'alloy', Walkie does not offer it", oracle.check_names(names))
 
     def test_the_sdks_own_names_pass(self):
         self.assertEqual(oracle.check_names(oracle.sdk_names()), [])

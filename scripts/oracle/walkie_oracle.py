@@ -8,14 +8,19 @@ openai-python's GA Realtime models (pinned in requirements.txt) as the reference
    under a trace root) must validate as `RealtimeClientEvent`, with unknown fields as errors at
    every level, and no `session.update` may carry `model`;
 2. every multipart `session` part of a call setup (`calls.jsonl`) must validate as
-   `RealtimeSessionCreateRequest`, unknown fields again errors;
+   `RealtimeSessionCreateRequest`, unknown fields again errors; and for Live API (GPT-Live) calls,
+   every JSON body of `POST /v1/live/sessions` (`live_session`) must validate as the SDK's
+   `LiveCreateParams` and every data-channel message (`live-client-events.jsonl`) as its Live
+   `ClientEvent`, unknown keys errors there too (the trace must hold some of each);
 3. server events built from the SDK's own models, one or more instances for every member of
    `RealtimeServerEvent` (46 in the pinned SDK), are fed through Walkie's decoder (a small Rust
    program), which must decode each one or keep it raw on purpose (`KEPT_RAW_SERVER_EVENT_TYPES`),
-   and must read a `response.done`'s usage figure for figure as the SDK wrote it;
+   and must read a `response.done`'s usage figure for figure as the SDK wrote it; the same for
+   every member of the Live API's `ConnectServerEvent` (30), through Walkie's Live decoder
+   (`walkie_openai::live`, `KEPT_RAW_LIVE_SERVER_EVENT_TYPES`);
 4. the realtime model, transcription model and voice names Walkie's settings offer
    (`walkie_openai::names`, printed by another small Rust program) must be exactly the SDK's
-   `model` and `voice` literals;
+   `model` and `voice` literals, and the Live models and voices the Live API's;
 5. neither of Walkie's defaults may be a model the SDK deprecates, every deprecated model Walkie
    offers must carry Walkie's warning with the SDK's shutdown date, and Walkie may warn of no
    shutdown the SDK does not announce. The SDK says which names are deprecated only in the
@@ -33,8 +38,10 @@ import ast
 import collections
 import dataclasses
 import datetime
+import importlib
 import inspect
 import json
+import pkgutil
 import re
 import subprocess
 import sys
@@ -43,11 +50,16 @@ import typing
 from pathlib import Path
 
 import pydantic
+import typing_extensions
 
 # Every SDK model must be defined before the switch below, so the realtime types are imported
 # first; nothing may validate with them before `_forbid_unknown_fields` has run.
 import openai.types.realtime as sdk_realtime
+import openai.types.live as sdk_live
 from openai import BaseModel as SdkModel
+from openai.types.live.client_event import ClientEvent as SdkLiveClientEvent
+from openai.types.live.connect_server_event import ConnectServerEvent as SdkLiveServerEvent
+from openai.types.live.live_create_params import LiveCreateParams as SdkLiveCreateParams
 
 
 def _sdk_model_classes() -> set[type]:
@@ -79,6 +91,24 @@ def _forbid_unknown_fields() -> int:
 STRICT_MODEL_COUNT = _forbid_unknown_fields()
 
 
+def _forbid_unknown_keys_in_live_params() -> int:
+    """The Live call's body is typed with TypedDicts (`…Param`), not models: each is given
+    pydantic's `extra="forbid"` too, before any adapter is built, so an unknown key in the body
+    is an error with its path."""
+    count = 0
+    for module in pkgutil.iter_modules(sdk_live.__path__):
+        loaded = importlib.import_module(f"{sdk_live.__name__}.{module.name}")
+        for value in vars(loaded).values():
+            if typing_extensions.is_typeddict(value) and value.__module__ == loaded.__name__:
+                value.__pydantic_config__ = pydantic.ConfigDict(extra="forbid")
+                count += 1
+    return count
+
+
+STRICT_LIVE_PARAM_COUNT = _forbid_unknown_keys_in_live_params()
+LIVE_CREATE_BODY = pydantic.TypeAdapter(SdkLiveCreateParams)
+
+
 def union_members(alias: object) -> list[type]:
     """The members of an SDK union alias such as `RealtimeClientEvent` (an `Annotated[Union]`)."""
     if typing.get_origin(alias) is typing.Annotated:
@@ -98,6 +128,10 @@ SERVER_EVENT_MODELS: dict[str, type] = {
     type_literal(m): m for m in union_members(sdk_realtime.RealtimeServerEvent)
 }
 SESSION_MODEL = sdk_realtime.RealtimeSessionCreateRequest
+# What a Live call's WebRTC data channel may carry: `ConnectServerEvent`, the server union with
+# the paused and resumed events of a session with a wake policy.
+LIVE_SERVER_EVENT_MODELS: dict[str, type] = {type_literal(m): m for m in union_members(SdkLiveServerEvent)}
+LIVE_CLIENT_EVENT_MODELS: dict[str, type] = {type_literal(m): m for m in union_members(SdkLiveClientEvent)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,6 +250,29 @@ def check_client_event(text: str) -> tuple[str | None, list[Problem]]:
     return event_type, problems
 
 
+def check_live_client_event(text: str) -> tuple[str | None, list[Problem]]:
+    """One data-channel text of a Live API call as Walkie sent it: its type and what is wrong."""
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, [Problem("", "json", f"not JSON: {error}")]
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return None, [Problem("type", "not an event", "no string \"type\"")]
+    model = LIVE_CLIENT_EVENT_MODELS.get(event["type"])
+    if model is None:
+        return event["type"], [Problem("type", "not a Live client event", repr(event["type"]))]
+    return event["type"], validate_strictly(model, text)
+
+
+def check_live_body(body: object) -> list[Problem]:
+    """The JSON body of `POST /v1/live/sessions`: `LiveCreateParams`, unknown keys as errors."""
+    try:
+        LIVE_CREATE_BODY.validate_json(json.dumps(body), strict=True)
+    except pydantic.ValidationError as error:
+        return problems_of(error)
+    return []
+
+
 def check_session_part(session: object) -> list[Problem]:
     """The multipart `session` part of `POST /v1/realtime/calls`."""
     return validate_strictly(SESSION_MODEL, json.dumps(session))
@@ -248,11 +305,17 @@ class TraceReport:
     model_in_session_update: int = 0
     session_parts: int = 0
     calls: int = 0
+    live_client_events_by_type: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    live_bodies: int = 0
     failures: list[Failure] = dataclasses.field(default_factory=list)
 
     @property
     def client_events(self) -> int:
         return sum(self.client_events_by_type.values())
+
+    @property
+    def live_client_events(self) -> int:
+        return sum(self.live_client_events_by_type.values())
 
 
 def _jsonl(path: Path):
@@ -309,6 +372,20 @@ def check_trace_root(root: Path) -> TraceReport:
             report.model_in_session_update += sum(p.kind == "model in session.update" for p in problems)
             if problems:
                 report.failures.append(Failure(where, text, problems))
+    for path in sorted(root.rglob("live-client-events.jsonl")):
+        for where, line in _jsonl(path):
+            try:
+                text = json.loads(line)["text"]
+                if not isinstance(text, str):
+                    raise TypeError("\"text\" is not a string")
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                report.failures.append(Failure(where, line.strip(), [Problem("text", "trace", str(error))]))
+                continue
+            event_type, problems = check_live_client_event(text)
+            report.live_client_events_by_type[event_type or "<none>"] += 1
+            report.unknown_fields += sum(p.kind == "unknown field" for p in problems)
+            if problems:
+                report.failures.append(Failure(where + " (Live)", text, problems))
     for path in sorted(root.rglob("calls.jsonl")):
         for where, line in _jsonl(path):
             try:
@@ -319,6 +396,13 @@ def check_trace_root(root: Path) -> TraceReport:
                 report.failures.append(Failure(where, line.strip(), [Problem("", "trace", str(error))]))
                 continue
             report.calls += 1
+            live_body = record.get("live_session")
+            if live_body is not None:
+                problems = check_live_body(live_body)
+                report.unknown_fields += sum(p.kind == "unknown field" for p in problems)
+                report.live_bodies += 1
+                if problems:
+                    report.failures.append(Failure(where + " (Live session body)", json.dumps(live_body), problems))
             session = record.get("session")
             if session is None:
                 continue
@@ -487,9 +571,11 @@ def run_decoder(command: list[str], events: list[tuple[str, str]]) -> list[dict]
 # ---------------------------------------------------------------------------------------------
 # The names Walkie offers
 
-# The members of `RealtimeServerEvent` in openai-python 3.63.0 (requirements.txt): a different
-# count means the pin moved, and the new or dropped types need a look before the pin does.
+# The members of `RealtimeServerEvent` and of the Live API's `ConnectServerEvent` in
+# openai-python 3.63.0 (requirements.txt): a different count means the pin moved, and the new or
+# dropped types need a look before the pin does.
 SDK_SERVER_EVENT_TYPES = 46
+SDK_LIVE_SERVER_EVENT_TYPES = 30
 
 
 def _literal_values(annotation: object) -> list[str]:
@@ -502,7 +588,7 @@ def _literal_values(annotation: object) -> list[str]:
 
 def sdk_names() -> dict[str, list[str]]:
     """The realtime model, transcription model and voice names the SDK's GA session types spell
-    out."""
+    out, and the Live API's models and built-in voices."""
     from openai.types.realtime.audio_transcription import AudioTranscription
     from openai.types.realtime.realtime_audio_config_output import RealtimeAudioConfigOutput
     from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
@@ -511,6 +597,8 @@ def sdk_names() -> dict[str, list[str]]:
         "models": _literal_values(RealtimeSessionCreateRequest.model_fields["model"].annotation),
         "transcription_models": _literal_values(AudioTranscription.model_fields["model"].annotation),
         "voices": _literal_values(RealtimeAudioConfigOutput.model_fields["voice"].annotation),
+        "live_models": _literal_values(sdk_live.SessionResource.model_fields["model"].annotation),
+        "live_voices": list(typing.get_args(sdk_live.BuiltInVoice)),
     }
 
 
@@ -749,6 +837,25 @@ def _by_type(counter: collections.Counter) -> str:
     return ", ".join(f"{count} {name}" for name, count in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def report_decoder_failures(family: str, report: DecoderReport) -> bool:
+    """Prints each event type the decoder failed on, with an example of each reason; True when
+    there was none."""
+    for event_type, failed in sorted(report.failures.items()):
+        total = sum(report.verdicts_by_type[event_type].values())
+        print(
+            f"oracle: FAILED: {family}{event_type}: {len(failed)} of {total} SDK-built instances not decoded, "
+            "or read wrong",
+            file=sys.stderr,
+        )
+        reasons: dict[str, str] = {}
+        for text, verdict in failed:
+            reasons.setdefault(f"{verdict.get('verdict')}: {verdict.get('detail')}", text)
+        for reason, text in reasons.items():
+            shown = text if len(text) <= 1000 else text[:1000] + " …"
+            print(f"    {reason}\n        e.g. {shown}", file=sys.stderr)
+    return not report.failures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace-root", type=Path, required=True, help="where the local provider's traces are")
@@ -774,6 +881,13 @@ def main(argv: list[str] | None = None) -> int:
     for failure in trace.failures:
         print(f"oracle: FAILED: {failure}", file=sys.stderr)
         ok = False
+    if trace.live_client_events == 0 or trace.live_bodies == 0:
+        print(
+            f"oracle: FAILED: {trace.live_client_events} Live client events and {trace.live_bodies} Live session "
+            f"bodies under {args.trace_root}; the Live call tests must leave both, or the SDK never checks them",
+            file=sys.stderr,
+        )
+        ok = False
     for kind in missing_created_kinds(trace) if trace.client_events else []:
         print(
             f"oracle: FAILED: no conversation.item.create under {args.trace_root} carried {kind}; the "
@@ -795,16 +909,23 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         ok = False
-    for event_type, failed in sorted(decoder.failures.items()):
-        total = sum(decoder.verdicts_by_type[event_type].values())
-        print(f"oracle: FAILED: {event_type}: {len(failed)} of {total} SDK-built instances not decoded, or read wrong", file=sys.stderr)
-        reasons: dict[str, str] = {}
-        for text, verdict in failed:
-            reasons.setdefault(f"{verdict.get('verdict')}: {verdict.get('detail')}", text)
-        for reason, text in reasons.items():
-            shown = text if len(text) <= 1000 else text[:1000] + " …"
-            print(f"    {reason}\n        e.g. {shown}", file=sys.stderr)
+    ok = report_decoder_failures("", decoder) and ok
+
+    live_events = build_server_events(LIVE_SERVER_EVENT_MODELS)
+    try:
+        live = judge_verdicts(live_events, run_decoder(args.decoder + ["--live"], live_events))
+    except (RuntimeError, ValueError) as error:
+        print(f"oracle: FAILED: the decoder gave no verdicts for the Live API's events: {error}", file=sys.stderr)
+        return 1
+    if live.types_total != SDK_LIVE_SERVER_EVENT_TYPES:
+        print(
+            f"oracle: FAILED: the SDK's Live ConnectServerEvent has {live.types_total} types, not the "
+            f"{SDK_LIVE_SERVER_EVENT_TYPES} of the pinned SDK: look at what changed, then move "
+            "SDK_LIVE_SERVER_EVENT_TYPES",
+            file=sys.stderr,
+        )
         ok = False
+    ok = report_decoder_failures("Live ", live) and ok
 
     offered: dict | None = None
     try:
@@ -836,8 +957,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{sum(1 for f in trace.failures if f.where.endswith('(session part)'))} bad; "
         f"{decoder.types_ok}/{decoder.types_total} server event types decoded or kept "
         f"({decoder.instances} SDK-built instances); "
+        f"Live: {trace.live_client_events} client events ({_by_type(trace.live_client_events_by_type)}) and "
+        f"{trace.live_bodies} session bodies checked; "
+        f"{live.types_ok}/{live.types_total} server event types decoded or kept "
+        f"({live.instances} SDK-built instances); "
         f"{len(names['models'])} models, {len(names['transcription_models'])} transcription models and "
-        f"{len(names['voices'])} voices as the SDK names them"
+        f"{len(names['voices'])} voices as the SDK names them, "
+        f"{len(names['live_models'])} Live models and {len(names['live_voices'])} Live voices"
         f"{'' if not name_problems else ', ' + str(len(name_problems)) + ' differences'}; "
         f"{_deprecation_clause(deprecations, deprecation_problems)}"
     )

@@ -9,6 +9,9 @@
 //! of the ephemeral key it presents). Azure's calls endpoint takes only an ephemeral key, as its
 //! GA flow documents. Every request is recorded in the trace when one is kept ([`crate::trace`]).
 //!
+//! The Live API's `POST /v1/live/sessions` (a JSON body with the session and the offer, the
+//! answer in JSON) and its `/hangup` serve GPT-Live calls ([`crate::live_session`]).
+//!
 //! Every request must carry the provider's token, and a `Host` naming this server
 //! (`127.0.0.1:<port>` or `localhost:<port>`): a web page the user visits can reach a loopback
 //! port, and through a DNS name rebound to 127.0.0.1 even read the answers; with its own name in
@@ -121,6 +124,12 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             );
     }
     router
+        // The Live API (GPT-Live): OpenAI's only.
+        .route(
+            "/v1/live/sessions",
+            post(|State(shared), headers, body| create_live_session(shared, headers, body)),
+        )
+        .route("/v1/live/sessions/{call_id}/hangup", post(hangup))
         // The retired beta SDP endpoint answers as the GA server does.
         .route("/v1/realtime", post(beta_endpoint))
         .layer(middleware::from_fn_with_state(shared.clone(), check_host))
@@ -133,6 +142,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 struct TraceNote {
     parts: Vec<String>,
     session: Option<Value>,
+    live_session: Option<Value>,
     call_id: Option<String>,
 }
 
@@ -167,6 +177,7 @@ async fn record(State(shared): State<Arc<Shared>>, request: Request, next: Next)
         parts: note.parts,
         auth,
         session: note.session,
+        live_session: note.live_session,
         status: response.status().as_u16(),
         call_id: note.call_id,
     });
@@ -403,6 +414,87 @@ async fn answer_call(
         }
     }
     response
+}
+
+/// The most a Live call's JSON body may be: a session with a long history and an SDP offer.
+const MAX_LIVE_BODY_BYTES: usize = 1024 * 1024;
+
+/// `POST /v1/live/sessions`: `{"session": …, "transport": {"type": "webrtc", "sdp": …}}` in,
+/// `{"session": {"id"}, "transport": {"type": "webrtc", "sdp": <answer>}}` out, with the
+/// provider's token. The session is held to the Live API's documented limits
+/// ([`crate::live_session::check_session`]).
+async fn create_live_session(shared: Arc<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let mut note = TraceNote::default();
+    let response = answer_live_session(&shared, &headers, &body, &mut note).await;
+    noted(note, response)
+}
+
+async fn answer_live_session(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    body: &[u8],
+    note: &mut TraceNote,
+) -> Response {
+    note.live_session = serde_json::from_slice::<Value>(body).ok();
+    if !has_token(shared, headers, false) {
+        return unauthorized("Incorrect API key provided for the local provider.").into_response();
+    }
+    if form_of(header_text(headers, header::CONTENT_TYPE.as_str()).as_deref()) != "json" {
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            "unsupported_content_type",
+            "A Live session is created with a JSON body: {\"session\": …, \"transport\": {\"type\": \"webrtc\", \"sdp\": …}}.",
+        );
+    }
+    if body.len() > MAX_LIVE_BODY_BYTES {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            &format!(
+                "The body is {} bytes; at most {MAX_LIVE_BODY_BYTES} are read.",
+                body.len()
+            ),
+        );
+    }
+    let request: walkie_openai::live::LiveCreateRequest = match serde_json::from_slice(body) {
+        Ok(request) => request,
+        Err(unreadable) => {
+            return bad_request(
+                "invalid_request_body",
+                None,
+                &format!("The body is not a Live session request: {unreadable}."),
+            );
+        }
+    };
+    if let Err(refused) = crate::live_session::check_session(&request.session) {
+        return bad_request(refused.code, Some(refused.param.as_str()), &refused.message);
+    }
+    let (peer, answer) = match peer::answer(&shared.peer, &request.transport.sdp).await {
+        Ok(answered) => answered,
+        Err(refused) => {
+            return bad_request("invalid_offer", Some("transport.sdp"), &refused.to_string());
+        }
+    };
+    let number = shared.next_call.fetch_add(1, Ordering::Relaxed) + 1;
+    let call_id = format!("live_local_{number:06}_{:08x}", rand::random::<u32>());
+    note.call_id = Some(call_id.clone());
+    let (hangup_tx, hangup_rx) = oneshot::channel();
+    shared.calls.lock().await.insert(call_id.clone(), hangup_tx);
+    shared.calls_total.fetch_add(1, Ordering::Relaxed);
+    let task_shared = shared.clone();
+    let task_id = call_id.clone();
+    let trace = shared.trace.clone();
+    tokio::spawn(async move {
+        crate::live_call::run(task_id.clone(), peer, hangup_rx, request.session, trace).await;
+        task_shared.calls.lock().await.remove(&task_id);
+    });
+    let created = walkie_openai::live::LiveCreateResponse {
+        session: walkie_openai::live::CreatedSession { id: call_id },
+        transport: walkie_openai::live::WebRtcTransport { sdp: answer },
+    };
+    (StatusCode::CREATED, axum::Json(created)).into_response()
 }
 
 /// The offer and the session of a calls request, in either documented form.

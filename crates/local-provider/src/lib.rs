@@ -34,6 +34,8 @@ pub mod fault;
 mod http;
 #[cfg(feature = "test-bench")]
 pub mod http_fault;
+mod live_call;
+mod live_session;
 pub mod picture;
 #[cfg(feature = "test-bench")]
 pub mod scenario;

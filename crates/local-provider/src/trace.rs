@@ -5,8 +5,11 @@
 //! - `client-events.jsonl`: every data-channel text message, exactly as received:
 //!   `{"call_id","received_at_unix_ms","text"}`;
 //! - `calls.jsonl`: every HTTP request: `{"method","path","query","content_type","form","parts",
-//!   "auth","session","status","call_id"}`. `auth` names the scheme only; no key or token value is
-//!   ever written;
+//!   "auth","session","status","call_id"}`, and `"live_session"`: the JSON body of a Live API call
+//!   (`POST /v1/live/sessions`). `auth` names the scheme only; no key or token value is ever
+//!   written;
+//! - `live-client-events.jsonl`: the same for the data-channel messages of Live API calls,
+//!   whose events are another protocol's;
 //! - `replies.jsonl`: when each reply's first audio packet was sent:
 //!   `{"call_id","response_id","first_audio_sent_at_unix_ms"}`, so a benchmark can tell the
 //!   provider's part of a turn's latency from the client's.
@@ -23,6 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub(crate) const CLIENT_EVENTS_FILE: &str = "client-events.jsonl";
+pub(crate) const LIVE_CLIENT_EVENTS_FILE: &str = "live-client-events.jsonl";
 pub(crate) const CALLS_FILE: &str = "calls.jsonl";
 pub(crate) const REPLIES_FILE: &str = "replies.jsonl";
 
@@ -70,6 +74,9 @@ pub(crate) struct CallLine {
     pub auth: &'static str,
     /// The multipart `session` part, or the `session` of a client-secrets body.
     pub session: Option<Value>,
+    /// The whole JSON body of a Live API call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_session: Option<Value>,
     pub status: u16,
     pub call_id: Option<String>,
 }
@@ -87,6 +94,18 @@ impl Trace {
     pub fn client_text(&self, call_id: &str, text: &str) {
         self.append(
             CLIENT_EVENTS_FILE,
+            &ClientEventLine {
+                call_id,
+                received_at_unix_ms: unix_ms_now(),
+                text,
+            },
+        );
+    }
+
+    /// One data-channel text message of a Live API call, as received.
+    pub fn live_client_text(&self, call_id: &str, text: &str) {
+        self.append(
+            LIVE_CLIENT_EVENTS_FILE,
             &ClientEventLine {
                 call_id,
                 received_at_unix_ms: unix_ms_now(),

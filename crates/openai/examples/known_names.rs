@@ -1,9 +1,9 @@
-//! Prints the names Walkie offers ([`walkie_openai::names`]) as one JSON object,
-//! `{"models":[…],"transcription_models":[…],"voices":[…],"deprecated":[…],"defaults":{…}}`,
-//! for the oracle (scripts/oracle/) to compare with the official SDK's literals and its list of
-//! deprecated names.
+//! Prints the names Walkie offers ([`walkie_openai::names`], [`walkie_openai::live`]) as one
+//! JSON object, `{"models":[…],"transcription_models":[…],"voices":[…],"live_models":[…],
+//! "live_voices":[…],"deprecated":[…],"defaults":{…}}`, for the oracle (scripts/oracle/) to
+//! compare with the official SDK's literals and its list of deprecated names.
 
-use walkie_openai::names;
+use walkie_openai::{live, names};
 
 fn main() {
     let deprecated: Vec<_> = names::DEPRECATED_MODELS
@@ -14,6 +14,8 @@ fn main() {
         "models": names::REALTIME_MODELS,
         "transcription_models": names::TRANSCRIPTION_MODELS,
         "voices": names::VOICES,
+        "live_models": live::LIVE_MODELS,
+        "live_voices": live::LIVE_VOICES,
         "deprecated": deprecated,
         "defaults": {
             "model": names::DEFAULT_REALTIME_MODEL,

@@ -112,7 +112,7 @@ fn snippet_around(text: &str, byte_offset: usize) -> String {
 }
 
 /// Reads the `type` of an event, telling malformed text from JSON that is no event.
-fn probe_type<'a>(text: &'a str) -> Result<Cow<'a, str>, DecodeError> {
+pub(crate) fn probe_type<'a>(text: &'a str) -> Result<Cow<'a, str>, DecodeError> {
     match serde_json::from_str::<TypeProbe<'a>>(text) {
         Ok(TypeProbe { kind: Some(kind) }) => Ok(kind),
         Ok(TypeProbe { kind: None }) => Err(DecodeError::NotAnEvent {
@@ -132,7 +132,7 @@ fn probe_type<'a>(text: &'a str) -> Result<Cow<'a, str>, DecodeError> {
     }
 }
 
-fn schema_error(event_type: &str, text: &str, error: serde_json::Error) -> DecodeError {
+pub(crate) fn schema_error(event_type: &str, text: &str, error: serde_json::Error) -> DecodeError {
     DecodeError::Schema {
         event_type: event_type.to_owned(),
         position: position_of(text, &error),
@@ -143,7 +143,7 @@ fn schema_error(event_type: &str, text: &str, error: serde_json::Error) -> Decod
 /// The whole event as a JSON value. The type probe skips what it does not read without holding
 /// it, so text it accepted can still fail here: a number beyond `f64`, a lone surrogate escape,
 /// nesting deeper than serde_json's recursion limit.
-fn value_of(event_type: &str, text: &str) -> Result<Value, DecodeError> {
+pub(crate) fn value_of(event_type: &str, text: &str) -> Result<Value, DecodeError> {
     serde_json::from_str(text).map_err(|error| DecodeError::Unrepresentable {
         event_type: event_type.to_owned(),
         position: position_of(text, &error),
@@ -315,7 +315,7 @@ fn position_of_field(text: &str, field: &str) -> TextPosition {
 }
 
 /// Serialises an event and adds its `event_id` after the `type`.
-fn encode_with_id<T: serde::Serialize>(event: &T, event_id: Option<&str>) -> String {
+pub(crate) fn encode_with_id<T: serde::Serialize>(event: &T, event_id: Option<&str>) -> String {
     let body = serde_json::to_string(event)
         .expect("protocol events serialise: every field is a string, number, bool or JSON value");
     let Some(event_id) = event_id else {

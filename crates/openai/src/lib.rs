@@ -1,5 +1,5 @@
 //! The OpenAI Realtime protocol (GA) as typed events: what Walkie sends on the `oai-events`
-//! data channel and what it receives.
+//! data channel and what it receives; and, in [`live`], OpenAI's Live API (GPT-Live).
 //!
 //! Why a crate of its own: the protocol is the contract with the provider, and it is shared by
 //! both ends Walkie runs — the client (the app) and the local provider (the test bench and the
@@ -18,6 +18,7 @@
 mod client;
 mod decode;
 mod item;
+pub mod live;
 pub mod names;
 mod server;
 mod session;

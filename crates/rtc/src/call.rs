@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
+use walkie_openai::live::{LiveClientEvent, LiveSessionConfig};
 use walkie_openai::{ClientEvent, SessionConfig};
 
 use crate::error::{RtcError, Stage};
@@ -55,6 +56,9 @@ pub struct CallConfig {
     /// the minted ephemeral key): the same one `session.update` then restates, so the call
     /// never runs on the server's defaults.
     pub session: SessionConfig,
+    /// Set, the call is a Live API session created with it (`POST /v1/live/sessions`), and
+    /// `session` is not sent.
+    pub live_session: Option<LiveSessionConfig>,
     pub peer: PeerConfig,
     /// Bound on each HTTP request (SDP exchange, hang-up).
     pub signalling_timeout: Duration,
@@ -75,6 +79,7 @@ impl CallConfig {
         Self {
             endpoint,
             session: SessionConfig::default(),
+            live_session: None,
             peer: PeerConfig {
                 bind,
                 ..PeerConfig::default()
@@ -88,6 +93,26 @@ impl CallConfig {
     pub fn with_session(mut self, session: SessionConfig) -> Self {
         self.session = session;
         self
+    }
+
+    /// Places the call on the Live API, created with this session.
+    pub fn with_live_session(mut self, session: LiveSessionConfig) -> Self {
+        self.live_session = Some(session);
+        self
+    }
+}
+
+/// Ends the call on the server, on the route of its API.
+async fn hang_up_on_server(
+    signalling: &Signalling,
+    endpoint: &Endpoint,
+    live: bool,
+    call_id: &str,
+) -> Result<(), RtcError> {
+    if live {
+        signalling.hangup_live(endpoint, call_id).await
+    } else {
+        signalling.hangup(endpoint, call_id).await
     }
 }
 
@@ -153,6 +178,8 @@ pub enum EndReason {
 pub struct Call {
     /// `None` when the provider's answer had no usable `Location`: no REST hang-up then.
     call_id: Option<String>,
+    /// A Live API session (hung up on its own route).
+    live: bool,
     endpoint: Endpoint,
     signalling: Signalling,
     peer: PeerHandle,
@@ -184,24 +211,37 @@ impl Call {
     /// Places the call and waits until the data channel is open.
     pub async fn connect(config: CallConfig) -> Result<Call, RtcError> {
         let started = Instant::now();
-        check_session_size(&config.session)?;
+        let live = config.live_session.is_some();
+        if !live {
+            check_session_size(&config.session)?;
+        }
         let signalling = Signalling::new(config.signalling_timeout)?;
         let pending = peer::offer(&config.peer).await?;
-        let answer = signalling
-            .post_offer(&config.endpoint, pending.sdp(), &config.session)
-            .await?;
+        let answer = match &config.live_session {
+            Some(session) => {
+                signalling
+                    .post_live_offer(&config.endpoint, pending.sdp(), session)
+                    .await?
+            }
+            None => {
+                signalling
+                    .post_offer(&config.endpoint, pending.sdp(), &config.session)
+                    .await?
+            }
+        };
         let answered = Instant::now();
         let peer = match pending.accept(&answer.sdp) {
             Ok(peer) => peer,
             Err(error) => {
                 if let Some(call_id) = &answer.call_id {
-                    let _ = signalling.hangup(&config.endpoint, call_id).await;
+                    let _ = hang_up_on_server(&signalling, &config.endpoint, live, call_id).await;
                 }
                 return Err(error);
             }
         };
         let mut call = Call {
             call_id: answer.call_id,
+            live,
             endpoint: config.endpoint,
             signalling,
             peer: peer.handle,
@@ -261,7 +301,7 @@ impl Call {
     async fn abandon(&mut self) {
         self.peer.close().await;
         if let Some(call_id) = &self.call_id {
-            let _ = self.signalling.hangup(&self.endpoint, call_id).await;
+            let _ = hang_up_on_server(&self.signalling, &self.endpoint, self.live, call_id).await;
         }
     }
 
@@ -287,6 +327,15 @@ impl Call {
 
     /// Sends one client event as JSON text on the data channel.
     pub async fn send(&self, event: &ClientEvent, event_id: Option<&str>) -> Result<(), RtcError> {
+        self.peer.send_text(event.to_json(event_id)).await
+    }
+
+    /// Sends one Live API client event as JSON text on the data channel.
+    pub async fn send_live(
+        &self,
+        event: &LiveClientEvent,
+        event_id: Option<&str>,
+    ) -> Result<(), RtcError> {
         self.peer.send_text(event.to_json(event_id)).await
     }
 
@@ -340,7 +389,9 @@ impl Call {
     /// returned.
     pub async fn hangup(mut self) -> Result<(), RtcError> {
         let result = match &self.call_id {
-            Some(call_id) => self.signalling.hangup(&self.endpoint, call_id).await,
+            Some(call_id) => {
+                hang_up_on_server(&self.signalling, &self.endpoint, self.live, call_id).await
+            }
             None => Ok(()),
         };
         self.peer.close().await;

@@ -27,6 +27,9 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LOCAT
 use reqwest::multipart::{Form, Part};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use walkie_openai::live::{
+    LiveCreateRequest, LiveCreateResponse, LiveSessionConfig, WebRtcTransport,
+};
 use walkie_openai::{SessionConfig, SessionKind};
 
 use crate::error::{HttpFailure, RtcError, Stage};
@@ -205,6 +208,21 @@ impl Endpoint {
         url.path_segments_mut()
             .expect("an http(s) URL has path segments")
             .push(call_id)
+            .push("hangup");
+        url
+    }
+
+    /// `{base}/v1/live/sessions`: where a Live API call is placed.
+    pub fn live_sessions_url(&self) -> Url {
+        self.joined("/v1/live/sessions")
+    }
+
+    /// `{base}/v1/live/sessions/{session_id}/hangup`.
+    pub fn live_hangup_url(&self, session_id: &str) -> Url {
+        let mut url = self.live_sessions_url();
+        url.path_segments_mut()
+            .expect("an http(s) URL has path segments")
+            .push(session_id)
             .push("hangup");
         url
     }
@@ -430,6 +448,70 @@ impl Signalling {
         Ok(Answer { sdp: body, call_id })
     }
 
+    /// Places a Live API call: `POST {base}/v1/live/sessions` with the JSON body
+    /// `{"session": …, "transport": {"type": "webrtc", "sdp": <offer>}}`, authenticated with the
+    /// endpoint's key. The answer's `transport.sdp` is the SDP answer and its `session.id` the
+    /// call's id (for the hang-up). Azure has no Live API: its endpoint is refused before
+    /// anything is sent.
+    pub async fn post_live_offer(
+        &self,
+        endpoint: &Endpoint,
+        offer_sdp: &str,
+        session: &LiveSessionConfig,
+    ) -> Result<Answer, RtcError> {
+        if endpoint.deployment.is_some() {
+            return Err(RtcError::BadOffer(format!(
+                "{} has no Live API: choose OpenAI or a compatible server for GPT-Live",
+                endpoint.name()
+            )));
+        }
+        let body = serde_json::to_string(&LiveCreateRequest {
+            session: session.clone(),
+            transport: WebRtcTransport {
+                sdp: offer_sdp.to_owned(),
+            },
+        })
+        .map_err(|error| RtcError::BadOffer(format!("the session: {error}")))?;
+        let response = self
+            .client_for(endpoint)
+            .post(endpoint.live_sessions_url())
+            .headers(endpoint.auth_headers()?)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| self.request_error(Stage::Signalling, error))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = self.read_body(response, Stage::Signalling).await?;
+        if !status.is_success() {
+            return Err(http_error(
+                endpoint.name(),
+                Stage::Signalling,
+                status.as_u16(),
+                &headers,
+                &body.text,
+                SystemTime::now(),
+            ));
+        }
+        let body = body.whole(Stage::Signalling)?;
+        let created: LiveCreateResponse = serde_json::from_str(&body).map_err(|error| {
+            RtcError::BadAnswer(format!(
+                "the body of the {status} answer is not a Live session: {error}"
+            ))
+        })?;
+        if !created.transport.sdp.trim_start().starts_with("v=") {
+            return Err(RtcError::BadAnswer(format!(
+                "the {status} answer's transport.sdp is not SDP"
+            )));
+        }
+        let session_id = Some(created.session.id).filter(|id| !id.trim().is_empty());
+        Ok(Answer {
+            sdp: created.transport.sdp,
+            call_id: session_id,
+        })
+    }
+
     /// `POST {base}/v1/realtime/client_secrets` with `{"session":{…}}`: the ephemeral key's
     /// `value`.
     async fn mint_key(
@@ -476,9 +558,19 @@ impl Signalling {
 
     /// Ends the call on the server.
     pub async fn hangup(&self, endpoint: &Endpoint, call_id: &str) -> Result<(), RtcError> {
+        self.hangup_at(endpoint, endpoint.hangup_url(call_id)).await
+    }
+
+    /// Ends a Live API session on the server.
+    pub async fn hangup_live(&self, endpoint: &Endpoint, session_id: &str) -> Result<(), RtcError> {
+        self.hangup_at(endpoint, endpoint.live_hangup_url(session_id))
+            .await
+    }
+
+    async fn hangup_at(&self, endpoint: &Endpoint, url: Url) -> Result<(), RtcError> {
         let response = self
             .client_for(endpoint)
-            .post(endpoint.hangup_url(call_id))
+            .post(url)
             .headers(endpoint.auth_headers()?)
             .header(reqwest::header::ACCEPT, "*/*")
             .send()

@@ -1,0 +1,461 @@
+//! The local provider's side of a Live API (GPT-Live) call, with no I/O: the session a call
+//! starts with is checked as the Live API documents it, then client events in, server events
+//! out, time as an argument.
+//!
+//! Why a machine of its own beside [`crate::session::ProviderSession`]: the Live API is another
+//! protocol (the model owns turn-taking, the client mutes its input, voice and instructions are
+//! fixed at start, usage is counted in seconds), and the test bench must hold Walkie to its
+//! contract, not to the Realtime one. What it enforces so far: the session's documented limits at
+//! call setup, the mute and unmute acknowledgements, the appended context's place on the
+//! session's timeline, and the close with its reason and usage. It does not yet speak: no audio,
+//! transcripts, wake policy or delegations.
+
+use serde_json::{Map, Value};
+use walkie_openai::live::{
+    CloseReason, InitialRole, LIVE_DEFAULT_VOICE, LIVE_VOICES, LiveAudio, LiveAudioOutput,
+    LiveClientEvent, LiveError, LiveServerEvent, LiveSessionConfig, LiveUsage, LiveVoice,
+    MAX_INITIAL_MESSAGES, TextKind, decode_live_client_event,
+};
+
+/// How long a Live session may last, as the snapshot's `expires_at` says (60 minutes).
+const SESSION_LIFETIME_S: u64 = 60 * 60;
+
+/// What a Live session's configuration breaks of the documented contract: the field and why,
+/// as the API's `invalid_request_error` says it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RefusedSession {
+    pub code: &'static str,
+    pub param: String,
+    pub message: String,
+}
+
+fn refused(code: &'static str, param: impl Into<String>, message: String) -> RefusedSession {
+    RefusedSession {
+        code,
+        param: param.into(),
+        message,
+    }
+}
+
+/// Checks a session as `POST /v1/live/sessions` documents it: a model; a built-in voice by
+/// name, or a custom one by id; at most 128 history messages of one text part each, of the kind
+/// their role takes; a wake threshold from 0 to 1; an idle timeout only with a wake policy.
+pub(crate) fn check_session(session: &LiveSessionConfig) -> Result<(), RefusedSession> {
+    if session.model.trim().is_empty() {
+        return Err(refused(
+            "missing_required_parameter",
+            "session.model",
+            "Missing required parameter: 'session.model'.".to_owned(),
+        ));
+    }
+    if let Some(LiveVoice::Named(voice)) = session
+        .audio
+        .as_ref()
+        .and_then(|audio| audio.output.as_ref())
+        .and_then(|output| output.voice.as_ref())
+        && !LIVE_VOICES.contains(&voice.as_str())
+    {
+        return Err(refused(
+            "invalid_value",
+            "session.audio.output.voice",
+            format!(
+                "Invalid value: '{voice}'. Supported values are: {}.",
+                LIVE_VOICES.join(", ")
+            ),
+        ));
+    }
+    let input = session.input.as_deref().unwrap_or_default();
+    if input.len() > MAX_INITIAL_MESSAGES {
+        return Err(refused(
+            "array_above_max_length",
+            "session.input",
+            format!(
+                "Invalid 'session.input': array too long. Expected an array with maximum length \
+                 {MAX_INITIAL_MESSAGES}, but got an array with length {} instead.",
+                input.len()
+            ),
+        ));
+    }
+    for (index, item) in input.iter().enumerate() {
+        let param = format!("session.input[{index}].content");
+        let [part] = item.content.as_slice() else {
+            return Err(refused(
+                "invalid_value",
+                param,
+                format!(
+                    "Each history message takes exactly one text part; message {index} has {}.",
+                    item.content.len()
+                ),
+            ));
+        };
+        let fits = match item.role {
+            InitialRole::Assistant => matches!(part.kind, TextKind::OutputText | TextKind::Text),
+            InitialRole::Developer | InitialRole::User => part.kind == TextKind::InputText,
+        };
+        if !fits {
+            return Err(refused(
+                "invalid_value",
+                format!("{param}[0].type"),
+                format!(
+                    "Message {index} ({:?}) cannot hold a {:?} part.",
+                    item.role, part.kind
+                ),
+            ));
+        }
+    }
+    if let Some(threshold) = session
+        .wake_policy
+        .as_ref()
+        .and_then(|policy| policy.vad_threshold)
+        && !(0.0..=1.0).contains(&threshold)
+    {
+        return Err(refused(
+            "decimal_out_of_range",
+            "session.wake_policy.vad_threshold",
+            format!("Invalid 'session.wake_policy.vad_threshold': {threshold} is not from 0 to 1."),
+        ));
+    }
+    if session.idle_timeout_s.is_some() && session.wake_policy.is_none() {
+        return Err(refused(
+            "invalid_value",
+            "session.idle_timeout_s",
+            "An idle timeout pauses a session that a wake policy can wake: set \
+             session.wake_policy too."
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// What the driver does next.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum LiveOutput {
+    /// Send this server event with this `event_id`.
+    Event {
+        event_id: String,
+        event: Box<LiveServerEvent>,
+    },
+    /// The session is closed: end the call.
+    HangUp,
+}
+
+/// One Live call's session, on the provider's side.
+pub(crate) struct LiveProviderSession {
+    /// The resolved session: the request's, with the server's defaults and its own fields.
+    session: LiveSessionConfig,
+    started_at_ms: u64,
+    muted: bool,
+    closed: bool,
+    next_event: u64,
+}
+
+impl LiveProviderSession {
+    /// A session created by `request` (already [`check_session`]ed) as call `call_id`, at
+    /// `now_unix_s` on the wall clock (for `expires_at`) and `now_ms` on the call's clock.
+    pub(crate) fn new(
+        call_id: &str,
+        request: LiveSessionConfig,
+        now_unix_s: u64,
+        now_ms: u64,
+    ) -> Self {
+        let mut session = request;
+        let output = session
+            .audio
+            .get_or_insert_with(LiveAudio::default)
+            .output
+            .get_or_insert_with(LiveAudioOutput::default);
+        output
+            .voice
+            .get_or_insert_with(|| LiveVoice::Named(LIVE_DEFAULT_VOICE.to_owned()));
+        let mut own = Map::new();
+        own.insert("id".to_owned(), Value::String(call_id.to_owned()));
+        own.insert(
+            "expires_at".to_owned(),
+            Value::from(now_unix_s + SESSION_LIFETIME_S),
+        );
+        own.insert("status".to_owned(), Value::String("active".to_owned()));
+        session.other.extend(own);
+        Self {
+            session,
+            started_at_ms: now_ms,
+            muted: false,
+            closed: false,
+            next_event: 0,
+        }
+    }
+
+    /// Whether the client's audio is muted for the model (it hears silence).
+    pub(crate) fn is_muted(&self) -> bool {
+        self.muted
+    }
+
+    fn event(&mut self, event: LiveServerEvent) -> LiveOutput {
+        self.next_event += 1;
+        LiveOutput::Event {
+            event_id: format!("event_live_{:06}", self.next_event),
+            event: Box::new(event),
+        }
+    }
+
+    /// Where `now_ms` is on the session's timeline.
+    fn timeline_ms(&self, now_ms: u64) -> i64 {
+        i64::try_from(now_ms.saturating_sub(self.started_at_ms)).unwrap_or(i64::MAX)
+    }
+
+    /// The billable time so far: every second is active until the wake policy pauses one.
+    fn usage(&self, now_ms: u64) -> LiveUsage {
+        let seconds = now_ms.saturating_sub(self.started_at_ms) / 1000;
+        LiveUsage {
+            seconds: seconds as f64,
+            active_seconds: Some(seconds),
+            paused_seconds: Some(0),
+        }
+    }
+
+    /// The data channel opened: the session has started.
+    pub(crate) fn on_connect(&mut self, _now_ms: u64) -> Vec<LiveOutput> {
+        let session = self.session.clone();
+        vec![self.event(LiveServerEvent::SessionStarted { session })]
+    }
+
+    /// One text message on the data channel.
+    pub(crate) fn on_client_text(&mut self, text: &str, now_ms: u64) -> Vec<LiveOutput> {
+        if self.closed {
+            return Vec::new();
+        }
+        let (_client_event_id, event) = match decode_live_client_event(text) {
+            Ok(decoded) => decoded,
+            Err(error) => {
+                let error = LiveError {
+                    code: "invalid_client_event".to_owned(),
+                    message: error.to_string(),
+                    kind: "invalid_request_error".to_owned(),
+                    param: None,
+                    client_event_id: None,
+                };
+                return vec![self.event(LiveServerEvent::Error { error })];
+            }
+        };
+        let at_ms = self.timeline_ms(now_ms);
+        let reply = match event {
+            LiveClientEvent::Mute => {
+                self.muted = true;
+                LiveServerEvent::InputAudioMuted
+            }
+            LiveClientEvent::Unmute => {
+                self.muted = false;
+                LiveServerEvent::InputAudioUnmuted
+            }
+            LiveClientEvent::InstructionsAppend { .. } => LiveServerEvent::InstructionsAppended {
+                start_ms: at_ms,
+                end_ms: at_ms,
+            },
+            LiveClientEvent::ThinkingAppend { .. } => LiveServerEvent::ThinkingAppended {
+                start_ms: at_ms,
+                end_ms: at_ms,
+            },
+            LiveClientEvent::CommentaryAppend { .. } => LiveServerEvent::CommentaryAppended {
+                start_ms: at_ms,
+                end_ms: at_ms,
+            },
+            LiveClientEvent::Close => {
+                self.closed = true;
+                let closed = LiveServerEvent::SessionClosed {
+                    reason: CloseReason::CloseRequested,
+                    usage: Some(self.usage(now_ms)),
+                };
+                return vec![self.event(closed), LiveOutput::HangUp];
+            }
+        };
+        vec![self.event(reply)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use walkie_openai::live::{InitialItem, InitialText, WakePolicy};
+
+    fn request() -> LiveSessionConfig {
+        LiveSessionConfig {
+            model: "gpt-live-1.1".to_owned(),
+            instructions: Some("Be brief.".to_owned()),
+            ..LiveSessionConfig::default()
+        }
+    }
+
+    fn events(outputs: Vec<LiveOutput>) -> Vec<LiveServerEvent> {
+        outputs
+            .into_iter()
+            .filter_map(|output| match output {
+                LiveOutput::Event { event, .. } => Some(*event),
+                LiveOutput::HangUp => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_started_session_is_the_request_with_the_default_voice_and_its_own_id() {
+        let mut live = LiveProviderSession::new("live_1", request(), 1_000, 0);
+        let started = events(live.on_connect(5));
+        let [LiveServerEvent::SessionStarted { session }] = &started[..] else {
+            panic!("one session.started");
+        };
+        assert_eq!(session.model, "gpt-live-1.1");
+        assert_eq!(session.instructions.as_deref(), Some("Be brief."));
+        assert_eq!(
+            session
+                .audio
+                .as_ref()
+                .unwrap()
+                .output
+                .as_ref()
+                .unwrap()
+                .voice,
+            Some(LiveVoice::Named("marin".to_owned()))
+        );
+        assert_eq!(session.other["id"], "live_1");
+        assert_eq!(session.other["expires_at"], 1_000 + 3_600);
+    }
+
+    #[test]
+    fn mute_and_unmute_are_acknowledged_and_appended_context_is_placed_on_the_timeline() {
+        let mut live = LiveProviderSession::new("live_1", request(), 0, 1_000);
+        assert_eq!(
+            events(live.on_client_text(r#"{"type":"session.input_audio.mute"}"#, 1_200)),
+            [LiveServerEvent::InputAudioMuted]
+        );
+        assert!(live.is_muted());
+        assert_eq!(
+            events(live.on_client_text(r#"{"type":"session.input_audio.unmute"}"#, 1_300)),
+            [LiveServerEvent::InputAudioUnmuted]
+        );
+        assert!(!live.is_muted());
+        assert_eq!(
+            events(live.on_client_text(
+                r#"{"type":"session.commentary.append","content":"It is 10:42.","delegation_id":null}"#,
+                3_500
+            )),
+            [LiveServerEvent::CommentaryAppended {
+                start_ms: 2_500,
+                end_ms: 2_500
+            }]
+        );
+    }
+
+    #[test]
+    fn a_close_ends_the_session_with_its_reason_and_whole_seconds_then_nothing_more() {
+        let mut live = LiveProviderSession::new("live_1", request(), 0, 0);
+        let outputs = live.on_client_text(r#"{"type":"session.close"}"#, 4_900);
+        assert_eq!(outputs.last(), Some(&LiveOutput::HangUp));
+        assert_eq!(
+            events(outputs),
+            [LiveServerEvent::SessionClosed {
+                reason: CloseReason::CloseRequested,
+                usage: Some(LiveUsage {
+                    seconds: 4.0,
+                    active_seconds: Some(4),
+                    paused_seconds: Some(0)
+                })
+            }]
+        );
+        assert!(
+            live.on_client_text(r#"{"type":"session.input_audio.mute"}"#, 5_000)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_client_event_of_the_realtime_api_is_an_error_naming_it_and_the_session_goes_on() {
+        let mut live = LiveProviderSession::new("live_1", request(), 0, 0);
+        let answered = events(live.on_client_text(r#"{"type":"input_audio_buffer.commit"}"#, 10));
+        let [LiveServerEvent::Error { error }] = &answered[..] else {
+            panic!("one error");
+        };
+        assert!(
+            error.message.contains("input_audio_buffer.commit"),
+            "{error:?}"
+        );
+        assert_eq!(
+            events(live.on_client_text(r#"{"type":"session.input_audio.mute"}"#, 20)),
+            [LiveServerEvent::InputAudioMuted]
+        );
+    }
+
+    #[test]
+    fn a_session_outside_the_documented_limits_is_refused_naming_the_field() {
+        assert_eq!(check_session(&request()), Ok(()));
+        let refused_param = |session: LiveSessionConfig| check_session(&session).unwrap_err().param;
+        assert_eq!(
+            refused_param(LiveSessionConfig {
+                model: " ".to_owned(),
+                ..request()
+            }),
+            "session.model"
+        );
+        let message = |role| InitialItem::message(role, "hi");
+        assert_eq!(
+            refused_param(LiveSessionConfig {
+                input: Some(vec![message(InitialRole::User); 129]),
+                ..request()
+            }),
+            "session.input"
+        );
+        assert_eq!(
+            check_session(&LiveSessionConfig {
+                input: Some(vec![message(InitialRole::User); 128]),
+                ..request()
+            }),
+            Ok(())
+        );
+        let mut two_parts = message(InitialRole::User);
+        two_parts.content.push(InitialText {
+            kind: TextKind::InputText,
+            text: "again".to_owned(),
+        });
+        assert_eq!(
+            refused_param(LiveSessionConfig {
+                input: Some(vec![message(InitialRole::Assistant), two_parts]),
+                ..request()
+            }),
+            "session.input[1].content"
+        );
+        let mut user_as_output = message(InitialRole::User);
+        user_as_output.content[0].kind = TextKind::OutputText;
+        assert_eq!(
+            refused_param(LiveSessionConfig {
+                input: Some(vec![user_as_output]),
+                ..request()
+            }),
+            "session.input[0].content[0].type"
+        );
+        assert_eq!(
+            refused_param(LiveSessionConfig {
+                audio: Some(LiveAudio {
+                    output: Some(LiveAudioOutput {
+                        voice: Some(LiveVoice::Named("nova".to_owned()))
+                    }),
+                    format: None
+                }),
+                ..request()
+            }),
+            "session.audio.output.voice"
+        );
+        assert_eq!(
+            refused_param(LiveSessionConfig {
+                wake_policy: Some(WakePolicy {
+                    vad_threshold: Some(1.5)
+                }),
+                ..request()
+            }),
+            "session.wake_policy.vad_threshold"
+        );
+        assert_eq!(
+            refused_param(LiveSessionConfig {
+                idle_timeout_s: Some(30),
+                ..request()
+            }),
+            "session.idle_timeout_s"
+        );
+    }
+}
