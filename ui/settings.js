@@ -356,7 +356,7 @@ export function speechSpeedProblem(text, badInput = false) {
 /**
  * The words for keeping a share of the conversation when it gets too long, for a ratio the
  * picker does not offer (one set in the settings file), so it is shown rather than lost.
- * @param {number} ratio 0.1 to 0.9
+ * @param {number} ratio 0.1 to 0.95
  */
 export function retentionRatioLabel(ratio) {
   return `Keep ${Math.round(ratio * 100)} %, reuse the cache`;
@@ -701,9 +701,9 @@ export function createSettingsDialog(
         if (element.name in view.settings) values[element.name] = formValues(view.settings)[element.name];
       }
     }
-    for (const [name, table] of [
-      ["prices", TOKEN_PRICES],
-      ["minutePrices", MINUTE_PRICES],
+    for (const [name, table, reset] of [
+      ["prices", TOKEN_PRICES, "Published prices"],
+      ["minutePrices", MINUTE_PRICES, "Published per-minute prices"],
     ]) {
       let rows = [];
       try {
@@ -711,7 +711,7 @@ export function createSettingsDialog(
       } catch {
         rows = null;
       }
-      const reason = rows === null ? "the table could not be read; press Published prices" : priceTableProblem(rows, table);
+      const reason = rows === null ? `the table could not be read; press ${reset}` : priceTableProblem(rows, table);
       if (reason) {
         problems.push({ field: name, reason });
         values[name] = formValues(view.settings)[name];

@@ -229,14 +229,22 @@ def validate_strictly(model: type, text: str) -> list[Problem]:
     return _residual_unknown_fields(instance, "")
 
 
-def check_client_event(text: str) -> tuple[str | None, list[Problem]]:
-    """One data-channel text as Walkie sent it: its type and what is wrong with it."""
+def _event_of(text: str) -> tuple[dict | None, list[Problem]]:
+    """A data-channel text as a JSON object with a string `type`, or what keeps it from being one."""
     try:
         event = json.loads(text)
     except json.JSONDecodeError as error:
         return None, [Problem("", "json", f"not JSON: {error}")]
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         return None, [Problem("type", "not an event", "no string \"type\"")]
+    return event, []
+
+
+def check_client_event(text: str) -> tuple[str | None, list[Problem]]:
+    """One data-channel text as Walkie sent it: its type and what is wrong with it."""
+    event, problems = _event_of(text)
+    if event is None:
+        return None, problems
     event_type = event["type"]
     model = CLIENT_EVENT_MODELS.get(event_type)
     if model is None:
@@ -252,12 +260,9 @@ def check_client_event(text: str) -> tuple[str | None, list[Problem]]:
 
 def check_live_client_event(text: str) -> tuple[str | None, list[Problem]]:
     """One data-channel text of a Live API call as Walkie sent it: its type and what is wrong."""
-    try:
-        event = json.loads(text)
-    except json.JSONDecodeError as error:
-        return None, [Problem("", "json", f"not JSON: {error}")]
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        return None, [Problem("type", "not an event", "no string \"type\"")]
+    event, problems = _event_of(text)
+    if event is None:
+        return None, problems
     model = LIVE_CLIENT_EVENT_MODELS.get(event["type"])
     if model is None:
         return event["type"], [Problem("type", "not a Live client event", repr(event["type"]))]

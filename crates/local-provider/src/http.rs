@@ -380,12 +380,8 @@ async fn answer_call(
         Ok(answered) => answered,
         Err(refused) => return bad_request("invalid_offer", None, &refused.to_string()),
     };
-    let number = shared.next_call.fetch_add(1, Ordering::Relaxed) + 1;
-    let call_id = format!("rtc_local_{number:06}_{:08x}", rand::random::<u32>());
+    let (call_id, hangup_rx) = register_call(shared, "rtc_local").await;
     note.call_id = Some(call_id.clone());
-    let (hangup_tx, hangup_rx) = oneshot::channel();
-    shared.calls.lock().await.insert(call_id.clone(), hangup_tx);
-    shared.calls_total.fetch_add(1, Ordering::Relaxed);
     let task_shared = shared.clone();
     let task_id = call_id.clone();
     let setup = crate::call::CallSetup {
@@ -414,6 +410,16 @@ async fn answer_call(
         }
     }
     response
+}
+
+/// A new call's id (`{prefix}_{number}_{random}`), counted and registered for its hang-up.
+async fn register_call(shared: &Shared, prefix: &str) -> (String, oneshot::Receiver<()>) {
+    let number = shared.next_call.fetch_add(1, Ordering::Relaxed) + 1;
+    let call_id = format!("{prefix}_{number:06}_{:08x}", rand::random::<u32>());
+    let (hangup_tx, hangup_rx) = oneshot::channel();
+    shared.calls.lock().await.insert(call_id.clone(), hangup_tx);
+    shared.calls_total.fetch_add(1, Ordering::Relaxed);
+    (call_id, hangup_rx)
 }
 
 /// The most a Live call's JSON body may be: a session with a long history and an SDP offer.
@@ -477,12 +483,8 @@ async fn answer_live_session(
             return bad_request("invalid_offer", Some("transport.sdp"), &refused.to_string());
         }
     };
-    let number = shared.next_call.fetch_add(1, Ordering::Relaxed) + 1;
-    let call_id = format!("live_local_{number:06}_{:08x}", rand::random::<u32>());
+    let (call_id, hangup_rx) = register_call(shared, "live_local").await;
     note.call_id = Some(call_id.clone());
-    let (hangup_tx, hangup_rx) = oneshot::channel();
-    shared.calls.lock().await.insert(call_id.clone(), hangup_tx);
-    shared.calls_total.fetch_add(1, Ordering::Relaxed);
     let task_shared = shared.clone();
     let task_id = call_id.clone();
     let trace = shared.trace.clone();

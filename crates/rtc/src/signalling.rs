@@ -412,24 +412,7 @@ impl Signalling {
                 .header(CONTENT_TYPE, "application/sdp")
                 .body(offer_sdp.to_owned()),
         };
-        let response = request
-            .send()
-            .await
-            .map_err(|error| self.request_error(Stage::Signalling, error))?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = self.read_body(response, Stage::Signalling).await?;
-        if !status.is_success() {
-            return Err(http_error(
-                endpoint.name(),
-                Stage::Signalling,
-                status.as_u16(),
-                &headers,
-                &body.text,
-                SystemTime::now(),
-            ));
-        }
-        let body = body.whole(Stage::Signalling)?;
+        let (status, headers, body) = self.exchange(endpoint, request, Stage::Signalling).await?;
         if !body.trim_start().starts_with("v=") {
             return Err(RtcError::BadAnswer(format!(
                 "the body of the {status} answer is not SDP"
@@ -472,29 +455,13 @@ impl Signalling {
             },
         })
         .map_err(|error| RtcError::BadOffer(format!("the session: {error}")))?;
-        let response = self
+        let request = self
             .client_for(endpoint)
             .post(endpoint.live_sessions_url())
             .headers(endpoint.auth_headers()?)
             .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|error| self.request_error(Stage::Signalling, error))?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = self.read_body(response, Stage::Signalling).await?;
-        if !status.is_success() {
-            return Err(http_error(
-                endpoint.name(),
-                Stage::Signalling,
-                status.as_u16(),
-                &headers,
-                &body.text,
-                SystemTime::now(),
-            ));
-        }
-        let body = body.whole(Stage::Signalling)?;
+            .body(body);
+        let (status, _, body) = self.exchange(endpoint, request, Stage::Signalling).await?;
         let created: LiveCreateResponse = serde_json::from_str(&body).map_err(|error| {
             RtcError::BadAnswer(format!(
                 "the body of the {status} answer is not a Live session: {error}"
@@ -521,29 +488,15 @@ impl Signalling {
     ) -> Result<String, RtcError> {
         let body = serde_json::to_string(&ClientSecretRequest { session })
             .map_err(|error| RtcError::BadOffer(format!("the session: {error}")))?;
-        let response = self
+        let request = self
             .client_for(endpoint)
             .post(endpoint.client_secrets_url())
             .headers(endpoint.auth_headers()?)
             .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|error| self.request_error(Stage::ClientSecret, error))?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = self.read_body(response, Stage::ClientSecret).await?;
-        if !status.is_success() {
-            return Err(http_error(
-                endpoint.name(),
-                Stage::ClientSecret,
-                status.as_u16(),
-                &headers,
-                &body.text,
-                SystemTime::now(),
-            ));
-        }
-        let text = body.whole(Stage::ClientSecret)?;
+            .body(body);
+        let (_, _, text) = self
+            .exchange(endpoint, request, Stage::ClientSecret)
+            .await?;
         let bad = |reason: &str| RtcError::BadClientSecret {
             provider: endpoint.name().to_owned(),
             reason: reason.to_owned(),
@@ -554,6 +507,34 @@ impl Signalling {
             Some(value) if !value.trim().is_empty() => Ok(value),
             _ => Err(bad("the answer has no `value`")),
         }
+    }
+
+    /// Sends `request` and reads the answer: a success's status, headers and whole body, or the
+    /// provider's refusal as the error of `stage`.
+    async fn exchange(
+        &self,
+        endpoint: &Endpoint,
+        request: reqwest::RequestBuilder,
+        stage: Stage,
+    ) -> Result<(reqwest::StatusCode, HeaderMap, String), RtcError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|error| self.request_error(stage, error))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = self.read_body(response, stage).await?;
+        if !status.is_success() {
+            return Err(http_error(
+                endpoint.name(),
+                stage,
+                status.as_u16(),
+                &headers,
+                &body.text,
+                SystemTime::now(),
+            ));
+        }
+        Ok((status, headers, body.whole(stage)?))
     }
 
     /// Ends the call on the server.
