@@ -1135,7 +1135,7 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
             )
             .await
             .unwrap();
-        let published = "published 2026-12-04";
+        let published = format!("published {}", walkie_settings::prices::PUBLISHED_ON);
         assert_eq!(
             dates,
             serde_json::json!([
@@ -1147,9 +1147,10 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
                 "published 2025-10-06",
                 published,
                 published,
+                published,
                 published
             ]),
-            "six rows per million tokens, then three per minute"
+            "six rows per million tokens, then four per minute"
         );
         let minute_models = client
             .execute(
@@ -1161,7 +1162,12 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
             .unwrap();
         assert_eq!(
             minute_models,
-            serde_json::json!(["gpt-realtime-whisper", "gpt-transcribe", "gpt-live-transcribe"])
+            serde_json::json!([
+                "gpt-realtime-whisper",
+                "gpt-transcribe",
+                "gpt-live-transcribe",
+                "gpt-live-1.1"
+            ])
         );
         // A row published more than 180 days ago says to check it, and the model's cell points
         // to the note.
@@ -1234,7 +1240,7 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
         assert_eq!(prices.len(), 7);
         assert_eq!(prices[0]["textOut"], 1000.0);
         assert_eq!(prices[0]["takenOn"], "", "an edited row is the user's own");
-        assert_eq!(prices[1]["takenOn"], "2026-12-04");
+        assert_eq!(prices[1]["takenOn"], walkie_settings::prices::PUBLISHED_ON);
         assert_eq!(prices[6]["model"], "my-deployment");
         press(&client, fantoccini::key::Key::Escape).await;
 

@@ -657,7 +657,7 @@ async fn e2e_a_model_billed_by_the_minute_alone_spends_the_budget_and_ends_the_c
             "provider": "local",
             "budgetUsd": 0.5,
             // Saved by this Walkie, its token table emptied by the user: nothing is added back.
-            "publishedPricesOf": "2026-12-04",
+            "publishedPricesOf": walkie_settings::prices::PUBLISHED_ON,
             "prices": [],
             "minutePrices": [
                 { "model": "gpt-realtime-whisper", "takenOn": "", "perMinute": 60.0, "perPausedMinute": 0.0 }
@@ -770,9 +770,9 @@ async fn e2e_settings_naming_models_that_shut_down_open_to_one_line_saying_what_
         let banner = wait_for(&client, "#banner [data-role=text]", |text| !text.is_empty()).await;
         assert_eq!(
             banner,
-            "Walkie now talks to gpt-realtime-2.1 and transcribes your speech with \
-             gpt-realtime-whisper, as OpenAI shuts gpt-realtime down on 2027-01-20 and \
-             gpt-4o-mini-transcribe on 2027-02-26. Open Settings to choose another."
+            "OpenAI shuts down gpt-realtime on 2027-01-20 and gpt-4o-mini-transcribe on \
+             2027-02-26, so Walkie now uses gpt-realtime-2.1 and gpt-realtime-whisper; Open \
+             Settings to choose others."
         );
         assert!(header.ends_with(&banner[1..]), "{header:?}");
         assert_eq!(
@@ -781,6 +781,7 @@ async fn e2e_settings_naming_models_that_shut_down_open_to_one_line_saying_what_
                 .as_deref(),
             Some("Open Settings")
         );
+        support::screenshot(&client, "models-moved").await;
         // Moved once: the file now names the new models.
         let saved: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(dirs.config.join("settings.json")).unwrap(),

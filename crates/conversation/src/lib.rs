@@ -28,7 +28,8 @@ pub use output::{Output, Record};
 pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};
 pub use spending::{
-    MinutePrices, Prices, Pricing, Rate, Spending, SpentBefore, TokenTotals, TranscriptionBill,
+    MinutePrices, Prices, Pricing, Rate, SessionBill, SessionSeconds, Spending, SpentBefore,
+    TokenTotals, TranscriptionBill,
 };
 pub use status::{ConnectionState, StatusAction, StatusEvent, sentence};
 pub use tools::{APPROVAL_TIMEOUT_MS, ApprovalRequest, OutsideTool, ToolPolicy};

@@ -117,6 +117,10 @@ pub struct Spending {
     pub pricing: Option<Pricing>,
     /// The prices the transcriptions to come are costed at.
     pub transcription_pricing: Option<Pricing>,
+    /// The time of the sessions billed by duration, summed over the conversation's calls.
+    pub session_seconds: SessionSeconds,
+    /// The last usage report of the session under way: its id, and what it said.
+    last_session_report: Option<(String, SessionSeconds)>,
 }
 
 /// What a saved conversation had spent before it was continued: what the figure shown and the
@@ -129,6 +133,20 @@ pub struct SpentBefore {
     pub transcribed_seconds: f64,
     pub transcriptions: u64,
     /// What all of it cost, when it was priced.
+    pub cost_usd: Option<f64>,
+}
+
+/// A session billed by its duration (GPT-Live): its active and paused seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SessionSeconds {
+    pub active: f64,
+    pub paused: f64,
+}
+
+/// What one usage report of a session billed by duration added, and what that cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SessionBill {
+    pub added: SessionSeconds,
     pub cost_usd: Option<f64>,
 }
 
@@ -248,6 +266,39 @@ impl Spending {
         bill
     }
 
+    /// Adds what a session billed by duration reports it has used so far. The reports are
+    /// cumulative for their session (the Live API: "Do not sum values across usage events"),
+    /// so only what grew since the same session's last report is added and costed, at a price
+    /// per minute for the active time and one for the paused time; another session (a call
+    /// placed again) starts from nothing, and a report that goes back, or is not a number, adds
+    /// nothing.
+    pub fn add_session_usage(&mut self, session_id: &str, reported: SessionSeconds) -> SessionBill {
+        let before = match &self.last_session_report {
+            Some((id, seen)) if id == session_id => *seen,
+            _ => SessionSeconds::default(),
+        };
+        // `f64::max` keeps the number when the other side is NaN.
+        let now = SessionSeconds {
+            active: reported.active.max(before.active),
+            paused: reported.paused.max(before.paused),
+        };
+        let added = SessionSeconds {
+            active: now.active - before.active,
+            paused: now.paused - before.paused,
+        };
+        self.last_session_report = Some((session_id.to_owned(), now));
+        self.session_seconds.active += added.active;
+        self.session_seconds.paused += added.paused;
+        let cost_usd = match self.pricing.as_ref().map(|pricing| pricing.rate) {
+            Some(Rate::PerMinute(prices)) => Some(prices.cost_usd(added.active, added.paused)),
+            _ => None,
+        };
+        if let Some(cost_usd) = cost_usd {
+            *self.cost_usd.get_or_insert(0.0) += cost_usd;
+        }
+        SessionBill { added, cost_usd }
+    }
+
     /// The share of input tokens that were cached, in the last response and over the
     /// conversation (`None` before any input was billed): what truncating to a retention
     /// ratio saves shows here.
@@ -362,6 +413,57 @@ mod tests {
         assert_eq!(tokens.text_out, 100);
         assert_eq!(cost_usd, None);
         assert_eq!(spending.cost_usd, Some(0.0));
+    }
+
+    fn live(active: f64, paused: f64) -> SessionSeconds {
+        SessionSeconds { active, paused }
+    }
+
+    #[test]
+    fn a_live_session_is_costed_per_active_and_paused_minute_from_its_cumulative_reports() {
+        let mut gpt_live = per_minute("gpt-live-1.1", 0.05);
+        gpt_live.rate = Rate::PerMinute(MinutePrices {
+            per_minute: 0.05,
+            per_paused_minute: 0.02,
+        });
+        let mut spending = Spending::new(Some(gpt_live), None);
+        let first = spending.add_session_usage("live_1", live(60.0, 0.0));
+        assert_eq!(first.added, live(60.0, 0.0));
+        assert!((first.cost_usd.unwrap() - 0.05).abs() < 1e-12);
+        // The next report restates the first minute: only the growth is billed.
+        let second = spending.add_session_usage("live_1", live(90.0, 60.0));
+        assert_eq!(second.added, live(30.0, 60.0));
+        assert!((second.cost_usd.unwrap() - (0.025 + 0.02)).abs() < 1e-12);
+        assert_eq!(
+            spending.add_session_usage("live_1", live(90.0, 60.0)).added,
+            live(0.0, 0.0)
+        );
+        // A call placed again: a new session, counted from nothing.
+        assert_eq!(
+            spending.add_session_usage("live_2", live(30.0, 0.0)).added,
+            live(30.0, 0.0)
+        );
+        // A report that goes back, or is not a number, adds nothing.
+        assert_eq!(
+            spending
+                .add_session_usage("live_2", live(10.0, f64::NAN))
+                .added,
+            live(0.0, 0.0)
+        );
+        assert_eq!(spending.session_seconds, live(120.0, 60.0));
+        assert!(
+            (spending.cost_usd.unwrap() - (0.05 + 0.045 + 0.025)).abs() < 1e-12,
+            "{spending:?}"
+        );
+    }
+
+    #[test]
+    fn a_session_usage_without_a_price_per_minute_is_counted_not_costed() {
+        let mut spending = Spending::new(Some(per_token(32.0)), None);
+        let bill = spending.add_session_usage("live_1", live(30.0, 5.0));
+        assert_eq!((bill.added, bill.cost_usd), (live(30.0, 5.0), None));
+        assert_eq!(spending.cost_usd, Some(0.0));
+        assert_eq!(spending.session_seconds, live(30.0, 5.0));
     }
 
     #[test]

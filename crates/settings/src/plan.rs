@@ -250,12 +250,13 @@ impl Plan {
         }
     }
 
-    /// The prices this plan's model is costed at, from its price table (`free` on the local
-    /// provider, which bills nothing).
+    /// The prices this plan's model is costed at, from its price tables: per minute for a model
+    /// billed by duration, else per million tokens (`free` on the local provider, which bills
+    /// nothing).
     pub fn pricing(&self) -> Option<walkie_conversation::Pricing> {
         let model = self.session.model.as_deref()?;
         let free = matches!(self.provider, Ok(Provider::Local));
-        crate::prices::pricing_for(model, free, &self.prices)
+        crate::prices::model_pricing_for(model, free, &self.minute_prices, &self.prices)
     }
 
     /// The prices the transcriptions of the user's speech are costed at: the transcription
@@ -273,7 +274,7 @@ impl Plan {
             .model
             .as_str();
         let free = matches!(self.provider, Ok(Provider::Local));
-        crate::prices::transcription_pricing_for(model, free, &self.minute_prices, &self.prices)
+        crate::prices::model_pricing_for(model, free, &self.minute_prices, &self.prices)
     }
 
     /// Resolves the settings against the keyring and the environment. Blocks on the keyring:

@@ -40,7 +40,7 @@ pub const MAX_PRICE_PER_MILLION: f64 = 10_000.0;
 /// The day the published rows below were read off the provider's model pages
 /// (developers.openai.com/api/docs/models/<model>), each checked figure by figure. A saved table
 /// older than this is brought up to date once ([`crate::settings::Settings::migrate`]).
-pub const PUBLISHED_ON: &str = "2026-12-04";
+pub const PUBLISHED_ON: &str = "2026-12-06";
 
 /// Prices per million tokens as the provider's tables set them out.
 #[allow(clippy::too_many_arguments)]
@@ -130,20 +130,22 @@ pub struct MinutePriceRow {
 }
 
 /// OpenAI's published prices per minute: the transcription models billed by the duration of
-/// the speech they hear.
+/// the speech they hear, and GPT-Live billed by the session's time (a paused minute at its
+/// standby price). gpt-live-1 has no row: its page gives no standby price.
 pub fn published_minute_prices() -> Vec<MinutePriceRow> {
-    let row = |model: &str, per_minute: f64| MinutePriceRow {
+    let row = |model: &str, per_minute: f64, per_paused_minute: f64| MinutePriceRow {
         model: model.to_owned(),
         taken_on: PUBLISHED_ON.to_owned(),
         prices: MinutePrices {
             per_minute,
-            per_paused_minute: 0.0,
+            per_paused_minute,
         },
     };
     vec![
-        row("gpt-realtime-whisper", 0.017),
-        row("gpt-transcribe", 0.0045),
-        row("gpt-live-transcribe", 0.017),
+        row("gpt-realtime-whisper", 0.017, 0.0),
+        row("gpt-transcribe", 0.0045, 0.0),
+        row("gpt-live-transcribe", 0.017, 0.0),
+        row("gpt-live-1.1", 0.05, 0.02),
     ]
 }
 
@@ -171,9 +173,9 @@ pub fn pricing_for(model: &str, free: bool, table: &[PriceRow]) -> Option<Pricin
     })
 }
 
-/// The prices a transcription `model` is costed at: its row per minute, else its row per
-/// million tokens, else none.
-pub fn transcription_pricing_for(
+/// The prices `model` is costed at: its row per minute (a model billed by duration: a
+/// transcription model, a Live model), else its row per million tokens, else none.
+pub fn model_pricing_for(
     model: &str,
     free: bool,
     minute_table: &[MinutePriceRow],
@@ -362,7 +364,7 @@ mod tests {
             }
         }
         let minutes = published_minute_prices();
-        let whisper = transcription_pricing_for(
+        let whisper = model_pricing_for(
             walkie_openai::names::DEFAULT_TRANSCRIPTION_MODEL,
             false,
             &minutes,
@@ -383,6 +385,20 @@ mod tests {
         assert_eq!(mini.audio_in, 10.0);
         assert_eq!(price_table_problem(&table), None);
         assert_eq!(minute_price_table_problem(&minutes), None);
+        let live = model_pricing_for("gpt-live-1.1", false, &minutes, &table)
+            .expect("GPT-Live 1.1 is priced per minute");
+        assert_eq!(
+            live.rate,
+            Rate::PerMinute(MinutePrices {
+                per_minute: 0.05,
+                per_paused_minute: 0.02
+            })
+        );
+        assert_eq!(
+            model_pricing_for("gpt-realtime-2.1", false, &minutes, &table).map(|p| p.rate),
+            pricing_for("gpt-realtime-2.1", false, &table).map(|p| p.rate),
+            "a model with no row per minute is priced by the token"
+        );
     }
 
     #[test]
@@ -396,14 +412,10 @@ mod tests {
                 ..Prices::default()
             },
         });
-        let pricing =
-            transcription_pricing_for("gpt-4o-mini-transcribe", true, &[], &table).unwrap();
+        let pricing = model_pricing_for("gpt-4o-mini-transcribe", true, &[], &table).unwrap();
         assert_eq!(tokens_of(&pricing).audio_in, 3.0);
         assert!(pricing.free);
-        assert_eq!(
-            transcription_pricing_for("whisper-1", false, &[], &table),
-            None
-        );
+        assert_eq!(model_pricing_for("whisper-1", false, &[], &table), None);
     }
 
     #[test]

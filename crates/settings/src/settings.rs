@@ -611,13 +611,7 @@ impl Settings {
         let mut migration = Migration::default();
         let mut moved = Vec::new();
         let mut kept = Vec::new();
-        for (field, role) in [
-            (&mut self.model, "talks to"),
-            (
-                &mut self.transcription_model,
-                "transcribes your speech with",
-            ),
-        ] {
+        for field in [&mut self.model, &mut self.transcription_model] {
             let Some(known) = walkie_openai::names::deprecation(field) else {
                 continue;
             };
@@ -629,7 +623,7 @@ impl Settings {
                 kept.push(known);
             } else {
                 *field = known.replacement.to_owned();
-                moved.push((known, role));
+                moved.push(known);
             }
         }
         // A kept name that is no longer in use is no longer a choice to honour.
@@ -674,21 +668,24 @@ impl Settings {
     }
 }
 
-fn moved_notice(moved: &[(&walkie_openai::names::Deprecation, &str)]) -> Option<String> {
+/// "New models: OpenAI shuts down gpt-realtime on 2027-01-20 and …, so Walkie now uses
+/// gpt-realtime-2.1 and …; Open Settings to choose others."
+fn moved_notice(moved: &[&walkie_openai::names::Deprecation]) -> Option<String> {
     let (first, rest) = moved.split_first()?;
-    let mut now = format!("Walkie now {} {}", first.1, first.0.replacement);
-    let mut shut = format!("{} down on {}", first.0.model, first.0.shutdown_on);
-    for (known, role) in rest {
-        now += &format!(" and {role} {}", known.replacement);
+    let mut shut = format!("{} on {}", first.model, first.shutdown_on);
+    let mut now = first.replacement.to_owned();
+    for known in rest {
         shut += &format!(" and {} on {}", known.model, known.shutdown_on);
+        now += &format!(" and {}", known.replacement);
     }
-    let headline = if rest.is_empty() {
-        "New model"
+    let (headline, others) = if rest.is_empty() {
+        ("New model", "another")
     } else {
-        "New models"
+        ("New models", "others")
     };
     Some(format!(
-        "{headline}: {now}, as OpenAI shuts {shut}. Open Settings to choose another."
+        "{headline}: OpenAI shuts down {shut}, so Walkie now uses {now}; Open Settings to choose \
+         {others}."
     ))
 }
 
@@ -934,6 +931,70 @@ mod tests {
             std::env::temp_dir().join(format!("walkie-settings-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn a_file_naming_models_that_shut_down_moves_them_once_and_says_so() {
+        let dir = temporary_dir("migrate");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("settings.json");
+        // A file as a Walkie of 2025 saved it: the models of then, no date of its prices.
+        std::fs::write(
+            &path,
+            r#"{"model":"gpt-realtime","transcriptionModel":"whisper-1","voice":"cedar"}"#,
+        )
+        .unwrap();
+        let loaded = SettingsFile::in_dir(&dir).load(0).unwrap();
+        assert_eq!(
+            loaded.migrated.as_deref(),
+            Some(
+                "New models: OpenAI shuts down gpt-realtime on 2027-01-20 and whisper-1 on \
+                 2027-02-26, so Walkie now uses gpt-realtime-2.1 and gpt-realtime-whisper; Open \
+                 Settings to choose others."
+            )
+        );
+        assert_eq!(loaded.settings.model, "gpt-realtime-2.1");
+        assert_eq!(loaded.settings.voice, "cedar", "nothing else moves");
+        assert!(
+            loaded
+                .settings
+                .prices
+                .iter()
+                .any(|row| row.model == "gpt-realtime-2.1")
+        );
+        // Saved at once: the next start finds nothing to move and says nothing.
+        let again = SettingsFile::in_dir(&dir).load(0).unwrap();
+        assert_eq!(again.migrated, None);
+        assert_eq!(again.settings, loaded.settings);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_model_that_shuts_down_chosen_knowing_is_kept_and_its_date_said_at_each_start() {
+        let mut settings = Settings {
+            model: "gpt-realtime-mini".to_owned(),
+            ..Settings::default()
+        };
+        settings.keep_chosen_deprecated();
+        assert_eq!(settings.kept_deprecated_models, ["gpt-realtime-mini"]);
+        for _start in 0..2 {
+            let migration = settings.migrate();
+            assert_eq!(settings.model, "gpt-realtime-mini");
+            assert_eq!(
+                migration.notice.as_deref(),
+                Some(
+                    "Model shuts down: gpt-realtime-mini, which you chose, stops answering on \
+                     2027-01-20; choose another in Settings before then."
+                )
+            );
+        }
+        // Another model chosen later: the old choice is no longer one to honour.
+        settings.model = "gpt-realtime-2.1".to_owned();
+        assert!(settings.migrate().changed);
+        assert!(settings.kept_deprecated_models.is_empty());
+        settings.model = "gpt-realtime-mini".to_owned();
+        settings.migrate();
+        assert_eq!(settings.model, "gpt-realtime-2.1-mini", "moved, not kept");
     }
 
     #[test]
