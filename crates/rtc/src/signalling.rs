@@ -1,4 +1,7 @@
-//! Call setup over HTTP(S), as the Realtime API documents it, and the hang-up.
+//! Call setup over HTTP(S), as the Realtime API documents it, and the hang-up; and a Live API
+//! (GPT-Live) call's: `POST {base}/v1/live/sessions` with a JSON body (the session and the
+//! offer), the answer SDP and the session's id in a JSON answer, the hang-up on
+//! `/v1/live/sessions/{id}/hangup` ([`Signalling::post_live_offer`]).
 //!
 //! `POST {base}/v1/realtime/calls` has two documented forms (reference §1.3):
 //! - with a standard key, `multipart/form-data`: the offer in part `sdp`
