@@ -15,16 +15,16 @@ use crate::session::{FRAME_SAMPLES, InputFrame, Output, ProviderSession};
 /// Opus frames are at most 120 ms: 5760 samples at 48 kHz.
 const MAX_FRAME_SAMPLES: usize = 5760;
 /// With nothing timed, the loop still wakes this often (it costs nothing).
-const IDLE_WAKE: Duration = Duration::from_secs(3600);
+pub(crate) const IDLE_WAKE: Duration = Duration::from_secs(3600);
 
 /// Decodes received Opus frames to measure them: length and energy.
-struct Meter {
+pub(crate) struct Meter {
     decoder: Option<opus::Decoder>,
     pcm: Vec<i16>,
 }
 
 impl Meter {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let decoder = opus::Decoder::new(48_000, opus::Channels::Mono)
             .map_err(|error| log::warn!("no Opus decoder, frames will count as silence: {error}"))
             .ok();
@@ -35,7 +35,7 @@ impl Meter {
     }
 
     /// (samples, RMS in 16-bit units).
-    fn measure(&mut self, opus: &[u8]) -> (u32, f64) {
+    pub(crate) fn measure(&mut self, opus: &[u8]) -> (u32, f64) {
         let samples = opus::packet::get_nb_samples(opus, 48_000)
             .ok()
             .and_then(|n| u32::try_from(n).ok())

@@ -1,14 +1,15 @@
-//! The driver of one Live API call: the peer's data channel into the
-//! [`LiveProviderSession`] with the call's clock, its outputs back onto the data channel, the
-//! call ended when the session closes or the client hangs up.
+//! The driver of one Live API call: the peer's data channel and audio (measured) into the
+//! [`LiveProviderSession`] with the call's clock, its timed work at its deadlines, its outputs
+//! back onto the data channel, the call ended when the session closes or the client hangs up.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use walkie_openai::live::LiveSessionConfig;
 use walkie_rtc::{Peer, PeerEvent};
 
+use crate::call::{IDLE_WAKE, Meter};
 use crate::live_session::{LiveOutput, LiveProviderSession};
 
 /// Runs one Live call until the session closes, the client hangs up or the connection ends.
@@ -25,10 +26,13 @@ pub(crate) async fn run(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
     let mut live = LiveProviderSession::new(&call_id, session, now_unix_s, now_ms());
-    // Audio frames the model heard (unmuted): the session does not listen to them yet.
-    let mut heard_frames = 0_u64;
+    let mut meter = Meter::new();
     'call: loop {
-        let outputs = tokio::select! {
+        let wake = live.next_deadline_ms().map_or_else(
+            || Instant::now() + IDLE_WAKE,
+            |ms| started + Duration::from_millis(ms),
+        );
+        let mut outputs = tokio::select! {
             biased;
             _ = &mut hangup => break,
             event = peer.events.recv() => match event {
@@ -39,17 +43,23 @@ pub(crate) async fn run(
                     }
                     live.on_client_text(&text, now_ms())
                 }
+                Some(PeerEvent::Audio(audio)) => {
+                    let (_, rms) = meter.measure(&audio.payload);
+                    live.on_audio(rms, now_ms())
+                }
                 Some(PeerEvent::DataChannelClosed | PeerEvent::Failed { .. } | PeerEvent::Closed)
                 | None => break,
-                Some(PeerEvent::Audio(_)) => {
-                    if !live.is_muted() {
-                        heard_frames += 1;
-                    }
-                    Vec::new()
-                }
                 Some(_) => Vec::new(),
             },
+            () = tokio::time::sleep_until(wake.into()) => Vec::new(),
         };
+        let now = now_ms();
+        if live
+            .next_deadline_ms()
+            .is_some_and(|deadline| deadline <= now)
+        {
+            outputs.extend(live.tick(now));
+        }
         for output in outputs {
             match output {
                 LiveOutput::Event { event_id, event } => {
@@ -63,5 +73,5 @@ pub(crate) async fn run(
         }
     }
     peer.handle.close().await;
-    log::info!("Live call {call_id} ended ({heard_frames} audio frames while unmuted)");
+    log::info!("Live call {call_id} ended");
 }

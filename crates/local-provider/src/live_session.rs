@@ -7,8 +7,10 @@
 //! fixed at start, usage is counted in seconds), and the test bench must hold Walkie to its
 //! contract, not to the Realtime one. What it enforces so far: the session's documented limits at
 //! call setup, the mute and unmute acknowledgements, the appended context's place on the
-//! session's timeline, and the close with its reason and usage. It does not yet speak: no audio,
-//! transcripts, wake policy or delegations.
+//! session's timeline, the wake policy (a session that has one waits for speech, and pauses
+//! after its idle timeout until speech wakes it again: what a muted microphone sends is never
+//! speech), usage reported each second (cumulative, active and paused), and the close with its
+//! reason and usage. It does not yet speak: no reply audio, transcripts or delegations.
 
 use serde_json::{Map, Value};
 use walkie_openai::live::{
@@ -19,6 +21,9 @@ use walkie_openai::live::{
 
 /// How long a Live session may last, as the snapshot's `expires_at` says (60 minutes).
 const SESSION_LIFETIME_S: u64 = 60 * 60;
+
+/// How often the session reports its usage while it runs.
+const USAGE_EVERY_MS: u64 = 1000;
 
 /// What a Live session's configuration breaks of the documented contract: the field and why,
 /// as the API's `invalid_request_error` says it.
@@ -139,6 +144,16 @@ pub(crate) enum LiveOutput {
     HangUp,
 }
 
+/// A session with a wake policy: whether inference runs, and when speech was last heard.
+struct Wake {
+    /// Frames at or above this RMS (16-bit units) are speech.
+    threshold_rms: f64,
+    /// Inference pauses after this long without speech.
+    idle_timeout_ms: Option<u64>,
+    awake: bool,
+    last_speech_ms: u64,
+}
+
 /// One Live call's session, on the provider's side.
 pub(crate) struct LiveProviderSession {
     /// The resolved session: the request's, with the server's defaults and its own fields.
@@ -147,6 +162,12 @@ pub(crate) struct LiveProviderSession {
     muted: bool,
     closed: bool,
     next_event: u64,
+    wake: Option<Wake>,
+    /// Paused time before the current stretch, and when the current paused stretch began.
+    paused_ms: u64,
+    paused_since_ms: Option<u64>,
+    /// When the next usage report is due; `None` before the session has started.
+    next_usage_ms: Option<u64>,
 }
 
 impl LiveProviderSession {
@@ -175,16 +196,98 @@ impl LiveProviderSession {
         );
         own.insert("status".to_owned(), Value::String("active".to_owned()));
         session.other.extend(own);
+        // With a wake policy, inference waits for the first speech: paused until then.
+        let wake = session.wake_policy.as_ref().map(|policy| Wake {
+            threshold_rms: crate::session::VadSettings::rms_for_threshold(
+                policy.vad_threshold.unwrap_or(0.5) as f32,
+            ),
+            idle_timeout_ms: session
+                .idle_timeout_s
+                .map(|seconds| u64::from(seconds) * 1000),
+            awake: false,
+            last_speech_ms: now_ms,
+        });
+        let paused_since_ms = wake.as_ref().map(|_| now_ms);
         Self {
             session,
             started_at_ms: now_ms,
             muted: false,
             closed: false,
             next_event: 0,
+            wake,
+            paused_ms: 0,
+            paused_since_ms,
+            next_usage_ms: None,
         }
     }
 
+    /// When [`Self::tick`] has work: the next usage report, or the idle timeout.
+    pub(crate) fn next_deadline_ms(&self) -> Option<u64> {
+        if self.closed {
+            return None;
+        }
+        let idle = self.wake.as_ref().and_then(|wake| {
+            wake.idle_timeout_ms
+                .filter(|_| wake.awake)
+                .map(|timeout| wake.last_speech_ms + timeout)
+        });
+        [self.next_usage_ms, idle].into_iter().flatten().min()
+    }
+
+    /// Timed work: inference paused after the idle timeout, usage reported each second.
+    pub(crate) fn tick(&mut self, now_ms: u64) -> Vec<LiveOutput> {
+        let mut out = Vec::new();
+        if self.closed {
+            return out;
+        }
+        if let Some(wake) = self.wake.as_mut()
+            && wake.awake
+            && wake
+                .idle_timeout_ms
+                .is_some_and(|timeout| now_ms >= wake.last_speech_ms + timeout)
+        {
+            wake.awake = false;
+            self.paused_since_ms = Some(now_ms);
+            out.push(self.event(LiveServerEvent::SessionPaused));
+        }
+        if let Some(due) = self.next_usage_ms
+            && now_ms >= due
+        {
+            self.next_usage_ms = Some(now_ms + USAGE_EVERY_MS);
+            let usage = self.usage(now_ms);
+            out.push(self.event(LiveServerEvent::UsageUpdated {
+                usage,
+                context_window: None,
+            }));
+        }
+        out
+    }
+
+    /// One frame of the client's audio, of loudness `rms` (16-bit units). The model hears
+    /// silence while the client is muted; unmuted speech wakes a paused session.
+    pub(crate) fn on_audio(&mut self, rms: f64, now_ms: u64) -> Vec<LiveOutput> {
+        if self.closed || self.muted {
+            return Vec::new();
+        }
+        let Some(wake) = self.wake.as_mut() else {
+            return Vec::new();
+        };
+        if rms < wake.threshold_rms {
+            return Vec::new();
+        }
+        wake.last_speech_ms = now_ms;
+        if wake.awake {
+            return Vec::new();
+        }
+        wake.awake = true;
+        if let Some(since) = self.paused_since_ms.take() {
+            self.paused_ms += now_ms.saturating_sub(since);
+        }
+        vec![self.event(LiveServerEvent::SessionResumed)]
+    }
+
     /// Whether the client's audio is muted for the model (it hears silence).
+    #[cfg(test)]
     pub(crate) fn is_muted(&self) -> bool {
         self.muted
     }
@@ -202,18 +305,26 @@ impl LiveProviderSession {
         i64::try_from(now_ms.saturating_sub(self.started_at_ms)).unwrap_or(i64::MAX)
     }
 
-    /// The billable time so far: every second is active until the wake policy pauses one.
+    /// The billable time so far, in whole seconds: paused while inference waits for speech,
+    /// active the rest, the two adding up to the total.
     fn usage(&self, now_ms: u64) -> LiveUsage {
-        let seconds = now_ms.saturating_sub(self.started_at_ms) / 1000;
+        let total_ms = now_ms.saturating_sub(self.started_at_ms);
+        let paused_ms = self.paused_ms
+            + self
+                .paused_since_ms
+                .map_or(0, |since| now_ms.saturating_sub(since));
+        let seconds = total_ms / 1000;
+        let paused_seconds = (paused_ms / 1000).min(seconds);
         LiveUsage {
             seconds: seconds as f64,
-            active_seconds: Some(seconds),
-            paused_seconds: Some(0),
+            active_seconds: Some(seconds - paused_seconds),
+            paused_seconds: Some(paused_seconds),
         }
     }
 
-    /// The data channel opened: the session has started.
-    pub(crate) fn on_connect(&mut self, _now_ms: u64) -> Vec<LiveOutput> {
+    /// The data channel opened: the session has started, and reports its usage from now on.
+    pub(crate) fn on_connect(&mut self, now_ms: u64) -> Vec<LiveOutput> {
+        self.next_usage_ms = Some(now_ms + USAGE_EVERY_MS);
         let session = self.session.clone();
         vec![self.event(LiveServerEvent::SessionStarted { session })]
     }
@@ -362,6 +473,94 @@ mod tests {
         assert!(
             live.on_client_text(r#"{"type":"session.input_audio.mute"}"#, 5_000)
                 .is_empty()
+        );
+    }
+
+    fn woken_by_speech(idle_timeout_s: Option<u32>) -> LiveProviderSession {
+        LiveProviderSession::new(
+            "live_1",
+            LiveSessionConfig {
+                wake_policy: Some(WakePolicy {
+                    vad_threshold: None,
+                }),
+                idle_timeout_s,
+                ..request()
+            },
+            0,
+            0,
+        )
+    }
+
+    /// Loud enough to be speech at the default threshold (−40 dBFS is 328).
+    const SPEECH_RMS: f64 = 3_000.0;
+
+    #[test]
+    fn a_session_with_a_wake_policy_waits_for_speech_and_pauses_after_its_idle_timeout() {
+        let mut live = woken_by_speech(Some(2));
+        live.on_connect(0);
+        assert!(live.on_audio(50.0, 100).is_empty(), "quiet is not speech");
+        assert_eq!(
+            events(live.on_audio(SPEECH_RMS, 500)),
+            [LiveServerEvent::SessionResumed]
+        );
+        assert!(live.on_audio(SPEECH_RMS, 520).is_empty(), "already awake");
+        assert_eq!(
+            live.next_deadline_ms(),
+            Some(1_000),
+            "the first usage report"
+        );
+        live.tick(1_000);
+        // Speech until 1,500 ms: the idle timeout runs from there.
+        live.on_audio(SPEECH_RMS, 1_500);
+        assert_eq!(live.next_deadline_ms(), Some(2_000));
+        live.tick(2_000);
+        assert_eq!(live.next_deadline_ms(), Some(3_000));
+        live.tick(3_000);
+        assert_eq!(live.next_deadline_ms(), Some(3_500), "the idle timeout");
+        assert_eq!(events(live.tick(3_500)), [LiveServerEvent::SessionPaused]);
+        // Speech wakes it again; a muted microphone never does.
+        live.on_client_text(r#"{"type":"session.input_audio.mute"}"#, 3_600);
+        assert!(live.on_audio(SPEECH_RMS, 3_700).is_empty());
+        live.on_client_text(r#"{"type":"session.input_audio.unmute"}"#, 3_800);
+        assert_eq!(
+            events(live.on_audio(SPEECH_RMS, 4_500)),
+            [LiveServerEvent::SessionResumed]
+        );
+    }
+
+    #[test]
+    fn usage_is_reported_each_second_with_the_paused_time_apart_and_adding_up() {
+        let mut live = woken_by_speech(Some(1));
+        live.on_connect(0);
+        // Asleep until 2,500 ms, awake until the timeout at 3,500, asleep again to 6,000.
+        live.on_audio(SPEECH_RMS, 2_500);
+        live.tick(3_500);
+        let reported = events(live.tick(6_000));
+        let Some(LiveServerEvent::UsageUpdated { usage, .. }) = reported.last() else {
+            panic!("a usage report: {reported:?}");
+        };
+        assert_eq!(
+            usage,
+            &LiveUsage {
+                seconds: 6.0,
+                active_seconds: Some(1),
+                paused_seconds: Some(5)
+            }
+        );
+        // Without a wake policy every second is active.
+        let mut always_on = LiveProviderSession::new("live_2", request(), 0, 0);
+        always_on.on_connect(0);
+        assert_eq!(always_on.next_deadline_ms(), Some(1_000));
+        assert_eq!(
+            events(always_on.tick(1_000)),
+            [LiveServerEvent::UsageUpdated {
+                usage: LiveUsage {
+                    seconds: 1.0,
+                    active_seconds: Some(1),
+                    paused_seconds: Some(0)
+                },
+                context_window: None
+            }]
         );
     }
 

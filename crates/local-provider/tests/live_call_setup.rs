@@ -62,20 +62,58 @@ fn session() -> LiveSessionConfig {
     }
 }
 
+/// The next server event but the usage reports, which come each second whatever happens.
 async fn next_live(call: &mut Call, what: &str) -> LiveServerEvent {
+    next_live_matching(call, what, |event| {
+        !matches!(event, LiveServerEvent::UsageUpdated { .. })
+    })
+    .await
+}
+
+/// The next server event `wanted` takes, skipping the others.
+async fn next_live_matching(
+    call: &mut Call,
+    what: &str,
+    wanted: impl Fn(&LiveServerEvent) -> bool,
+) -> LiveServerEvent {
     loop {
         let event = tokio::time::timeout(WAIT, call.next_event())
             .await
             .unwrap_or_else(|_| panic!("no {what} within {WAIT:?}"));
         match event {
             Some(CallEvent::Text(text)) => {
-                return decode_live_server_event(&text)
+                let event = decode_live_server_event(&text)
                     .unwrap_or_else(|error| panic!("{what}: {error}: {text}"));
+                if wanted(&event) {
+                    return event;
+                }
             }
             Some(CallEvent::Audio(_)) => {}
             other => panic!("unexpected {other:?} while waiting for {what}"),
         }
     }
+}
+
+/// `frames` 20 ms Opus frames of a steady 300 Hz tone, loud enough to be speech to a wake
+/// policy at its default threshold.
+fn speech_frames(frames: usize) -> Vec<bytes::Bytes> {
+    let mut encoder = opus::Encoder::new(48_000, opus::Channels::Mono, opus::Application::Voip)
+        .expect("libopus makes an encoder for 48 kHz mono");
+    (0..frames)
+        .map(|frame| {
+            let pcm: Vec<i16> = (0..960)
+                .map(|i| {
+                    let t = (frame * 960 + i) as f64 / 48_000.0;
+                    (6_000.0 * (2.0 * std::f64::consts::PI * 300.0 * t).sin()) as i16
+                })
+                .collect();
+            bytes::Bytes::from(
+                encoder
+                    .encode_vec(&pcm, 1500)
+                    .expect("a 20 ms frame encodes"),
+            )
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,6 +224,59 @@ async fn a_live_call_starts_with_its_session_mutes_appends_and_closes_with_its_u
         "no Live event is filed as a Realtime one"
     );
     drop(call);
+    provider.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn speech_wakes_a_live_session_and_its_idle_timeout_pauses_it_with_the_time_billed_apart() {
+    let (provider, _dir) = provider("live-call-wake").await;
+    let woken_by_speech = LiveSessionConfig {
+        idle_timeout_s: Some(1),
+        wake_policy: Some(WakePolicy {
+            vad_threshold: None,
+        }),
+        ..session()
+    };
+    let mut call =
+        Call::connect(CallConfig::new(endpoint(&provider)).with_live_session(woken_by_speech))
+            .await
+            .expect("the Live call connects");
+    next_live(&mut call, "session.started").await;
+    for frame in speech_frames(10) {
+        call.send_audio(frame, 960).expect("the call sends audio");
+    }
+    assert_eq!(
+        next_live(&mut call, "resumed").await,
+        LiveServerEvent::SessionResumed
+    );
+    // Nothing more is said: a second later inference pauses.
+    assert_eq!(
+        next_live(&mut call, "paused").await,
+        LiveServerEvent::SessionPaused
+    );
+    let LiveServerEvent::UsageUpdated { usage, .. } =
+        next_live_matching(&mut call, "a report with paused time", |event| {
+            matches!(event, LiveServerEvent::UsageUpdated { usage, .. }
+                if usage.paused_seconds.unwrap_or(0) >= 1)
+        })
+        .await
+    else {
+        unreachable!("only a usage report matches");
+    };
+    assert_eq!(
+        usage.active_seconds.unwrap_or(0) + usage.paused_seconds.unwrap_or(0),
+        usage.seconds as u64,
+        "{usage:?}"
+    );
+    // Speech wakes it again.
+    for frame in speech_frames(10) {
+        call.send_audio(frame, 960).expect("the call sends audio");
+    }
+    assert_eq!(
+        next_live(&mut call, "resumed again").await,
+        LiveServerEvent::SessionResumed
+    );
+    call.hangup().await.expect("the hang-up is accepted");
     provider.shutdown().await;
 }
 
