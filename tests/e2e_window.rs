@@ -636,16 +636,6 @@ async fn e2e_on_a_budget_the_window_says_when_80_percent_is_spent_and_the_call_e
     .await;
 }
 
-/// What a turn of about `hold_ms` held on the key says, once its reply has been heard.
-async fn one_turn(client: &Client, turn: usize, hold_ms: u64) {
-    support::space(client, true).await;
-    wait_for(client, "#status", |text| text.starts_with("Listening")).await;
-    tokio::time::sleep(std::time::Duration::from_millis(hold_ms)).await;
-    support::space(client, false).await;
-    let reply = format!("#transcript article:nth-of-type({})", 2 * turn);
-    wait_for(client, &reply, |text| text.contains("played your")).await;
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_a_model_billed_by_the_minute_alone_spends_the_budget_and_ends_the_call() {
     let _window = ONE_WINDOW.lock().await;
@@ -669,7 +659,7 @@ async fn e2e_a_model_billed_by_the_minute_alone_spends_the_budget_and_ends_the_c
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
         for turn in 1..=8 {
-            one_turn(&client, turn, 300).await;
+            support::spoken_turn(&client, 0.3, turn - 1).await;
             let header = wait_for(&client, "#status", |text| {
                 text.starts_with("Ready")
                     || text.starts_with("Budget")

@@ -1111,6 +1111,14 @@ pub async fn accessibility_violations(client: &Client) -> Vec<String> {
 /// Holds the key, says `seconds` of speech-like sound, releases, and waits for the reply to
 /// be in the transcript and the app ready again.
 pub async fn spoken_exchange(client: &Client, seconds: f64, replies_before: usize) {
+    spoken_turn(client, seconds, replies_before).await;
+    wait_for_state(client, "ready").await;
+}
+
+/// Holds the key, says `seconds` of speech-like sound, releases, and waits for the reply to
+/// be in the transcript (what the app does next is the caller's to wait for: a spent budget
+/// ends the call there).
+pub async fn spoken_turn(client: &Client, seconds: f64, replies_before: usize) {
     space(client, true).await;
     wait_for(client, "#status", |status| status.starts_with("Listening")).await;
     let words = audio::speech_like(seconds);
@@ -1134,7 +1142,6 @@ pub async fn spoken_exchange(client: &Client, seconds: f64, replies_before: usiz
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    wait_for_state(client, "ready").await;
 }
 
 /// The status line's state (its `data-state`).

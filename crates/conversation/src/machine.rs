@@ -887,6 +887,15 @@ impl Conversation {
         }
     }
 
+    /// Something was billed (`billed`, added to the spending already): it is saved, what the
+    /// conversation has spent is shown, and the budget is judged.
+    fn billed(&mut self, billed: Record) {
+        self.outputs.push_back(Output::Record(billed));
+        self.outputs
+            .push_back(Output::Spending(Box::new(self.spending.clone())));
+        self.check_budget();
+    }
+
     /// Tells the user when 80 % of the budget is spent, and marks it spent at 100 %.
     fn check_budget(&mut self) {
         let (Some(budget_usd), Some(spent_usd)) = (self.budget_usd, self.spending.cost_usd) else {
@@ -980,16 +989,13 @@ impl Conversation {
                         .pricing
                         .as_ref()
                         .map(|pricing| pricing.model.clone());
-                    self.outputs.push_back(Output::Record(Record::Billed {
+                    self.billed(Record::Billed {
                         unix_ms: now_ms as i64,
                         tokens,
                         cost_usd,
                         model,
                         transcribed_seconds: None,
-                    }));
-                    self.outputs
-                        .push_back(Output::Spending(Box::new(self.spending.clone())));
-                    self.check_budget();
+                    });
                 }
                 ControllerOutput::Transcribed(usage) => {
                     let bill = self.spending.add_transcription(&usage);
@@ -998,17 +1004,14 @@ impl Conversation {
                         .transcription_pricing
                         .as_ref()
                         .map(|pricing| pricing.model.clone());
-                    self.outputs.push_back(Output::Record(Record::Billed {
+                    self.billed(Record::Billed {
                         unix_ms: now_ms as i64,
                         tokens: bill.tokens,
                         cost_usd: bill.cost_usd,
                         model,
                         // A transcription billed by tokens is still a transcription.
                         transcribed_seconds: Some(bill.seconds.unwrap_or(0.0)),
-                    }));
-                    self.outputs
-                        .push_back(Output::Spending(Box::new(self.spending.clone())));
-                    self.check_budget();
+                    });
                 }
                 ControllerOutput::RateLimits(limits) => self.rate_limits(&limits),
             }

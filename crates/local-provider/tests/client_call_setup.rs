@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{lines, oracle_trace_dir, scratch_dir};
+use common::{lines, oracle_traced_provider, scratch_dir};
 use serde_json::Value;
 use walkie_local::scenario::server_event;
 use walkie_local::{HttpFault, LocalProvider, ProviderConfig};
@@ -25,15 +25,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// A provider whose trace the oracle checks too: everything here is sent by Walkie's client.
 async fn provider(name: &str) -> (LocalProvider, PathBuf) {
-    let dir = oracle_trace_dir(name);
-    let provider = LocalProvider::start(ProviderConfig {
-        token: Some(KEY.to_owned()),
-        trace_dir: Some(dir.clone()),
-        ..ProviderConfig::default()
-    })
-    .await
-    .expect("the provider listens on 127.0.0.1");
-    (provider, dir)
+    oracle_traced_provider(name, KEY).await
 }
 
 /// The app's push-to-talk turn config with this model, voice and instructions.

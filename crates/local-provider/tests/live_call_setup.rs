@@ -10,8 +10,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{lines, oracle_trace_dir};
-use walkie_local::{LocalProvider, ProviderConfig};
+use common::{lines, oracle_traced_provider};
+use walkie_local::LocalProvider;
 use walkie_openai::live::{
     CloseReason, InitialItem, InitialRole, LiveAudio, LiveAudioOutput, LiveClientEvent,
     LiveServerEvent, LiveSessionConfig, LiveVoice, WakePolicy, decode_live_server_event,
@@ -22,15 +22,7 @@ const KEY: &str = "sk-local-live";
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn provider(name: &str) -> (LocalProvider, std::path::PathBuf) {
-    let dir = oracle_trace_dir(name);
-    let provider = LocalProvider::start(ProviderConfig {
-        token: Some(KEY.to_owned()),
-        trace_dir: Some(dir.clone()),
-        ..ProviderConfig::default()
-    })
-    .await
-    .expect("the provider listens on 127.0.0.1");
-    (provider, dir)
+    oracle_traced_provider(name, KEY).await
 }
 
 fn endpoint(provider: &LocalProvider) -> Endpoint {

@@ -52,7 +52,22 @@ pub fn http() -> reqwest::Client {
 
 /// A provider that wants `token` and keeps a trace in a fresh scratch directory.
 pub async fn traced_provider(name: &str, token: &str) -> (walkie_local::LocalProvider, PathBuf) {
-    let dir = scratch_dir(name);
+    provider_tracing_into(scratch_dir(name), token).await
+}
+
+/// A provider that wants `token` and whose trace the oracle checks too (everything sent to it
+/// in the test is Walkie's own client's).
+pub async fn oracle_traced_provider(
+    name: &str,
+    token: &str,
+) -> (walkie_local::LocalProvider, PathBuf) {
+    provider_tracing_into(oracle_trace_dir(name), token).await
+}
+
+async fn provider_tracing_into(
+    dir: PathBuf,
+    token: &str,
+) -> (walkie_local::LocalProvider, PathBuf) {
     let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
         token: Some(token.to_owned()),
         trace_dir: Some(dir.clone()),
