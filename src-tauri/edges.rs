@@ -205,7 +205,7 @@ impl<'a, U: Ui> Edges<'a, U> {
             match output {
                 Output::Send(sent) => {
                     let queued = match &self.call {
-                        Some(call) => call.queue(&sent.event, Some(&sent.event_id)),
+                        Some(call) => call.queue(sent.to_json()),
                         None => continue,
                     };
                     if let Err(error) = queued {

@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 
 use walkie_session::transcript::{BridgeNote, TranscriptBridge};
 use walkie_session::turn::{
-    AudioCommand, ControllerOutput, PressMode, ToolError, ToolRegistry, TurnConfig, TurnController,
-    TurnMode, UiHint, UserMessage,
+    AudioCommand, ControllerOutput, HistoryRestore, PressMode, ToolError, ToolRegistry, TurnConfig,
+    TurnEngine, TurnMode, UiHint, UserMessage, engine_for,
 };
 use walkie_session::{
     Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
@@ -18,7 +18,7 @@ use crate::meters::Meters;
 use crate::output::{Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
-use crate::spending::{Pricing, Spending, SpentBefore};
+use crate::spending::{Pricing, SessionSeconds, Spending, SpentBefore};
 use crate::status::{ConnectionState, StatusAction, StatusEvent, sentence};
 use crate::tools::{OutsideTool, Tools, Verdict};
 
@@ -89,7 +89,12 @@ struct Notice {
 #[derive(Debug)]
 pub struct Conversation {
     /// The call under way's controller (after a drop, the dropped call's, until the next).
-    controller: TurnController,
+    controller: Box<dyn TurnEngine>,
+    /// How many calls have carried the conversation: the current one's number, which names
+    /// its session's cumulative usage reports.
+    calls: u64,
+    /// The provider paused inference (idle) and has not been woken since.
+    paused: bool,
     iterator: EventIterator,
     bridge: TranscriptBridge,
     /// The turn settings each new call starts from (the mode follows the user's switches).
@@ -176,6 +181,8 @@ impl Conversation {
         });
         Self {
             controller,
+            calls: 1,
+            paused: false,
             iterator,
             bridge: TranscriptBridge::new(config.thread_id),
             turn: config.turn,
@@ -420,7 +427,9 @@ impl Conversation {
                 // Each call starts its own engine: it is told afresh.
                 self.echo_cancelling = None;
                 controller.data_channel_open(now_ms);
-                if std::mem::take(&mut self.restore_on_open) {
+                if std::mem::take(&mut self.restore_on_open)
+                    && controller.profile().history == HistoryRestore::OverDataChannel
+                {
                     let so_far: Vec<(walkie_agui::Role, String)> =
                         self.bridge.restorable().collect();
                     let so_far = so_far.iter().map(|(role, text)| (*role, text.as_str()));
@@ -608,6 +617,8 @@ impl Conversation {
         let (controller, iterator) = new_controller(self.turn.clone(), self.tools, &self.outside);
         self.close_approvals();
         self.controller = controller;
+        self.calls += 1;
+        self.paused = false;
         self.iterator = iterator;
         self.phase = Phase::InCall;
         self.restore_on_open = true;
@@ -736,7 +747,7 @@ impl Conversation {
     /// paused (it costs more than the rest of the audio path together). The mode the
     /// controller applies counts, not the one asked for: a switch waits for the turn under way.
     fn tell_echo_canceller(&mut self) {
-        let on = matches!(self.controller.config().mode, TurnMode::HandsFree(_));
+        let on = matches!(self.controller.turn_mode(), TurnMode::HandsFree(_));
         if self.echo_cancelling != Some(on) {
             self.echo_cancelling = Some(on);
             self.outputs
@@ -945,7 +956,7 @@ impl Conversation {
             && (self.hands_free() || !controller.is_capturing())
             && !self.bridge.has_open_parts()
             // A tool call running or waiting for the user is answered in this session.
-            && controller.waiting_tool_calls().next().is_none()
+            && !controller.has_waiting_tool_calls()
     }
 
     /// Moves what the controller and its session produced to the outputs, in their order.
@@ -963,6 +974,8 @@ impl Conversation {
                 ControllerOutput::Hint(
                     UiHint::SessionEndingSoon { .. } | UiHint::SessionLimitReached,
                 ) => self.renew_due = true,
+                ControllerOutput::Hint(UiHint::Paused) => self.paused = true,
+                ControllerOutput::Hint(UiHint::Resumed) => self.paused = false,
                 ControllerOutput::Hint(hint) => {
                     if let Some(sentence) = sentence::hint(&hint) {
                         self.hint = Some(sentence);
@@ -1012,6 +1025,32 @@ impl Conversation {
                         // A transcription billed by tokens is still a transcription.
                         transcribed_seconds: Some(bill.seconds.unwrap_or(0.0)),
                     });
+                }
+                ControllerOutput::SessionTime {
+                    active_seconds,
+                    paused_seconds,
+                } => {
+                    let reported = SessionSeconds {
+                        active: active_seconds,
+                        paused: paused_seconds,
+                    };
+                    let bill = self
+                        .spending
+                        .add_session_usage(&format!("call-{}", self.calls), reported);
+                    if bill.added.active > 0.0 || bill.added.paused > 0.0 {
+                        let model = self
+                            .spending
+                            .pricing
+                            .as_ref()
+                            .map(|pricing| pricing.model.clone());
+                        self.billed(Record::Billed {
+                            unix_ms: now_ms as i64,
+                            tokens: Default::default(),
+                            cost_usd: bill.cost_usd,
+                            model,
+                            transcribed_seconds: None,
+                        });
+                    }
                 }
                 ControllerOutput::RateLimits(limits) => self.rate_limits(&limits),
             }
@@ -1214,8 +1253,10 @@ impl Conversation {
                 }
                 if state == ConnectionState::Thinking && self.reply_slow {
                     sentence::thinking_slowly()
+                } else if idle && self.paused {
+                    sentence::paused().to_owned()
                 } else {
-                    sentence::default(state, &self.provider_label, &self.controller.config().mode)
+                    sentence::default(state, &self.provider_label, self.controller.turn_mode())
                 }
             }
         };
@@ -1243,7 +1284,7 @@ impl Conversation {
     }
 
     fn hands_free(&self) -> bool {
-        matches!(self.controller.config().mode, TurnMode::HandsFree(_))
+        matches!(self.controller.turn_mode(), TurnMode::HandsFree(_))
     }
 
     fn state(&self) -> ConnectionState {
@@ -1255,7 +1296,7 @@ impl Conversation {
             ConnectionState::Listening
         } else if controller.is_assistant_audible() {
             ConnectionState::Speaking
-        } else if controller.active_response_id().is_some() {
+        } else if controller.is_replying() {
             ConnectionState::Thinking
         } else if controller.is_capturing() {
             ConnectionState::Listening
@@ -1269,14 +1310,14 @@ fn new_controller(
     turn: TurnConfig,
     tools: fn() -> ToolRegistry,
     outside: &Tools,
-) -> (TurnController, EventIterator) {
+) -> (Box<dyn TurnEngine>, EventIterator) {
     let mut registry = tools();
     for tool in outside.declared() {
         // A name taken already (by a built-in tool, or twice) keeps its first owner; the
         // driver names tools so this does not happen.
         let _ = registry.register_outside(tool.definition.clone());
     }
-    let mut controller = TurnController::new(turn, registry);
+    let mut controller = engine_for(turn, registry);
     let iterator = controller
         .session_mut()
         .iterate()

@@ -262,6 +262,11 @@ pub mod sentence {
         }
     }
 
+    /// The provider paused inference after its idle timeout, shown while the call is idle.
+    pub fn paused() -> &'static str {
+        "Paused: say something to wake it."
+    }
+
     /// The sentence for a controller hint; `None` for a hint that needs no words.
     pub fn hint(hint: &UiHint) -> Option<String> {
         Some(match hint {
@@ -285,6 +290,11 @@ pub mod sentence {
                 "Not sent: a typed message holds at most {} KiB; shorten it or send it in parts.",
                 max_bytes / 1024
             ),
+            // The state of the session, not news of one press: see [`paused`].
+            UiHint::Paused | UiHint::Resumed => return None,
+            UiHint::TypedMessagesNotTaken => {
+                "Not sent: this provider takes speech only; say it instead.".to_owned()
+            }
             UiHint::PictureTooLarge { bytes, max_bytes } => format!(
                 "Not sent: a picture takes {} KiB where a message holds {} KiB; attach it again.",
                 bytes.div_ceil(1024),

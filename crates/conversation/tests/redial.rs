@@ -72,7 +72,7 @@ fn restored(outputs: &[Output]) -> Vec<(Role, &'static str, String)> {
     outputs
         .iter()
         .filter_map(|output| match output {
-            Output::Send(sent) => match &sent.event {
+            Output::Send(sent) => match sent.realtime()? {
                 ClientEvent::ConversationItemCreate {
                     item: Item::Message { role, content, .. },
                     ..
@@ -764,9 +764,9 @@ fn a_picture_shown_before_a_drop_is_named_to_the_next_session_not_sent_again() {
     );
     assert!(
         shown.iter().any(|output| matches!(output, Output::Send(sent)
-            if matches!(&sent.event, ClientEvent::ConversationItemCreate {
+            if matches!(sent.realtime(), Some(ClientEvent::ConversationItemCreate {
                 item: Item::Message { content, .. }, ..
-            } if matches!(content[..], [ContentPart::InputImage { .. }, ContentPart::InputText { .. }])))),
+            }) if matches!(content[..], [ContentPart::InputImage { .. }, ContentPart::InputText { .. }])))),
         "the picture went out with its question"
     );
     call.input(5_000, dropped());

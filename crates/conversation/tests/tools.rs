@@ -69,7 +69,7 @@ fn answers(outputs: &[Output]) -> Vec<(String, Value)> {
     outputs
         .iter()
         .filter_map(|output| match output {
-            Output::Send(sent) => match &sent.event {
+            Output::Send(sent) => match sent.realtime()? {
                 ClientEvent::ConversationItemCreate {
                     item:
                         Item::FunctionCallOutput {
@@ -97,7 +97,7 @@ fn outside_tools_are_declared_to_the_session_after_the_built_in_one() {
     let declared = outputs
         .iter()
         .find_map(|output| match output {
-            Output::Send(sent) => match &sent.event {
+            Output::Send(sent) => match sent.realtime()? {
                 ClientEvent::SessionUpdate { session } => session.tools.clone(),
                 _ => None,
             },
@@ -489,7 +489,7 @@ fn a_tool_call_and_its_answer_are_in_the_transcript_and_told_to_the_next_session
     let restored: Vec<String> = outputs
         .iter()
         .filter_map(|output| match output {
-            Output::Send(sent) => match &sent.event {
+            Output::Send(sent) => match sent.realtime()? {
                 ClientEvent::ConversationItemCreate {
                     item: Item::Message { content, .. },
                     ..
@@ -568,7 +568,7 @@ fn tools_too_many_for_one_session_are_declared_as_far_as_they_fit_and_the_rest_n
     let update = outputs
         .iter()
         .find_map(|output| match output {
-            Output::Send(sent) => match &sent.event {
+            Output::Send(sent) => match sent.realtime()? {
                 ClientEvent::SessionUpdate { session } => Some(session.clone()),
                 _ => None,
             },

@@ -84,9 +84,14 @@ async fn update_is_accepted(call: &mut Call, config: TurnConfig) -> Value {
             _ => None,
         })
         .expect("session.update on open");
-    call.send(&update.event, Some(&update.event_id))
-        .await
-        .expect("the data channel is open");
+    call.send(
+        update
+            .realtime()
+            .expect("a Realtime controller sends Realtime events"),
+        Some(&update.event_id),
+    )
+    .await
+    .expect("the data channel is open");
     match next_server(call, "session.updated").await {
         ServerEvent::SessionUpdated { session } => {
             serde_json::to_value(&session).expect("a session serialises")

@@ -86,7 +86,12 @@ impl Driver {
             match output {
                 ControllerOutput::Send(outgoing) => self
                     .call
-                    .send(&outgoing.event, Some(&outgoing.event_id))
+                    .send(
+                        outgoing
+                            .realtime()
+                            .expect("a Realtime controller sends Realtime events"),
+                        Some(&outgoing.event_id),
+                    )
                     .await
                     .expect("the data channel stays open"),
                 ControllerOutput::Diagnostic(diagnostic) => self.diagnostics.push(diagnostic),
@@ -96,6 +101,7 @@ impl Driver {
                 | ControllerOutput::Billed(_)
                 | ControllerOutput::Transcribed(_)
                 | ControllerOutput::RateLimits(_)
+                | ControllerOutput::SessionTime { .. }
                 | ControllerOutput::ToolCall(_) => {}
             }
         }

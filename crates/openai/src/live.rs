@@ -239,6 +239,18 @@ const LIVE_CLIENT_EVENT_TYPES: &[&str] = &[
 ];
 
 impl LiveClientEvent {
+    /// The wire name, as in the `type` field.
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            LiveClientEvent::Mute => "session.input_audio.mute",
+            LiveClientEvent::Unmute => "session.input_audio.unmute",
+            LiveClientEvent::InstructionsAppend { .. } => "session.instructions.append",
+            LiveClientEvent::ThinkingAppend { .. } => "session.thinking.append",
+            LiveClientEvent::CommentaryAppend { .. } => "session.commentary.append",
+            LiveClientEvent::Close => "session.close",
+        }
+    }
+
     /// The JSON text sent on the data channel.
     pub fn to_json(&self, event_id: Option<&str>) -> String {
         encode_with_id(self, event_id)
@@ -560,6 +572,33 @@ mod tests {
                 }
                 other => panic!("{event_type}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn every_client_event_names_the_type_it_is_sent_as() {
+        let events = [
+            LiveClientEvent::Mute,
+            LiveClientEvent::Unmute,
+            LiveClientEvent::InstructionsAppend {
+                content: "Be brief.".to_owned(),
+                delegation_id: None,
+            },
+            LiveClientEvent::ThinkingAppend {
+                content: "The user is in Lisbon.".to_owned(),
+                delegation_id: None,
+            },
+            LiveClientEvent::CommentaryAppend {
+                content: "It is 10:42.".to_owned(),
+                delegation_id: Some("del_1".to_owned()),
+            },
+            LiveClientEvent::Close,
+        ];
+        assert_eq!(events.len(), LIVE_CLIENT_EVENT_TYPES.len());
+        for event in events {
+            let json: Value = serde_json::from_str(&event.to_json(None)).expect("JSON");
+            assert_eq!(json["type"], event.event_type());
+            assert!(LIVE_CLIENT_EVENT_TYPES.contains(&event.event_type()));
         }
     }
 

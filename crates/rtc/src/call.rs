@@ -339,11 +339,11 @@ impl Call {
         self.peer.send_text(event.to_json(event_id)).await
     }
 
-    /// Queues one client event for the data channel and returns at once, as audio is sent: a
-    /// failure to send comes back as [`CallEvent::SendFailed`]. Fails at once only when the
-    /// connection's loop has ended.
-    pub fn queue(&self, event: &ClientEvent, event_id: Option<&str>) -> Result<(), RtcError> {
-        self.peer.queue_text(event.to_json(event_id))
+    /// Queues one client event's JSON text (of either API) for the data channel and returns at
+    /// once, as audio is sent: a failure to send comes back as [`CallEvent::SendFailed`]. Fails
+    /// at once only when the connection's loop has ended.
+    pub fn queue(&self, event_json: String) -> Result<(), RtcError> {
+        self.peer.queue_text(event_json)
     }
 
     /// Sends one Opus frame of `samples` 48 kHz samples (960 for 20 ms).

@@ -136,6 +136,31 @@ impl Call {
         outside_tools: Vec<OutsideTool>,
         settings_notice: Option<String>,
     ) -> Self {
+        let pricing = Pricing {
+            model: "gpt-realtime".to_owned(),
+            rate: walkie_conversation::Rate::PerMillionTokens(PRICES),
+            taken_on: "2025-08-28".to_owned(),
+            free: false,
+        };
+        Self::placed_priced(
+            config,
+            pricing,
+            budget_usd,
+            transcription_pricing,
+            outside_tools,
+            settings_notice,
+        )
+    }
+
+    /// Placed, its replies costed at `pricing`, on a budget of `budget_usd` if any.
+    pub fn placed_priced(
+        config: TurnConfig,
+        pricing: Pricing,
+        budget_usd: Option<f64>,
+        transcription_pricing: Option<Pricing>,
+        outside_tools: Vec<OutsideTool>,
+        settings_notice: Option<String>,
+    ) -> Self {
         let machine = Conversation::new(
             ConversationConfig {
                 turn: config.clone(),
@@ -144,12 +169,7 @@ impl Call {
                 redial: RedialPolicy::default(),
                 jitter_seed: 7,
                 voice_barge_in: true,
-                pricing: Some(Pricing {
-                    model: "gpt-realtime".to_owned(),
-                    rate: walkie_conversation::Rate::PerMillionTokens(PRICES),
-                    taken_on: "2025-08-28".to_owned(),
-                    free: false,
-                }),
+                pricing: Some(pricing),
                 transcription_pricing,
                 budget_usd,
                 outside_tools,

@@ -98,6 +98,8 @@ pub enum Transport {
 /// The turn controller's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnConfig {
+    /// The protocol the call speaks, which picks its turn engine ([`super::engine_for`]).
+    pub family: super::ProviderFamily,
     /// Push-to-talk (hold or toggle) or hands-free.
     pub mode: TurnMode,
     /// What the link needs on a barge-in.
@@ -135,6 +137,7 @@ impl TurnConfig {
     /// Push-to-talk with the hold key over WebRTC, with the default timings.
     pub fn push_to_talk(session: SessionConfig) -> Self {
         Self {
+            family: super::ProviderFamily::Realtime,
             mode: TurnMode::PushToTalk(PressMode::Hold),
             transport: Transport::WebRtc,
             session,

@@ -1,4 +1,5 @@
-//! The turn controller and the OpenAI Realtime → session mapping.
+//! The turn engines: the Realtime API's turn controller and its mapping, the Live API's
+//! engine, and the seam both sit behind ([`TurnEngine`], [`FamilyProfile`]).
 //!
 //! Why a module of the session crate: the controller decides what the session's events are (when
 //! the user's speech part starts, when a reply was interrupted, when a turn is complete), so it
@@ -23,9 +24,12 @@
 mod audibility;
 mod config;
 mod controller;
+mod engine;
+mod family;
 mod item_parts;
 mod ledger;
 mod lifecycle;
+mod live;
 mod openai_map;
 mod outbox;
 mod output;
@@ -43,10 +47,13 @@ pub use controller::{
     ControllerStats, MAX_USER_TEXT_BYTES, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS,
     TurnController, user_text_fits,
 };
+pub use engine::{TurnEngine, engine_for};
+pub use family::{FamilyProfile, HistoryRestore, ProviderFamily};
 pub use item_parts::MAX_OPEN_USER_PARTS;
+pub use live::{LIVE_AUDIO_QUIET_MS, LIVE_QUIET_MS, LiveTurns, SILENCE_PEAK};
 pub use openai_map::MAX_TRANSCRIPT_BYTES;
 pub use output::{
-    AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, ToolCallRequest, UiHint,
+    AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, ToolCallRequest, UiHint, WireEvent,
 };
 pub use tools::{
     CURRENT_LOCAL_TIME_TOOL, CurrentLocalTime, DuplicateTool, LocalDateTime, LocalTool,

@@ -62,7 +62,7 @@ pub const MAX_TRANSCRIPT_BYTES: usize = 256 * 1024;
 
 /// The start of `text` that fits after `kept_bytes` of transcript within
 /// [`MAX_TRANSCRIPT_BYTES`], cut on a character boundary.
-fn fitting(kept_bytes: usize, text: &str) -> &str {
+pub(super) fn fitting(kept_bytes: usize, text: &str) -> &str {
     let room = MAX_TRANSCRIPT_BYTES.saturating_sub(kept_bytes);
     if text.len() <= room {
         return text;

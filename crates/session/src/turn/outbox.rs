@@ -6,9 +6,11 @@
 
 use std::collections::VecDeque;
 
-use walkie_openai::{ClientEvent, Usage};
+use walkie_openai::Usage;
 
-use crate::turn::output::{AudioCommand, ControllerOutput, OutgoingEvent, ToolCallRequest};
+use crate::turn::output::{
+    AudioCommand, ControllerOutput, OutgoingEvent, ToolCallRequest, WireEvent,
+};
 
 /// Client event ids remembered for matching a server `error` to the request that caused it.
 const REMEMBERED_EVENT_IDS: usize = 128;
@@ -58,7 +60,8 @@ impl Outbox {
     }
 
     /// Queues a client event under a fresh id and returns the id (remembered either way).
-    pub fn send(&mut self, event: ClientEvent) -> String {
+    pub fn send(&mut self, event: impl Into<WireEvent>) -> String {
+        let event: WireEvent = event.into();
         let event_id = format!("walkie_{}", self.next_event_number);
         self.next_event_number += 1;
         if self.sent.len() == REMEMBERED_EVENT_IDS {
@@ -96,6 +99,14 @@ impl Outbox {
     /// Queues what a transcription was billed: never dropped either.
     pub fn transcribed(&mut self, usage: walkie_openai::TranscriptionUsage) {
         self.outputs.push_back(ControllerOutput::Transcribed(usage));
+    }
+
+    /// Queues a session's cumulative duration: never dropped either.
+    pub fn session_time(&mut self, active_seconds: f64, paused_seconds: f64) {
+        self.outputs.push_back(ControllerOutput::SessionTime {
+            active_seconds,
+            paused_seconds,
+        });
     }
 
     /// Queues the provider's rate limits.
@@ -145,6 +156,7 @@ fn is_note(output: &ControllerOutput) -> bool {
 mod tests {
     use super::*;
     use crate::turn::output::{Diagnostic, UiHint};
+    use walkie_openai::ClientEvent;
 
     #[test]
     fn client_events_wait_for_an_open_channel_and_a_closed_one_drops_them() {

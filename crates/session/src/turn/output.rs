@@ -6,9 +6,49 @@
 //! data channel (DESIGN rule 1); separate queues drained in a fixed order would put every send
 //! first. The driver polls [`ControllerOutput`]s and carries each to its edge without waiting.
 
+use walkie_openai::live::LiveClientEvent;
 use walkie_openai::{ClientEvent, DecodeError, Usage};
 
 use crate::error::PushError;
+
+/// A client event of the call's provider family, as it goes on the data channel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WireEvent {
+    /// The Realtime API's.
+    Realtime(ClientEvent),
+    /// The Live API's.
+    Live(LiveClientEvent),
+}
+
+impl WireEvent {
+    /// The wire name, as in the `type` field.
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            WireEvent::Realtime(event) => event.event_type(),
+            WireEvent::Live(event) => event.event_type(),
+        }
+    }
+
+    /// The JSON text, under `event_id` when given.
+    pub fn to_json(&self, event_id: Option<&str>) -> String {
+        match self {
+            WireEvent::Realtime(event) => event.to_json(event_id),
+            WireEvent::Live(event) => event.to_json(event_id),
+        }
+    }
+}
+
+impl From<ClientEvent> for WireEvent {
+    fn from(event: ClientEvent) -> Self {
+        WireEvent::Realtime(event)
+    }
+}
+
+impl From<LiveClientEvent> for WireEvent {
+    fn from(event: LiveClientEvent) -> Self {
+        WireEvent::Live(event)
+    }
+}
 
 /// A client event with the `event_id` it is sent under. The server echoes that id in an `error`
 /// event about it, which is how the controller knows which request failed.
@@ -17,13 +57,29 @@ pub struct OutgoingEvent {
     /// The client-generated id (`walkie_<n>`).
     pub event_id: String,
     /// The event.
-    pub event: ClientEvent,
+    pub event: WireEvent,
 }
 
 impl OutgoingEvent {
     /// The JSON text to send on the data channel.
     pub fn to_json(&self) -> String {
         self.event.to_json(Some(&self.event_id))
+    }
+
+    /// The event, when it is a Realtime API one.
+    pub fn realtime(&self) -> Option<&ClientEvent> {
+        match &self.event {
+            WireEvent::Realtime(event) => Some(event),
+            WireEvent::Live(_) => None,
+        }
+    }
+
+    /// The event, when it is a Live API one.
+    pub fn live(&self) -> Option<&LiveClientEvent> {
+        match &self.event {
+            WireEvent::Live(event) => Some(event),
+            WireEvent::Realtime(_) => None,
+        }
     }
 }
 
@@ -44,6 +100,14 @@ pub enum ControllerOutput {
     Transcribed(walkie_openai::TranscriptionUsage),
     /// The provider's rate limits as they stand (`rate_limits.updated`, at each response).
     RateLimits(Vec<walkie_openai::RateLimit>),
+    /// A session billed by its duration (the Live API) has been active and paused this long
+    /// in all, so far (cumulative: each report replaces the last).
+    SessionTime {
+        /// Seconds of inference.
+        active_seconds: f64,
+        /// Seconds paused (idle).
+        paused_seconds: f64,
+    },
     /// The model called a tool run outside the controller: decide and run it, then answer
     /// with [`crate::turn::TurnController::tool_finished`]. The reply waits for the answer.
     ToolCall(ToolCallRequest),
@@ -123,6 +187,12 @@ pub enum UiHint {
     },
     /// The provider's session cap is reached; a new session is needed.
     SessionLimitReached,
+    /// The provider paused inference after its idle timeout; speech wakes it.
+    Paused,
+    /// Speech woke the paused session.
+    Resumed,
+    /// The provider family takes no typed messages; nothing was sent.
+    TypedMessagesNotTaken,
     /// A typed message longer than the controller sends (one data-channel message must hold
     /// it); nothing was sent.
     TextTooLong {

@@ -176,6 +176,9 @@ impl Conversation {
                 ControllerOutput::ToolCall(request) => self.polled.tool_calls.push(request),
                 ControllerOutput::Transcribed(usage) => self.polled.transcribed.push(usage),
                 ControllerOutput::RateLimits(limits) => self.polled.rate_limits.push(limits),
+                ControllerOutput::SessionTime { .. } => {
+                    panic!("the Realtime controller reports tokens, never session time")
+                }
             }
         }
         &mut self.polled

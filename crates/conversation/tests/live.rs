@@ -1,0 +1,259 @@
+//! A GPT-Live call through the conversation machine, in virtual time: what the Live API has and
+//! the Realtime API has not (mute and unmute, words with no boundaries, pauses, usage by the
+//! second, delegations), and what it lacks (typed messages).
+
+mod support;
+#[path = "../../session/tests/turn_support/mod.rs"]
+mod turn_support;
+
+use serde_json::json;
+use support::*;
+use walkie_conversation::{
+    ConnectionState, Input, MinutePrices, Output, Pricing, Rate, TransportInput,
+};
+use walkie_openai::SessionConfig;
+use walkie_openai::TurnDetection;
+use walkie_session::turn::{
+    AudioCommand, LIVE_AUDIO_QUIET_MS, LIVE_QUIET_MS, ProviderFamily, TurnConfig, UserMessage,
+};
+
+fn live(config: TurnConfig) -> TurnConfig {
+    TurnConfig {
+        family: ProviderFamily::Live,
+        ..config
+    }
+}
+
+fn started() -> String {
+    json!({"type": "session.started", "session": {"model": "gpt-live-1.1"}}).to_string()
+}
+
+/// Words the user said from `start_ms` of the session's timeline.
+fn user_words(delta: &str, start_ms: i64) -> String {
+    json!({"type": "session.input_transcript.delta", "delta": delta,
+        "start_ms": start_ms, "end_ms": start_ms + 500})
+    .to_string()
+}
+
+/// Words of the reply from `start_ms` of the session's timeline.
+fn reply_words(delta: &str, start_ms: i64) -> String {
+    json!({"type": "session.output_transcript.delta", "delta": delta,
+        "start_ms": start_ms, "end_ms": start_ms + 500})
+    .to_string()
+}
+
+fn usage(active_seconds: u64, paused_seconds: u64) -> String {
+    json!({"type": "session.usage.updated", "usage": {
+        "seconds": (active_seconds + paused_seconds) as f64,
+        "active_seconds": active_seconds, "paused_seconds": paused_seconds}})
+    .to_string()
+}
+
+/// A Live call set up: push-to-talk unless `config` says otherwise.
+fn ready_live(config: TurnConfig) -> (Call, Vec<Output>) {
+    let mut call = Call::placed_with(live(config));
+    let mut outputs = call.input(0, Input::Transport(TransportInput::Open));
+    outputs.extend(call.server(50, &started()));
+    (call, outputs)
+}
+
+fn push_to_talk() -> TurnConfig {
+    TurnConfig::push_to_talk(SessionConfig::default())
+}
+
+fn hands_free() -> TurnConfig {
+    TurnConfig::hands_free(
+        SessionConfig::default(),
+        TurnDetection::ServerVad {
+            threshold: None,
+            prefix_padding_ms: None,
+            silence_duration_ms: None,
+            create_response: None,
+            interrupt_response: None,
+            idle_timeout_ms: None,
+        },
+    )
+}
+
+#[test]
+fn push_to_talk_mutes_the_model_at_once_and_unmutes_it_only_while_the_key_is_held() {
+    let (mut call, opened) = ready_live(push_to_talk());
+    assert_eq!(sent_types(&opened), ["session.input_audio.mute"]);
+    let down = call.press(1_000);
+    assert_eq!(sent_types(&down), ["session.input_audio.unmute"]);
+    assert_eq!(
+        audio_commands(&down),
+        [AudioCommand::OpenCapture { pre_roll_ms: 300 }]
+    );
+    assert!(
+        call.release(2_000)
+            .iter()
+            .all(|o| !matches!(o, Output::Send(_)))
+    );
+    let tail = call.tick(2_000 + call.config.tail_ms);
+    assert_eq!(sent_types(&tail), ["session.input_audio.mute"]);
+    assert_eq!(audio_commands(&tail), [AudioCommand::CloseCapture]);
+}
+
+#[test]
+fn hands_free_stays_unmuted_and_the_users_words_open_their_message_and_cut_a_reply() {
+    let (mut call, opened) = ready_live(hands_free());
+    assert!(
+        sent_types(&opened).is_empty(),
+        "the model hears the mic from the start"
+    );
+    assert!(audio_commands(&opened).contains(&AudioCommand::OpenCapture { pre_roll_ms: 0 }));
+    let mut outputs = call.server(1_000, &user_words("Tell me a story.", 0));
+    outputs.extend(call.server(1_500, &reply_words("Once upon a time", 1_200)));
+    // What the user said before the reply, transcribed late, is not said over it.
+    outputs.extend(call.server(1_540, &user_words(" Please.", 500)));
+    assert!(!audio_commands(&outputs).contains(&AudioCommand::FlushPlayback));
+    for chunk in 0..5 {
+        outputs.extend(call.assistant_audio(1_520 + chunk * 20));
+    }
+    let over_the_reply = call.server(1_700, &user_words("Stop.", 1_600));
+    assert_eq!(
+        audio_commands(&over_the_reply).first(),
+        Some(&AudioCommand::FlushPlayback),
+        "words heard over the reply stop it at once"
+    );
+    outputs.extend(over_the_reply);
+    outputs.extend(call.tick(1_700 + LIVE_QUIET_MS));
+    let kinds: Vec<String> = names(&outputs)
+        .into_iter()
+        .filter(|name| {
+            name.starts_with("transcript:TEXT_MESSAGE_START") || name.starts_with("interrupted")
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "transcript:TEXT_MESSAGE_START:user-1",
+            "transcript:TEXT_MESSAGE_START:assistant-1",
+            // The late words reopen the user's message, as a late transcript does on the
+            // Realtime API.
+            "transcript:TEXT_MESSAGE_START:user-1",
+            "interrupted:assistant-1",
+            "transcript:TEXT_MESSAGE_START:user-2",
+        ]
+    );
+    let starts = kinds.iter().filter(|k| k.contains("START")).count();
+    let ends = names(&outputs)
+        .iter()
+        .filter(|name| name.starts_with("transcript:TEXT_MESSAGE_END"))
+        .count();
+    assert_eq!(
+        starts,
+        ends,
+        "every message was closed: {:?}",
+        names(&outputs)
+    );
+}
+
+#[test]
+fn a_paused_session_says_how_to_wake_it_and_stops_saying_so_once_woken() {
+    let (mut call, _) = ready_live(hands_free());
+    let paused = call.server(5_000, &json!({"type": "session.paused"}).to_string());
+    assert_eq!(
+        last_status(&paused).map(|(_, detail)| detail),
+        Some("Paused: say something to wake it.".to_owned())
+    );
+    let resumed = call.server(9_000, &json!({"type": "session.resumed"}).to_string());
+    let (state, detail) = last_status(&resumed).expect("the status changes once woken");
+    assert_eq!(state, ConnectionState::Listening);
+    assert!(!detail.contains("Paused"), "{detail}");
+}
+
+#[test]
+fn usage_by_the_second_is_costed_by_its_growth_at_the_price_per_active_and_paused_minute() {
+    let pricing = Pricing {
+        model: "gpt-live-1.1".to_owned(),
+        rate: Rate::PerMinute(MinutePrices {
+            per_minute: 0.05,
+            per_paused_minute: 0.02,
+        }),
+        taken_on: "2026-12-06".to_owned(),
+        free: false,
+    };
+    let mut call = Call::placed_priced(live(push_to_talk()), pricing, None, None, Vec::new(), None);
+    call.input(0, Input::Transport(TransportInput::Open));
+    call.server(50, &started());
+    let first = call.server(60_000, &usage(60, 0));
+    let after_a_minute = spending(&first).expect("the spending is shown");
+    assert!(
+        (after_a_minute.cost_usd.unwrap() - 0.05).abs() < 1e-9,
+        "{after_a_minute:?}"
+    );
+    // Cumulative: the second report adds only what grew (30 s active, 60 s paused).
+    let second = call.server(150_000, &usage(90, 60));
+    let later = spending(&second).expect("the spending is shown");
+    assert!(
+        (later.cost_usd.unwrap() - (0.05 + 0.025 + 0.02)).abs() < 1e-9,
+        "{later:?}"
+    );
+    let same = call.server(151_000, &usage(90, 60));
+    assert!(
+        spending(&same).is_none(),
+        "a report that adds nothing is not shown again"
+    );
+}
+
+#[test]
+fn a_delegation_to_the_client_is_declined_at_once_so_the_model_does_not_wait() {
+    let (mut call, _) = ready_live(push_to_talk());
+    let outputs = call.server(
+        3_000,
+        &json!({"type": "session.delegation.created", "offset_ms": 2_900,
+            "delegation": {"id": "del_1", "target": "client"}})
+        .to_string(),
+    );
+    let answer = outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::Send(sent) => sent.live().cloned(),
+            _ => None,
+        })
+        .expect("an answer to the delegation");
+    let json: serde_json::Value = serde_json::from_str(&answer.to_json(None)).unwrap();
+    assert_eq!(json["type"], "session.commentary.append");
+    assert_eq!(json["delegation_id"], "del_1");
+}
+
+#[test]
+fn a_typed_message_is_kept_out_of_a_live_call_with_a_line_that_says_to_speak_it() {
+    let (mut call, _) = ready_live(push_to_talk());
+    let outputs = call.input(1_000, Input::SendMessage(UserMessage::text("hello")));
+    assert!(sent_types(&outputs).is_empty(), "{:?}", names(&outputs));
+    assert_eq!(
+        last_status(&outputs).map(|(_, detail)| detail),
+        Some("Not sent: this provider takes speech only; say it instead.".to_owned())
+    );
+}
+
+#[test]
+fn the_reply_is_audible_from_its_first_sound_not_from_the_silence_before_it() {
+    let (mut call, _) = ready_live(push_to_talk());
+    call.utterance(1_000, 2_000);
+    let silence = call.input(
+        2_300,
+        Input::Engine(walkie_conversation::EngineInput::AssistantAudio(
+            walkie_session::AudioChunk::from_samples(vec![3; 960]),
+        )),
+    );
+    assert!(
+        !names(&silence).iter().any(|name| name == "play"),
+        "silence between replies is not a reply"
+    );
+    let sound = call.assistant_audio(2_400);
+    assert!(names(&sound).iter().any(|name| name == "play"));
+    assert_eq!(
+        last_status(&sound).map(|(state, _)| state),
+        Some(ConnectionState::Speaking)
+    );
+    let quiet = call.tick(2_400 + LIVE_AUDIO_QUIET_MS);
+    assert_ne!(
+        last_status(&quiet).map(|(state, _)| state),
+        Some(ConnectionState::Speaking),
+        "no longer audible once its audio stopped"
+    );
+}
