@@ -1,6 +1,6 @@
 //! The driver of one Live API call: the peer's data channel and audio (measured) into the
 //! [`LiveProviderSession`] with the call's clock, its timed work at its deadlines, its outputs
-//! back onto the data channel, the call ended when the session closes or the client hangs up.
+//! and its reply audio back onto the data channel and the track, the call ended when the session closes or the client hangs up.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +11,7 @@ use walkie_rtc::{Peer, PeerEvent};
 
 use crate::call::{IDLE_WAKE, Meter};
 use crate::live_session::{LiveOutput, LiveProviderSession};
+use crate::session::InputFrame;
 
 /// Runs one Live call until the session closes, the client hangs up or the connection ends.
 pub(crate) async fn run(
@@ -44,8 +45,8 @@ pub(crate) async fn run(
                     live.on_client_text(&text, now_ms())
                 }
                 Some(PeerEvent::Audio(audio)) => {
-                    let (_, rms) = meter.measure(&audio.payload);
-                    live.on_audio(rms, now_ms())
+                    let (samples, rms) = meter.measure(&audio.payload);
+                    live.on_audio(InputFrame { opus: audio.payload, samples, rms }, now_ms())
                 }
                 Some(PeerEvent::DataChannelClosed | PeerEvent::Failed { .. } | PeerEvent::Closed)
                 | None => break,
@@ -65,6 +66,12 @@ pub(crate) async fn run(
                 LiveOutput::Event { event_id, event } => {
                     if let Err(error) = peer.handle.send_text(event.to_json(&event_id)).await {
                         log::info!("Live call {call_id} ended while sending: {error}");
+                        break 'call;
+                    }
+                }
+                LiveOutput::Audio { opus, samples } => {
+                    if peer.handle.send_audio(opus, samples).is_err() {
+                        log::info!("Live call {call_id} ended while sending audio");
                         break 'call;
                     }
                 }

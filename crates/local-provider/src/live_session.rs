@@ -10,9 +10,15 @@
 //! session's timeline, the wake policy (a session that has one waits for speech, and pauses
 //! after its idle timeout until speech wakes it again: what a muted microphone sends is never
 //! speech), usage reported each second (cumulative, active and paused), and the close with its
-//! reason and usage. It does not yet speak: no reply audio, transcripts or delegations.
+//! reason and usage. It speaks as the Realtime bench does, on the Live API's terms: the model
+//! owns the turn, so a user's turn ends after [`END_OF_TURN_SILENCE_MS`] of silence (what a
+//! muted microphone sends is silence) and is answered with the user's own audio played back
+//! and a transcript of both sides, as deltas with no done events; speech heard while it
+//! answers makes it stop and listen (full duplex). It makes no delegations yet.
 
 use serde_json::{Map, Value};
+
+use crate::session::InputFrame;
 use walkie_openai::live::{
     CloseReason, InitialRole, LIVE_DEFAULT_VOICE, LIVE_VOICES, LiveAudio, LiveAudioOutput,
     LiveClientEvent, LiveError, LiveServerEvent, LiveSessionConfig, LiveUsage, LiveVoice,
@@ -24,6 +30,32 @@ const SESSION_LIFETIME_S: u64 = 60 * 60;
 
 /// How often the session reports its usage while it runs.
 const USAGE_EVERY_MS: u64 = 1000;
+
+/// The model's own rule for the end of a user's turn: this long without speech after some.
+pub(crate) const END_OF_TURN_SILENCE_MS: u64 = 600;
+
+/// Speech shorter than this is not a turn (a click, a cough).
+const MIN_TURN_SPEECH_MS: u64 = 100;
+
+/// The loudness a session without a wake policy takes for speech (the policy's default).
+const DEFAULT_VAD_THRESHOLD: f32 = 0.5;
+
+/// What the user is saying: the unmuted frames since their speech began.
+struct Heard {
+    frames: Vec<InputFrame>,
+    /// Where the speech began on the session's timeline.
+    from_timeline_ms: i64,
+    last_speech_ms: u64,
+    speech_ms: u64,
+}
+
+/// The reply being spoken: its audio paced in real time, its words spread over it.
+struct Speaking {
+    frames: std::collections::VecDeque<InputFrame>,
+    next_frame_ms: u64,
+    /// Each piece of the reply's transcript, with when it is said (the call's clock).
+    words: std::collections::VecDeque<(u64, String)>,
+}
 
 /// What a Live session's configuration breaks of the documented contract: the field and why,
 /// as the API's `invalid_request_error` says it.
@@ -140,6 +172,8 @@ pub(crate) enum LiveOutput {
         event_id: String,
         event: Box<LiveServerEvent>,
     },
+    /// Send this Opus frame of `samples` 48 kHz samples as RTP now.
+    Audio { opus: bytes::Bytes, samples: u32 },
     /// The session is closed: end the call.
     HangUp,
 }
@@ -168,6 +202,10 @@ pub(crate) struct LiveProviderSession {
     paused_since_ms: Option<u64>,
     /// When the next usage report is due; `None` before the session has started.
     next_usage_ms: Option<u64>,
+    /// Frames at or above this RMS (16-bit units) are speech.
+    speech_rms: f64,
+    heard: Option<Heard>,
+    speaking: Option<Speaking>,
 }
 
 impl LiveProviderSession {
@@ -208,6 +246,10 @@ impl LiveProviderSession {
             last_speech_ms: now_ms,
         });
         let paused_since_ms = wake.as_ref().map(|_| now_ms);
+        let speech_rms = wake.as_ref().map_or_else(
+            || crate::session::VadSettings::rms_for_threshold(DEFAULT_VAD_THRESHOLD),
+            |wake| wake.threshold_rms,
+        );
         Self {
             session,
             started_at_ms: now_ms,
@@ -218,6 +260,9 @@ impl LiveProviderSession {
             paused_ms: 0,
             paused_since_ms,
             next_usage_ms: None,
+            speech_rms,
+            heard: None,
+            speaking: None,
         }
     }
 
@@ -231,7 +276,19 @@ impl LiveProviderSession {
                 .filter(|_| wake.awake)
                 .map(|timeout| wake.last_speech_ms + timeout)
         });
-        [self.next_usage_ms, idle].into_iter().flatten().min()
+        let turn_over = self
+            .heard
+            .as_ref()
+            .map(|heard| heard.last_speech_ms + END_OF_TURN_SILENCE_MS);
+        let speaking = self.speaking.as_ref().and_then(|speaking| {
+            let word = speaking.words.front().map(|(at_ms, _)| *at_ms);
+            let frame = (!speaking.frames.is_empty()).then_some(speaking.next_frame_ms);
+            [word, frame].into_iter().flatten().min()
+        });
+        [self.next_usage_ms, idle, turn_over, speaking]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Timed work: inference paused after the idle timeout, usage reported each second.
@@ -250,6 +307,15 @@ impl LiveProviderSession {
             self.paused_since_ms = Some(now_ms);
             out.push(self.event(LiveServerEvent::SessionPaused));
         }
+        if self
+            .heard
+            .as_ref()
+            .is_some_and(|heard| now_ms >= heard.last_speech_ms + END_OF_TURN_SILENCE_MS)
+            && let Some(heard) = self.heard.take()
+        {
+            self.turn_over(heard, now_ms, &mut out);
+        }
+        self.speak(now_ms, &mut out);
         if let Some(due) = self.next_usage_ms
             && now_ms >= due
         {
@@ -263,27 +329,127 @@ impl LiveProviderSession {
         out
     }
 
-    /// One frame of the client's audio, of loudness `rms` (16-bit units). The model hears
-    /// silence while the client is muted; unmuted speech wakes a paused session.
-    pub(crate) fn on_audio(&mut self, rms: f64, now_ms: u64) -> Vec<LiveOutput> {
+    /// One frame of the client's audio. The model hears silence while the client is muted;
+    /// unmuted speech wakes a paused session, stops a reply under way (the model yields to the
+    /// user) and begins or continues the user's turn.
+    pub(crate) fn on_audio(&mut self, frame: InputFrame, now_ms: u64) -> Vec<LiveOutput> {
+        let mut out = Vec::new();
         if self.closed || self.muted {
-            return Vec::new();
+            return out;
         }
-        let Some(wake) = self.wake.as_mut() else {
-            return Vec::new();
+        let speech = frame.rms >= self.speech_rms;
+        if speech {
+            if let Some(wake) = self.wake.as_mut() {
+                wake.last_speech_ms = now_ms;
+                if !wake.awake {
+                    wake.awake = true;
+                    if let Some(since) = self.paused_since_ms.take() {
+                        self.paused_ms += now_ms.saturating_sub(since);
+                    }
+                    out.push(self.event(LiveServerEvent::SessionResumed));
+                }
+            }
+            // Full duplex: the model stops talking when the user talks over it.
+            self.speaking = None;
+        }
+        let from_timeline_ms = self.timeline_ms(now_ms);
+        match self.heard.as_mut() {
+            Some(heard) => {
+                if speech {
+                    heard.last_speech_ms = now_ms;
+                    heard.speech_ms += frame.ms();
+                }
+                heard.frames.push(frame);
+            }
+            None if speech => {
+                self.heard = Some(Heard {
+                    speech_ms: frame.ms(),
+                    frames: vec![frame],
+                    from_timeline_ms,
+                    last_speech_ms: now_ms,
+                })
+            }
+            None => {}
+        }
+        out
+    }
+
+    /// The model's turn-taking decided the user is done: their words, then the reply (their
+    /// audio played back), begun now.
+    fn turn_over(&mut self, heard: Heard, now_ms: u64, out: &mut Vec<LiveOutput>) {
+        if heard.speech_ms < MIN_TURN_SPEECH_MS {
+            return;
+        }
+        let said = crate::session::describe_user_audio(&heard.frames);
+        let to_timeline_ms = self.timeline_ms(now_ms);
+        for delta in crate::session::transcript_deltas(&said) {
+            out.push(self.event(LiveServerEvent::InputTranscriptDelta {
+                delta,
+                start_ms: heard.from_timeline_ms,
+                end_ms: to_timeline_ms,
+            }));
+        }
+        let audio_ms: u64 = heard.frames.iter().map(InputFrame::ms).sum();
+        let reply = format!(
+            "This is Walkie's local provider on the Live API. I can't understand speech, so I \
+             played your {:.1} seconds of audio back to you.",
+            audio_ms as f64 / 1000.0
+        );
+        let pieces = crate::session::transcript_deltas(&reply);
+        let step_ms = audio_ms / (pieces.len() as u64).max(1);
+        let words = pieces
+            .into_iter()
+            .enumerate()
+            .map(|(index, piece)| (now_ms + index as u64 * step_ms, piece))
+            .collect();
+        self.speaking = Some(Speaking {
+            frames: heard.frames.into(),
+            next_frame_ms: now_ms,
+            words,
+        });
+    }
+
+    /// What of the reply is due by `now_ms`: its audio frames, in real time, and its words.
+    fn speak(&mut self, now_ms: u64, out: &mut Vec<LiveOutput>) {
+        let Some(speaking) = self.speaking.as_mut() else {
+            return;
         };
-        if rms < wake.threshold_rms {
-            return Vec::new();
+        let mut due_words = Vec::new();
+        while speaking
+            .words
+            .front()
+            .is_some_and(|(at_ms, _)| *at_ms <= now_ms)
+        {
+            if let Some((at_ms, word)) = speaking.words.pop_front() {
+                due_words.push((at_ms, word));
+            }
         }
-        wake.last_speech_ms = now_ms;
-        if wake.awake {
-            return Vec::new();
+        let mut due_frames = Vec::new();
+        while speaking.next_frame_ms <= now_ms
+            && let Some(frame) = speaking.frames.pop_front()
+        {
+            speaking.next_frame_ms += frame.ms().max(1);
+            due_frames.push(frame);
         }
-        wake.awake = true;
-        if let Some(since) = self.paused_since_ms.take() {
-            self.paused_ms += now_ms.saturating_sub(since);
+        if speaking.frames.is_empty() && speaking.words.is_empty() {
+            self.speaking = None;
+            if let Some(wake) = self.wake.as_mut() {
+                // Speaking is activity too: the idle timeout counts from the reply's end.
+                wake.last_speech_ms = now_ms;
+            }
         }
-        vec![self.event(LiveServerEvent::SessionResumed)]
+        for (at_ms, delta) in due_words {
+            let start_ms = self.timeline_ms(at_ms);
+            out.push(self.event(LiveServerEvent::OutputTranscriptDelta {
+                delta,
+                start_ms,
+                end_ms: start_ms,
+            }));
+        }
+        out.extend(due_frames.into_iter().map(|frame| LiveOutput::Audio {
+            opus: frame.opus,
+            samples: frame.samples,
+        }));
     }
 
     /// Whether the client's audio is muted for the model (it hears silence).
@@ -400,7 +566,7 @@ mod tests {
             .into_iter()
             .filter_map(|output| match output {
                 LiveOutput::Event { event, .. } => Some(*event),
-                LiveOutput::HangUp => None,
+                LiveOutput::HangUp | LiveOutput::Audio { .. } => None,
             })
             .collect()
     }
@@ -494,37 +660,154 @@ mod tests {
     /// Loud enough to be speech at the default threshold (−40 dBFS is 328).
     const SPEECH_RMS: f64 = 3_000.0;
 
+    /// A 20 ms frame of this loudness.
+    fn frame(rms: f64) -> InputFrame {
+        InputFrame {
+            opus: bytes::Bytes::from_static(&[0xf8, 0xff, 0xfe]),
+            samples: 960,
+            rms,
+        }
+    }
+
+    /// Runs the session's timed work at each of its deadlines up to `until_ms`.
+    fn run_until(live: &mut LiveProviderSession, until_ms: u64) -> Vec<LiveOutput> {
+        let mut out = Vec::new();
+        while let Some(at_ms) = live.next_deadline_ms().filter(|at_ms| *at_ms <= until_ms) {
+            out.extend(live.tick(at_ms));
+        }
+        out
+    }
+
+    fn not_usage(outputs: Vec<LiveOutput>) -> Vec<LiveServerEvent> {
+        events(outputs)
+            .into_iter()
+            .filter(|event| !matches!(event, LiveServerEvent::UsageUpdated { .. }))
+            .collect()
+    }
+
     #[test]
     fn a_session_with_a_wake_policy_waits_for_speech_and_pauses_after_its_idle_timeout() {
         let mut live = woken_by_speech(Some(2));
         live.on_connect(0);
-        assert!(live.on_audio(50.0, 100).is_empty(), "quiet is not speech");
+        assert!(
+            live.on_audio(frame(50.0), 100).is_empty(),
+            "quiet is not speech"
+        );
         assert_eq!(
-            events(live.on_audio(SPEECH_RMS, 500)),
+            events(live.on_audio(frame(SPEECH_RMS), 500)),
             [LiveServerEvent::SessionResumed]
         );
-        assert!(live.on_audio(SPEECH_RMS, 520).is_empty(), "already awake");
-        assert_eq!(
-            live.next_deadline_ms(),
-            Some(1_000),
-            "the first usage report"
+        assert!(
+            live.on_audio(frame(SPEECH_RMS), 520).is_empty(),
+            "already awake"
         );
-        live.tick(1_000);
-        // Speech until 1,500 ms: the idle timeout runs from there.
-        live.on_audio(SPEECH_RMS, 1_500);
-        assert_eq!(live.next_deadline_ms(), Some(2_000));
-        live.tick(2_000);
-        assert_eq!(live.next_deadline_ms(), Some(3_000));
-        live.tick(3_000);
-        assert_eq!(live.next_deadline_ms(), Some(3_500), "the idle timeout");
-        assert_eq!(events(live.tick(3_500)), [LiveServerEvent::SessionPaused]);
+        // 40 ms of sound is not a turn: nothing is answered.
+        assert_eq!(not_usage(run_until(&mut live, 1_499)), []);
+        // Speech at 1,500 ms: the idle timeout runs from there.
+        live.on_audio(frame(SPEECH_RMS), 1_500);
+        assert_eq!(not_usage(run_until(&mut live, 3_499)), []);
+        assert_eq!(
+            not_usage(run_until(&mut live, 3_500)),
+            [LiveServerEvent::SessionPaused]
+        );
         // Speech wakes it again; a muted microphone never does.
         live.on_client_text(r#"{"type":"session.input_audio.mute"}"#, 3_600);
-        assert!(live.on_audio(SPEECH_RMS, 3_700).is_empty());
+        assert!(live.on_audio(frame(SPEECH_RMS), 3_700).is_empty());
         live.on_client_text(r#"{"type":"session.input_audio.unmute"}"#, 3_800);
         assert_eq!(
-            events(live.on_audio(SPEECH_RMS, 4_500)),
+            events(live.on_audio(frame(SPEECH_RMS), 4_500)),
             [LiveServerEvent::SessionResumed]
+        );
+    }
+
+    /// A second of speech from 1,000 ms, unmuted; the time of its last frame.
+    fn a_second_of_speech(live: &mut LiveProviderSession) -> u64 {
+        for number in 0..50 {
+            live.on_audio(frame(SPEECH_RMS), 1_000 + number * 20);
+        }
+        1_980
+    }
+
+    #[test]
+    fn a_turn_ends_after_the_models_silence_and_is_answered_with_the_users_audio_and_both_transcripts()
+     {
+        let mut live = LiveProviderSession::new("live_1", request(), 0, 0);
+        live.on_connect(0);
+        let last_ms = a_second_of_speech(&mut live);
+        assert_eq!(
+            not_usage(run_until(&mut live, last_ms + END_OF_TURN_SILENCE_MS - 1)),
+            [],
+            "the model waits for its silence"
+        );
+        let answered = run_until(&mut live, last_ms + END_OF_TURN_SILENCE_MS + 2_000);
+        let audio_frames = answered
+            .iter()
+            .filter(|output| matches!(output, LiveOutput::Audio { .. }))
+            .count();
+        assert_eq!(audio_frames, 50, "the user's second played back");
+        let said: String = not_usage(answered.clone())
+            .iter()
+            .filter_map(|event| match event {
+                LiveServerEvent::InputTranscriptDelta { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(said, "[1.0 s of speech]");
+        let replied: String = not_usage(answered)
+            .iter()
+            .filter_map(|event| match event {
+                LiveServerEvent::OutputTranscriptDelta { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            replied.contains("played your 1.0 seconds of audio back"),
+            "{replied}"
+        );
+        assert_eq!(
+            not_usage(run_until(&mut live, 10_000)),
+            [],
+            "no done event, nothing more"
+        );
+    }
+
+    #[test]
+    fn muting_ends_the_users_turn_as_silence_would() {
+        let mut live = LiveProviderSession::new("live_1", request(), 0, 0);
+        live.on_connect(0);
+        let last_ms = a_second_of_speech(&mut live);
+        live.on_client_text(r#"{"type":"session.input_audio.mute"}"#, last_ms + 100);
+        // What a muted microphone sends is silence, however loud.
+        live.on_audio(frame(SPEECH_RMS), last_ms + 200);
+        let events = not_usage(run_until(&mut live, last_ms + END_OF_TURN_SILENCE_MS));
+        assert!(
+            matches!(
+                events.first(),
+                Some(LiveServerEvent::InputTranscriptDelta { .. })
+            ),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn speech_over_the_reply_stops_it_and_is_heard_as_the_next_turn() {
+        let mut live = LiveProviderSession::new("live_1", request(), 0, 0);
+        live.on_connect(0);
+        let last_ms = a_second_of_speech(&mut live);
+        let reply_from_ms = last_ms + END_OF_TURN_SILENCE_MS;
+        let started = run_until(&mut live, reply_from_ms + 100);
+        assert!(
+            started
+                .iter()
+                .any(|output| matches!(output, LiveOutput::Audio { .. }))
+        );
+        live.on_audio(frame(SPEECH_RMS), reply_from_ms + 120);
+        let after = run_until(&mut live, reply_from_ms + 500);
+        assert!(
+            !after
+                .iter()
+                .any(|output| matches!(output, LiveOutput::Audio { .. })),
+            "the model stopped talking"
         );
     }
 
@@ -533,9 +816,8 @@ mod tests {
         let mut live = woken_by_speech(Some(1));
         live.on_connect(0);
         // Asleep until 2,500 ms, awake until the timeout at 3,500, asleep again to 6,000.
-        live.on_audio(SPEECH_RMS, 2_500);
-        live.tick(3_500);
-        let reported = events(live.tick(6_000));
+        live.on_audio(frame(SPEECH_RMS), 2_500);
+        let reported = events(run_until(&mut live, 6_000));
         let Some(LiveServerEvent::UsageUpdated { usage, .. }) = reported.last() else {
             panic!("a usage report: {reported:?}");
         };

@@ -78,7 +78,7 @@ impl InputFrame {
         self.rms >= SPEECH_RMS_THRESHOLD
     }
 
-    fn ms(&self) -> u64 {
+    pub(crate) fn ms(&self) -> u64 {
         u64::from(self.samples) * 1000 / 48_000
     }
 }
@@ -1794,7 +1794,7 @@ pub fn describe_user_audio(frames: &[InputFrame]) -> String {
 }
 
 /// The transcript in a few streamed pieces, word boundaries kept.
-fn transcript_deltas(transcript: &str) -> Vec<String> {
+pub(crate) fn transcript_deltas(transcript: &str) -> Vec<String> {
     let words: Vec<&str> = transcript.split_inclusive(' ').collect();
     words.chunks(4).map(|chunk| chunk.concat()).collect()
 }

@@ -1,0 +1,229 @@
+//! GPT-Live's turn engine on a real call: Walkie's `LiveTurns` drives `walkie_rtc::Call` against
+//! the local provider's Live session over loopback WebRTC, real Opus both ways. The Live API
+//! sends no speech or done events, so what is checked here is what the engine derives from the
+//! key, the provider's words and the reply audio it decodes: the same session events, in the
+//! same order, as a Realtime turn gives.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::oracle_traced_provider;
+use walkie_openai::SessionConfig;
+use walkie_openai::live::{LiveSessionConfig, decode_live_server_event};
+use walkie_rtc::{Auth, Call, CallConfig, CallEvent, Endpoint};
+use walkie_session::turn::{
+    ControllerOutput, LiveTurns, ProviderFamily, ToolRegistry, TurnConfig, TurnEngine,
+};
+use walkie_session::{AudioChunk, Delivery, SessionEvent, Speaker};
+
+const KEY: &str = "sk-local-live-turns";
+const WAIT: Duration = Duration::from_secs(15);
+
+/// `frames` 20 ms frames of a steady 300 Hz tone, as a microphone would send speech.
+fn speech_frames(frames: usize) -> Vec<bytes::Bytes> {
+    let mut encoder = opus::Encoder::new(48_000, opus::Channels::Mono, opus::Application::Voip)
+        .expect("libopus makes an encoder for 48 kHz mono");
+    (0..frames)
+        .map(|frame| {
+            let pcm: Vec<i16> = (0..960)
+                .map(|i| {
+                    let t = (frame * 960 + i) as f64 / 48_000.0;
+                    (6_000.0 * (2.0 * std::f64::consts::PI * 300.0 * t).sin()) as i16
+                })
+                .collect();
+            bytes::Bytes::from(encoder.encode_vec(&pcm, 1500).expect("a frame encodes"))
+        })
+        .collect()
+}
+
+/// The engine and the call it drives, on one clock.
+struct LiveTurn {
+    engine: LiveTurns,
+    call: Call,
+    started: Instant,
+    decoder: opus::Decoder,
+    events: Vec<SessionEvent>,
+    iterator: walkie_session::EventIterator,
+    assistant_chunks: usize,
+}
+
+impl LiveTurn {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).expect("a test lasts less than ages")
+    }
+
+    /// Sends what the engine has for the call, and collects its session's events.
+    async fn flush(&mut self) {
+        while let Some(output) = self.engine.poll_output() {
+            if let ControllerOutput::Send(outgoing) = output {
+                let event = outgoing
+                    .live()
+                    .expect("a Live engine sends Live events")
+                    .clone();
+                self.call
+                    .send_live(&event, Some(&outgoing.event_id))
+                    .await
+                    .expect("the data channel stays open");
+            }
+        }
+        while let Ok(Some(delivery)) = self.engine.session_mut().poll_event(&self.iterator) {
+            if let Delivery::Event(stamped) = delivery {
+                self.events.push(stamped.event);
+            }
+        }
+    }
+
+    /// Carries what the call brings (and the engine's timers) into the engine until `done`
+    /// says so of the session events so far.
+    async fn run_until(&mut self, what: &str, done: impl Fn(&LiveTurns, &[SessionEvent]) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        while !done(&self.engine, &self.events) {
+            assert!(Instant::now() < deadline, "no {what} within {WAIT:?}");
+            let wake = self.engine.next_deadline_ms().map_or(deadline, |at_ms| {
+                (self.started + Duration::from_millis(at_ms)).min(deadline)
+            });
+            tokio::select! {
+                event = self.call.next_event() => {
+                    let now_ms = self.now_ms();
+                    match event {
+                        Some(CallEvent::Text(text)) => {
+                            decode_live_server_event(&text)
+                                .unwrap_or_else(|error| panic!("{error}: {text}"));
+                            self.engine.server_text(&text, now_ms);
+                        }
+                        Some(CallEvent::Audio(audio)) => {
+                            let mut pcm = vec![0_i16; 5_760];
+                            let samples = self
+                                .decoder
+                                .decode(&audio.payload, &mut pcm, false)
+                                .expect("the provider's Opus decodes");
+                            pcm.truncate(samples);
+                            self.assistant_chunks += 1;
+                            self.engine
+                                .assistant_audio(AudioChunk::from_samples(pcm), now_ms);
+                        }
+                        other => panic!("unexpected {other:?} while waiting for {what}"),
+                    }
+                }
+                () = tokio::time::sleep_until(wake.into()) => {
+                    let now_ms = self.now_ms();
+                    self.engine.tick(now_ms);
+                }
+            }
+            self.flush().await;
+        }
+    }
+}
+
+fn position(events: &[SessionEvent], wanted: impl Fn(&SessionEvent) -> bool) -> usize {
+    events
+        .iter()
+        .position(wanted)
+        .unwrap_or_else(|| panic!("not among {events:#?}"))
+}
+
+/// The transcript a speaker's speech part ended with.
+fn transcript_of(events: &[SessionEvent], speaker: Speaker) -> String {
+    events
+        .iter()
+        .find_map(|event| match event {
+            SessionEvent::PartEnd(end) => match &end.part {
+                walkie_session::Part::Speech(speech) if speech.speaker == speaker => {
+                    speech.transcript.as_deref().map(str::to_owned)
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {speaker:?} part ended among {events:#?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pressed_live_turn_is_answered_heard_and_both_sides_transcribed_with_derived_boundaries()
+{
+    let (provider, _dir) = oracle_traced_provider("live-turns", KEY).await;
+    let endpoint = Endpoint::custom(&provider.base_url(), Auth::Bearer(KEY.to_owned()))
+        .expect("a loopback endpoint");
+    let session = LiveSessionConfig {
+        model: "gpt-live-1.1".to_owned(),
+        instructions: Some("You are Walkie. Be brief.".to_owned()),
+        ..LiveSessionConfig::default()
+    };
+    let call = Call::connect(CallConfig::new(endpoint).with_live_session(session))
+        .await
+        .expect("the Live call connects");
+    let config = TurnConfig {
+        family: ProviderFamily::Live,
+        ..TurnConfig::push_to_talk(SessionConfig::default())
+    };
+    let mut engine = LiveTurns::new(config, ToolRegistry::with_builtins());
+    let iterator = engine
+        .session_mut()
+        .iterate()
+        .expect("a new session has no iterator yet");
+    let mut turn = LiveTurn {
+        engine,
+        call,
+        started: Instant::now(),
+        decoder: opus::Decoder::new(48_000, opus::Channels::Mono).expect("an Opus decoder"),
+        events: Vec::new(),
+        iterator,
+        assistant_chunks: 0,
+    };
+    let now_ms = turn.now_ms();
+    turn.engine.data_channel_open(now_ms);
+    turn.flush().await;
+    turn.run_until("session.started", |engine, _| engine.is_ready())
+        .await;
+
+    // Hold the key for a second of speech, sent in real time, then let go.
+    let now_ms = turn.now_ms();
+    turn.engine.push_to_talk_down(now_ms);
+    turn.flush().await;
+    let mut pace = tokio::time::interval(Duration::from_millis(20));
+    for frame in speech_frames(50) {
+        pace.tick().await;
+        turn.call
+            .send_audio(frame, 960)
+            .expect("the call sends audio");
+    }
+    let now_ms = turn.now_ms();
+    turn.engine.push_to_talk_up(now_ms);
+    turn.flush().await;
+
+    turn.run_until("a complete turn", |_, events| {
+        events
+            .iter()
+            .any(|event| matches!(event, SessionEvent::TurnComplete))
+    })
+    .await;
+    let events = &turn.events;
+    let speech_start = position(events, |e| matches!(e, SessionEvent::InputSpeechStart(_)));
+    let speech_end = position(events, |e| matches!(e, SessionEvent::InputSpeechEnd(_)));
+    let audible = position(events, |e| matches!(e, SessionEvent::OutputSpeechStart));
+    let inaudible = position(events, |e| matches!(e, SessionEvent::OutputSpeechEnd));
+    let complete = position(events, |e| matches!(e, SessionEvent::TurnComplete));
+    assert!(
+        speech_start < speech_end && speech_end < audible && audible < inaudible,
+        "the derived boundaries in order: {events:#?}"
+    );
+    assert!(inaudible < complete, "{events:#?}");
+    assert!(
+        turn.assistant_chunks >= 40,
+        "the user's second came back: {} chunks",
+        turn.assistant_chunks
+    );
+    assert!(
+        transcript_of(events, Speaker::User).starts_with("[1."),
+        "{}",
+        transcript_of(events, Speaker::User)
+    );
+    assert!(
+        transcript_of(events, Speaker::Assistant).contains("played your"),
+        "{}",
+        transcript_of(events, Speaker::Assistant)
+    );
+    turn.call.hangup().await.expect("the hang-up is accepted");
+    provider.shutdown().await;
+}
