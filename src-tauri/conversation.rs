@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use walkie_conversation::{Conversation, Input, StatusEvent};
 use walkie_rtc::Call;
+use walkie_session::turn::ProviderFamily;
 
 use crate::edges::{
     self, Edges, Ended, Next, Refusal, Waited, input_of, until_command, wait_for_the_user,
@@ -45,7 +46,7 @@ pub async fn run(
     // A provider that asked to wait (a 429's Retry-After) is not dialled again before then.
     let mut dial_not_before = None;
     // The saved conversation the next call goes on with (else it starts a new one).
-    let mut continuing = None;
+    let mut continuing: Option<Box<crate::history::Continuing>> = None;
     // A first call refused for a reason that may pass is placed again, so far this many times.
     let mut first_dial = edges::first_dial();
     // A call new settings placed while the last conversation went on: the next one's.
@@ -77,7 +78,13 @@ pub async fn run(
                     // The user's commands come in while the call is placed: Cancel, new
                     // settings or closing the window drop it, and a mode switch is kept.
                     let dialling = plan.clone();
-                    let attempt = edges::connect(&dialling, &mut local);
+                    let history = match (&continuing, dialling.family()) {
+                        (Some(saved), ProviderFamily::Live) => {
+                            walkie_conversation::call_setup_history(saved.earlier.clone())
+                        }
+                        _ => Vec::new(),
+                    };
+                    let attempt = edges::connect(&dialling, &mut local, history);
                     match until_command(attempt, &mut commands, &mut plan, &mut typed).await {
                         Waited::Done(call) => call,
                         Waited::Cancelled => {
@@ -271,9 +278,9 @@ async fn converse(
     loop {
         match edges.carry(&mut machine) {
             Next::Over => return edges.hang_up_call(Ended::Failed).await,
-            Next::Dial => {
+            Next::Dial { history } => {
                 let dialling = talk.plan.clone();
-                let placing = edges::redial(&dialling, talk.local);
+                let placing = edges::redial(&dialling, talk.local, history);
                 tokio::pin!(placing);
                 let placed = loop {
                     tokio::select! {

@@ -14,7 +14,7 @@ use walkie_conversation::{
     Conversation, DeviceDirection, DialFailure, EngineInput, FirstDial, Input, LevelReading,
     Output, RedialPolicy, Retry, StatusAction, StatusEvent, TransportInput,
 };
-use walkie_rtc::{Call, CallEvent, EndReason};
+use walkie_rtc::{Call, CallEvent, EndReason, Endpoint};
 use walkie_session::PlaybackSink;
 use walkie_session::turn::{ToolRegistry, TurnMode, UserMessage, WallClock};
 
@@ -44,12 +44,13 @@ pub trait Ui: Send + 'static {
 }
 
 /// What the driver does after carrying the machine's outputs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Next {
     /// Go on feeding inputs.
     Talk,
-    /// Place a new call for the conversation ([`Output::Dial`]).
-    Dial,
+    /// Place a new call for the conversation ([`Output::Dial`]), given `history` when its
+    /// family takes the conversation so far at call setup.
+    Dial { history: Vec<walkie_openai::Item> },
     /// The conversation is over.
     Over,
 }
@@ -245,7 +246,7 @@ impl<'a, U: Ui> Edges<'a, U> {
                         tauri::async_runtime::spawn(async move { call.hangup().await });
                     }
                 }
-                Output::Dial => next = Next::Dial,
+                Output::Dial { history } => next = Next::Dial { history },
                 Output::Ended { reason } => {
                     log::warn!("conversation ended: {reason}");
                     next = Next::Over;
@@ -596,17 +597,25 @@ impl Refusal {
     }
 }
 
-/// Places the call the plan asks for (starting the local provider the first time it is used).
+/// Places the call the plan asks for (starting the local provider the first time it is used),
+/// given `history` when it carries a saved conversation on and its family takes that at call
+/// setup.
 pub(crate) async fn connect(
     plan: &Plan,
     local: &mut Option<walkie_local::LocalProvider>,
+    history: Vec<walkie_openai::Item>,
 ) -> Result<Call, Refusal> {
-    place(prepare(plan, local).await?).await
+    let mut placing = prepare(plan, local).await?;
+    if !history.is_empty() {
+        placing.config = plan.call_config_with_history(placing.endpoint.clone(), history);
+    }
+    place(placing).await
 }
 
 /// A call ready to be placed: the provider and everything the call needs, resolved.
 pub(crate) struct Placing {
     provider: Provider,
+    endpoint: Endpoint,
     config: walkie_rtc::CallConfig,
 }
 
@@ -644,14 +653,17 @@ pub(crate) async fn prepare(
         .map_err(|reason| needs_settings(&reason.to_string()))?;
     Ok(Placing {
         provider: provider.clone(),
-        config: plan.call_config(endpoint),
+        config: plan.call_config(endpoint.clone()),
+        endpoint,
     })
 }
 
 /// Places a prepared call; a refusal says why, whether calling again may help, and what the
 /// user can do.
 pub(crate) async fn place(placing: Placing) -> Result<Call, Refusal> {
-    let Placing { provider, config } = placing;
+    let Placing {
+        provider, config, ..
+    } = placing;
     Call::connect(config).await.map_err(|error| {
         log::warn!("could not connect to {}: {error}", provider.label());
         let sentence = error.user_sentence();
@@ -678,6 +690,7 @@ pub(crate) async fn place(placing: Placing) -> Result<Call, Refusal> {
 pub(crate) async fn redial(
     plan: &Plan,
     local: &Option<walkie_local::LocalProvider>,
+    history: Vec<walkie_openai::Item>,
 ) -> Result<Call, DialFailure> {
     let never = |sentence: String| DialFailure {
         sentence,
@@ -690,7 +703,7 @@ pub(crate) async fn redial(
     let endpoint = provider
         .endpoint(local.as_ref().map(walkie_local::LocalProvider::endpoint))
         .map_err(|reason| never(reason.to_string()))?;
-    Call::connect(plan.call_config(endpoint))
+    Call::connect(plan.call_config_with_history(endpoint, history))
         .await
         .map_err(|error| DialFailure {
             sentence: error.user_sentence(),

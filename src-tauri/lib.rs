@@ -88,6 +88,9 @@ pub struct SpendingView<'a> {
     /// The share of the input that was cached, in the last reply and over the conversation.
     last_cached_share: Option<f64>,
     cached_share: Option<f64>,
+    /// The time of the sessions billed by duration (GPT-Live), active and paused.
+    active_seconds: f64,
+    paused_seconds: f64,
 }
 
 impl<'a> From<&'a walkie_conversation::Spending> for SpendingView<'a> {
@@ -119,6 +122,8 @@ impl<'a> From<&'a walkie_conversation::Spending> for SpendingView<'a> {
             transcription_taken_on: transcription.map(|pricing| pricing.taken_on.as_str()),
             last_cached_share,
             cached_share,
+            active_seconds: spending.session_seconds.active,
+            paused_seconds: spending.session_seconds.paused,
         }
     }
 }

@@ -45,6 +45,9 @@ pub(crate) struct SettingsView {
     voices: &'static [&'static str],
     /// The model names the official SDK lists (the field stays free text).
     models: &'static [&'static str],
+    /// GPT-Live's models (the Live API), and the voices they take.
+    live_models: &'static [&'static str],
+    live_voices: &'static [&'static str],
     transcription_models: &'static [&'static str],
     /// The names the provider shuts down, with when and what replaces each.
     deprecated_models: &'static [walkie_openai::names::Deprecation],
@@ -95,6 +98,8 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
         keys,
         voices: walkie_openai::names::VOICES,
         models: walkie_openai::names::REALTIME_MODELS,
+        live_models: walkie_openai::live::LIVE_MODELS,
+        live_voices: walkie_openai::live::LIVE_VOICES,
         transcription_models: walkie_openai::names::TRANSCRIPTION_MODELS,
         deprecated_models: walkie_openai::names::DEPRECATED_MODELS,
         reasoning_models: walkie_openai::names::REASONING_MODELS,

@@ -79,7 +79,7 @@ const BOOLEAN_FIELDS = new Set([
   "parallelToolCalls",
 ]);
 // Empty is null: "none", or the server's own behaviour.
-const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs", "budgetUsd", "truncationRetentionRatio"]);
+const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs", "liveIdleTimeoutS", "budgetUsd", "truncationRetentionRatio"]);
 // A select whose first choice, "", is null: the model's default.
 const OPTIONAL_CHOICE_FIELDS = new Set(["reasoningEffort", "transcriptionDelay"]);
 /** The price tables, by the setting each is saved in. */
@@ -224,13 +224,22 @@ export function wholeNumberProblem(text, badInput = false, example = "millisecon
 }
 
 /**
- * The idle timeout's own check: empty is "wait for me"; anything else must be a whole number
- * (the range is Rust's to check). Returns the reason, or `null`.
+ * An idle timeout's own check: empty is "none" (wait for me, never pause); anything else must
+ * be a whole number (the range is Rust's to check). Returns the reason, or `null`.
+ * @param {string} text
+ * @param {boolean} [badInput] the browser could not read the number
+ * @param {string} [unit] the unit and an example, as the reason names them
+ * @param {string} [whenEmpty] what an empty field means, as the reason says it
  */
-export function optionalWholeNumberProblem(text, badInput = false) {
+export function optionalWholeNumberProblem(
+  text,
+  badInput = false,
+  unit = "milliseconds, e.g. 10000",
+  whenEmpty = "wait for you",
+) {
   const trimmed = String(text).trim();
   if (!badInput && (trimmed === "" || /^\d+$/.test(trimmed))) return null;
-  return "enter a whole number of milliseconds, e.g. 10000, or leave it empty to wait for you";
+  return `enter a whole number of ${unit}, or leave it empty to ${whenEmpty}`;
 }
 
 /**
@@ -256,7 +265,28 @@ const MODEL_SCOPES = {
   reasoning: ["model", "reasoningModels"],
   "transcription-delay": ["transcriptionModel", "transcriptionDelayModels"],
   "transcription-keywords": ["transcriptionModel", "transcriptionKeywordModels"],
+  live: ["model", "liveModels"],
 };
+
+/**
+ * Whether `model` is served by the Live API (GPT-Live): one the SDK names, or a newer
+ * `gpt-live-…` (as Rust's `is_live_model`).
+ * @param {string} model
+ * @param {object} view the settings view from Rust
+ */
+export function isLiveModel(model, view) {
+  const name = String(model ?? "").trim();
+  return (view?.liveModels ?? []).includes(name) || name.startsWith("gpt-live-");
+}
+
+/**
+ * The voices the model takes: GPT-Live has its own list.
+ * @param {string} model
+ * @param {object} view the settings view from Rust
+ */
+export function voicesFor(model, view) {
+  return isLiveModel(model, view) ? view?.liveVoices ?? [] : view?.voices ?? [];
+}
 
 /**
  * Whether a field that only some models take is shown (`data-model-scope`): when the model
@@ -266,6 +296,9 @@ const MODEL_SCOPES = {
  * @param {object} view the settings view from Rust
  */
 export function modelScopeShown(scope, form, view) {
+  // "not-live": the Realtime API's own settings, which a GPT-Live session does not take.
+  if (scope === "not-live") return !isLiveModel(form.model, view);
+  if (scope === "live") return isLiveModel(form.model, view);
   const [fieldName, listName] = MODEL_SCOPES[scope] ?? [];
   if (!fieldName) return false;
   return (view?.[listName] ?? []).includes(String(form[fieldName] ?? "").trim());
@@ -575,6 +608,23 @@ export function createSettingsDialog(
     select.value = chosen ?? "";
   }
 
+  /**
+   * Fills the voice picker with the voices `model` takes, keeping `chosen` when it is one of
+   * them (else the first: GPT-Live's default, marin, where it is offered).
+   */
+  function fillVoices(model, chosen) {
+    const voices = voicesFor(model, view);
+    const kept = voices.includes(chosen) ? chosen : voices.includes("marin") ? "marin" : voices[0];
+    const select = field("voice");
+    const same =
+      select.options.length === voices.length && [...select.options].every((option, index) => option.value === voices[index]);
+    if (same) {
+      select.value = kept ?? "";
+      return;
+    }
+    fill(select, voices.map((voice) => ({ value: voice, label: voice })), kept);
+  }
+
   /** Fills a model picker's suggestions, a deprecated model's shutdown date as its label. */
   function fillModels(datalist, models) {
     datalist.replaceChildren(
@@ -589,12 +639,8 @@ export function createSettingsDialog(
 
   function render() {
     const values = formValues(view.settings);
-    fill(
-      field("voice"),
-      view.voices.map((voice) => ({ value: voice, label: voice })),
-      view.settings.voice,
-    );
-    fillModels(dialog.querySelector("#models"), view.models);
+    fillVoices(view.settings.model, view.settings.voice);
+    fillModels(dialog.querySelector("#models"), [...view.models, ...(view.liveModels ?? [])]);
     fillModels(dialog.querySelector("#transcription-models"), view.transcriptionModels);
     // A ratio set in the file that the picker does not offer is shown, not turned into another.
     const retention = field("truncationRetentionRatio");
@@ -665,6 +711,19 @@ export function createSettingsDialog(
       if (reason) {
         problems.push({ field: name, reason });
         values[name] = view.settings[name];
+      }
+    }
+    const liveIdle = field("liveIdleTimeoutS");
+    if (isLiveModel(values.model, view)) {
+      const reason = optionalWholeNumberProblem(
+        liveIdle.value,
+        liveIdle.validity?.badInput,
+        "seconds, e.g. 60",
+        "never pause",
+      );
+      if (reason) {
+        problems.push({ field: "liveIdleTimeoutS", reason });
+        values.liveIdleTimeoutS = formValues(view.settings).liveIdleTimeoutS;
       }
     }
     const idle = field("idleTimeoutMs");
@@ -1004,6 +1063,7 @@ export function createSettingsDialog(
     field(name).addEventListener("input", () => {
       showFieldsThatApply();
       showModelWarnings();
+      if (name === "model") fillVoices(field("model").value, field("voice").value);
     });
   }
   dialog.querySelector("[data-action=save-key]").addEventListener("click", saveKey);

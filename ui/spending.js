@@ -27,6 +27,8 @@ import { formatDurationMs } from "./history.js";
  * @property {string | null} transcriptionTakenOn
  * @property {number | null} lastCachedShare the share of the last reply's input that was cached
  * @property {number | null} cachedShare the same over the conversation
+ * @property {number} [activeSeconds] a session billed by its duration (GPT-Live): its time listening and speaking
+ * @property {number} [pausedSeconds] and its time paused, billed less
  */
 
 /**
@@ -72,8 +74,14 @@ function percent(share) {
  */
 export function spendingLine(spending) {
   const transcribed = (spending.transcribedSeconds ?? 0) > 0;
-  if (spending.responses === 0 && !transcribed) return "";
+  const active = spending.activeSeconds ?? 0;
+  const paused = spending.pausedSeconds ?? 0;
+  const timed = active + paused > 0;
+  if (spending.responses === 0 && !transcribed && !timed) return "";
   const parts = [];
+  if (timed) {
+    parts.push(`${speechDuration(active)} live` + (paused > 0 ? ` + ${speechDuration(paused)} paused` : ""));
+  }
   if (spending.responses > 0) parts.push(`${tokenCount(spending.totalTokens)} tokens`);
   if (transcribed) parts.push(`${speechDuration(spending.transcribedSeconds)} transcribed`);
   if (spending.costUsd != null) {
@@ -121,6 +129,16 @@ export function spendingDetails(spending) {
     } else {
       lines.push(`${seconds}; no per-minute price for its model, so not in the cost.`);
     }
+  }
+  const active = spending.activeSeconds ?? 0;
+  const paused = spending.pausedSeconds ?? 0;
+  if (active + paused > 0) {
+    const time = `GPT-Live: ${Math.round(active)} s live, ${Math.round(paused)} s paused`;
+    lines.push(
+      spending.costUsd != null && spending.model
+        ? `${time}, at ${spending.model}'s per-minute prices.`
+        : `${time}; no per-minute price for its model, so not in the cost.`,
+    );
   }
   if (spending.costUsd != null && spending.free) {
     lines.push("The offline demo bills nothing; this is what OpenAI would.");

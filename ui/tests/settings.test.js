@@ -9,6 +9,8 @@ import {
   keywordsFromText,
   modelOptions,
   modelScopeShown,
+  isLiveModel,
+  voicesFor,
   speechSpeedProblem,
   dataFolderField,
   dataFolderSetting,
@@ -281,6 +283,9 @@ test("saves run one after another in the order asked, a slow first one included"
 });
 
 const view = {
+  voices: ["alloy", "cedar", "marin"],
+  liveModels: ["gpt-live-1", "gpt-live-1.1"],
+  liveVoices: ["alloy", "beacon", "cedar", "marin", "vesper"],
   reasoningModels: ["gpt-realtime-2", "gpt-realtime-2.1", "gpt-realtime-2.1-mini"],
   transcriptionDelayModels: ["gpt-realtime-whisper"],
   transcriptionKeywordModels: ["gpt-transcribe", "gpt-live-transcribe"],
@@ -333,6 +338,21 @@ test("reasoning fields show for reasoning models only, transcription ones for th
   assert.equal(modelScopeShown("transcription-keywords", { transcriptionModel: "gpt-transcribe" }, view), true);
   assert.equal(modelScopeShown("transcription-keywords", { transcriptionModel: "" }, view), false);
   assert.equal(modelScopeShown("no-such-scope", { model: "gpt-realtime-2.1" }, view), false);
+});
+
+test("a GPT-Live model shows its own fields and voices and hides the Realtime API's", () => {
+  assert.equal(isLiveModel(" gpt-live-1.1 ", view), true);
+  assert.equal(isLiveModel("gpt-live-2", view), true, "a newer one by its name");
+  assert.equal(isLiveModel("gpt-realtime-2.1", view), false);
+  assert.equal(modelScopeShown("live", { model: "gpt-live-1" }, view), true);
+  assert.equal(modelScopeShown("not-live", { model: "gpt-live-1" }, view), false);
+  assert.equal(modelScopeShown("not-live", { model: "gpt-realtime-2.1" }, view), true);
+  assert.deepEqual(voicesFor("gpt-live-1.1", view), view.liveVoices);
+  assert.deepEqual(voicesFor("gpt-realtime-2.1", view), view.voices);
+  assert.equal(
+    optionalWholeNumberProblem("a minute", false, "seconds, e.g. 60", "never pause"),
+    "enter a whole number of seconds, e.g. 60, or leave it empty to never pause",
+  );
 });
 
 test("a field shows only when its provider, hands-free and model scopes all allow it", () => {

@@ -99,3 +99,20 @@ test("the details say what the speech cost at whose per-minute price, and the ca
   );
   assert.doesNotMatch(spendingDetails(base), /Your speech|Cached input/);
 });
+
+test("a GPT-Live conversation is told by its live and paused time and their cost", () => {
+  const live = {
+    ...base,
+    responses: 0,
+    totalTokens: 0,
+    costUsd: 0.0951,
+    model: "gpt-live-1.1",
+    takenOn: "2026-12-06",
+    activeSeconds: 90,
+    pausedSeconds: 60,
+  };
+  assert.equal(spendingLine(live), "1 min 30 s live + 1 min 00 s paused · $0.095");
+  assert.equal(spendingLine({ ...live, pausedSeconds: 0 }), "1 min 30 s live · $0.095");
+  assert.match(spendingDetails(live), /GPT-Live: 90 s live, 60 s paused, at gpt-live-1\.1's per-minute prices\./);
+  assert.equal(spendingLine({ ...live, activeSeconds: 0, pausedSeconds: 0 }), "");
+});

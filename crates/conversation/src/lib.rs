@@ -26,7 +26,10 @@ pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
 pub use output::{Output, Record};
 pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
-pub use restore::{RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, restore_items};
+pub use restore::{
+    RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, call_setup_history, restore_items,
+    restore_items_within,
+};
 pub use spending::{
     MinutePrices, Prices, Pricing, Rate, SessionBill, SessionSeconds, Spending, SpentBefore,
     TokenTotals, TranscriptionBill,

@@ -17,7 +17,7 @@ use crate::input::{EngineInput, Input, TransportInput};
 use crate::meters::Meters;
 use crate::output::{Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
-use crate::restore::{RESTORE_BUDGET_CHARS, restore_items};
+use crate::restore::{RESTORE_BUDGET_CHARS, restore_items, restore_items_within};
 use crate::spending::{Pricing, SessionSeconds, Spending, SpentBefore};
 use crate::status::{ConnectionState, StatusAction, StatusEvent, sentence};
 use crate::tools::{OutsideTool, Tools, Verdict};
@@ -357,7 +357,7 @@ impl Conversation {
                     unreachable!("matched as redialing just above");
                 };
                 self.phase = Phase::Dialing { attempt, reason };
-                self.outputs.push_back(Output::Dial);
+                self.dial();
             }
             (Phase::Dialing { .. } | Phase::Renewing, Input::Dialled) => self.next_call(),
             (Phase::Dialing { attempt, .. }, Input::DialFailed(failure)) => {
@@ -529,8 +529,23 @@ impl Conversation {
         self.renew_due = false;
         if self.end_call(now_ms) {
             self.phase = Phase::Renewing;
-            self.outputs.push_back(Output::Dial);
+            self.dial();
         }
+    }
+
+    /// Asks for the next call, with the conversation so far when its family takes it then.
+    fn dial(&mut self) {
+        let history = if self.controller.profile().history == HistoryRestore::AtCallSetup {
+            let so_far: Vec<(walkie_agui::Role, String)> = self.bridge.restorable().collect();
+            restore_items_within(
+                so_far.iter().map(|(role, text)| (*role, text.as_str())),
+                RESTORE_BUDGET_CHARS,
+                walkie_openai::live::MAX_INITIAL_MESSAGES,
+            )
+        } else {
+            Vec::new()
+        };
+        self.outputs.push_back(Output::Dial { history });
     }
 
     /// Ends the call under way and keeps the conversation: the call's transcript closes (a

@@ -54,8 +54,10 @@ pub enum Output {
     /// in the next call ([`Output::Dial`]).
     HangUpCall,
     /// Place a new call for this conversation, then feed [`crate::Input::Dialled`] or
-    /// [`crate::Input::DialFailed`].
-    Dial,
+    /// [`crate::Input::DialFailed`]. For a family that takes the conversation so far when the
+    /// call is placed (the Live API's `input`), `history` holds it; otherwise it is empty and
+    /// the machine gives it on the data channel.
+    Dial { history: Vec<walkie_openai::Item> },
     /// The conversation is over (the status says why); the driver hangs up.
     Ended { reason: String },
     /// Run this call of an outside tool, then feed [`crate::Input::ToolFinished`].

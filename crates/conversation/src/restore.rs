@@ -25,6 +25,20 @@ pub fn restore_items<'a>(
     messages: impl IntoIterator<Item = (Role, &'a str)>,
     budget_chars: usize,
 ) -> Vec<Item> {
+    restore_items_within(messages, budget_chars, usize::MAX)
+}
+
+/// As [`restore_items`], in at most `max_items` items, the note about the messages left out
+/// included: a Live session's history takes at most
+/// [`walkie_openai::live::MAX_INITIAL_MESSAGES`].
+pub fn restore_items_within<'a>(
+    messages: impl IntoIterator<Item = (Role, &'a str)>,
+    budget_chars: usize,
+    max_items: usize,
+) -> Vec<Item> {
+    if max_items == 0 {
+        return Vec::new();
+    }
     let messages: Vec<(ItemRole, String)> = messages
         .into_iter()
         .filter_map(|(role, text)| {
@@ -45,6 +59,12 @@ pub fn restore_items<'a>(
             kept_chars > budget_chars
         })
         .map_or(0, |over| over + 1);
+    let first_kept = if first_kept == 0 && messages.len() <= max_items {
+        0
+    } else {
+        // Some are left out: the note takes one of the items.
+        first_kept.max(messages.len().saturating_sub(max_items - 1))
+    };
     let mut items = Vec::with_capacity(messages.len() - first_kept + 1);
     if first_kept > 0 {
         items.push(message(
@@ -77,6 +97,20 @@ fn message(role: ItemRole, text: String) -> Item {
     }
 }
 
+/// What a Live session is given when it continues a saved conversation (`earlier`, as the
+/// history read it): the same messages a redial restores, the pictures a message showed and
+/// the tools it called told as notes, at most
+/// [`walkie_openai::live::MAX_INITIAL_MESSAGES`] of them.
+pub fn call_setup_history(earlier: Vec<walkie_agui::EarlierMessage>) -> Vec<Item> {
+    let bridge = walkie_session::transcript::TranscriptBridge::continuing("history", earlier);
+    let so_far: Vec<(Role, String)> = bridge.restorable().collect();
+    restore_items_within(
+        so_far.iter().map(|(role, text)| (*role, text.as_str())),
+        RESTORE_BUDGET_CHARS,
+        walkie_openai::live::MAX_INITIAL_MESSAGES,
+    )
+}
+
 /// `text` up to `max_chars` characters, with an ellipsis when it was longer.
 fn cut(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
@@ -101,6 +135,33 @@ mod tests {
                 other => panic!("a message expected: {other:?}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_count_limit_keeps_the_newest_messages_and_the_note_counts_as_one_of_them() {
+        let said: Vec<String> = (1..=200).map(|n| format!("message {n}")).collect();
+        let conversation = said.iter().enumerate().map(|(n, text)| {
+            let role = if n % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            (role, text.as_str())
+        });
+        let items = restore_items_within(conversation.clone(), RESTORE_BUDGET_CHARS, 128);
+        assert_eq!(items.len(), 128);
+        let texts = texts(&items);
+        assert!(
+            texts[0].1.contains("73 oldest messages were left out"),
+            "{texts:?}"
+        );
+        assert_eq!(texts[1].1, "message 74");
+        assert_eq!(texts[127].1, "message 200");
+        assert_eq!(
+            restore_items_within(conversation.take(128), RESTORE_BUDGET_CHARS, 128).len(),
+            128,
+            "all of them fit: no note"
+        );
     }
 
     #[test]

@@ -257,3 +257,45 @@ fn the_reply_is_audible_from_its_first_sound_not_from_the_silence_before_it() {
         "no longer audible once its audio stopped"
     );
 }
+
+#[test]
+fn a_dropped_live_call_is_dialled_again_with_the_conversation_so_far_and_nothing_on_the_channel() {
+    let (mut call, _) = ready_live(push_to_talk());
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &user_words("What is my cat called?", 1_000));
+    call.server(2_400, &reply_words("Miso.", 2_400));
+    call.assistant_audio(2_420);
+    call.tick(2_420 + LIVE_QUIET_MS);
+    call.input(
+        5_000,
+        Input::Transport(TransportInput::Closed("the provider hung up".to_owned())),
+    );
+    // The redial waits out its backoff; the dial it asks for carries the history.
+    let dial = (5_001..20_000)
+        .step_by(50)
+        .find_map(|now_ms| {
+            call.tick(now_ms)
+                .into_iter()
+                .find_map(|output| match output {
+                    Output::Dial { history } => Some(history),
+                    _ => None,
+                })
+        })
+        .expect("the call is dialled again");
+    let texts: Vec<String> = dial
+        .iter()
+        .map(|item| match item {
+            walkie_openai::Item::Message { content, .. } => format!("{content:?}"),
+            other => panic!("a message: {other:?}"),
+        })
+        .collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].contains("What is my cat called?"), "{texts:?}");
+    assert!(texts[1].contains("Miso."), "{texts:?}");
+    call.input(20_000, Input::Dialled);
+    let opened = call.input(20_010, Input::Transport(TransportInput::Open));
+    assert!(
+        !sent_types(&opened).contains(&"conversation.item.create"),
+        "a Live session has its history already"
+    );
+}

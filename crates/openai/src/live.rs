@@ -31,6 +31,12 @@ pub const LIVE_VOICES: &[&str] = &[
     "verse", "vesper", "willow",
 ];
 
+/// Whether `model` is served by the Live API: one the SDK names, or a newer `gpt-live-…`.
+pub fn is_live_model(model: &str) -> bool {
+    let model = model.trim();
+    LIVE_MODELS.contains(&model) || model.starts_with("gpt-live-")
+}
+
 /// The voice a Live session speaks in when none is chosen (the SDK: "Defaults to `marin`").
 pub const LIVE_DEFAULT_VOICE: &str = "marin";
 

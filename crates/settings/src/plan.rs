@@ -10,12 +10,17 @@ use std::path::PathBuf;
 
 use walkie_audio::engine::EngineConfig;
 use walkie_conversation::{ConversationConfig, RedialPolicy, StatusAction};
+use walkie_openai::live::{
+    InitialItem, InitialRole, LiveAudio, LiveAudioOutput, LiveSessionConfig, LiveVoice, WakePolicy,
+};
 use walkie_openai::{
     AudioConfig, AudioInput, AudioOutput, Modality, NoiseReduction, SessionConfig, Transcription,
     TurnDetection,
 };
 use walkie_rtc::{Auth, CallConfig, Endpoint, RtcError};
-use walkie_session::turn::{ToolRegistry, TurnConfig, TurnMode, session_limit_warning_ms};
+use walkie_session::turn::{
+    ProviderFamily, ToolRegistry, TurnConfig, TurnMode, session_limit_warning_ms,
+};
 
 use crate::secrets::{self, ApiKey, KeyAccount};
 use crate::settings::{self, ProviderKind, Settings};
@@ -186,6 +191,8 @@ pub struct Plan {
     pub pre_roll_ms: u64,
     /// How long the provider lets a session last; the session is renewed before it.
     pub session_limit_ms: u64,
+    /// GPT-Live: the seconds of quiet after which the session pauses (`None`: never).
+    pub live_idle_timeout_s: Option<u32>,
     pub engine: EngineConfig,
     /// Where conversations are saved, or why there is nowhere.
     pub data_dir: Result<PathBuf, PlanError>,
@@ -214,9 +221,19 @@ impl Plan {
             .unwrap_or_default()
     }
 
+    /// The protocol a call of this plan speaks: the Live API for a GPT-Live model, else the
+    /// Realtime API.
+    pub fn family(&self) -> ProviderFamily {
+        match self.session.model.as_deref() {
+            Some(model) if walkie_openai::live::is_live_model(model) => ProviderFamily::Live,
+            _ => ProviderFamily::Realtime,
+        }
+    }
+
     /// How the turn controller takes turns in a call of this plan.
     pub fn turn_config(&self) -> TurnConfig {
         TurnConfig {
+            family: self.family(),
             mode: self.mode.clone(),
             tail_ms: self.tail_ms,
             pre_roll_ms: self.pre_roll_ms,
@@ -288,6 +305,7 @@ impl Plan {
             tail_ms: u64::from(settings.push_to_talk_tail_ms),
             pre_roll_ms: u64::from(settings.pre_roll_ms),
             session_limit_ms: u64::from(settings.session_limit_minutes) * 60_000,
+            live_idle_timeout_s: settings.live_idle_timeout_s,
             engine: EngineConfig {
                 input_device: non_empty(&settings.input_device),
                 output_device: non_empty(&settings.output_device),
@@ -313,9 +331,76 @@ impl Plan {
     /// then restates (same turn detection, same built-in tools), `model` included — the only
     /// place it is sent.
     pub fn call_config(&self, endpoint: Endpoint) -> CallConfig {
-        let tools = ToolRegistry::with_builtins().definitions();
-        CallConfig::new(endpoint).with_session(self.turn_config().call_session(tools))
+        self.call_config_with_history(endpoint, Vec::new())
     }
+
+    /// As [`Self::call_config`], for a new session that carries a conversation on. A Live
+    /// session is given the conversation so far (`history`, from
+    /// [`walkie_conversation::restore_items_within`]) as its `input`; a Realtime one is given
+    /// it on the data channel once it opens, so `history` is not used.
+    pub fn call_config_with_history(
+        &self,
+        endpoint: Endpoint,
+        history: Vec<walkie_openai::Item>,
+    ) -> CallConfig {
+        match self.family() {
+            ProviderFamily::Realtime => {
+                let tools = ToolRegistry::with_builtins().definitions();
+                CallConfig::new(endpoint).with_session(self.turn_config().call_session(tools))
+            }
+            ProviderFamily::Live => {
+                CallConfig::new(endpoint).with_live_session(self.live_session(history))
+            }
+        }
+    }
+
+    /// The session a GPT-Live call starts with: the model, the voice and the instructions
+    /// (fixed for the session), the conversation so far, and the wake policy: inference waits
+    /// for speech, and pauses after the quiet the settings allow.
+    pub fn live_session(&self, history: Vec<walkie_openai::Item>) -> LiveSessionConfig {
+        let voice = self
+            .session
+            .audio
+            .as_ref()
+            .and_then(|audio| audio.output.as_ref())
+            .and_then(|output| output.voice.clone());
+        let input: Vec<InitialItem> = history.into_iter().filter_map(initial_item).collect();
+        LiveSessionConfig {
+            model: self.session.model.clone().unwrap_or_default(),
+            instructions: self.session.instructions.clone(),
+            audio: voice.map(|voice| LiveAudio {
+                output: Some(LiveAudioOutput {
+                    voice: Some(LiveVoice::Named(voice)),
+                }),
+                format: None,
+            }),
+            input: (!input.is_empty()).then_some(input),
+            wake_policy: Some(WakePolicy {
+                vad_threshold: None,
+            }),
+            idle_timeout_s: self.live_idle_timeout_s,
+            ..LiveSessionConfig::default()
+        }
+    }
+}
+
+/// A restored message as a Live session's history takes it: one text part, a system note as
+/// the developer's. Anything but a text message has no place there.
+fn initial_item(item: walkie_openai::Item) -> Option<InitialItem> {
+    let walkie_openai::Item::Message { role, content, .. } = item else {
+        return None;
+    };
+    let text = content.into_iter().find_map(|part| match part {
+        walkie_openai::ContentPart::InputText { text }
+        | walkie_openai::ContentPart::OutputText { text } => Some(text),
+        _ => None,
+    })?;
+    let role = match role {
+        walkie_openai::Role::User => InitialRole::User,
+        walkie_openai::Role::Assistant => InitialRole::Assistant,
+        walkie_openai::Role::System => InitialRole::Developer,
+    };
+    Some(InitialItem::message(role, text))
 }
 
 /// The data folder the settings name, else `WALKIE_DATA_DIR`, else the platform's.
@@ -582,6 +667,72 @@ mod tests {
         assert_eq!(audio.output.unwrap().voice.as_deref(), Some("cedar"));
         // Transcription off is sent as an explicit null, not left out.
         assert_eq!(audio.input.unwrap().transcription, Some(None));
+    }
+
+    #[test]
+    fn a_gpt_live_model_places_a_live_call_with_its_voice_wake_policy_and_the_conversation_so_far()
+    {
+        let plan = Plan::resolve(
+            &Settings {
+                provider: ProviderKind::Local,
+                model: "gpt-live-1.1".to_owned(),
+                voice: "cedar".to_owned(),
+                instructions: "Be brief.".to_owned(),
+                live_idle_timeout_s: Some(45),
+                ..Settings::default()
+            },
+            Ok(PathBuf::from("/tmp/walkie-data")),
+        );
+        assert_eq!(plan.family(), ProviderFamily::Live);
+        assert_eq!(plan.turn_config().family, ProviderFamily::Live);
+        let endpoint = Endpoint::custom("http://127.0.0.1:9", Auth::Bearer("t".to_owned()))
+            .expect("a loopback endpoint");
+        let history = vec![
+            walkie_openai::Item::Message {
+                id: None,
+                role: walkie_openai::Role::User,
+                status: None,
+                content: vec![walkie_openai::ContentPart::InputText {
+                    text: "My cat is Miso.".to_owned(),
+                }],
+            },
+            walkie_openai::Item::Message {
+                id: None,
+                role: walkie_openai::Role::Assistant,
+                status: None,
+                content: vec![walkie_openai::ContentPart::OutputText {
+                    text: "A lovely name.".to_owned(),
+                }],
+            },
+        ];
+        let config = plan.call_config_with_history(endpoint, history);
+        let live = config.live_session.expect("a Live session");
+        assert_eq!(live.model, "gpt-live-1.1");
+        assert_eq!(live.instructions.as_deref(), Some("Be brief."));
+        assert_eq!(
+            live.audio.and_then(|audio| audio.output?.voice),
+            Some(LiveVoice::Named("cedar".to_owned()))
+        );
+        assert_eq!(live.idle_timeout_s, Some(45));
+        assert!(live.wake_policy.is_some(), "speech wakes a paused session");
+        assert_eq!(
+            live.input,
+            Some(vec![
+                InitialItem::message(InitialRole::User, "My cat is Miso."),
+                InitialItem::message(InitialRole::Assistant, "A lovely name."),
+            ])
+        );
+        // A Realtime model's call is the multipart one, history or not.
+        let realtime = Plan::resolve(&Settings::default(), Ok(PathBuf::from("/tmp/w")));
+        assert_eq!(realtime.family(), ProviderFamily::Realtime);
+        let endpoint = Endpoint::custom("http://127.0.0.1:9", Auth::Bearer("t".to_owned()))
+            .expect("a loopback endpoint");
+        assert!(
+            realtime
+                .call_config_with_history(endpoint, Vec::new())
+                .live_session
+                .is_none()
+        );
     }
 
     #[test]

@@ -153,6 +153,9 @@ pub struct Settings {
     /// Server voice detection only: after this long without speech following a reply, the
     /// model speaks up again. `None`: it waits.
     pub idle_timeout_ms: Option<u32>,
+    /// GPT-Live only: after this many seconds of quiet the session pauses (billed at the lower
+    /// paused rate) until speech wakes it. `None`: it never pauses.
+    pub live_idle_timeout_s: Option<u32>,
     pub noise_reduction: NoiseReduction,
     /// A shortcut that works while another window has focus, e.g. `Ctrl+Alt+Space`; empty for
     /// none.
@@ -216,6 +219,11 @@ pub const KEYWORDS_MAX: usize = 50;
 pub const KEYWORD_MAX_CHARS: usize = 60;
 /// A cent to ten thousand dollars a conversation.
 pub const BUDGET_RANGE_USD: std::ops::RangeInclusive<f64> = 0.01..=10_000.0;
+/// How long a quiet GPT-Live session runs before it pauses, by default: a minute.
+pub const DEFAULT_LIVE_IDLE_TIMEOUT_S: u32 = 60;
+/// The pauses after quiet that make sense: long enough not to pause mid-thought, at most an
+/// hour (a session lasts at most that).
+pub const LIVE_IDLE_TIMEOUT_RANGE_S: std::ops::RangeInclusive<u32> = 5..=3_600;
 /// Walkie's bounds for the idle timeout (the API documents none): shorter would talk over a
 /// user who is thinking, longer is better served by waiting.
 pub const IDLE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u32> = 5_000..=30_000;
@@ -257,6 +265,7 @@ impl Default for Settings {
             voice_detection: VoiceDetection::ServerVad,
             eagerness: Eagerness::Auto,
             idle_timeout_ms: None,
+            live_idle_timeout_s: Some(DEFAULT_LIVE_IDLE_TIMEOUT_S),
             noise_reduction: NoiseReduction::Off,
             global_shortcut: String::new(),
             push_to_talk_tail_ms: walkie_session::turn::DEFAULT_TAIL_MS as u32,
@@ -324,6 +333,7 @@ pub fn label(field: &str) -> &'static str {
         "voiceDetection" => "Hands-free: your turn ends",
         "eagerness" => "When you sound finished, answer",
         "idleTimeoutMs" => "Speak up after a silence of (ms)",
+        "liveIdleTimeoutS" => "GPT-Live: pause after a quiet of (seconds)",
         "pressMode" => "The talk button",
         "globalShortcut" => "Shortcut in other apps",
         "pushToTalkTailMs" => "Keep listening after you let go (ms)",
@@ -378,6 +388,29 @@ impl Settings {
         }
         if self.voice.trim().is_empty() {
             refuse("voice", "choose a voice from the list".into());
+        } else if walkie_openai::live::is_live_model(&self.model)
+            && !walkie_openai::live::LIVE_VOICES.contains(&self.voice.trim())
+        {
+            refuse(
+                "voice",
+                format!(
+                    "GPT-Live has voices of its own; choose one from the list (it speaks in {} \
+                     unless told otherwise)",
+                    walkie_openai::live::LIVE_DEFAULT_VOICE
+                ),
+            );
+        }
+        if let Some(seconds) = self.live_idle_timeout_s
+            && !LIVE_IDLE_TIMEOUT_RANGE_S.contains(&seconds)
+        {
+            refuse(
+                "liveIdleTimeoutS",
+                format!(
+                    "enter {} to {} seconds, or leave it empty never to pause",
+                    LIVE_IDLE_TIMEOUT_RANGE_S.start(),
+                    LIVE_IDLE_TIMEOUT_RANGE_S.end()
+                ),
+            );
         }
         let instructions_chars = self.instructions.chars().count();
         if instructions_chars > INSTRUCTIONS_MAX_CHARS {
@@ -588,6 +621,7 @@ impl Settings {
                 s.voice_detection,
                 s.eagerness,
                 s.idle_timeout_ms,
+                s.live_idle_timeout_s,
             )
         };
         mode(self) != mode(other)
@@ -931,6 +965,45 @@ mod tests {
             std::env::temp_dir().join(format!("walkie-settings-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn a_gpt_live_model_takes_only_its_own_voices_and_a_pause_from_5_seconds_to_an_hour() {
+        let live = Settings {
+            model: "gpt-live-1.1".to_owned(),
+            voice: "vesper".to_owned(),
+            ..Settings::default()
+        };
+        assert_eq!(live.validate(), Ok(()));
+        let refused_fields = |settings: Settings| -> Vec<&'static str> {
+            settings
+                .problems()
+                .into_iter()
+                .map(|invalid| invalid.field)
+                .collect()
+        };
+        assert_eq!(
+            refused_fields(Settings {
+                voice: "onyx".to_owned(),
+                ..live.clone()
+            }),
+            ["voice"]
+        );
+        assert_eq!(
+            refused_fields(Settings {
+                live_idle_timeout_s: Some(2),
+                ..live.clone()
+            }),
+            ["liveIdleTimeoutS"]
+        );
+        assert_eq!(
+            Settings {
+                live_idle_timeout_s: None,
+                ..live
+            }
+            .validate(),
+            Ok(())
+        );
     }
 
     #[test]

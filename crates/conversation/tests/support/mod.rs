@@ -326,7 +326,7 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
             Output::Level { .. } => "level".to_owned(),
             Output::Diagnostic(_) => "diagnostic".to_owned(),
             Output::HangUpCall => "hang-up-call".to_owned(),
-            Output::Dial => "dial".to_owned(),
+            Output::Dial { .. } => "dial".to_owned(),
             Output::Ended { .. } => "ended".to_owned(),
             Output::RunTool(request) => format!("run-tool:{}", request.call_id),
             Output::AskApproval(approval) => format!("ask-approval:{}", approval.call_id),

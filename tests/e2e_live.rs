@@ -1,0 +1,146 @@
+//! GPT-Live in the real window, with real audio: the settings name a Live model, so the app
+//! places a Live API call (`POST /v1/live/sessions`) on the local provider inside it, holds the
+//! model muted except while the key is held, and derives every turn boundary itself (the Live
+//! API sends no speech or done events). The test speaks into the virtual microphone, hears the
+//! reply on the virtual speaker, reads both sides, and finds the conversation saved.
+
+mod support;
+
+use std::time::Duration;
+
+use support::audio::{PulseStream, energy, require_test_audio, sounding_span_frames, speech_like};
+use support::{WebviewApp, rendered_text, wait_for, wait_for_text};
+
+/// The virtual microphone and speaker are shared: one conversation test at a time.
+static AUDIO_DEVICES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
+
+/// A fresh app whose settings choose GPT-Live on the local provider.
+async fn live_app(test_name: &'static str) -> WebviewApp {
+    let dirs = support::AppDirs::fresh(test_name);
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        serde_json::json!({ "provider": "local", "model": "gpt-live-1.1", "voice": "marin" })
+            .to_string(),
+    )
+    .expect("writing the settings");
+    WebviewApp::launch_with(test_name, support::Launch::in_dirs(&dirs, None)).await
+}
+
+/// The Live client events the provider received, by type, in order.
+fn live_events_received(trace: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(trace.join("live-client-events.jsonl"))
+        .expect("the provider's Live trace")
+        .lines()
+        .map(|line| {
+            let line: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            let event: serde_json::Value = line["text"]
+                .as_str()
+                .and_then(|text| serde_json::from_str(text).ok())
+                .unwrap_or_else(|| line["event"].clone());
+            event["type"].as_str().unwrap_or_default().to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_pressed_turn_on_gpt_live_is_heard_once_shown_costed_by_the_minute_and_saved() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = live_app("live_turn").await;
+    let conversations = app.data_dir().join("conversations");
+    let trace = app.dirs().trace.clone();
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        let speaker = PulseStream::record_speaker();
+        let words = speech_like(1.6);
+        support::space(&client, true).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        let spoken = words.clone();
+        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        support::space(&client, false).await;
+
+        // The model decides when the user is done; its reply is heard, then all is quiet.
+        wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
+        support::screenshot(&client, "live_speaking").await;
+        wait_for_text(&client, "#status", READY).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let heard = speaker.end();
+
+        let user = rendered_text(
+            &client,
+            "#transcript article[data-role='user'] .message-text",
+        )
+        .await
+        .expect("the user's turn is in the transcript");
+        assert!(user.ends_with(" s of speech]"), "{user:?}");
+        let reply = wait_for(
+            &client,
+            "#transcript article[data-role='assistant'] .message-text",
+            |reply| reply.contains("played your"),
+        )
+        .await;
+        assert!(reply.contains("on the Live API"), "{reply:?}");
+        let (said_frames, heard_frames) =
+            (sounding_span_frames(&words), sounding_span_frames(&heard));
+        let length_ratio = heard_frames as f64 / said_frames as f64;
+        assert!(
+            (0.9..=1.1).contains(&length_ratio),
+            "the reply sounded for {heard_frames} frames against {said_frames} spoken"
+        );
+        let energy_ratio = energy(&heard) / energy(&words);
+        assert!(
+            (0.5..=1.5).contains(&energy_ratio),
+            "the reply carried {energy_ratio:.2} times the energy of what was said: played once"
+        );
+        // Billed by the second, costed per minute as OpenAI would (the demo bills nothing).
+        let spent = wait_for(&client, "#spending", |line| line.contains(" live")).await;
+        assert!(spent.contains("free ($"), "{spent:?}");
+        assert!(spent.ends_with(" on gpt-live-1.1)"), "{spent:?}");
+        support::screenshot(&client, "live_spent").await;
+
+        // Saved: both messages in the transcript, a WAV for each side.
+        let deadline = std::time::Instant::now() + support::UI_TIMEOUT;
+        let folder = loop {
+            let found = std::fs::read_dir(&conversations).ok().and_then(|entries| {
+                entries.flatten().map(|entry| entry.path()).find(|folder| {
+                    std::fs::read_to_string(folder.join("transcript.md"))
+                        .is_ok_and(|text| text.contains(&user) && text.contains("played your"))
+                })
+            });
+            if let Some(folder) = found {
+                break folder;
+            }
+            assert!(std::time::Instant::now() < deadline, "no saved transcript");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        for wav in ["turns/0001-user.wav", "turns/0001-assistant.wav"] {
+            let reader = hound::WavReader::open(folder.join(wav))
+                .unwrap_or_else(|error| panic!("{wav}: {error}"));
+            assert!(reader.duration() >= 48_000, "{wav}: {}", reader.duration());
+        }
+    })
+    .await;
+    // The model was muted but while the key was held; nothing of the Realtime API was sent.
+    let sent = live_events_received(&trace);
+    assert_eq!(
+        sent.iter()
+            .filter(|kind| kind.as_str() != "session.close")
+            .cloned()
+            .collect::<Vec<_>>(),
+        [
+            "session.input_audio.mute",
+            "session.input_audio.unmute",
+            "session.input_audio.mute"
+        ],
+        "{sent:?}"
+    );
+    assert!(
+        !trace.join("client-events.jsonl").exists(),
+        "no Realtime client event"
+    );
+}
