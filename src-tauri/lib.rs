@@ -487,11 +487,13 @@ fn cancel_press(conversation: tauri::State<'_, Conversation>) -> Result<(), Comm
 /// The user sent a message (typed text, attached pictures or both, `pictures` naming them
 /// as [`pictures::attach_picture`] gave them): it goes to the call (once one is ready), and
 /// its text is answered. Refused, so the page keeps it, when empty, too long for one message
-/// to the provider, or showing a picture no longer attached.
+/// to the provider, showing a picture no longer attached, or for a model that takes speech
+/// only (GPT-Live).
 #[tauri::command]
 fn send_message(
     conversation: tauri::State<'_, Conversation>,
     attachments: tauri::State<'_, pictures::Attachments>,
+    settings: tauri::State<'_, SettingsState>,
     text: String,
     pictures: Vec<u64>,
 ) -> Result<(), CommandError> {
@@ -499,6 +501,13 @@ fn send_message(
         return Err(CommandError::Message(
             "Type a message or attach a picture first, then press Enter.".to_owned(),
         ));
+    }
+    let model = settings.current().model;
+    if walkie_openai::live::is_live_model(&model) {
+        return Err(CommandError::Message(format!(
+            "Not sent: {} takes speech only; hold the key and say it (your text stays here).",
+            model.trim()
+        )));
     }
     if !walkie_session::turn::user_text_fits(text.trim()) {
         return Err(CommandError::Message(format!(

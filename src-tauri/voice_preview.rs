@@ -79,6 +79,12 @@ pub(crate) async fn preview_voice(
     if provider == Provider::Local {
         return Ok("The offline demo has no voices: it plays your own words back.".to_owned());
     }
+    if plan.family() == walkie_session::turn::ProviderFamily::Live {
+        // A Live session speaks when its model decides to: there is no reply to ask for.
+        return Ok(format!(
+            "GPT-Live has no preview: save, then hold the key and say hello to hear {voice}."
+        ));
+    }
     let endpoint = provider
         .endpoint(None)
         .map_err(|error| not_played(error.to_string()))?;

@@ -16,16 +16,45 @@ static AUDIO_DEVICES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
 
-/// A fresh app whose settings choose GPT-Live on the local provider.
-async fn live_app(test_name: &'static str) -> WebviewApp {
+/// A fresh app whose settings choose GPT-Live on the local provider, with `more` settings.
+async fn live_app(test_name: &'static str, more: serde_json::Value) -> WebviewApp {
     let dirs = support::AppDirs::fresh(test_name);
-    std::fs::write(
-        dirs.config.join("settings.json"),
-        serde_json::json!({ "provider": "local", "model": "gpt-live-1.1", "voice": "marin" })
-            .to_string(),
-    )
-    .expect("writing the settings");
+    let mut settings =
+        serde_json::json!({ "provider": "local", "model": "gpt-live-1.1", "voice": "marin" });
+    if let (Some(settings), Some(more)) = (settings.as_object_mut(), more.as_object()) {
+        settings.extend(more.clone());
+    }
+    std::fs::write(dirs.config.join("settings.json"), settings.to_string())
+        .expect("writing the settings");
     WebviewApp::launch_with(test_name, support::Launch::in_dirs(&dirs, None)).await
+}
+
+/// Who speaks in each transcript message, and each reply's mark, in order.
+const MARKS: &str = "return [...document.querySelectorAll('#transcript article')]\
+    .map(a => a.dataset.role + (a.dataset.state ? ':' + a.dataset.state : ''));";
+
+/// Speaks `words` into the microphone while the key is held, and lets go 300 ms after them.
+async fn say_with_the_key(client: &fantoccini::Client, words: &[i16]) {
+    support::space(client, true).await;
+    wait_for_text(client, "#status", "Listening… release to send.").await;
+    let spoken = words.to_vec();
+    tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::space(client, false).await;
+}
+
+/// How many 20 ms frames of `samples` are louder than -30 dBFS: how long something sounded,
+/// whatever the gaps between.
+fn loud_frames(samples: &[i16]) -> usize {
+    samples
+        .chunks_exact(support::audio::RATE_HZ / 50)
+        .filter(|frame| {
+            let energy: f64 = frame.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+            (energy / frame.len() as f64).sqrt() > 32_768.0 * 10f64.powf(-30.0 / 20.0)
+        })
+        .count()
 }
 
 /// The Live client events the provider received, by type, in order.
@@ -48,7 +77,7 @@ fn live_events_received(trace: &std::path::Path) -> Vec<String> {
 async fn e2e_a_pressed_turn_on_gpt_live_is_heard_once_shown_costed_by_the_minute_and_saved() {
     require_test_audio();
     let _devices = AUDIO_DEVICES.lock().await;
-    let app = live_app("live_turn").await;
+    let app = live_app("live_turn", serde_json::json!({})).await;
     let conversations = app.data_dir().join("conversations");
     let trace = app.dirs().trace.clone();
     app.run(|client| async move {
@@ -123,6 +152,27 @@ async fn e2e_a_pressed_turn_on_gpt_live_is_heard_once_shown_costed_by_the_minute
                 .unwrap_or_else(|error| panic!("{wav}: {error}"));
             assert!(reader.duration() >= 48_000, "{wav}: {}", reader.duration());
         }
+
+        // A typed message is not taken: the line says to speak it, and the text stays.
+        let field = client
+            .find(fantoccini::Locator::Css("#compose-text"))
+            .await
+            .expect("the field to type in");
+        field.click().await.expect("focusing the field");
+        field.send_keys("What time is it?").await.expect("typing");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        wait_for(&client, "#compose-note", |note| {
+            note.contains("takes speech only; hold the key and say it")
+        })
+        .await;
+        let kept = client
+            .execute(
+                "return document.getElementById('compose-text').value;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(kept, serde_json::json!("What time is it?"));
     })
     .await;
     // The model was muted but while the key was held; nothing of the Realtime API was sent.
@@ -143,4 +193,79 @@ async fn e2e_a_pressed_turn_on_gpt_live_is_heard_once_shown_costed_by_the_minute
         !trace.join("client-events.jsonl").exists(),
         "no Realtime client event"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_key_over_a_gpt_live_reply_silences_it_and_none_of_it_plays_after() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = live_app("live_barge_in", serde_json::json!({})).await;
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        let speaker = PulseStream::record_speaker();
+        let words = speech_like(4.0);
+        say_with_the_key(&client, &words).await;
+        wait_for(&client, "#status", |status| status.starts_with("Speaking")).await;
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        // The key cuts the reply; the user says something short while holding it.
+        say_with_the_key(&client, &speech_like(1.0)).await;
+        // The cut reply's words stop where it was cut; the second reply is whole.
+        support::wait_for_script(
+            &client,
+            MARKS,
+            serde_json::json!(["user", "assistant:interrupted", "user", "assistant"]),
+        )
+        .await;
+        wait_for(&client, "#transcript", |text| text.contains("played your")).await;
+        wait_for_text(&client, "#status", READY).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let heard = speaker.end();
+        // What sounded: the cut part of the first reply and the whole second (1 s), far less
+        // than the first reply played out: none of its rest played after the key.
+        let (said, heard, second) = (
+            loud_frames(&words),
+            loud_frames(&heard),
+            loud_frames(&speech_like(1.0)),
+        );
+        assert!(
+            heard < said * 6 / 10 + second * 12 / 10,
+            "{heard} loud frames sounded; the first reply alone had {said}, the second {second}"
+        );
+        support::screenshot(&client, "live_barge_in").await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_hands_free_on_gpt_live_pauses_when_quiet_and_wakes_when_spoken_to() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let app = live_app(
+        "live_wake",
+        serde_json::json!({ "handsFree": true, "liveIdleTimeoutS": 5 }),
+    )
+    .await;
+    app.run(|client| async move {
+        wait_for(&client, "#status", |status| status.starts_with("Listening")).await;
+        let words = speech_like(1.0);
+        let spoken = words.clone();
+        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
+            .await
+            .unwrap();
+        wait_for(&client, "#transcript", |text| text.contains("played your")).await;
+        // Five quiet seconds after the reply, the session pauses, and the status says how to
+        // wake it.
+        wait_for_text(&client, "#status", "Paused: say something to wake it.").await;
+        support::screenshot(&client, "live_paused").await;
+        let spoken = words.clone();
+        tokio::task::spawn_blocking(move || PulseStream::speak_into_microphone(&spoken))
+            .await
+            .unwrap();
+        wait_for(&client, "#status", |status| !status.starts_with("Paused")).await;
+        wait_for(&client, "#transcript", |text| {
+            text.matches("played your").count() == 2
+        })
+        .await;
+    })
+    .await;
 }

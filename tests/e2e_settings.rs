@@ -1272,3 +1272,70 @@ async fn e2e_the_price_table_is_edited_in_settings_and_the_call_under_way_is_cos
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_gpt_live_model_offers_its_own_voices_and_pause_and_hides_what_it_does_not_take() {
+    let app = WebviewApp::launch("settings_live").await;
+    let config = app.dirs().config.clone();
+    app.run(|client| async move {
+        open_settings(&client).await;
+        open_advanced(&client).await;
+        assert!(!shown_as(&client, "#settings [name=liveIdleTimeoutS]", false).await);
+        set_field(&client, "model", "gpt-live-1.1".into()).await;
+        assert!(shown_as(&client, "#settings [name=liveIdleTimeoutS]", true).await);
+        for realtime_only in [
+            "transcriptionModel",
+            "transcriptionDelay",
+            "noiseReduction",
+            "speechSpeed",
+        ] {
+            assert!(
+                !shown_as(&client, &format!("#settings [name={realtime_only}]"), false).await,
+                "{realtime_only} is the Realtime API's"
+            );
+        }
+        let voices = client
+            .execute(
+                "return [...document.querySelectorAll('#settings [name=voice] option')]\
+                   .map(o => o.value);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let voices: Vec<String> = serde_json::from_value(voices).unwrap();
+        assert_eq!(
+            voices.len(),
+            walkie_openai::live::LIVE_VOICES.len(),
+            "{voices:?}"
+        );
+        assert!(voices.contains(&"vesper".to_owned()), "{voices:?}");
+        set_field(&client, "voice", "vesper".into()).await;
+        set_field(&client, "liveIdleTimeoutS", "2".into()).await;
+        click(&client, "#settings button[value=save]").await;
+        let pause = wait_for(&client, "#settings [data-role=message]", |text| {
+            text.starts_with("Not saved")
+        })
+        .await;
+        assert!(pause.contains("fix the setting marked in red"), "{pause}");
+        let error = error_under(&client, "liveIdleTimeoutS")
+            .await
+            .expect("an error under the pause");
+        let label = label_of(&client, "liveIdleTimeoutS").await;
+        assert!(error.starts_with(&format!("{label}:")), "{error}");
+        assert!(error.contains("enter 5 to 3600 seconds"), "{error}");
+        support::screenshot(&client, "settings-live").await;
+        set_field(&client, "liveIdleTimeoutS", "90".into()).await;
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text == "Saved."
+        })
+        .await;
+    })
+    .await;
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(config.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(saved["model"], "gpt-live-1.1");
+    assert_eq!(saved["voice"], "vesper");
+    assert_eq!(saved["liveIdleTimeoutS"], 90);
+}

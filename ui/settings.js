@@ -301,6 +301,8 @@ export function modelScopeShown(scope, form, view) {
   if (scope === "live") return isLiveModel(form.model, view);
   const [fieldName, listName] = MODEL_SCOPES[scope] ?? [];
   if (!fieldName) return false;
+  // GPT-Live transcribes the user itself: no transcription model's settings apply.
+  if (fieldName === "transcriptionModel" && isLiveModel(form.model, view)) return false;
   return (view?.[listName] ?? []).includes(String(form[fieldName] ?? "").trim());
 }
 

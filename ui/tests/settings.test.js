@@ -347,6 +347,11 @@ test("a GPT-Live model shows its own fields and voices and hides the Realtime AP
   assert.equal(modelScopeShown("live", { model: "gpt-live-1" }, view), true);
   assert.equal(modelScopeShown("not-live", { model: "gpt-live-1" }, view), false);
   assert.equal(modelScopeShown("not-live", { model: "gpt-realtime-2.1" }, view), true);
+  assert.equal(
+    modelScopeShown("transcription-delay", { model: "gpt-live-1.1", transcriptionModel: "gpt-realtime-whisper" }, view),
+    false,
+    "GPT-Live transcribes the user itself",
+  );
   assert.deepEqual(voicesFor("gpt-live-1.1", view), view.liveVoices);
   assert.deepEqual(voicesFor("gpt-realtime-2.1", view), view.voices);
   assert.equal(

@@ -1074,8 +1074,11 @@ impl Conversation {
             match self.controller.session_mut().poll_event(&self.iterator) {
                 Ok(Some(Delivery::Event(stamped))) => {
                     self.note(&stamped.event);
-                    // Hands-free, the user's turn ends when the provider hears them stop.
-                    if matches!(stamped.event, SessionEvent::InputSpeechEnd(_)) && self.hands_free()
+                    // Hands-free, the user's turn ends when the provider hears them stop. A
+                    // family that does not say so gives no time to count the reply from.
+                    if matches!(stamped.event, SessionEvent::InputSpeechEnd(_))
+                        && self.hands_free()
+                        && self.controller.profile().emits_input_speech_events
                     {
                         self.turn_ended_at_ms = Some(stamped.at_ms);
                     }

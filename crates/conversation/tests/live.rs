@@ -111,6 +111,19 @@ fn hands_free_stays_unmuted_and_the_users_words_open_their_message_and_cut_a_rep
     for chunk in 0..5 {
         outputs.extend(call.assistant_audio(1_520 + chunk * 20));
     }
+    outputs.extend(call.input(
+        1_600,
+        Input::Engine(walkie_conversation::EngineInput::PlayedProgress {
+            item_id: "live_reply_1".to_owned(),
+            played_ms: 60,
+        }),
+    ));
+    assert!(
+        !names(&outputs)
+            .iter()
+            .any(|name| name.starts_with("latency:")),
+        "no end of the user's speech to count a reply's latency from"
+    );
     let over_the_reply = call.server(1_700, &user_words("Stop.", 1_600));
     assert_eq!(
         audio_commands(&over_the_reply).first(),
@@ -297,5 +310,43 @@ fn a_dropped_live_call_is_dialled_again_with_the_conversation_so_far_and_nothing
     assert!(
         !sent_types(&opened).contains(&"conversation.item.create"),
         "a Live session has its history already"
+    );
+}
+
+#[test]
+fn the_rest_of_a_reply_cut_by_the_key_is_never_played_and_the_next_reply_is() {
+    let (mut call, _) = ready_live(push_to_talk());
+    call.utterance(1_000, 2_000);
+    call.server(2_400, &reply_words("Once upon a time", 2_400));
+    for chunk in 0..5 {
+        call.assistant_audio(2_420 + chunk * 20);
+    }
+    // The key cuts the reply; the model goes on talking a little before it yields.
+    call.press(2_600);
+    let mut after_the_cut = Vec::new();
+    for chunk in 0..10 {
+        after_the_cut.extend(call.assistant_audio(2_620 + chunk * 20));
+    }
+    after_the_cut.extend(call.release(3_000));
+    after_the_cut.extend(call.tick(3_000 + call.config.tail_ms));
+    for chunk in 0..10 {
+        after_the_cut.extend(call.assistant_audio(3_220 + chunk * 20));
+    }
+    after_the_cut.extend(call.server(3_300, &reply_words(" there was", 2_700)));
+    assert_eq!(
+        names(&after_the_cut)
+            .iter()
+            .filter(|name| *name == "play")
+            .count(),
+        0,
+        "{:?}",
+        names(&after_the_cut)
+    );
+    // Quiet, then the answer to the new turn plays.
+    let next = call.assistant_audio(3_420 + LIVE_AUDIO_QUIET_MS);
+    assert!(
+        names(&next).iter().any(|name| name == "play"),
+        "{:?}",
+        names(&next)
     );
 }

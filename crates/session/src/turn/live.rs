@@ -17,8 +17,9 @@
 //!   its message ends when it is no longer audible and no transcript came for
 //!   [`LIVE_QUIET_MS`], or at once when the user starts speaking: messages are never left open;
 //! - a barge-in flushes the speaker at once, as on the Realtime API. The Live API has no
-//!   cancel: the model hears the user (unmuted by the press) and yields, and audio of the cut
-//!   reply still arriving while the key is held is dropped;
+//!   cancel: the model hears the user (unmuted by the press) and yields; what it still sends
+//!   of the cut reply (while the key is held, and after, until that audio has been quiet for
+//!   [`LIVE_AUDIO_QUIET_MS`]) is never played;
 //! - a delegation to the client is answered at once with `session.commentary.append` saying no
 //!   tool runs on this call, so the model never waits on one;
 //! - usage comes as the session's cumulative active and paused seconds
@@ -108,6 +109,9 @@ pub struct LiveTurns {
     replies: u64,
     paused: bool,
     held_until_ms: Option<u64>,
+    /// A barge-in cut the reply: what the model still sends of it (until its audio has been
+    /// quiet for [`LIVE_AUDIO_QUIET_MS`], counted from this time) is not played.
+    cut_reply_heard_ms: Option<u64>,
     latest_ms: u64,
 }
 
@@ -132,6 +136,7 @@ impl LiveTurns {
             replies: 0,
             paused: false,
             held_until_ms: None,
+            cut_reply_heard_ms: None,
             latest_ms: 0,
         }
     }
@@ -403,8 +408,12 @@ impl LiveTurns {
 
     /// Words of the reply, spoken from `spoken_at_ms` of the session's timeline.
     fn reply_words(&mut self, delta: &str, spoken_at_ms: i64, now_ms: u64) {
-        if delta.is_empty() || self.user_speaking && !self.hands_free() {
-            // Words of a reply cut under the key: the model yields to the user.
+        if delta.is_empty()
+            || self.user_speaking && !self.hands_free()
+            || self.reply.is_none() && self.cut_reply_goes_on(now_ms)
+        {
+            // Words of a reply cut under the key, or still coming after it: the model yields
+            // to the user.
             return;
         }
         let Some(reply) = self.reply_for(now_ms) else {
@@ -481,7 +490,21 @@ impl LiveTurns {
         self.became_inaudible(now_ms);
         self.emit(SessionEvent::ResponseInterrupted, now_ms);
         self.end_reply(now_ms);
+        self.cut_reply_heard_ms = Some(now_ms);
         true
+    }
+
+    /// Whether the reply a barge-in cut is still coming: its audio was heard within
+    /// [`LIVE_AUDIO_QUIET_MS`].
+    fn cut_reply_goes_on(&mut self, now_ms: u64) -> bool {
+        match self.cut_reply_heard_ms {
+            Some(heard_ms) if now_ms < heard_ms.saturating_add(LIVE_AUDIO_QUIET_MS) => true,
+            Some(_) => {
+                self.cut_reply_heard_ms = None;
+                false
+            }
+            None => false,
+        }
     }
 
     // ----------------------------------------------------------------------------------------
@@ -734,6 +757,7 @@ impl TurnEngine for LiveTurns {
             self.barge_in(now_ms);
         }
         self.end_reply(now_ms);
+        self.cut_reply_heard_ms = None;
         self.paused = false;
         self.apply_pending_mode();
     }
@@ -867,16 +891,20 @@ impl TurnEngine for LiveTurns {
 
     fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
         self.advance(now_ms);
-        if matches!(self.press, Press::Held { .. }) {
-            // The key is held: the model is to listen, and what it still sends of a cut reply
-            // is not played.
-            self.stats.dropped_audio_chunks += 1;
-            return;
-        }
         let audible = chunk
             .samples()
             .iter()
             .any(|s| s.unsigned_abs() > SILENCE_PEAK as u16);
+        let held = matches!(self.press, Press::Held { .. });
+        if held || self.reply.is_none() && self.cut_reply_goes_on(now_ms) {
+            // The key is held (the model is to listen), or this is the rest of the reply the
+            // user cut, which goes on until its audio has been quiet a while: not played.
+            if audible && self.cut_reply_heard_ms.is_some() {
+                self.cut_reply_heard_ms = Some(now_ms);
+            }
+            self.stats.dropped_audio_chunks += 1;
+            return;
+        }
         if self.reply.is_none() && !audible {
             return;
         }
