@@ -1012,11 +1012,7 @@ impl Conversation {
                 },
                 ControllerOutput::Billed(usage) => {
                     let (tokens, cost_usd) = self.spending.add(&usage);
-                    let model = self
-                        .spending
-                        .pricing
-                        .as_ref()
-                        .map(|pricing| pricing.model.clone());
+                    let model = model_of(self.spending.pricing.as_ref());
                     self.billed(Record::Billed {
                         unix_ms: now_ms as i64,
                         tokens,
@@ -1027,11 +1023,7 @@ impl Conversation {
                 }
                 ControllerOutput::Transcribed(usage) => {
                     let bill = self.spending.add_transcription(&usage);
-                    let model = self
-                        .spending
-                        .transcription_pricing
-                        .as_ref()
-                        .map(|pricing| pricing.model.clone());
+                    let model = model_of(self.spending.transcription_pricing.as_ref());
                     self.billed(Record::Billed {
                         unix_ms: now_ms as i64,
                         tokens: bill.tokens,
@@ -1053,16 +1045,11 @@ impl Conversation {
                         .spending
                         .add_session_usage(&format!("call-{}", self.calls), reported);
                     if bill.added.active > 0.0 || bill.added.paused > 0.0 {
-                        let model = self
-                            .spending
-                            .pricing
-                            .as_ref()
-                            .map(|pricing| pricing.model.clone());
                         self.billed(Record::Billed {
                             unix_ms: now_ms as i64,
                             tokens: Default::default(),
                             cost_usd: bill.cost_usd,
-                            model,
+                            model: model_of(self.spending.pricing.as_ref()),
                             transcribed_seconds: None,
                         });
                     }
@@ -1322,6 +1309,11 @@ impl Conversation {
             ConnectionState::Ready
         }
     }
+}
+
+/// The model whose prices a bill was costed at, for its record.
+fn model_of(pricing: Option<&Pricing>) -> Option<String> {
+    pricing.map(|pricing| pricing.model.clone())
 }
 
 fn new_controller(

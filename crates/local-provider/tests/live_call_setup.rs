@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{lines, oracle_traced_provider};
+use common::{lines, oracle_traced_provider, speech_frames};
 use walkie_local::LocalProvider;
 use walkie_openai::live::{
     CloseReason, InitialItem, InitialRole, LiveAudio, LiveAudioOutput, LiveClientEvent,
@@ -84,28 +84,6 @@ async fn next_live_matching(
             other => panic!("unexpected {other:?} while waiting for {what}"),
         }
     }
-}
-
-/// `frames` 20 ms Opus frames of a steady 300 Hz tone, loud enough to be speech to a wake
-/// policy at its default threshold.
-fn speech_frames(frames: usize) -> Vec<bytes::Bytes> {
-    let mut encoder = opus::Encoder::new(48_000, opus::Channels::Mono, opus::Application::Voip)
-        .expect("libopus makes an encoder for 48 kHz mono");
-    (0..frames)
-        .map(|frame| {
-            let pcm: Vec<i16> = (0..960)
-                .map(|i| {
-                    let t = (frame * 960 + i) as f64 / 48_000.0;
-                    (6_000.0 * (2.0 * std::f64::consts::PI * 300.0 * t).sin()) as i16
-                })
-                .collect();
-            bytes::Bytes::from(
-                encoder
-                    .encode_vec(&pcm, 1500)
-                    .expect("a 20 ms frame encodes"),
-            )
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::oracle_traced_provider;
+use common::{oracle_traced_provider, speech_frames};
 use walkie_openai::SessionConfig;
 use walkie_openai::live::{LiveSessionConfig, decode_live_server_event};
 use walkie_rtc::{Auth, Call, CallConfig, CallEvent, Endpoint};
@@ -19,23 +19,6 @@ use walkie_session::{AudioChunk, Delivery, SessionEvent, Speaker};
 
 const KEY: &str = "sk-local-live-turns";
 const WAIT: Duration = Duration::from_secs(15);
-
-/// `frames` 20 ms frames of a steady 300 Hz tone, as a microphone would send speech.
-fn speech_frames(frames: usize) -> Vec<bytes::Bytes> {
-    let mut encoder = opus::Encoder::new(48_000, opus::Channels::Mono, opus::Application::Voip)
-        .expect("libopus makes an encoder for 48 kHz mono");
-    (0..frames)
-        .map(|frame| {
-            let pcm: Vec<i16> = (0..960)
-                .map(|i| {
-                    let t = (frame * 960 + i) as f64 / 48_000.0;
-                    (6_000.0 * (2.0 * std::f64::consts::PI * 300.0 * t).sin()) as i16
-                })
-                .collect();
-            bytes::Bytes::from(encoder.encode_vec(&pcm, 1500).expect("a frame encodes"))
-        })
-        .collect()
-}
 
 /// The engine and the call it drives, on one clock.
 struct LiveTurn {

@@ -198,3 +198,25 @@ pub fn lines(path: &std::path::Path) -> Vec<Value> {
         .map(|line| serde_json::from_str(line).expect("every trace line is JSON"))
         .collect()
 }
+
+/// `frames` 20 ms Opus frames of a steady 300 Hz tone, loud enough to be speech to a wake
+/// policy at its default threshold: what a microphone sends while the user talks.
+pub fn speech_frames(frames: usize) -> Vec<bytes::Bytes> {
+    let mut encoder = opus::Encoder::new(48_000, opus::Channels::Mono, opus::Application::Voip)
+        .expect("libopus makes an encoder for 48 kHz mono");
+    (0..frames)
+        .map(|frame| {
+            let pcm: Vec<i16> = (0..960)
+                .map(|i| {
+                    let t = (frame * 960 + i) as f64 / 48_000.0;
+                    (6_000.0 * (2.0 * std::f64::consts::PI * 300.0 * t).sin()) as i16
+                })
+                .collect();
+            bytes::Bytes::from(
+                encoder
+                    .encode_vec(&pcm, 1500)
+                    .expect("a 20 ms frame encodes"),
+            )
+        })
+        .collect()
+}
