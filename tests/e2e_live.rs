@@ -269,3 +269,91 @@ async fn e2e_hands_free_on_gpt_live_pauses_when_quiet_and_wakes_when_spoken_to()
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_dropped_gpt_live_call_comes_back_with_the_conversation_given_as_its_input() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    let dirs = support::AppDirs::fresh("live_redial");
+    let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
+        trace_dir: Some(dirs.trace.clone()),
+        ..walkie_local::ProviderConfig::default()
+    })
+    .await
+    .expect("a local provider on loopback");
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        serde_json::json!({
+            "provider": "custom",
+            "customBaseUrl": provider.base_url(),
+            "model": "gpt-live-1.1",
+            "voice": "marin",
+        })
+        .to_string(),
+    )
+    .expect("writing the settings");
+    // The provider wants the token it made: it is saved as the custom provider's key.
+    let secrets = support::SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(
+        "live_redial",
+        support::Launch::in_dirs(&dirs, Some(&secrets)),
+    )
+    .await;
+    let trace = dirs.trace.clone();
+    let token = provider.token().to_owned();
+    app.run(|client| async move {
+        support::save_custom_key(&client, &token).await;
+        wait_for(&client, "#status", |status| {
+            status.starts_with("Ready (127.0.0.1)")
+        })
+        .await;
+        support::spoken_exchange(&client, 1.2, 0).await;
+        let calls_before = provider.calls_total();
+        assert_eq!(provider.drop_calls().await, 1, "one call to drop");
+        let deadline = tokio::time::Instant::now() + support::UI_TIMEOUT;
+        while provider.calls_total() <= calls_before {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "Walkie never called again"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        wait_for(&client, "#status", |status| status.starts_with("Ready")).await;
+        // The conversation goes on in the new session, under messages of its own.
+        support::spoken_exchange(&client, 1.0, 1).await;
+        assert_eq!(support::texts(&client, "user").await.len(), 2);
+        provider.shutdown().await;
+    })
+    .await;
+    // The new session was given the exchange so far when it was placed: the Live API's input.
+    let calls = std::fs::read_to_string(trace.join("calls.jsonl")).expect("the call trace");
+    let sessions: Vec<serde_json::Value> = calls
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("JSON"))
+        .filter(|call| call["path"] == "/v1/live/sessions")
+        .map(|call| call["live_session"]["session"].clone())
+        .collect();
+    // Placed at start (before the key was saved, refused), with the key, and after the drop.
+    let (redialled, before) = sessions.split_last().expect("sessions were placed");
+    assert!(
+        before.iter().all(|session| session["input"].is_null()),
+        "a conversation starts afresh: {before:?}"
+    );
+    let input = redialled["input"]
+        .as_array()
+        .expect("the redialled session's input");
+    let said: Vec<(&str, &str)> = input
+        .iter()
+        .map(|item| {
+            (
+                item["role"].as_str().unwrap_or_default(),
+                item["content"][0]["text"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert_eq!(said[0].0, "user");
+    assert!(said[0].1.ends_with(" s of speech]"), "{said:?}");
+    assert_eq!(said[1].0, "assistant");
+    assert!(said[1].1.contains("played your"), "{said:?}");
+}
