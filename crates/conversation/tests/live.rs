@@ -350,3 +350,117 @@ fn the_rest_of_a_reply_cut_by_the_key_is_never_played_and_the_next_reply_is() {
         names(&next)
     );
 }
+
+/// The delegated Responses backend calls `name` with `arguments` (`response.event`).
+fn backend_calls(call_id: &str, name: &str, arguments: &str) -> String {
+    json!({"type": "response.event", "delegation_id": "del_1", "event": {
+        "type": "response.output_item.done", "output_index": 0, "sequence_number": 3,
+        "item": {"type": "function_call", "id": "fc_1", "call_id": call_id, "name": name,
+            "arguments": arguments, "status": "completed"}}})
+    .to_string()
+}
+
+/// The Live client events among `outputs`, as their JSON.
+fn live_sent(outputs: &[Output]) -> Vec<serde_json::Value> {
+    outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Send(sent) => sent
+                .live()
+                .map(|event| serde_json::from_str(&event.to_json(None)).expect("JSON")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_built_in_tool_the_backend_calls_is_run_and_answered_then_the_backend_goes_on() {
+    let (mut call, _) = ready_live(push_to_talk());
+    call.input(
+        500,
+        Input::WallClock(walkie_session::turn::WallClock {
+            unix_ms: 1_765_000_000_000,
+            utc_offset_minutes: 60,
+        }),
+    );
+    call.utterance(1_000, 2_000);
+    let outputs = call.server(
+        2_500,
+        &backend_calls("call_7", "get_current_local_time", "{}"),
+    );
+    let sent = live_sent(&outputs);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0]["type"], "response.item.create");
+    assert_eq!(sent[0]["item"]["type"], "function_call_output");
+    assert_eq!(sent[0]["item"]["call_id"], "call_7");
+    let output: serde_json::Value =
+        serde_json::from_str(sent[0]["item"]["output"].as_str().expect("a JSON string"))
+            .expect("the tool's JSON");
+    assert!(output.get("error").is_none(), "{output}");
+    assert_eq!(sent[1]["type"], "response.create");
+}
+
+#[test]
+fn an_outside_tool_the_backend_calls_asks_the_user_first_and_its_answer_lets_the_backend_go_on() {
+    let tool = walkie_conversation::OutsideTool {
+        definition: walkie_openai::Tool::Function {
+            name: "echo".to_owned(),
+            description: Some("The test server's echo".to_owned()),
+            parameters: json!({"type": "object", "properties": {}}),
+        },
+        title: "echo, on test-server".to_owned(),
+        policy: walkie_conversation::ToolPolicy::Ask,
+    };
+    let pricing = Pricing {
+        model: "gpt-live-1.1".to_owned(),
+        rate: Rate::PerMinute(MinutePrices {
+            per_minute: 0.05,
+            per_paused_minute: 0.02,
+        }),
+        taken_on: "2026-12-06".to_owned(),
+        free: false,
+    };
+    let mut call = Call::placed_priced(live(push_to_talk()), pricing, None, None, vec![tool], None);
+    call.input(0, Input::Transport(TransportInput::Open));
+    call.server(50, &started());
+    call.utterance(1_000, 2_000);
+    let asked = call.server(2_500, &backend_calls("call_9", "echo", r#"{"text": "hi"}"#));
+    assert!(
+        asked.iter().any(
+            |output| matches!(output, Output::AskApproval(approval) if approval.call_id == "call_9")
+        ),
+        "{:?}",
+        names(&asked)
+    );
+    assert!(
+        live_sent(&asked).is_empty(),
+        "nothing goes back before the user decides"
+    );
+    let allowed = call.input(
+        4_000,
+        Input::ToolDecision {
+            call_id: "call_9".to_owned(),
+            allowed: true,
+        },
+    );
+    assert!(
+        names(&allowed).contains(&"run-tool:call_9".to_owned()),
+        "{:?}",
+        names(&allowed)
+    );
+    let answered = call.input(
+        4_300,
+        Input::ToolFinished {
+            call_id: "call_9".to_owned(),
+            result: Ok(json!({"text": "hi"})),
+        },
+    );
+    let sent = live_sent(&answered);
+    assert_eq!(
+        sent.iter()
+            .map(|event| event["type"].clone())
+            .collect::<Vec<_>>(),
+        [json!("response.item.create"), json!("response.create")]
+    );
+    assert_eq!(sent[0]["item"]["output"], r#"{"text":"hi"}"#);
+}

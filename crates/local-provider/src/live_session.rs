@@ -14,7 +14,13 @@
 //! owns the turn, so a user's turn ends after [`END_OF_TURN_SILENCE_MS`] of silence (what a
 //! muted microphone sends is silence) and is answered with the user's own audio played back
 //! and a transcript of both sides, as deltas with no done events; speech heard while it
-//! answers makes it stop and listen (full duplex). It makes no delegations yet.
+//! answers makes it stop and listen (full duplex). With a Responses delegation that declares
+//! function tools it delegates as its scripted model says: the session's instructions name the
+//! call ("use current_local_time", as a typed message does on the Realtime bench, see
+//! [`crate::tool_calls`]), so each user turn becomes `session.delegation.created` and the
+//! backend's `function_call` (`response.event`); once the client has given every output
+//! (`response.item.create`) and asked to go on (`response.create`), the reply says what the
+//! tool answered.
 
 use serde_json::{Map, Value};
 
@@ -47,6 +53,14 @@ struct Heard {
     from_timeline_ms: i64,
     last_speech_ms: u64,
     speech_ms: u64,
+}
+
+/// Function calls the delegated backend made for a user's turn, waiting for their outputs.
+struct Delegated {
+    /// Call id, tool name, and the output once the client gave it.
+    calls: Vec<(String, String, Option<String>)>,
+    /// The user's audio, played back with the reply.
+    frames: Vec<InputFrame>,
 }
 
 /// The reply being spoken: its audio paced in real time, its words spread over it.
@@ -206,6 +220,11 @@ pub(crate) struct LiveProviderSession {
     speech_rms: f64,
     heard: Option<Heard>,
     speaking: Option<Speaking>,
+    /// The function tools of the session's Responses delegation.
+    delegated_tools: Vec<walkie_openai::Tool>,
+    delegated: Option<Delegated>,
+    /// Delegations made so far (their ids are numbered).
+    delegations: u64,
 }
 
 impl LiveProviderSession {
@@ -246,6 +265,18 @@ impl LiveProviderSession {
             last_speech_ms: now_ms,
         });
         let paused_since_ms = wake.as_ref().map(|_| now_ms);
+        let delegated_tools = session
+            .delegation
+            .as_ref()
+            .filter(|delegation| delegation["type"] == "responses")
+            .and_then(|delegation| delegation["responses"]["tools"].as_array())
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|tool| serde_json::from_value(tool.clone()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
         let speech_rms = wake.as_ref().map_or_else(
             || crate::session::VadSettings::rms_for_threshold(DEFAULT_VAD_THRESHOLD),
             |wake| wake.threshold_rms,
@@ -263,6 +294,9 @@ impl LiveProviderSession {
             speech_rms,
             heard: None,
             speaking: None,
+            delegated_tools,
+            delegated: None,
+            delegations: 0,
         }
     }
 
@@ -389,13 +423,117 @@ impl LiveProviderSession {
                 end_ms: to_timeline_ms,
             }));
         }
+        if let Some(request) = self
+            .session
+            .instructions
+            .as_deref()
+            .and_then(|instructions| {
+                crate::tool_calls::tool_request(instructions, &self.delegated_tools)
+            })
+        {
+            return self.delegate(request, heard.frames, now_ms, out);
+        }
         let audio_ms: u64 = heard.frames.iter().map(InputFrame::ms).sum();
         let reply = format!(
             "This is Walkie's local provider on the Live API. I can't understand speech, so I \
              played your {:.1} seconds of audio back to you.",
             audio_ms as f64 / 1000.0
         );
-        let pieces = crate::session::transcript_deltas(&reply);
+        self.speak_reply(&reply, heard.frames, now_ms);
+    }
+
+    /// The backend a task is delegated to calls `request`'s tool, as many times as it says.
+    fn delegate(
+        &mut self,
+        request: crate::tool_calls::ToolRequest,
+        frames: Vec<InputFrame>,
+        now_ms: u64,
+        out: &mut Vec<LiveOutput>,
+    ) {
+        self.delegations += 1;
+        let number = self.delegations;
+        let delegation_id = format!("del_local_{number}");
+        out.push(self.event(LiveServerEvent::DelegationCreated {
+            delegation: walkie_openai::live::Delegation {
+                id: delegation_id.clone(),
+                target: walkie_openai::live::DelegationTarget::Responses,
+                response_id: Some(format!("resp_local_{number}")),
+            },
+            offset_ms: self.timeline_ms(now_ms),
+        }));
+        let mut calls = Vec::new();
+        for index in 0..request.count {
+            let call_id = format!("call_local_{number}_{index}");
+            let item = serde_json::json!({
+                "type": "function_call",
+                "id": format!("fc_local_{number}_{index}"),
+                "call_id": call_id,
+                "name": request.name,
+                "arguments": request.arguments,
+                "status": "completed",
+            });
+            out.push(self.event(LiveServerEvent::ResponseEvent {
+                event: serde_json::json!({
+                    "type": "response.output_item.done",
+                    "output_index": index,
+                    "sequence_number": index + 1,
+                    "item": item,
+                }),
+                delegation_id: Some(delegation_id.clone()),
+            }));
+            calls.push((call_id, request.name.clone(), None));
+        }
+        self.delegated = Some(Delegated { calls, frames });
+    }
+
+    /// The client's output of a delegated call.
+    fn delegated_output(&mut self, item: &Value) {
+        let (Some(delegated), Some(call_id)) = (self.delegated.as_mut(), item["call_id"].as_str())
+        else {
+            return;
+        };
+        if item["type"] != "function_call_output" {
+            return;
+        }
+        let output = match &item["output"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        if let Some((_, _, answered)) = delegated.calls.iter_mut().find(|(id, _, _)| id == call_id)
+        {
+            *answered = Some(output);
+        }
+    }
+
+    /// The client asked the backend to go on: once every call is answered, the reply says what
+    /// the last one gave, over the user's audio played back.
+    fn delegated_reply(&mut self, now_ms: u64) {
+        let answered = self.delegated.as_ref().is_some_and(|delegated| {
+            delegated
+                .calls
+                .iter()
+                .all(|(_, _, output)| output.is_some())
+        });
+        if !answered {
+            return;
+        }
+        let Some(delegated) = self.delegated.take() else {
+            return;
+        };
+        let Some((_, name, Some(output))) = delegated.calls.last() else {
+            return;
+        };
+        let reply = format!(
+            "This is Walkie's local provider on the Live API. The {name} tool answered: {}",
+            crate::session::cut_chars(output, 200)
+        );
+        self.speak_reply(&reply, delegated.frames, now_ms);
+    }
+
+    /// Speaks `reply` from `now_ms`, `frames` as its audio, its words spread over it.
+    fn speak_reply(&mut self, reply: &str, frames: Vec<InputFrame>, now_ms: u64) {
+        let audio_ms: u64 = frames.iter().map(InputFrame::ms).sum();
+        let pieces = crate::session::transcript_deltas(reply);
         let step_ms = audio_ms / (pieces.len() as u64).max(1);
         let words = pieces
             .into_iter()
@@ -403,7 +541,7 @@ impl LiveProviderSession {
             .map(|(index, piece)| (now_ms + index as u64 * step_ms, piece))
             .collect();
         self.speaking = Some(Speaking {
-            frames: heard.frames.into(),
+            frames: frames.into(),
             next_frame_ms: now_ms,
             words,
         });
@@ -535,6 +673,14 @@ impl LiveProviderSession {
                 start_ms: at_ms,
                 end_ms: at_ms,
             },
+            LiveClientEvent::ResponseItemCreate { item } => {
+                self.delegated_output(&item);
+                return Vec::new();
+            }
+            LiveClientEvent::ResponseCreate => {
+                self.delegated_reply(now_ms);
+                return Vec::new();
+            }
             LiveClientEvent::Close => {
                 self.closed = true;
                 let closed = LiveServerEvent::SessionClosed {

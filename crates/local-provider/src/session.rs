@@ -1735,7 +1735,7 @@ const TEXT_DELTA_MS: u64 = 10;
 const TYPED_ECHO_CHARS: usize = 200;
 
 /// `text` up to `max_chars` characters, with an ellipsis when it was longer.
-fn cut_chars(text: &str, max_chars: usize) -> String {
+pub(crate) fn cut_chars(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),

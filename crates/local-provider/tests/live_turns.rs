@@ -32,6 +32,54 @@ struct LiveTurn {
 }
 
 impl LiveTurn {
+    /// A push-to-talk Live call of `session` placed at `endpoint`, its session started.
+    async fn ready(endpoint: Endpoint, session: LiveSessionConfig) -> Self {
+        let call = Call::connect(CallConfig::new(endpoint).with_live_session(session))
+            .await
+            .expect("the Live call connects");
+        let config = TurnConfig {
+            family: ProviderFamily::Live,
+            ..TurnConfig::push_to_talk(SessionConfig::default())
+        };
+        let mut engine = LiveTurns::new(config, ToolRegistry::with_builtins());
+        let iterator = engine
+            .session_mut()
+            .iterate()
+            .expect("a new session has no iterator yet");
+        let mut turn = LiveTurn {
+            engine,
+            call,
+            started: Instant::now(),
+            decoder: opus::Decoder::new(48_000, opus::Channels::Mono).expect("an Opus decoder"),
+            events: Vec::new(),
+            iterator,
+            assistant_chunks: 0,
+        };
+        let now_ms = turn.now_ms();
+        turn.engine.data_channel_open(now_ms);
+        turn.flush().await;
+        turn.run_until("session.started", |engine, _| engine.is_ready())
+            .await;
+        turn
+    }
+
+    /// Holds the key for a second of speech, sent in real time, then lets go.
+    async fn pressed_second_of_speech(&mut self) {
+        let now_ms = self.now_ms();
+        self.engine.push_to_talk_down(now_ms);
+        self.flush().await;
+        let mut pace = tokio::time::interval(Duration::from_millis(20));
+        for frame in speech_frames(50) {
+            pace.tick().await;
+            self.call
+                .send_audio(frame, 960)
+                .expect("the call sends audio");
+        }
+        let now_ms = self.now_ms();
+        self.engine.push_to_talk_up(now_ms);
+        self.flush().await;
+    }
+
     fn now_ms(&self) -> u64 {
         u64::try_from(self.started.elapsed().as_millis()).expect("a test lasts less than ages")
     }
@@ -133,48 +181,8 @@ async fn a_pressed_live_turn_is_answered_heard_and_both_sides_transcribed_with_d
         instructions: Some("You are Walkie. Be brief.".to_owned()),
         ..LiveSessionConfig::default()
     };
-    let call = Call::connect(CallConfig::new(endpoint).with_live_session(session))
-        .await
-        .expect("the Live call connects");
-    let config = TurnConfig {
-        family: ProviderFamily::Live,
-        ..TurnConfig::push_to_talk(SessionConfig::default())
-    };
-    let mut engine = LiveTurns::new(config, ToolRegistry::with_builtins());
-    let iterator = engine
-        .session_mut()
-        .iterate()
-        .expect("a new session has no iterator yet");
-    let mut turn = LiveTurn {
-        engine,
-        call,
-        started: Instant::now(),
-        decoder: opus::Decoder::new(48_000, opus::Channels::Mono).expect("an Opus decoder"),
-        events: Vec::new(),
-        iterator,
-        assistant_chunks: 0,
-    };
-    let now_ms = turn.now_ms();
-    turn.engine.data_channel_open(now_ms);
-    turn.flush().await;
-    turn.run_until("session.started", |engine, _| engine.is_ready())
-        .await;
-
-    // Hold the key for a second of speech, sent in real time, then let go.
-    let now_ms = turn.now_ms();
-    turn.engine.push_to_talk_down(now_ms);
-    turn.flush().await;
-    let mut pace = tokio::time::interval(Duration::from_millis(20));
-    for frame in speech_frames(50) {
-        pace.tick().await;
-        turn.call
-            .send_audio(frame, 960)
-            .expect("the call sends audio");
-    }
-    let now_ms = turn.now_ms();
-    turn.engine.push_to_talk_up(now_ms);
-    turn.flush().await;
-
+    let mut turn = LiveTurn::ready(endpoint, session).await;
+    turn.pressed_second_of_speech().await;
     turn.run_until("a complete turn", |_, events| {
         events
             .iter()
@@ -206,6 +214,60 @@ async fn a_pressed_live_turn_is_answered_heard_and_both_sides_transcribed_with_d
         transcript_of(events, Speaker::Assistant).contains("played your"),
         "{}",
         transcript_of(events, Speaker::Assistant)
+    );
+    turn.call.hangup().await.expect("the hang-up is accepted");
+    provider.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_live_backend_calls_is_run_by_walkie_and_its_answer_is_what_the_reply_says() {
+    let (provider, _dir) = oracle_traced_provider("live-turns-tool", KEY).await;
+    let endpoint = Endpoint::custom(&provider.base_url(), Auth::Bearer(KEY.to_owned()))
+        .expect("a loopback endpoint");
+    // The bench's scripted model delegates as its instructions say, to a Responses backend
+    // that has Walkie's built-in tools.
+    let tools: Vec<serde_json::Value> = ToolRegistry::with_builtins()
+        .definitions()
+        .into_iter()
+        .map(|tool| serde_json::to_value(tool).expect("a tool is JSON"))
+        .collect();
+    let session = LiveSessionConfig {
+        model: "gpt-live-1.1".to_owned(),
+        instructions: Some("When asked the time, use get_current_local_time.".to_owned()),
+        delegation: Some(serde_json::json!({
+            "type": "responses",
+            "responses": { "model": "gpt-5.4-mini", "tools": tools },
+        })),
+        ..LiveSessionConfig::default()
+    };
+    let mut turn = LiveTurn::ready(endpoint, session).await;
+    let now_ms = turn.now_ms();
+    turn.engine.wall_clock(
+        now_ms,
+        walkie_session::turn::WallClock {
+            unix_ms: 1_765_000_000_000,
+            utc_offset_minutes: 60,
+        },
+    );
+    turn.pressed_second_of_speech().await;
+    turn.run_until("the tool's answer said", |_, events| {
+        events.iter().any(|event| matches!(event, SessionEvent::TurnComplete))
+            && events.iter().any(|event| {
+                matches!(event, SessionEvent::PartEnd(end)
+                    if matches!(&end.part, walkie_session::Part::Speech(speech)
+                        if speech.speaker == Speaker::Assistant
+                            && speech.transcript.as_deref().is_some_and(|said| said.contains("tool answered"))))
+            })
+    })
+    .await;
+    let events = &turn.events;
+    let called = position(events, |e| matches!(e, SessionEvent::FunctionToolCall(_)));
+    let answered = position(events, |e| matches!(e, SessionEvent::FunctionToolResult(_)));
+    assert!(called < answered, "{events:#?}");
+    let said = transcript_of(events, Speaker::Assistant);
+    assert!(
+        said.contains("The get_current_local_time tool answered:") && said.contains("2025"),
+        "{said}"
     );
     turn.call.hangup().await.expect("the hang-up is accepted");
     provider.shutdown().await;

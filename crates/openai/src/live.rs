@@ -232,6 +232,14 @@ pub enum LiveClientEvent {
     /// Ends the session; the server answers with `session.closed`.
     #[serde(rename = "session.close")]
     Close,
+    /// An input item for the Responses backend a task was delegated to: here a function
+    /// call's output (`{"type": "function_call_output", "call_id", "output"}`).
+    #[serde(rename = "response.item.create")]
+    ResponseItemCreate { item: Value },
+    /// Asks the Responses backend to go on with a delegated response that waited for tool
+    /// results.
+    #[serde(rename = "response.create")]
+    ResponseCreate,
 }
 
 /// The client event types [`decode_live_client_event`] reads.
@@ -242,6 +250,8 @@ const LIVE_CLIENT_EVENT_TYPES: &[&str] = &[
     "session.thinking.append",
     "session.commentary.append",
     "session.close",
+    "response.item.create",
+    "response.create",
 ];
 
 impl LiveClientEvent {
@@ -254,6 +264,8 @@ impl LiveClientEvent {
             LiveClientEvent::ThinkingAppend { .. } => "session.thinking.append",
             LiveClientEvent::CommentaryAppend { .. } => "session.commentary.append",
             LiveClientEvent::Close => "session.close",
+            LiveClientEvent::ResponseItemCreate { .. } => "response.item.create",
+            LiveClientEvent::ResponseCreate => "response.create",
         }
     }
 
@@ -328,6 +340,14 @@ pub enum LiveServerEvent {
         )]
         usage: Option<LiveUsage>,
     },
+    /// One streaming event of the Responses backend a task was delegated to (a function call
+    /// it makes, its output, its end), kept as the Responses API sent it.
+    #[serde(rename = "response.event")]
+    ResponseEvent {
+        event: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delegation_id: Option<String>,
+    },
     #[serde(rename = "error")]
     Error { error: LiveError },
     /// A notice (such as the data channel's event permissions); nothing to act on.
@@ -356,6 +376,7 @@ const KNOWN_LIVE_SERVER_EVENT_TYPES: &[&str] = &[
     "session.delegation.created",
     "session.usage.updated",
     "session.closed",
+    "response.event",
     "error",
     "info",
 ];
@@ -367,8 +388,6 @@ pub const KEPT_RAW_LIVE_SERVER_EVENT_TYPES: &[&str] = &[
     "decision.event",
     "decision.item.created",
     "decision.item.deleted",
-    // The Responses backend's stream; Walkie delegates to itself.
-    "response.event",
     // Reflected input audio, for sideband observers only.
     "session.input_audio.append",
     // Audio as base64 on a primary WebSocket; over WebRTC the audio is RTP.
@@ -482,6 +501,7 @@ impl LiveServerEvent {
             LiveServerEvent::SessionClosed { .. } => "session.closed",
             LiveServerEvent::Error { .. } => "error",
             LiveServerEvent::Info { .. } => "info",
+            LiveServerEvent::ResponseEvent { .. } => "response.event",
             LiveServerEvent::Unknown(unknown) => &unknown.event_type,
         }
     }
@@ -599,6 +619,10 @@ mod tests {
                 delegation_id: Some("del_1".to_owned()),
             },
             LiveClientEvent::Close,
+            LiveClientEvent::ResponseItemCreate {
+                item: serde_json::json!({"type": "function_call_output", "call_id": "c", "output": "{}"}),
+            },
+            LiveClientEvent::ResponseCreate,
         ];
         assert_eq!(events.len(), LIVE_CLIENT_EVENT_TYPES.len());
         for event in events {
@@ -637,6 +661,9 @@ mod tests {
                     r#"{{"type":"{event_type}","error":{{"code":"c","message":"m","type":"t"}}}}"#
                 ),
                 "info" => format!(r#"{{"type":"{event_type}","code":"c","message":"m"}}"#),
+                "response.event" => format!(
+                    r#"{{"type":"{event_type}","event":{{"type":"response.created"}},"delegation_id":"d"}}"#
+                ),
                 _ => format!(r#"{{"type":"{event_type}"}}"#),
             };
             let event = decode_live_server_event(&text).unwrap_or_else(|error| {

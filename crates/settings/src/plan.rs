@@ -193,6 +193,8 @@ pub struct Plan {
     pub session_limit_ms: u64,
     /// GPT-Live: the seconds of quiet after which the session pauses (`None`: never).
     pub live_idle_timeout_s: Option<u32>,
+    /// GPT-Live: the model its Responses delegation runs Walkie's tools with.
+    pub live_tools_model: String,
     pub engine: EngineConfig,
     /// Where conversations are saved, or why there is nowhere.
     pub data_dir: Result<PathBuf, PlanError>,
@@ -306,6 +308,7 @@ impl Plan {
             pre_roll_ms: u64::from(settings.pre_roll_ms),
             session_limit_ms: u64::from(settings.session_limit_minutes) * 60_000,
             live_idle_timeout_s: settings.live_idle_timeout_s,
+            live_tools_model: settings.live_tools_model.trim().to_owned(),
             engine: EngineConfig {
                 input_device: non_empty(&settings.input_device),
                 output_device: non_empty(&settings.output_device),
@@ -379,8 +382,38 @@ impl Plan {
                 vad_threshold: None,
             }),
             idle_timeout_s: self.live_idle_timeout_s,
+            delegation: self.live_delegation(),
             ..LiveSessionConfig::default()
         }
+    }
+
+    /// Where GPT-Live hands the work of Walkie's tools: a Responses backend running
+    /// `live_tools_model` with the built-in tools as function tools, whose calls come back on
+    /// the data channel to be run here (`None` without tools).
+    fn live_delegation(&self) -> Option<serde_json::Value> {
+        let tools: Vec<serde_json::Value> = ToolRegistry::with_builtins()
+            .definitions()
+            .into_iter()
+            .filter_map(|tool| match tool {
+                walkie_openai::Tool::Function {
+                    name,
+                    description,
+                    parameters,
+                } => Some(serde_json::json!({
+                    "type": "function",
+                    "name": name,
+                    "description": description,
+                    "parameters": parameters,
+                })),
+                walkie_openai::Tool::Other(_) => None,
+            })
+            .collect();
+        (!tools.is_empty()).then(|| {
+            serde_json::json!({
+                "type": "responses",
+                "responses": { "model": self.live_tools_model, "tools": tools },
+            })
+        })
     }
 }
 
@@ -714,6 +747,18 @@ mod tests {
             Some(LiveVoice::Named("cedar".to_owned()))
         );
         assert_eq!(live.idle_timeout_s, Some(45));
+        let delegation = live
+            .delegation
+            .expect("tools go through a Responses delegation");
+        assert_eq!(delegation["type"], "responses");
+        assert_eq!(
+            delegation["responses"]["model"],
+            crate::settings::DEFAULT_LIVE_TOOLS_MODEL
+        );
+        assert_eq!(
+            delegation["responses"]["tools"][0]["name"],
+            walkie_session::turn::CURRENT_LOCAL_TIME_TOOL
+        );
         assert!(live.wake_policy.is_some(), "speech wakes a paused session");
         assert_eq!(
             live.input,

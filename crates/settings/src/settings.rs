@@ -156,6 +156,8 @@ pub struct Settings {
     /// GPT-Live only: after this many seconds of quiet the session pauses (billed at the lower
     /// paused rate) until speech wakes it. `None`: it never pauses.
     pub live_idle_timeout_s: Option<u32>,
+    /// GPT-Live only: the model its Responses delegation runs Walkie's tools with.
+    pub live_tools_model: String,
     pub noise_reduction: NoiseReduction,
     /// A shortcut that works while another window has focus, e.g. `Ctrl+Alt+Space`; empty for
     /// none.
@@ -219,6 +221,9 @@ pub const KEYWORDS_MAX: usize = 50;
 pub const KEYWORD_MAX_CHARS: usize = 60;
 /// A cent to ten thousand dollars a conversation.
 pub const BUDGET_RANGE_USD: std::ops::RangeInclusive<f64> = 0.01..=10_000.0;
+/// The model GPT-Live hands the work of Walkie's tools to (its Responses delegation), by
+/// default: a small current one from the SDK's list.
+pub const DEFAULT_LIVE_TOOLS_MODEL: &str = "gpt-5.4-mini";
 /// How long a quiet GPT-Live session runs before it pauses, by default: a minute.
 pub const DEFAULT_LIVE_IDLE_TIMEOUT_S: u32 = 60;
 /// The pauses after quiet that make sense: long enough not to pause mid-thought, at most an
@@ -266,6 +271,7 @@ impl Default for Settings {
             eagerness: Eagerness::Auto,
             idle_timeout_ms: None,
             live_idle_timeout_s: Some(DEFAULT_LIVE_IDLE_TIMEOUT_S),
+            live_tools_model: DEFAULT_LIVE_TOOLS_MODEL.to_owned(),
             noise_reduction: NoiseReduction::Off,
             global_shortcut: String::new(),
             push_to_talk_tail_ms: walkie_session::turn::DEFAULT_TAIL_MS as u32,
@@ -334,6 +340,7 @@ pub fn label(field: &str) -> &'static str {
         "eagerness" => "When you sound finished, answer",
         "idleTimeoutMs" => "Speak up after a silence of (ms)",
         "liveIdleTimeoutS" => "GPT-Live: pause after a quiet of (seconds)",
+        "liveToolsModel" => "GPT-Live: tools run by (model)",
         "pressMode" => "The talk button",
         "globalShortcut" => "Shortcut in other apps",
         "pushToTalkTailMs" => "Keep listening after you let go (ms)",
@@ -398,6 +405,14 @@ impl Settings {
                      unless told otherwise)",
                     walkie_openai::live::LIVE_DEFAULT_VOICE
                 ),
+            );
+        }
+        if walkie_openai::live::is_live_model(&self.model)
+            && self.live_tools_model.trim().is_empty()
+        {
+            refuse(
+                "liveToolsModel",
+                format!("enter a model name, e.g. {DEFAULT_LIVE_TOOLS_MODEL}"),
             );
         }
         if let Some(seconds) = self.live_idle_timeout_s
@@ -581,6 +596,7 @@ impl Settings {
                 s.model.clone(),
                 s.voice.clone(),
                 s.instructions.clone(),
+                s.live_tools_model.clone(),
                 s.transcription_model.clone(),
                 s.noise_reduction,
                 (
@@ -995,6 +1011,13 @@ mod tests {
                 ..live.clone()
             }),
             ["liveIdleTimeoutS"]
+        );
+        assert_eq!(
+            refused_fields(Settings {
+                live_tools_model: " ".to_owned(),
+                ..live.clone()
+            }),
+            ["liveToolsModel"]
         );
         assert_eq!(
             Settings {

@@ -1010,15 +1010,7 @@ impl TurnController {
     }
 
     pub(super) fn tool_context(&self, now_ms: u64) -> ToolContext {
-        ToolContext {
-            now_ms,
-            wall_clock: self.wall_clock.map(|(sampled_at_ms, clock)| WallClock {
-                unix_ms: clock.unix_ms.saturating_add(
-                    i64::try_from(now_ms.saturating_sub(sampled_at_ms)).unwrap_or(i64::MAX),
-                ),
-                utc_offset_minutes: clock.utc_offset_minutes,
-            }),
-        }
+        super::tools::tool_context(now_ms, self.wall_clock)
     }
 
     /// `session.update` with the configured session: never `model`, `voice` only before the

@@ -20,19 +20,28 @@
 //!   cancel: the model hears the user (unmuted by the press) and yields; what it still sends
 //!   of the cut reply (while the key is held, and after, until that audio has been quiet for
 //!   [`LIVE_AUDIO_QUIET_MS`]) is never played;
-//! - a delegation to the client is answered at once with `session.commentary.append` saying no
-//!   tool runs on this call, so the model never waits on one;
+//! - tools run through the session's Responses delegation: a function call the backend makes
+//!   (`response.event`) is shown, run here or asked of the caller (outside tools, approvals),
+//!   and answered with `response.item.create` (its output), then `response.create` once no
+//!   other call waits; work delegated to the client itself is declined at once with
+//!   `session.commentary.append`, so the model never waits on it;
 //! - usage comes as the session's cumulative active and paused seconds
 //!   ([`ControllerOutput::SessionTime`]); `session.paused` / `resumed` become hints.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde_json::json;
 use walkie_openai::live::{
     CloseReason, DelegationTarget, LiveClientEvent, LiveServerEvent, decode_live_server_event,
 };
 
 use crate::audio::{AudioChunk, DeviceDirection};
-use crate::event::{Part, PartDelta, PartIndex, RealtimeSessionErrorEvent, SessionEvent, Speaker};
+use crate::event::{
+    DeferredToolRequests, DeferredToolRequestsEvent, FunctionToolCallEvent,
+    FunctionToolResultEvent, Part, PartDelta, PartIndex, RealtimeSessionErrorEvent, SessionEvent,
+    Speaker, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
+};
 use crate::session::Session;
 use crate::turn::config::{
     NEAR_SPEECH_HOLD_MS, PressMode, SESSION_CONFIRM_GRACE_MS, TurnConfig, TurnMode,
@@ -42,9 +51,9 @@ use crate::turn::engine::TurnEngine;
 use crate::turn::family::{FamilyProfile, ProviderFamily};
 use crate::turn::openai_map::fitting;
 use crate::turn::outbox::Outbox;
-use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, UiHint};
+use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, ToolCallRequest, UiHint};
 use crate::turn::press::{Capture, Press, PressDue};
-use crate::turn::tools::{ToolError, ToolRegistry, WallClock};
+use crate::turn::tools::{ToolError, ToolRegistry, WallClock, parse_arguments, tool_context};
 use crate::turn::user_message::UserMessage;
 
 /// How long a message of either side stays open after its last word (a transcript delta, or
@@ -91,6 +100,7 @@ struct Reply {
 #[derive(Debug)]
 pub struct LiveTurns {
     config: TurnConfig,
+    tools: ToolRegistry,
     session: Session,
     outbox: Outbox,
     stats: ControllerStats,
@@ -112,15 +122,20 @@ pub struct LiveTurns {
     /// A barge-in cut the reply: what the model still sends of it (until its audio has been
     /// quiet for [`LIVE_AUDIO_QUIET_MS`], counted from this time) is not played.
     cut_reply_heard_ms: Option<u64>,
+    /// Calls of outside tools asked of the caller and not yet answered, by call id (with the
+    /// tool's name): the delegated response goes on once all are answered.
+    outside_calls: BTreeMap<String, String>,
+    /// The shell's wall clock, read at this session time, for tools that need the date.
+    wall_clock: Option<(u64, WallClock)>,
     latest_ms: u64,
 }
 
 impl LiveTurns {
-    /// An engine for one Live call. The registry's tools are not run on this family yet: a
-    /// client delegation is answered as not taken.
-    pub fn new(config: TurnConfig, _tools: ToolRegistry) -> Self {
+    /// An engine for one Live call, whose tools the Responses backend of its delegation calls.
+    pub fn new(config: TurnConfig, tools: ToolRegistry) -> Self {
         Self {
             config,
+            tools,
             session: Session::default(),
             outbox: Outbox::default(),
             stats: ControllerStats::default(),
@@ -137,6 +152,8 @@ impl LiveTurns {
             paused: false,
             held_until_ms: None,
             cut_reply_heard_ms: None,
+            outside_calls: BTreeMap::new(),
+            wall_clock: None,
             latest_ms: 0,
         }
     }
@@ -182,19 +199,23 @@ impl LiveTurns {
                 delta, start_ms, ..
             } => self.reply_words(&delta, start_ms, now_ms),
             LiveServerEvent::DelegationCreated { delegation, .. } => {
+                // Walkie's tools run through the Responses backend (`response.event`); work
+                // handed to the client itself has nothing to run it.
                 if delegation.target == DelegationTarget::Client {
                     self.send(LiveClientEvent::CommentaryAppend {
-                        content: "No tool can run on this call: tell the user you cannot do \
-                                  that here."
+                        content: "No tool can run here for that: tell the user you cannot do \
+                                  it on this call."
                             .to_owned(),
                         delegation_id: Some(delegation.id),
                     });
+                    self.diagnose(Diagnostic::Ignored {
+                        event_type: "session.delegation.created".to_owned(),
+                        reason: "work delegated to the client itself is declined: Walkie's \
+                                 tools run through the Responses backend",
+                    });
                 }
-                self.diagnose(Diagnostic::Ignored {
-                    event_type: "session.delegation.created".to_owned(),
-                    reason: "tools do not run on Live calls yet: the delegation was declined",
-                });
             }
+            LiveServerEvent::ResponseEvent { event, .. } => self.backend_event(&event, now_ms),
             LiveServerEvent::UsageUpdated { usage, .. } => {
                 let active = usage.active_seconds.map_or(usage.seconds, |s| s as f64);
                 let paused = usage.paused_seconds.map_or(0.0, |s| s as f64);
@@ -273,6 +294,133 @@ impl LiveTurns {
             } else {
                 LiveClientEvent::Mute
             });
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Tools, through the delegation's Responses backend
+    // ----------------------------------------------------------------------------------------
+
+    /// One event of the delegated Responses stream: a function call it finished asking for
+    /// (`response.output_item.done` with a `function_call` item) is run; the rest is the
+    /// backend's own business.
+    fn backend_event(&mut self, event: &serde_json::Value, now_ms: u64) {
+        if event["type"] != "response.output_item.done" || event["item"]["type"] != "function_call"
+        {
+            return;
+        }
+        let item = &event["item"];
+        let (Some(call_id), Some(name)) = (item["call_id"].as_str(), item["name"].as_str()) else {
+            return self.diagnose(Diagnostic::Ignored {
+                event_type: "response.event".to_owned(),
+                reason: "a function call without its call id or name is not run",
+            });
+        };
+        let arguments = item["arguments"].as_str().unwrap_or("{}");
+        self.on_function_call(
+            call_id.to_owned(),
+            name.to_owned(),
+            arguments.to_owned(),
+            now_ms,
+        );
+    }
+
+    /// The model called `name`: the call is shown (a tool-call part), then run here (a local
+    /// tool) or asked of the caller (an outside one, decided and run there). The reply the
+    /// user heard before it is over; what the model says with the result is a reply of its own.
+    fn on_function_call(&mut self, call_id: String, name: String, arguments: String, now_ms: u64) {
+        if let Some(reply) = self.reply.take() {
+            self.reply = Some(reply);
+            self.became_inaudible(now_ms);
+            if let Some(reply) = self.reply.take()
+                && let Err(error) = self.session.end_part(reply.message.index, now_ms)
+            {
+                self.refused(error);
+            }
+        }
+        let call = ToolCallPart {
+            tool_name: name.clone(),
+            args: arguments.clone(),
+            tool_call_id: call_id.clone(),
+        };
+        match self
+            .session
+            .start_part(Part::tool_call(call.clone()), now_ms)
+        {
+            Ok(index) => {
+                if let Err(error) = self.session.end_part(index, now_ms) {
+                    self.refused(error);
+                }
+            }
+            Err(error) => self.refused(error),
+        }
+        let parsed = parse_arguments(&arguments);
+        self.emit(
+            SessionEvent::FunctionToolCall(Box::new(FunctionToolCallEvent {
+                part: call.clone(),
+                args_valid: Some(parsed.is_ok()),
+            })),
+            now_ms,
+        );
+        let outside = self.tools.is_outside(&name);
+        if outside && let Ok(arguments) = parsed {
+            self.outside_calls.insert(call_id.clone(), name.clone());
+            self.emit(
+                SessionEvent::DeferredToolRequests(Box::new(DeferredToolRequestsEvent {
+                    requests: DeferredToolRequests {
+                        approvals: Vec::new(),
+                        calls: vec![call],
+                    },
+                })),
+                now_ms,
+            );
+            self.outbox.tool_call(ToolCallRequest {
+                call_id,
+                name,
+                arguments,
+            });
+        } else {
+            let context = tool_context(now_ms, self.wall_clock);
+            let (content, outcome) = match self.tools.execute(&name, &arguments, &context) {
+                Ok(value) => (value, ToolOutcome::Success),
+                Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
+            };
+            self.answer_tool_call(call_id, name, content, outcome, now_ms);
+        }
+        // The calling reply is done; the one that says the result completes the turn.
+        if let Err(error) = self.session.response_done(now_ms) {
+            self.refused(error);
+        }
+    }
+
+    /// Gives the backend what the call of `tool_name` gave (`response.item.create` with the
+    /// `function_call_output`, and the session's result event); once no other call waits, the
+    /// delegated response goes on (`response.create`).
+    fn answer_tool_call(
+        &mut self,
+        call_id: String,
+        tool_name: String,
+        content: serde_json::Value,
+        outcome: ToolOutcome,
+        now_ms: u64,
+    ) {
+        let output = content.to_string();
+        self.emit(
+            SessionEvent::FunctionToolResult(Box::new(FunctionToolResultEvent {
+                result: ToolResult::ToolReturn(ToolReturnPart {
+                    tool_name,
+                    tool_call_id: call_id.clone(),
+                    content,
+                    outcome,
+                }),
+            })),
+            now_ms,
+        );
+        self.send(LiveClientEvent::ResponseItemCreate {
+            item: json!({ "type": "function_call_output", "call_id": call_id, "output": output }),
+        });
+        if self.outside_calls.is_empty() {
+            self.send(LiveClientEvent::ResponseCreate);
         }
     }
 
@@ -758,6 +906,8 @@ impl TurnEngine for LiveTurns {
         }
         self.end_reply(now_ms);
         self.cut_reply_heard_ms = None;
+        // An answer could only go to the session that asked: the calls end with it.
+        self.outside_calls.clear();
         self.paused = false;
         self.apply_pending_mode();
     }
@@ -878,15 +1028,22 @@ impl TurnEngine for LiveTurns {
 
     fn tool_finished(
         &mut self,
-        _call_id: &str,
-        _result: Result<serde_json::Value, ToolError>,
+        call_id: &str,
+        result: Result<serde_json::Value, ToolError>,
         now_ms: u64,
     ) {
         self.advance(now_ms);
-        self.diagnose(Diagnostic::Ignored {
-            event_type: "tool result".to_owned(),
-            reason: "no call of this id waits for an answer",
-        });
+        let Some(tool_name) = self.outside_calls.remove(call_id) else {
+            return self.diagnose(Diagnostic::Ignored {
+                event_type: "tool result".to_owned(),
+                reason: "no call of this id waits for an answer",
+            });
+        };
+        let (content, outcome) = match result {
+            Ok(value) => (value, ToolOutcome::Success),
+            Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
+        };
+        self.answer_tool_call(call_id.to_owned(), tool_name, content, outcome, now_ms);
     }
 
     fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
@@ -979,8 +1136,9 @@ impl TurnEngine for LiveTurns {
         }
     }
 
-    fn wall_clock(&mut self, now_ms: u64, _clock: WallClock) {
+    fn wall_clock(&mut self, now_ms: u64, clock: WallClock) {
         self.advance(now_ms);
+        self.wall_clock = Some((now_ms, clock));
     }
 
     fn tick(&mut self, now_ms: u64) {
@@ -1037,6 +1195,6 @@ impl TurnEngine for LiveTurns {
     }
 
     fn has_waiting_tool_calls(&self) -> bool {
-        false
+        !self.outside_calls.is_empty()
     }
 }

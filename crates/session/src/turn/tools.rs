@@ -317,6 +317,20 @@ fn civil_from_days(days: i64) -> Option<(i64, u32, u32)> {
     Some((if month <= 2 { year + 1 } else { year }, month, day))
 }
 
+/// What a tool may know when it runs at `now_ms`: the wall clock sampled at some earlier
+/// session time, moved on to `now_ms`.
+pub(super) fn tool_context(now_ms: u64, sampled: Option<(u64, WallClock)>) -> ToolContext {
+    ToolContext {
+        now_ms,
+        wall_clock: sampled.map(|(sampled_at_ms, clock)| WallClock {
+            unix_ms: clock.unix_ms.saturating_add(
+                i64::try_from(now_ms.saturating_sub(sampled_at_ms)).unwrap_or(i64::MAX),
+            ),
+            utc_offset_minutes: clock.utc_offset_minutes,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
