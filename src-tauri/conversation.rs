@@ -77,7 +77,14 @@ pub async fn run(
                     }
                     // The user's commands come in while the call is placed: Cancel, new
                     // settings or closing the window drop it, and a mode switch is kept.
-                    let dialling = plan.clone();
+                    let mut dialling = plan.clone();
+                    if dialling.family() == ProviderFamily::Live {
+                        // A Live session declares its tools when it is placed: the servers
+                        // are asked for theirs first.
+                        let (servers, _) = tool_servers.for_list(&plan.tool_servers).await;
+                        dialling.live_outside_tools =
+                            live_outside_tools(servers.as_deref(), &plan.tool_servers);
+                    }
                     let history = match (&continuing, dialling.family()) {
                         (Some(saved), ProviderFamily::Live) => {
                             walkie_conversation::call_setup_history(saved.earlier.clone())
@@ -279,7 +286,9 @@ async fn converse(
         match edges.carry(&mut machine) {
             Next::Over => return edges.hang_up_call(Ended::Failed).await,
             Next::Dial { history } => {
-                let dialling = talk.plan.clone();
+                let mut dialling = talk.plan.clone();
+                dialling.live_outside_tools =
+                    live_outside_tools(edges.tool_servers.as_deref(), &dialling.tool_servers);
                 let placing = edges::redial(&dialling, talk.local, history);
                 tokio::pin!(placing);
                 let placed = loop {
@@ -325,4 +334,17 @@ async fn converse(
             machine.handle_input(input, clock.now_ms());
         }
     }
+}
+
+/// The tool servers' tools, as a Live session declares them when it is placed.
+fn live_outside_tools(
+    servers: Option<&walkie_mcp::Servers>,
+    listed: &[walkie_settings::tool_servers::ToolServer],
+) -> Vec<walkie_openai::Tool> {
+    servers
+        .map(|servers| crate::tool_servers::outside_tools(servers, listed))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|tool| tool.definition)
+        .collect()
 }

@@ -357,3 +357,52 @@ async fn e2e_a_dropped_gpt_live_call_comes_back_with_the_conversation_given_as_i
     assert_eq!(said[1].0, "assistant");
     assert!(said[1].1.contains("played your"), "{said:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_tool_servers_tool_that_asks_first_shows_its_card_on_gpt_live_and_runs_once_allowed()
+{
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    // The bench's scripted model delegates as the instructions say: a tool of the test server
+    // that asks first.
+    let command = format!("'{}'", support::mcp_test_server().display());
+    let app = live_app(
+        "live_tools",
+        serde_json::json!({
+            "instructions": r#"use test__echo with {"text": "hello"}"#,
+            "toolServers": [{
+                "name": "test",
+                "command": command,
+                "enabled": true,
+                "permission": "ask",
+                "tools": {}
+            }]
+        }),
+    )
+    .await;
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        say_with_the_key(&client, &speech_like(1.0)).await;
+        let card = wait_for(&client, "#approvals", |text| text.contains("wants to use")).await;
+        assert!(
+            card.starts_with("The assistant wants to use echo, on test. Allow it?"),
+            "{card}"
+        );
+        support::screenshot(&client, "live_tool_approval").await;
+        support::click(&client, ".approval button.primary").await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains(r#"The test__echo tool answered: "hello""#)
+        })
+        .await;
+        wait_for(&client, "#approvals", str::is_empty).await;
+        let user = rendered_text(
+            &client,
+            "#transcript article[data-role='user'] .message-text",
+        )
+        .await
+        .expect("the user's turn is in the transcript");
+        assert!(user.ends_with(" s of speech]"), "{user:?}");
+        support::screenshot(&client, "live_tool_answered").await;
+    })
+    .await;
+}

@@ -8,27 +8,9 @@
 mod support;
 
 use support::audio::require_test_audio;
-use support::{WebviewApp, wait_for, wait_for_text};
+use support::{WebviewApp, mcp_test_server as test_server, wait_for, wait_for_text};
 
 const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
-
-/// The test server beside the test binaries (`cargo test --workspace` builds it with
-/// walkie-mcp's test-server feature).
-fn test_server() -> std::path::PathBuf {
-    let debug = std::env::current_exe()
-        .expect("the test's path")
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target/debug")
-        .to_owned();
-    let server = debug.join("walkie-mcp-test-server");
-    assert!(
-        server.is_file(),
-        "{} is missing: build it with `cargo build -p walkie-mcp --features test-server`",
-        server.display()
-    );
-    server
-}
 
 /// The test server over streamable HTTP on loopback, and its address; ended when dropped.
 struct HttpTestServer {

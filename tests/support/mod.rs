@@ -1242,3 +1242,21 @@ pub fn texts_of_the_saved_conversation(data_dir: &Path, why_one: &str) -> Vec<St
         .map(|message| message.content().unwrap_or_default().to_owned())
         .collect()
 }
+
+/// The MCP test server beside the test binaries (`cargo test --workspace` builds it with
+/// walkie-mcp's test-server feature).
+pub fn mcp_test_server() -> PathBuf {
+    let debug = std::env::current_exe()
+        .expect("the test's path")
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/debug")
+        .to_owned();
+    let server = debug.join("walkie-mcp-test-server");
+    assert!(
+        server.is_file(),
+        "{} is missing: build it with `cargo build -p walkie-mcp --features test-server`",
+        server.display()
+    );
+    server
+}

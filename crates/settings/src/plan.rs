@@ -195,6 +195,9 @@ pub struct Plan {
     pub live_idle_timeout_s: Option<u32>,
     /// GPT-Live: the model its Responses delegation runs Walkie's tools with.
     pub live_tools_model: String,
+    /// GPT-Live: the tool servers' tools, declared when the call is placed (the driver sets
+    /// them once the servers answer; a Realtime call declares them on its data channel).
+    pub live_outside_tools: Vec<walkie_openai::Tool>,
     pub engine: EngineConfig,
     /// Where conversations are saved, or why there is nowhere.
     pub data_dir: Result<PathBuf, PlanError>,
@@ -309,6 +312,7 @@ impl Plan {
             session_limit_ms: u64::from(settings.session_limit_minutes) * 60_000,
             live_idle_timeout_s: settings.live_idle_timeout_s,
             live_tools_model: settings.live_tools_model.trim().to_owned(),
+            live_outside_tools: Vec::new(),
             engine: EngineConfig {
                 input_device: non_empty(&settings.input_device),
                 output_device: non_empty(&settings.output_device),
@@ -388,12 +392,13 @@ impl Plan {
     }
 
     /// Where GPT-Live hands the work of Walkie's tools: a Responses backend running
-    /// `live_tools_model` with the built-in tools as function tools, whose calls come back on
-    /// the data channel to be run here (`None` without tools).
+    /// `live_tools_model` with the built-in tools and the tool servers' as function tools,
+    /// whose calls come back on the data channel to be run here (`None` without tools).
     fn live_delegation(&self) -> Option<serde_json::Value> {
         let tools: Vec<serde_json::Value> = ToolRegistry::with_builtins()
             .definitions()
             .into_iter()
+            .chain(self.live_outside_tools.iter().cloned())
             .filter_map(|tool| match tool {
                 walkie_openai::Tool::Function {
                     name,

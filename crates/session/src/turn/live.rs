@@ -329,14 +329,12 @@ impl LiveTurns {
     /// tool) or asked of the caller (an outside one, decided and run there). The reply the
     /// user heard before it is over; what the model says with the result is a reply of its own.
     fn on_function_call(&mut self, call_id: String, name: String, arguments: String, now_ms: u64) {
-        if let Some(reply) = self.reply.take() {
-            self.reply = Some(reply);
-            self.became_inaudible(now_ms);
-            if let Some(reply) = self.reply.take()
-                && let Err(error) = self.session.end_part(reply.message.index, now_ms)
-            {
-                self.refused(error);
-            }
+        // The reply before the call ends as its message, not its turn.
+        self.became_inaudible(now_ms);
+        if let Some(reply) = self.reply.take()
+            && let Err(error) = self.session.end_part(reply.message.index, now_ms)
+        {
+            self.refused(error);
         }
         let call = ToolCallPart {
             tool_name: name.clone(),
