@@ -58,7 +58,7 @@ impl Meter {
 }
 
 /// How a call's sending ended early.
-enum Stop {
+pub(crate) enum Stop {
     /// The peer is gone (closed by the client, or failed).
     PeerGone,
     /// A fault ended the call.
@@ -187,34 +187,45 @@ async fn send(peer: &Peer, outputs: Vec<Output>, faults: &mut FaultPlan) -> Resu
                     .map_err(|_| Stop::PeerGone)?;
             }
             Output::Event { event_id, event } => {
-                if faults.suppresses(event.event_type()) {
-                    continue;
-                }
-                let text = event.to_json(&event_id);
-                for injection in faults.before_event(event.event_type()) {
-                    match injection {
-                        Injection::SendText(text) => send_text(peer, text).await?,
-                        Injection::Flood {
-                            total_bytes,
-                            delta_bytes,
-                        } => flood(peer, &text, total_bytes, delta_bytes).await?,
-                        Injection::Wait(delay) => tokio::time::sleep(delay).await,
-                        Injection::Drop => {
-                            peer.handle.abort().await;
-                            return Err(Stop::Fault);
-                        }
-                        Injection::Close => {
-                            peer.handle.close().await;
-                            return Err(Stop::Fault);
-                        }
-                    }
-                }
-                send_text(peer, text).await?;
+                send_event(peer, event.event_type(), event.to_json(&event_id), faults).await?;
             }
             Output::HangUp => return Err(Stop::Expired),
         }
     }
     Ok(())
+}
+
+/// Sends one server event's `text` (of type `event_type`) as the call's faults allow: not at
+/// all when its type is suppressed, after what they inject before it otherwise. Both APIs'
+/// calls go through here.
+pub(crate) async fn send_event(
+    peer: &Peer,
+    event_type: &str,
+    text: String,
+    faults: &mut FaultPlan,
+) -> Result<(), Stop> {
+    if faults.suppresses(event_type) {
+        return Ok(());
+    }
+    for injection in faults.before_event(event_type) {
+        match injection {
+            Injection::SendText(text) => send_text(peer, text).await?,
+            Injection::Flood {
+                total_bytes,
+                delta_bytes,
+            } => flood(peer, &text, total_bytes, delta_bytes).await?,
+            Injection::Wait(delay) => tokio::time::sleep(delay).await,
+            Injection::Drop => {
+                peer.handle.abort().await;
+                return Err(Stop::Fault);
+            }
+            Injection::Close => {
+                peer.handle.close().await;
+                return Err(Stop::Fault);
+            }
+        }
+    }
+    send_text(peer, text).await
 }
 
 /// Copies of `event` (a JSON event with a `delta`) with `delta_bytes` of text each, until

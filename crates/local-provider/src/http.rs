@@ -489,7 +489,16 @@ async fn answer_live_session(
     let task_id = call_id.clone();
     let trace = shared.trace.clone();
     tokio::spawn(async move {
-        crate::live_call::run(task_id.clone(), peer, hangup_rx, request.session, trace).await;
+        let faults = task_shared.faults.plan();
+        crate::live_call::run(
+            task_id.clone(),
+            peer,
+            hangup_rx,
+            request.session,
+            trace,
+            faults,
+        )
+        .await;
         task_shared.calls.lock().await.remove(&task_id);
     });
     let created = walkie_openai::live::LiveCreateResponse {

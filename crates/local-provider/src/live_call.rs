@@ -1,4 +1,5 @@
-//! The driver of one Live API call: the peer's data channel and audio (measured) into the
+//! The driver of one Live API call (its faults injected as a Realtime call's are): the peer's
+//! data channel and audio (measured) into the
 //! [`LiveProviderSession`] with the call's clock, its timed work at its deadlines, its outputs
 //! and its reply audio back onto the data channel and the track, the call ended when the session closes or the client hangs up.
 
@@ -9,7 +10,8 @@ use tokio::sync::oneshot;
 use walkie_openai::live::LiveSessionConfig;
 use walkie_rtc::{Peer, PeerEvent};
 
-use crate::call::{IDLE_WAKE, Meter};
+use crate::bench::FaultPlan;
+use crate::call::{IDLE_WAKE, Meter, Stop, send_event};
 use crate::live_session::{LiveOutput, LiveProviderSession};
 use crate::session::InputFrame;
 
@@ -20,6 +22,7 @@ pub(crate) async fn run(
     mut hangup: oneshot::Receiver<()>,
     session: LiveSessionConfig,
     trace: Option<Arc<crate::trace::Trace>>,
+    mut faults: FaultPlan,
 ) {
     let started = Instant::now();
     let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -64,9 +67,14 @@ pub(crate) async fn run(
         for output in outputs {
             match output {
                 LiveOutput::Event { event_id, event } => {
-                    if let Err(error) = peer.handle.send_text(event.to_json(&event_id)).await {
-                        log::info!("Live call {call_id} ended while sending: {error}");
-                        break 'call;
+                    let text = event.to_json(&event_id);
+                    match send_event(&peer, event.event_type(), text, &mut faults).await {
+                        Ok(()) => {}
+                        Err(Stop::Fault) => {
+                            log::info!("Live call {call_id} ended by an injected fault");
+                            return;
+                        }
+                        Err(Stop::PeerGone | Stop::Expired) => break 'call,
                     }
                 }
                 LiveOutput::Audio { opus, samples } => {

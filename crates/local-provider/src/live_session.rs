@@ -486,6 +486,53 @@ impl LiveProviderSession {
         self.delegated = Some(Delegated { calls, frames });
     }
 
+    /// A `session.update`, as the API documents it: the delegation's settings change (its type
+    /// may not); the model, the instructions, the audio and the startup input are fixed at
+    /// start, and an update naming one is refused, naming it.
+    fn update(&mut self, session: &Value) -> Result<(), RefusedSession> {
+        let Some(fields) = session.as_object() else {
+            return Err(refused(
+                "invalid_type",
+                "session",
+                "Invalid 'session': expected an object.".to_owned(),
+            ));
+        };
+        for fixed in ["model", "instructions", "audio", "input"] {
+            if fields.contains_key(fixed) {
+                return Err(refused(
+                    "immutable_field",
+                    format!("session.{fixed}"),
+                    format!(
+                        "'session.{fixed}' cannot change once the session has started: the \
+                         model, the instructions, the audio and the input are fixed at start."
+                    ),
+                ));
+            }
+        }
+        if let Some(delegation) = fields.get("delegation") {
+            let now = self
+                .session
+                .delegation
+                .as_ref()
+                .map_or("client", |current| {
+                    current["type"].as_str().unwrap_or("client")
+                });
+            let asked = delegation["type"].as_str().unwrap_or("client");
+            if asked != now {
+                return Err(refused(
+                    "immutable_field",
+                    "session.delegation.type",
+                    format!(
+                        "The delegation type cannot change: the session delegates to '{now}', \
+                         not '{asked}'."
+                    ),
+                ));
+            }
+            self.session.delegation = Some(delegation.clone());
+        }
+        Ok(())
+    }
+
     /// The client's output of a delegated call.
     fn delegated_output(&mut self, item: &Value) {
         let (Some(delegated), Some(call_id)) = (self.delegated.as_mut(), item["call_id"].as_str())
@@ -638,7 +685,7 @@ impl LiveProviderSession {
         if self.closed {
             return Vec::new();
         }
-        let (_client_event_id, event) = match decode_live_client_event(text) {
+        let (client_event_id, event) = match decode_live_client_event(text) {
             Ok(decoded) => decoded,
             Err(error) => {
                 let error = LiveError {
@@ -653,6 +700,20 @@ impl LiveProviderSession {
         };
         let at_ms = self.timeline_ms(now_ms);
         let reply = match event {
+            LiveClientEvent::SessionUpdate { session } => match self.update(&session) {
+                Ok(()) => LiveServerEvent::SessionUpdated {
+                    session: self.session.clone(),
+                },
+                Err(refused) => LiveServerEvent::Error {
+                    error: LiveError {
+                        code: refused.code.to_owned(),
+                        message: refused.message,
+                        kind: "invalid_request_error".to_owned(),
+                        param: Some(refused.param),
+                        client_event_id,
+                    },
+                },
+            },
             LiveClientEvent::Mute => {
                 self.muted = true;
                 LiveServerEvent::InputAudioMuted
@@ -989,6 +1050,44 @@ mod tests {
                 },
                 context_window: None
             }]
+        );
+    }
+
+    #[test]
+    fn an_update_may_change_the_delegation_but_never_the_voice_instructions_or_delegation_type() {
+        let mut live = LiveProviderSession::new("live_1", request(), 0, 0);
+        for (update, param) in [
+            (r#"{"audio":{"output":{"voice":"cedar"}}}"#, "session.audio"),
+            (r#"{"instructions":"Be verbose."}"#, "session.instructions"),
+            (
+                r#"{"delegation":{"type":"responses","responses":{"model":"m"}}}"#,
+                "session.delegation.type",
+            ),
+        ] {
+            let text =
+                format!(r#"{{"type":"session.update","event_id":"evt_u","session":{update}}}"#);
+            let answered = events(live.on_client_text(&text, 10));
+            let [LiveServerEvent::Error { error }] = &answered[..] else {
+                panic!("{update}: {answered:?}");
+            };
+            assert_eq!(error.param.as_deref(), Some(param), "{update}");
+            assert_eq!(error.client_event_id.as_deref(), Some("evt_u"));
+        }
+        let accepted = events(live.on_client_text(
+            r#"{"type":"session.update","session":{"delegation":{"type":"client","acknowledgement_delay_ms":200}}}"#,
+            20,
+        ));
+        let [LiveServerEvent::SessionUpdated { session }] = &accepted[..] else {
+            panic!("{accepted:?}");
+        };
+        assert_eq!(
+            session.delegation.as_ref().unwrap()["acknowledgement_delay_ms"],
+            200
+        );
+        assert_eq!(
+            session.instructions.as_deref(),
+            Some("Be brief."),
+            "unchanged"
         );
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{oracle_traced_provider, speech_frames};
 use walkie_openai::SessionConfig;
-use walkie_openai::live::{LiveSessionConfig, decode_live_server_event};
+use walkie_openai::live::LiveSessionConfig;
 use walkie_rtc::{Auth, Call, CallConfig, CallEvent, Endpoint};
 use walkie_session::turn::{
     ControllerOutput, LiveTurns, ProviderFamily, ToolRegistry, TurnConfig, TurnEngine,
@@ -118,11 +118,9 @@ impl LiveTurn {
                 event = self.call.next_event() => {
                     let now_ms = self.now_ms();
                     match event {
-                        Some(CallEvent::Text(text)) => {
-                            decode_live_server_event(&text)
-                                .unwrap_or_else(|error| panic!("{error}: {text}"));
-                            self.engine.server_text(&text, now_ms);
-                        }
+                        // Whatever the provider sends, the engine takes it (and tells what it
+                        // cannot read).
+                        Some(CallEvent::Text(text)) => self.engine.server_text(&text, now_ms),
                         Some(CallEvent::Audio(audio)) => {
                             let mut pcm = vec![0_i16; 5_760];
                             let samples = self
@@ -268,6 +266,73 @@ async fn a_tool_the_live_backend_calls_is_run_by_walkie_and_its_answer_is_what_t
     assert!(
         said.contains("The get_current_local_time tool answered:") && said.contains("2025"),
         "{said}"
+    );
+    turn.call.hangup().await.expect("the hang-up is accepted");
+    provider.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payloads_that_once_panicked_and_a_flood_on_a_live_call_are_told_and_the_turn_completes() {
+    // After the session starts: the three payloads that once panicked the decoder, then a
+    // reply whose transcript floods past what is kept.
+    let faults = [2, 3, 4]
+        .into_iter()
+        .zip(walkie_local::fault::unrepresentable_payloads())
+        .map(|(at_event, text)| walkie_local::fault::Fault::Malformed {
+            at_event,
+            text: Some(text),
+        })
+        .chain([walkie_local::fault::Fault::Flood {
+            event_type: "session.output_transcript.delta".to_owned(),
+            total_bytes: 300 * 1024,
+            delta_bytes: 8 * 1024,
+        }])
+        .collect();
+    let provider = walkie_local::LocalProvider::start(walkie_local::ProviderConfig {
+        faults,
+        ..walkie_local::ProviderConfig::default()
+    })
+    .await
+    .expect("the provider listens");
+    let session = LiveSessionConfig {
+        model: "gpt-live-1.1".to_owned(),
+        ..LiveSessionConfig::default()
+    };
+    let mut turn = LiveTurn::ready(provider.endpoint(), session).await;
+    turn.pressed_second_of_speech().await;
+    turn.run_until("a complete turn", |_, events| {
+        events
+            .iter()
+            .any(|event| matches!(event, SessionEvent::TurnComplete))
+    })
+    .await;
+    let told: Vec<&str> = turn
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            SessionEvent::SessionError(error) => {
+                assert!(error.recoverable, "{error:?}");
+                error.code.as_deref()
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "unrepresentable_json",
+            "unrepresentable_json",
+            "unrepresentable_json",
+            "transcript_too_long"
+        ],
+        "each payload a notice, the cut transcript told once"
+    );
+    assert_eq!(turn.engine.stats().undecodable_events, 3);
+    let said = transcript_of(&turn.events, Speaker::Assistant);
+    assert!(
+        said.len() <= walkie_session::turn::MAX_TRANSCRIPT_BYTES,
+        "{} bytes kept",
+        said.len()
     );
     turn.call.hangup().await.expect("the hang-up is accepted");
     provider.shutdown().await;

@@ -204,6 +204,10 @@ pub enum TextKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum LiveClientEvent {
+    /// Changes a running session's delegation settings (and transcript triggers); the model,
+    /// the instructions, the audio and the startup input are fixed at start.
+    #[serde(rename = "session.update")]
+    SessionUpdate { session: Value },
     /// The model hears silence from now on; answered by `session.input_audio.muted`.
     #[serde(rename = "session.input_audio.mute")]
     Mute,
@@ -244,6 +248,7 @@ pub enum LiveClientEvent {
 
 /// The client event types [`decode_live_client_event`] reads.
 const LIVE_CLIENT_EVENT_TYPES: &[&str] = &[
+    "session.update",
     "session.input_audio.mute",
     "session.input_audio.unmute",
     "session.instructions.append",
@@ -258,6 +263,7 @@ impl LiveClientEvent {
     /// The wire name, as in the `type` field.
     pub fn event_type(&self) -> &'static str {
         match self {
+            LiveClientEvent::SessionUpdate { .. } => "session.update",
             LiveClientEvent::Mute => "session.input_audio.mute",
             LiveClientEvent::Unmute => "session.input_audio.unmute",
             LiveClientEvent::InstructionsAppend { .. } => "session.instructions.append",
@@ -604,6 +610,9 @@ mod tests {
     #[test]
     fn every_client_event_names_the_type_it_is_sent_as() {
         let events = [
+            LiveClientEvent::SessionUpdate {
+                session: serde_json::json!({"delegation": {"type": "client"}}),
+            },
             LiveClientEvent::Mute,
             LiveClientEvent::Unmute,
             LiveClientEvent::InstructionsAppend {

@@ -425,12 +425,7 @@ impl TurnController {
                 self.advance(now_ms);
                 self.response_activity_ms = now_ms;
                 self.stats.undecodable_events += 1;
-                let code = match &error {
-                    walkie_openai::DecodeError::Syntax { .. } => "malformed_json",
-                    walkie_openai::DecodeError::Schema { .. } => "schema_mismatch",
-                    walkie_openai::DecodeError::Unrepresentable { .. } => "unrepresentable_json",
-                    _ => "not_an_event",
-                };
+                let code = decode_error_code(&error);
                 self.emit(
                     SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
                         message: error.to_string(),
@@ -1266,6 +1261,16 @@ impl TurnController {
     pub(super) fn utterance_committed(&mut self) {
         self.vad_utterance_open = false;
         self.apply_pending_mode();
+    }
+}
+
+/// The code a session error gives a data-channel message that could not be decoded.
+pub(super) fn decode_error_code(error: &walkie_openai::DecodeError) -> &'static str {
+    match error {
+        walkie_openai::DecodeError::Syntax { .. } => "malformed_json",
+        walkie_openai::DecodeError::Schema { .. } => "schema_mismatch",
+        walkie_openai::DecodeError::Unrepresentable { .. } => "unrepresentable_json",
+        _ => "not_an_event",
     }
 }
 

@@ -46,10 +46,10 @@ use crate::session::Session;
 use crate::turn::config::{
     NEAR_SPEECH_HOLD_MS, PressMode, SESSION_CONFIRM_GRACE_MS, TurnConfig, TurnMode,
 };
-use crate::turn::controller::ControllerStats;
+use crate::turn::controller::{ControllerStats, decode_error_code};
 use crate::turn::engine::TurnEngine;
 use crate::turn::family::{FamilyProfile, ProviderFamily};
-use crate::turn::openai_map::fitting;
+use crate::turn::openai_map::{MAX_TRANSCRIPT_BYTES, fitting};
 use crate::turn::outbox::Outbox;
 use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, ToolCallRequest, UiHint};
 use crate::turn::press::{Capture, Press, PressDue};
@@ -78,6 +78,8 @@ const REPLY_ITEM_PREFIX: &str = "live_reply_";
 struct OpenMessage {
     index: PartIndex,
     transcript: String,
+    /// Its transcript met [`MAX_TRANSCRIPT_BYTES`] and the rest was left out (said once).
+    cut: bool,
     /// When it last grew (a transcript delta; for the reply, audible audio too).
     last_activity_ms: u64,
 }
@@ -454,6 +456,7 @@ impl LiveTurns {
                 self.user = Some(OpenMessage {
                     index,
                     transcript: String::new(),
+                    cut: false,
                     last_activity_ms: now_ms,
                 })
             }
@@ -497,6 +500,12 @@ impl LiveTurns {
             return;
         };
         let fits = fitting(user.transcript.len(), delta);
+        if fits.len() < delta.len() && !std::mem::replace(&mut user.cut, true) {
+            self.transcript_cut(now_ms);
+        }
+        let Some(user) = self.user.as_mut() else {
+            return;
+        };
         if fits.is_empty() {
             return;
         }
@@ -531,6 +540,7 @@ impl LiveTurns {
                         message: OpenMessage {
                             index,
                             transcript: String::new(),
+                            cut: false,
                             last_activity_ms: now_ms,
                         },
                         item_id: format!("{REPLY_ITEM_PREFIX}{}", self.replies),
@@ -567,6 +577,12 @@ impl LiveTurns {
         };
         reply.spoken_from_ms.get_or_insert(spoken_at_ms);
         let fits = fitting(reply.message.transcript.len(), delta);
+        if fits.len() < delta.len() && !std::mem::replace(&mut reply.message.cut, true) {
+            self.transcript_cut(now_ms);
+        }
+        let Some(reply) = self.reply.as_mut() else {
+            return;
+        };
         if fits.is_empty() {
             return;
         }
@@ -581,6 +597,27 @@ impl LiveTurns {
         if let Err(error) = self.session.push_delta(index, update, now_ms) {
             self.refused(error);
         }
+    }
+
+    /// A message's transcript met [`MAX_TRANSCRIPT_BYTES`]: told once, as the Realtime engine
+    /// tells it (a recoverable error the status line words), and the call goes on.
+    fn transcript_cut(&mut self, now_ms: u64) {
+        self.diagnose(Diagnostic::Ignored {
+            event_type: "transcript delta".to_owned(),
+            reason: "the message's transcript is at its bound: the rest is left out",
+        });
+        self.emit(
+            SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
+                message: format!(
+                    "a transcript ran past {} KiB and was cut there",
+                    MAX_TRANSCRIPT_BYTES / 1024
+                ),
+                error_type: Some("transcript_cut".to_owned()),
+                code: Some("transcript_too_long".to_owned()),
+                recoverable: true,
+            })),
+            now_ms,
+        );
     }
 
     fn audible_now(&self) -> bool {
@@ -1014,7 +1051,7 @@ impl TurnEngine for LiveTurns {
                     SessionEvent::SessionError(Box::new(RealtimeSessionErrorEvent {
                         message: error.to_string(),
                         error_type: Some("undecodable_server_event".to_owned()),
-                        code: Some("not_a_live_event".to_owned()),
+                        code: Some(decode_error_code(&error).to_owned()),
                         recoverable: true,
                     })),
                     now_ms,
