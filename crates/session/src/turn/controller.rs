@@ -42,13 +42,12 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
 use walkie_openai::{ClientEvent, ServerEvent, decode_server_event};
 
 use crate::audio::{AudioChunk, DeviceDirection};
 use crate::event::{
     EnqueuedMessage, EnqueuedMessagesEvent, Part, PartDelta, PartIndex, PartKind,
-    RealtimeSessionErrorEvent, SessionEvent, Speaker, ToolOutcome, UserContent,
+    RealtimeSessionErrorEvent, SessionEvent, Speaker, UserContent,
 };
 use crate::session::Session;
 use crate::turn::audibility::Audibility;
@@ -1079,10 +1078,7 @@ impl TurnController {
                 reason: "no call of this id waits for an answer",
             });
         };
-        let (content, outcome) = match result {
-            Ok(value) => (value, ToolOutcome::Success),
-            Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
-        };
+        let (content, outcome) = super::tools::tool_answer(result);
         self.answer_tool_call(call_id.to_owned(), tool_name, content, outcome, now_ms);
     }
 

@@ -38,9 +38,9 @@ use walkie_openai::live::{
 
 use crate::audio::{AudioChunk, DeviceDirection};
 use crate::event::{
-    DeferredToolRequests, DeferredToolRequestsEvent, FunctionToolCallEvent,
-    FunctionToolResultEvent, Part, PartDelta, PartIndex, RealtimeSessionErrorEvent, SessionEvent,
-    Speaker, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
+    DeferredToolRequests, DeferredToolRequestsEvent, FunctionToolResultEvent, Part, PartDelta,
+    PartIndex, RealtimeSessionErrorEvent, SessionEvent, Speaker, ToolCallPart, ToolOutcome,
+    ToolResult, ToolReturnPart,
 };
 use crate::session::Session;
 use crate::turn::config::{
@@ -53,7 +53,9 @@ use crate::turn::openai_map::{MAX_TRANSCRIPT_BYTES, fitting};
 use crate::turn::outbox::Outbox;
 use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, ToolCallRequest, UiHint};
 use crate::turn::press::{Capture, Press, PressDue};
-use crate::turn::tools::{ToolError, ToolRegistry, WallClock, parse_arguments, tool_context};
+use crate::turn::tools::{
+    ToolError, ToolRegistry, WallClock, show_tool_call, tool_answer, tool_context,
+};
 use crate::turn::user_message::UserMessage;
 
 /// How long a message of either side stays open after its last word (a transcript delta, or
@@ -343,25 +345,9 @@ impl LiveTurns {
             args: arguments.clone(),
             tool_call_id: call_id.clone(),
         };
-        match self
-            .session
-            .start_part(Part::tool_call(call.clone()), now_ms)
-        {
-            Ok(index) => {
-                if let Err(error) = self.session.end_part(index, now_ms) {
-                    self.refused(error);
-                }
-            }
-            Err(error) => self.refused(error),
-        }
-        let parsed = parse_arguments(&arguments);
-        self.emit(
-            SessionEvent::FunctionToolCall(Box::new(FunctionToolCallEvent {
-                part: call.clone(),
-                args_valid: Some(parsed.is_ok()),
-            })),
-            now_ms,
-        );
+        let mut refusals = Vec::new();
+        let parsed = show_tool_call(&mut self.session, &call, now_ms, &mut refusals);
+        refusals.into_iter().for_each(|error| self.refused(error));
         let outside = self.tools.is_outside(&name);
         if outside && let Ok(arguments) = parsed {
             self.outside_calls.insert(call_id.clone(), name.clone());
@@ -381,10 +367,7 @@ impl LiveTurns {
             });
         } else {
             let context = tool_context(now_ms, self.wall_clock);
-            let (content, outcome) = match self.tools.execute(&name, &arguments, &context) {
-                Ok(value) => (value, ToolOutcome::Success),
-                Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
-            };
+            let (content, outcome) = tool_answer(self.tools.execute(&name, &arguments, &context));
             self.answer_tool_call(call_id, name, content, outcome, now_ms);
         }
         // The calling reply is done; the one that says the result completes the turn.
@@ -1074,10 +1057,7 @@ impl TurnEngine for LiveTurns {
                 reason: "no call of this id waits for an answer",
             });
         };
-        let (content, outcome) = match result {
-            Ok(value) => (value, ToolOutcome::Success),
-            Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
-        };
+        let (content, outcome) = tool_answer(result);
         self.answer_tool_call(call_id.to_owned(), tool_name, content, outcome, now_ms);
     }
 

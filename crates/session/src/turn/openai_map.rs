@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use walkie_openai::{
     ClientEvent, ContentPart, ErrorDetail, Item, Response, ResponseStatus, ServerEvent,
     Transcription,
@@ -30,16 +30,16 @@ use walkie_openai::{
 
 use crate::audio::AudioChunk;
 use crate::event::{
-    DeferredToolRequests, DeferredToolRequestsEvent, FunctionToolCallEvent,
-    FunctionToolResultEvent, Part, PartDelta, PartKind, RealtimeInputSpeechEndEvent,
-    RealtimeInputSpeechStartEvent, RealtimeInputTranscriptionErrorEvent, RealtimeSessionErrorEvent,
-    SessionEvent, Speaker, TextPartDelta, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
+    DeferredToolRequests, DeferredToolRequestsEvent, FunctionToolResultEvent, PartDelta, PartKind,
+    RealtimeInputSpeechEndEvent, RealtimeInputSpeechStartEvent,
+    RealtimeInputTranscriptionErrorEvent, RealtimeSessionErrorEvent, SessionEvent, Speaker,
+    TextPartDelta, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
 };
 use crate::turn::config::{Transport, TurnMode};
 use crate::turn::controller::TurnController;
 use crate::turn::item_parts::UserSlot;
 use crate::turn::output::{Diagnostic, ToolCallRequest, UiHint};
-use crate::turn::tools::parse_arguments;
+use crate::turn::tools::{show_tool_call, tool_answer};
 
 /// The new text a final transcript adds to what was streamed: `(appended, whole)`. A final text
 /// that does not extend the streamed one is a revision: nothing appended, the whole replaced.
@@ -502,25 +502,9 @@ impl TurnController {
             args: arguments.clone(),
             tool_call_id: call_id.clone(),
         };
-        match self
-            .session
-            .start_part(Part::tool_call(call.clone()), now_ms)
-        {
-            Ok(index) => {
-                if let Err(error) = self.session.end_part(index, now_ms) {
-                    self.refused(error);
-                }
-            }
-            Err(error) => self.refused(error),
-        }
-        let parsed = parse_arguments(&arguments);
-        self.emit(
-            SessionEvent::FunctionToolCall(Box::new(FunctionToolCallEvent {
-                part: call.clone(),
-                args_valid: Some(parsed.is_ok()),
-            })),
-            now_ms,
-        );
+        let mut refusals = Vec::new();
+        let parsed = show_tool_call(&mut self.session, &call, now_ms, &mut refusals);
+        refusals.into_iter().for_each(|error| self.refused(error));
         if self.tools.is_outside(&tool_name)
             && let Ok(parsed) = parsed
         {
@@ -544,10 +528,7 @@ impl TurnController {
             return;
         }
         let context = self.tool_context(now_ms);
-        let (content, outcome) = match self.tools.execute(&tool_name, &arguments, &context) {
-            Ok(value) => (value, ToolOutcome::Success),
-            Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
-        };
+        let (content, outcome) = tool_answer(self.tools.execute(&tool_name, &arguments, &context));
         self.answer_tool_call(call_id, tool_name, content, outcome, now_ms);
     }
 

@@ -14,6 +14,10 @@
 use serde_json::{Value, json};
 use walkie_openai::Tool;
 
+use crate::error::PushError;
+use crate::event::{FunctionToolCallEvent, Part, SessionEvent, ToolCallPart, ToolOutcome};
+use crate::session::Session;
+
 /// The wall-clock reading the shell supplies: Unix time and the local UTC offset, sampled at a
 /// known session time. The controller advances it by the session time passed since.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,6 +333,43 @@ pub(super) fn tool_context(now_ms: u64, sampled: Option<(u64, WallClock)>) -> To
             utc_offset_minutes: clock.utc_offset_minutes,
         }),
     }
+}
+
+/// What a tool's run gives the model: its value, or its error as `{"error": …}`, and which of
+/// the two it was.
+pub(super) fn tool_answer(result: Result<Value, ToolError>) -> (Value, ToolOutcome) {
+    match result {
+        Ok(value) => (value, ToolOutcome::Success),
+        Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
+    }
+}
+
+/// Shows a call the model made, the same way on every family: its tool-call part (started
+/// and ended at once) and the session's `FunctionToolCallEvent`, saying whether its arguments
+/// parse. Returns them parsed; what the session refused is pushed to `refused`.
+pub(super) fn show_tool_call(
+    session: &mut Session,
+    call: &ToolCallPart,
+    now_ms: u64,
+    refused: &mut Vec<PushError>,
+) -> Result<Value, ToolError> {
+    match session.start_part(Part::tool_call(call.clone()), now_ms) {
+        Ok(index) => {
+            if let Err(error) = session.end_part(index, now_ms) {
+                refused.push(error);
+            }
+        }
+        Err(error) => refused.push(error),
+    }
+    let parsed = parse_arguments(&call.args);
+    let shown = SessionEvent::FunctionToolCall(Box::new(FunctionToolCallEvent {
+        part: call.clone(),
+        args_valid: Some(parsed.is_ok()),
+    }));
+    if let Err(error) = session.push(shown, now_ms) {
+        refused.push(error);
+    }
+    parsed
 }
 
 #[cfg(test)]
