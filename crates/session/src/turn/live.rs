@@ -8,10 +8,11 @@
 //! same ones (see [`ProviderFamily::Live`](super::ProviderFamily::Live)'s profile):
 //! - the user's speech starts at key-down (a press that stopped a reply only once held
 //!   [`TurnConfig::interrupt_hold_ms`], so a tap just stops it) and ends when the tail after
-//!   key-up is over; hands-free, it starts at the microphone's own voice detection or the
-//!   first words the provider transcribes, and ends [`LIVE_QUIET_MS`] after the last;
+//!   key-up is over; hands-free, it starts at the first words the provider transcribes (the
+//!   microphone's own detection, with a trusted echo canceller, only holds a reply until those
+//!   words confirm the user talks over it) and ends [`LIVE_QUIET_MS`] after the last;
 //! - push-to-talk is "unmuted while held": `session.input_audio.unmute` at key-down, `mute`
-//!   after the tail; toggle and hands-free stay unmuted;
+//!   after the tail (toggle: while toggled on); hands-free stays unmuted;
 //! - the assistant becomes audible at the first reply audio above [`SILENCE_PEAK`] (the call
 //!   may carry silence between replies) and stops [`LIVE_AUDIO_QUIET_MS`] after its last;
 //!   its message ends when it is no longer audible and no transcript came for
