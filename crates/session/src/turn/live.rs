@@ -39,9 +39,8 @@ use walkie_openai::live::{
 
 use crate::audio::{AudioChunk, DeviceDirection};
 use crate::event::{
-    DeferredToolRequests, DeferredToolRequestsEvent, FunctionToolResultEvent, Part, PartDelta,
-    PartIndex, RealtimeSessionErrorEvent, SessionEvent, Speaker, ToolCallPart, ToolOutcome,
-    ToolResult, ToolReturnPart,
+    DeferredToolRequests, DeferredToolRequestsEvent, Part, PartDelta, PartIndex,
+    RealtimeSessionErrorEvent, SessionEvent, Speaker, ToolCallPart, ToolOutcome,
 };
 use crate::session::Session;
 use crate::turn::config::{
@@ -56,6 +55,7 @@ use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, ToolCallRe
 use crate::turn::press::{Capture, Press, PressDue};
 use crate::turn::tools::{
     ToolError, ToolRegistry, WallClock, show_tool_call, tool_answer, tool_context,
+    tool_result_event,
 };
 use crate::turn::user_message::UserMessage;
 
@@ -132,7 +132,6 @@ pub struct LiveTurns {
     outside_calls: BTreeMap<String, String>,
     /// The shell's wall clock, read at this session time, for tools that need the date.
     wall_clock: Option<(u64, WallClock)>,
-    latest_ms: u64,
 }
 
 impl LiveTurns {
@@ -159,13 +158,7 @@ impl LiveTurns {
             cut_reply_heard_ms: None,
             outside_calls: BTreeMap::new(),
             wall_clock: None,
-            latest_ms: 0,
         }
-    }
-
-    /// Whether the provider paused inference (idle); speech wakes it.
-    pub fn is_paused(&self) -> bool {
-        self.paused
     }
 
     /// The counters.
@@ -390,14 +383,7 @@ impl LiveTurns {
     ) {
         let output = content.to_string();
         self.emit(
-            SessionEvent::FunctionToolResult(Box::new(FunctionToolResultEvent {
-                result: ToolResult::ToolReturn(ToolReturnPart {
-                    tool_name,
-                    tool_call_id: call_id.clone(),
-                    content,
-                    outcome,
-                }),
-            })),
+            tool_result_event(call_id.clone(), tool_name, content, outcome),
             now_ms,
         );
         self.send(LiveClientEvent::ResponseItemCreate {
@@ -813,7 +799,6 @@ impl LiveTurns {
     }
 
     fn advance(&mut self, now_ms: u64) {
-        self.latest_ms = self.latest_ms.max(now_ms);
         while let Some(due) = self.press.due(&self.config, now_ms) {
             match due {
                 PressDue::Counts { down_at_ms } => self.press_counts(down_at_ms),

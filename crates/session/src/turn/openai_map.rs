@@ -30,16 +30,16 @@ use walkie_openai::{
 
 use crate::audio::AudioChunk;
 use crate::event::{
-    DeferredToolRequests, DeferredToolRequestsEvent, FunctionToolResultEvent, PartDelta, PartKind,
+    DeferredToolRequests, DeferredToolRequestsEvent, PartDelta, PartKind,
     RealtimeInputSpeechEndEvent, RealtimeInputSpeechStartEvent,
     RealtimeInputTranscriptionErrorEvent, RealtimeSessionErrorEvent, SessionEvent, Speaker,
-    TextPartDelta, ToolCallPart, ToolOutcome, ToolResult, ToolReturnPart,
+    TextPartDelta, ToolCallPart, ToolOutcome,
 };
 use crate::turn::config::{Transport, TurnMode};
 use crate::turn::controller::TurnController;
 use crate::turn::item_parts::UserSlot;
 use crate::turn::output::{Diagnostic, ToolCallRequest, UiHint};
-use crate::turn::tools::{show_tool_call, tool_answer};
+use crate::turn::tools::{show_tool_call, tool_answer, tool_result_event};
 
 /// The new text a final transcript adds to what was streamed: `(appended, whole)`. A final text
 /// that does not extend the streamed one is a revision: nothing appended, the whole replaced.
@@ -545,14 +545,7 @@ impl TurnController {
     ) {
         let output = content.to_string();
         self.emit(
-            SessionEvent::FunctionToolResult(Box::new(FunctionToolResultEvent {
-                result: ToolResult::ToolReturn(ToolReturnPart {
-                    tool_name,
-                    tool_call_id: call_id.clone(),
-                    content,
-                    outcome,
-                }),
-            })),
+            tool_result_event(call_id.clone(), tool_name, content, outcome),
             now_ms,
         );
         self.send(ClientEvent::ConversationItemCreate {

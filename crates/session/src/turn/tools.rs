@@ -15,7 +15,10 @@ use serde_json::{Value, json};
 use walkie_openai::Tool;
 
 use crate::error::PushError;
-use crate::event::{FunctionToolCallEvent, Part, SessionEvent, ToolCallPart, ToolOutcome};
+use crate::event::{
+    FunctionToolCallEvent, FunctionToolResultEvent, Part, SessionEvent, ToolCallPart, ToolOutcome,
+    ToolResult, ToolReturnPart,
+};
 use crate::session::Session;
 
 /// The wall-clock reading the shell supplies: Unix time and the local UTC offset, sampled at a
@@ -342,6 +345,23 @@ pub(super) fn tool_answer(result: Result<Value, ToolError>) -> (Value, ToolOutco
         Ok(value) => (value, ToolOutcome::Success),
         Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
     }
+}
+
+/// The session's `FunctionToolResultEvent` for what the call `call_id` of `tool_name` gave.
+pub(super) fn tool_result_event(
+    call_id: String,
+    tool_name: String,
+    content: Value,
+    outcome: ToolOutcome,
+) -> SessionEvent {
+    SessionEvent::FunctionToolResult(Box::new(FunctionToolResultEvent {
+        result: ToolResult::ToolReturn(ToolReturnPart {
+            tool_name,
+            tool_call_id: call_id,
+            content,
+            outcome,
+        }),
+    }))
 }
 
 /// Shows a call the model made, the same way on every family: its tool-call part (started
