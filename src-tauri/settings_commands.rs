@@ -236,16 +236,26 @@ pub(crate) async fn test_connection(
     let endpoint = provider
         .endpoint(None)
         .map_err(|error| CommandError::TestCall(format!("Not tested: {error}.")))?;
+    let automatic = endpoint.form() == walkie_rtc::CallForm::Automatic;
     let started = std::time::Instant::now();
     match walkie_rtc::Call::connect(plan.call_config(endpoint)).await {
         Ok(call) => {
             let connected_ms = started.elapsed().as_millis();
+            let form = call.form();
             if let Err(error) = call.hangup().await {
                 log::info!("the test call did not hang up cleanly: {error}");
             }
+            // A server that refused the documented form is worth a word: its own model
+            // answers, whatever the settings name.
+            let refused_multipart = automatic && form == walkie_rtc::CallForm::RawSdp;
             Ok(format!(
-                "{} answered: a call connected in {connected_ms} ms, and was hung up.",
-                provider.label()
+                "{} answered: a call connected in {connected_ms} ms, and was hung up.{}",
+                provider.label(),
+                if refused_multipart {
+                    " It takes the offer alone, so its own model answers."
+                } else {
+                    ""
+                }
             ))
         }
         Err(error) => {

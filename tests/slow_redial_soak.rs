@@ -26,7 +26,7 @@ use walkie_app::history::CurrentConversation;
 use walkie_app::plan::{Plan, Provider};
 use walkie_app::recording::Saving;
 use walkie_app::secrets::ApiKey;
-use walkie_app::settings::{ProviderKind, Settings};
+use walkie_app::settings::{CallFormChoice, ProviderKind, Settings};
 use walkie_conversation::{ConnectionState, DeviceDirection, LevelReading, StatusEvent};
 use walkie_local::{LocalProvider, ProviderConfig};
 use walkie_store::{Store, conversations_dir};
@@ -195,6 +195,7 @@ async fn start(name: &str, session_limit_ms: Option<u64>) -> Bench {
     plan.provider = Ok(Provider::Custom {
         base_url: provider.base_url(),
         api_key: Some(ApiKey::given(provider.token())),
+        call_form: CallFormChoice::Automatic,
     });
     if let Some(limit_ms) = session_limit_ms {
         plan.session_limit_ms = limit_ms;

@@ -122,7 +122,7 @@ async fn a_standard_key_places_a_multipart_call_that_starts_with_the_session() {
     );
     let endpoint = Endpoint::custom(&provider.base_url(), Auth::Bearer(KEY.to_owned()))
         .expect("a loopback endpoint");
-    assert_eq!(endpoint.form(), CallForm::Multipart);
+    assert_eq!(endpoint.form(), CallForm::Automatic);
     let mut call = connect(endpoint, &config).await.expect("the call connects");
 
     let session = created(&mut call).await;

@@ -13,7 +13,7 @@ use walkie_openai::{ClientEvent, SessionConfig};
 
 use crate::error::{RtcError, Stage};
 use crate::peer::{self, PeerConfig, PeerEvent, PeerHandle, RtpAudio};
-use crate::signalling::{Endpoint, Signalling};
+use crate::signalling::{CallForm, Endpoint, Signalling};
 
 /// The largest session (as JSON) a call is placed with; a larger one is refused before
 /// anything is dialled.
@@ -180,6 +180,8 @@ pub struct Call {
     call_id: Option<String>,
     /// A Live API session (hung up on its own route).
     live: bool,
+    /// The form the call was placed in.
+    form: CallForm,
     endpoint: Endpoint,
     signalling: Signalling,
     peer: PeerHandle,
@@ -242,6 +244,7 @@ impl Call {
         let mut call = Call {
             call_id: answer.call_id,
             live,
+            form: answer.form,
             endpoint: config.endpoint,
             signalling,
             peer: peer.handle,
@@ -308,6 +311,12 @@ impl Call {
     /// The provider's id of this call (from `Location`); `None` when it sent none.
     pub fn call_id(&self) -> Option<&str> {
         self.call_id.as_deref()
+    }
+
+    /// The form the call was placed in: the multipart form, the raw offer (a server that took
+    /// only that, or an ephemeral key), a minted key's, or a Live session's.
+    pub fn form(&self) -> CallForm {
+        self.form
     }
 
     pub fn timings(&self) -> CallTimings {

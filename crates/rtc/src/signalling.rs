@@ -68,9 +68,27 @@ pub enum CallForm {
     /// Mint an ephemeral key at `client_secrets` with the session (authenticated with the
     /// endpoint's key), then post the raw offer with `Authorization: Bearer <minted key>`.
     EphemeralKey,
-    /// The raw offer with the endpoint's key, which is itself an ephemeral key (`ek_…`): the
-    /// session was fixed when it was minted, and `session.update` adjusts it.
+    /// The raw offer as `application/sdp` with the endpoint's key: an ephemeral key (`ek_…`),
+    /// whose session was fixed when it was minted, or a server's key where the server takes
+    /// only this form. `session.update` configures the session once the channel opens (never
+    /// the model: that belongs to call creation, so the server's own model answers).
     RawSdp,
+    /// A compatible server's: the multipart form, and the raw offer when the server refuses
+    /// the multipart form with 415 (then the raw offer from the start, for that address, for
+    /// the rest of the run).
+    Automatic,
+    /// A Live API session's: `POST /v1/live/sessions` with a JSON body (the session and the
+    /// offer). What a Live call was placed with, never an endpoint's choice.
+    Live,
+}
+
+/// The addresses that refused the multipart form with 415 in this run: they get the raw offer
+/// from the start. Process-wide, as the calls of one run are placed by several tasks (the
+/// conversation, Settings' Test connection) that should not each pay the refused request.
+fn raw_only_addresses() -> &'static std::sync::Mutex<std::collections::BTreeSet<String>> {
+    static ADDRESSES: std::sync::OnceLock<std::sync::Mutex<std::collections::BTreeSet<String>>> =
+        std::sync::OnceLock::new();
+    ADDRESSES.get_or_init(Default::default)
 }
 
 /// The prefix of OpenAI's ephemeral keys (as the Agents SDK recognises them).
@@ -118,12 +136,22 @@ impl Endpoint {
     }
 
     /// Any compatible server (the local provider, a proxy): `base` is the part before
-    /// `/v1/realtime/calls`. OpenAI's shape: multipart, or the raw offer with an `ek_` key.
+    /// `/v1/realtime/calls`. The raw offer with an `ek_` key; else multipart, or the raw offer
+    /// where the server refuses multipart with 415 ([`CallForm::Automatic`]).
     pub fn custom(base: &str, auth: Auth) -> Result<Self, RtcError> {
-        let form = form_for(&auth);
+        let form = match form_for(&auth) {
+            CallForm::Multipart => CallForm::Automatic,
+            other => other,
+        };
         let mut endpoint = Self::new(base, auth, form, None, "")?;
         endpoint.name = endpoint.host().to_owned();
         Ok(endpoint)
+    }
+
+    /// Places calls in `form` only: a setting that names the form a server takes.
+    pub fn with_form(mut self, form: CallForm) -> Self {
+        self.form = form;
+        self
     }
 
     /// Mints an ephemeral key with the endpoint's key before each call, and places the call
@@ -292,6 +320,8 @@ pub struct Answer {
     /// From `Location`; `None` when the provider sent no usable one (the call works, but it
     /// cannot be hung up over REST).
     pub call_id: Option<String>,
+    /// The form the call was placed in (never [`CallForm::Automatic`]).
+    pub form: CallForm,
 }
 
 /// The most of an HTTP answer's body that is read (the SDP answer, the minted key, an error's
@@ -375,7 +405,7 @@ impl Signalling {
     }
 
     /// Places the call in the endpoint's form: posts the SDP offer (with `session`, or with a
-    /// key minted for it) and returns the answer and the call id.
+    /// key minted for it, or alone) and returns the answer, the call id and the form answered.
     pub async fn post_offer(
         &self,
         endpoint: &Endpoint,
@@ -383,10 +413,60 @@ impl Signalling {
         session: &SessionConfig,
     ) -> Result<Answer, RtcError> {
         let session = endpoint.call_session(session);
+        let address = endpoint.base.as_str().to_owned();
+        let form = match endpoint.form {
+            CallForm::Automatic
+                if raw_only_addresses()
+                    .lock()
+                    .is_ok_and(|raw| raw.contains(&address)) =>
+            {
+                CallForm::RawSdp
+            }
+            CallForm::Automatic => CallForm::Multipart,
+            form => form,
+        };
+        let answered = self
+            .post_offer_as(endpoint, form, offer_sdp, &session)
+            .await;
+        match answered {
+            Err(RtcError::Http(failure))
+                if failure.status == 415
+                    && form == CallForm::Multipart
+                    && endpoint.form == CallForm::Automatic =>
+            {
+                log::info!(
+                    "{} refused the multipart call form (415: {}): calling again with the raw offer, \
+                     and for the rest of this run; the session is configured once the channel opens",
+                    endpoint.name(),
+                    failure.message
+                );
+                if let Ok(mut raw) = raw_only_addresses().lock() {
+                    raw.insert(address);
+                }
+                self.post_offer_as(endpoint, CallForm::RawSdp, offer_sdp, &session)
+                    .await
+            }
+            other => other,
+        }
+    }
+
+    async fn post_offer_as(
+        &self,
+        endpoint: &Endpoint,
+        form: CallForm,
+        offer_sdp: &str,
+        session: &SessionConfig,
+    ) -> Result<Answer, RtcError> {
         let request = self.client_for(endpoint).post(endpoint.calls_url());
-        let request = match endpoint.form {
-            CallForm::Multipart => {
-                let session_json = serde_json::to_string(&session)
+        let request = match form {
+            CallForm::Live => {
+                return Err(RtcError::BadOffer(
+                    "a Live API session is placed at /v1/live/sessions, not /v1/realtime/calls"
+                        .to_owned(),
+                ));
+            }
+            CallForm::Multipart | CallForm::Automatic => {
+                let session_json = serde_json::to_string(session)
                     .map_err(|error| RtcError::BadOffer(format!("the session: {error}")))?;
                 let form = Form::new()
                     .part(
@@ -404,7 +484,7 @@ impl Signalling {
                 request.headers(endpoint.auth_headers()?).multipart(form)
             }
             CallForm::EphemeralKey => {
-                let key = self.mint_key(endpoint, &session).await?;
+                let key = self.mint_key(endpoint, session).await?;
                 request
                     .header(AUTHORIZATION, bearer(&key)?)
                     .header(CONTENT_TYPE, "application/sdp")
@@ -431,7 +511,11 @@ impl Signalling {
                 endpoint.name()
             );
         }
-        Ok(Answer { sdp: body, call_id })
+        Ok(Answer {
+            sdp: body,
+            call_id,
+            form,
+        })
     }
 
     /// Places a Live API call: `POST {base}/v1/live/sessions` with the JSON body
@@ -479,6 +563,7 @@ impl Signalling {
         Ok(Answer {
             sdp: created.transport.sdp,
             call_id: session_id,
+            form: CallForm::Live,
         })
     }
 
@@ -874,7 +959,15 @@ mod tests {
         assert_eq!(azure.form(), CallForm::EphemeralKey);
         assert_eq!(azure.name(), "Azure OpenAI");
         let local = Endpoint::custom("http://127.0.0.1:9", Auth::None).expect("valid");
-        assert_eq!(local.form(), CallForm::Multipart);
+        assert_eq!(
+            local.form(),
+            CallForm::Automatic,
+            "multipart, raw where refused"
+        );
+        assert_eq!(
+            local.clone().with_form(CallForm::RawSdp).form(),
+            CallForm::RawSdp
+        );
         assert_eq!(local.name(), "127.0.0.1");
         assert_eq!(
             local.named("the local provider").name(),

@@ -11,7 +11,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use walkie_openai::{AudioConfig, AudioOutput, SessionConfig};
 use walkie_rtc::signalling::MAX_RESPONSE_BYTES;
-use walkie_rtc::{Auth, Endpoint, RtcError, Signalling, Stage};
+use walkie_rtc::{Auth, CallForm, Endpoint, RtcError, Signalling, Stage};
 
 const OFFER: &str = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n";
 const ANSWER: &str = "v=0\r\no=- 2 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n";
@@ -322,6 +322,88 @@ async fn an_ephemeral_key_in_the_settings_posts_the_raw_offer_directly() {
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].header("authorization"), Some("Bearer ek_given"));
     assert_eq!(seen[0].header("content-type"), Some("application/sdp"));
+}
+
+fn refused_multipart() -> String {
+    response(
+        "415 Unsupported Media Type",
+        &[("Content-Type", "application/json")],
+        r#"{"error":{"message":"Only application/sdp is accepted.","type":"invalid_request_error"}}"#,
+    )
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_the_multipart_form_is_called_again_with_the_raw_offer_and_the_same_key()
+ {
+    let (base, server) = serve(vec![
+        refused_multipart(),
+        sdp_answer(Some("/v1/realtime/calls/rtc_raw")),
+        sdp_answer(Some("/v1/realtime/calls/rtc_raw_again")),
+    ])
+    .await;
+    let endpoint = Endpoint::custom(&base, Auth::Bearer("sk-server".to_owned())).expect("valid");
+    let answer = signalling()
+        .post_offer(&endpoint, OFFER, &session())
+        .await
+        .expect("the raw offer is answered");
+    assert_eq!(answer.form, CallForm::RawSdp);
+    assert_eq!(answer.call_id.as_deref(), Some("rtc_raw"));
+    assert_eq!(answer.sdp, ANSWER);
+    // The address is remembered: the next call (another client, as Settings' Test connection
+    // makes) goes raw from the start.
+    let again = signalling()
+        .post_offer(&endpoint, OFFER, &session())
+        .await
+        .expect("the second call is answered");
+    assert_eq!(again.form, CallForm::RawSdp);
+
+    let seen = server.await.expect("the server ran");
+    assert_eq!(seen.len(), 3, "one refused request, then one per call");
+    assert!(
+        seen[0]
+            .header("content-type")
+            .is_some_and(|value| value.starts_with("multipart/form-data")),
+        "the first request is the documented form"
+    );
+    for raw in &seen[1..] {
+        assert_eq!(raw.header("content-type"), Some("application/sdp"));
+        assert_eq!(raw.header("authorization"), Some("Bearer sk-server"));
+        assert_eq!(raw.body, OFFER.as_bytes());
+    }
+}
+
+#[tokio::test]
+async fn a_server_set_to_the_multipart_form_reports_its_refusal_instead_of_calling_again() {
+    let (base, server) = serve(vec![refused_multipart()]).await;
+    let endpoint = Endpoint::custom(&base, Auth::Bearer("sk-server".to_owned()))
+        .expect("valid")
+        .with_form(CallForm::Multipart);
+    let error = signalling()
+        .post_offer(&endpoint, OFFER, &session())
+        .await
+        .expect_err("a 415 with the form fixed");
+    assert!(
+        matches!(&error, RtcError::Http(failure) if failure.status == 415 && failure.message == "Only application/sdp is accepted."),
+        "{error:?}"
+    );
+    assert_eq!(server.await.expect("the server ran").len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_set_to_the_raw_form_gets_the_raw_offer_with_a_standard_key_at_once() {
+    let (base, server) = serve(vec![sdp_answer(Some("/v1/realtime/calls/rtc_set"))]).await;
+    let endpoint = Endpoint::custom(&base, Auth::Bearer("sk-server".to_owned()))
+        .expect("valid")
+        .with_form(CallForm::RawSdp);
+    let answer = signalling()
+        .post_offer(&endpoint, OFFER, &session())
+        .await
+        .expect("the call is placed");
+    assert_eq!(answer.form, CallForm::RawSdp);
+    let seen = server.await.expect("the server ran");
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].header("content-type"), Some("application/sdp"));
+    assert_eq!(seen[0].header("authorization"), Some("Bearer sk-server"));
 }
 
 #[tokio::test]

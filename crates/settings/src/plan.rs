@@ -23,7 +23,7 @@ use walkie_session::turn::{
 };
 
 use crate::secrets::{self, ApiKey, KeyAccount};
-use crate::settings::{self, ProviderKind, Settings};
+use crate::settings::{self, CallFormChoice, ProviderKind, Settings};
 
 /// Why a plan has no provider to call or nowhere to save. Each says, in its one line, what the
 /// user does next.
@@ -75,6 +75,7 @@ pub enum Provider {
     Custom {
         base_url: String,
         api_key: Option<ApiKey>,
+        call_form: CallFormChoice,
     },
 }
 
@@ -103,13 +104,22 @@ impl Provider {
                 deployment,
                 api_key,
             } => Endpoint::azure(resource_url, api_key.expose(), deployment.as_str()),
-            Provider::Custom { base_url, api_key } => Endpoint::custom(
+            Provider::Custom {
+                base_url,
+                api_key,
+                call_form,
+            } => Endpoint::custom(
                 base_url,
                 match api_key {
                     Some(key) => Auth::Bearer(key.expose().to_owned()),
                     None => Auth::None,
                 },
-            ),
+            )
+            .map(|endpoint| match call_form {
+                CallFormChoice::Automatic => endpoint,
+                CallFormChoice::Multipart => endpoint.with_form(walkie_rtc::CallForm::Multipart),
+                CallFormChoice::RawSdp => endpoint.with_form(walkie_rtc::CallForm::RawSdp),
+            }),
         };
         endpoint.map_err(|error| match (&error, self) {
             (RtcError::CredentialsInUrl { .. }, Provider::Azure { .. }) => {
@@ -504,6 +514,7 @@ fn provider_with(
         ProviderKind::Custom => Ok(Provider::Custom {
             base_url: settings.custom_base_url.trim().to_owned(),
             api_key: key_in_use(KeyAccount::Custom).0,
+            call_form: settings.custom_call_form,
         }),
     }
 }
@@ -588,6 +599,7 @@ mod tests {
         let custom = Provider::Custom {
             base_url: "https://realtime.example.com".to_owned(),
             api_key: None,
+            call_form: CallFormChoice::Automatic,
         };
         let failure = |status| HttpFailure {
             provider: "OpenAI".to_owned(),
@@ -656,10 +668,41 @@ mod tests {
     }
 
     #[test]
+    fn a_compatible_server_is_called_in_the_form_the_settings_choose() {
+        let form = |call_form| {
+            Provider::Custom {
+                base_url: "https://realtime.example.com".to_owned(),
+                api_key: Some(ApiKey::given("sk-server")),
+                call_form,
+            }
+            .endpoint(None)
+            .expect("a valid address")
+            .form()
+        };
+        assert_eq!(
+            form(CallFormChoice::Automatic),
+            walkie_rtc::CallForm::Automatic
+        );
+        assert_eq!(
+            form(CallFormChoice::Multipart),
+            walkie_rtc::CallForm::Multipart
+        );
+        assert_eq!(form(CallFormChoice::RawSdp), walkie_rtc::CallForm::RawSdp);
+        let file: Settings = serde_json::from_str(r#"{"customCallForm":"raw_sdp"}"#)
+            .expect("the setting's file spelling");
+        assert_eq!(file.custom_call_form, CallFormChoice::RawSdp);
+        assert_eq!(
+            Settings::default().custom_call_form,
+            CallFormChoice::Automatic
+        );
+    }
+
+    #[test]
     fn connect_refuses_an_address_with_a_password_naming_the_field() {
         let custom = Provider::Custom {
             base_url: "https://walkie:pa55word@realtime.example.com".to_owned(),
             api_key: None,
+            call_form: CallFormChoice::Automatic,
         };
         let error = custom.endpoint(None).unwrap_err();
         assert_eq!(
@@ -684,7 +727,7 @@ mod tests {
             .endpoint(Some(local))
             .expect("the local endpoint");
         assert_eq!(endpoint.name(), "the local provider");
-        assert_eq!(endpoint.form(), walkie_rtc::CallForm::Multipart);
+        assert_eq!(endpoint.form(), walkie_rtc::CallForm::Automatic);
         assert!(
             !format!("{endpoint:?}").contains("per-launch"),
             "{endpoint:?}"

@@ -38,6 +38,21 @@ pub enum ProviderKind {
     Custom,
 }
 
+/// How a call to a compatible server is placed (`POST /v1/realtime/calls`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallFormChoice {
+    /// The documented multipart form (the offer and the session together), and the raw offer
+    /// where the server refuses it with 415 (remembered for that address until Walkie quits).
+    #[default]
+    Automatic,
+    /// The multipart form only: a refusal is reported, not worked around.
+    Multipart,
+    /// The raw offer alone (`application/sdp`): the server's own defaults until the session is
+    /// configured on the data channel, and the server's model.
+    RawSdp,
+}
+
 /// Which of the server's voice detections ends a hands-free turn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -120,6 +135,8 @@ pub struct Settings {
     pub azure_deployment: String,
     /// The part before `/v1/realtime/calls`.
     pub custom_base_url: String,
+    /// How a call to that server is placed.
+    pub custom_call_form: CallFormChoice,
     pub model: String,
     pub voice: String,
     pub instructions: String,
@@ -252,6 +269,7 @@ impl Default for Settings {
             azure_resource_url: String::new(),
             azure_deployment: String::new(),
             custom_base_url: String::new(),
+            custom_call_form: CallFormChoice::Automatic,
             model: walkie_openai::names::DEFAULT_REALTIME_MODEL.to_owned(),
             voice: "marin".to_owned(),
             instructions: "You are Walkie, a concise and friendly voice assistant on the user's \
@@ -324,6 +342,7 @@ pub fn label(field: &str) -> &'static str {
         "azureResourceUrl" => "Azure resource URL",
         "azureDeployment" => "Azure deployment",
         "customBaseUrl" => "Server address",
+        "customCallForm" => "Place the call with",
         "model" => "Model",
         "voice" => "Voice",
         "instructions" => "Instructions",
@@ -592,6 +611,7 @@ impl Settings {
                     s.azure_resource_url.clone(),
                     s.azure_deployment.clone(),
                     s.custom_base_url.clone(),
+                    s.custom_call_form,
                 ),
                 s.model.clone(),
                 s.voice.clone(),
@@ -1490,6 +1510,7 @@ mod tests {
             "azureResourceUrl",
             "azureDeployment",
             "customBaseUrl",
+            "customCallForm",
             "model",
             "voice",
             "instructions",
