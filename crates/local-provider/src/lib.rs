@@ -36,6 +36,8 @@ mod http;
 pub mod http_fault;
 mod live_call;
 mod live_session;
+#[cfg(feature = "test-bench")]
+pub mod netem;
 pub mod picture;
 #[cfg(feature = "test-bench")]
 pub mod scenario;
