@@ -1538,3 +1538,142 @@ fn the_providers_rate_limits_are_passed_on_as_they_come() {
     assert_eq!(limits[0][0].remaining, Some(4));
     assert_eq!(limits[0][1].limit, None, "absent stays absent");
 }
+
+/// The speech parts among `events`: (started, ended).
+fn speech_parts(events: &[SessionEvent]) -> (usize, usize) {
+    let started = events
+        .iter()
+        .filter(|event| matches!(event, SessionEvent::PartStart(_)))
+        .count();
+    let ended = events
+        .iter()
+        .filter(|event| matches!(event, SessionEvent::PartEnd(_)))
+        .count();
+    (started, ended)
+}
+
+#[test]
+fn reply_audio_that_outruns_its_start_event_is_held_then_played_whole_in_the_replys_one_part() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_1"));
+    talk.events();
+    // A lost SCTP packet holds back content_part.added and output_audio_buffer.started while
+    // the reply's RTP flows on.
+    for at_ms in [2_320, 2_340, 2_360] {
+        talk.controller.assistant_audio(
+            walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+            at_ms,
+        );
+    }
+    let early = talk.events();
+    assert_eq!(
+        speech_parts(&early),
+        (0, 0),
+        "no message for audio nobody placed yet: {early:?}"
+    );
+    assert_eq!(talk.controller.stats().early_audio_chunks, 3);
+    talk.at(2_400)
+        .server(&audio_part_added("resp_1", "item_A1"))
+        .server(&output_started("resp_1"));
+    let started = talk.stamped_events();
+    let speech_start = started
+        .iter()
+        .position(|(_, event)| *event == SessionEvent::OutputSpeechStart)
+        .expect("the reply starts");
+    let deltas: Vec<_> = started
+        .iter()
+        .filter(|(_, event)| matches!(event, SessionEvent::PartDelta(_)))
+        .collect();
+    assert_eq!(
+        deltas.len(),
+        3,
+        "the held audio, in order, once: {started:?}"
+    );
+    assert!(
+        started
+            .iter()
+            .position(|(_, event)| matches!(event, SessionEvent::PartStart(_)))
+            .is_some_and(|part| part > speech_start),
+        "its part opens after the reply's start: {started:?}"
+    );
+    talk.controller.assistant_audio(
+        walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+        2_420,
+    );
+    talk.at(2_500)
+        .server(&assistant_says("resp_1", "item_A1", "Hello."))
+        .server(&response_done("resp_1", "completed"))
+        .server(&output_stopped("resp_1"));
+    talk.controller.tick(2_500 + LATE_AUDIO_GRACE_MS);
+    let rest = talk.events();
+    assert_eq!(
+        speech_parts(&rest),
+        (0, 1),
+        "the rest of the reply stays in its one part: {rest:?}"
+    );
+}
+
+#[test]
+fn silence_between_replies_opens_no_message_and_does_not_keep_a_stopped_reply_going() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    // A server without DTX sends silence all the time.
+    let silence = || walkie_session::AudioChunk::from_samples(vec![3; 960]);
+    talk.controller.assistant_audio(silence(), 500);
+    assert_eq!(speech_parts(&talk.events()), (0, 0), "nobody spoke");
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_1"))
+        .server(&audio_part_added("resp_1", "item_A1"))
+        .server(&output_started("resp_1"))
+        .server(&assistant_says("resp_1", "item_A1", "Hello."))
+        .server(&response_done("resp_1", "completed"))
+        .server(&output_stopped("resp_1"));
+    talk.events();
+    // Silence keeps coming after the reply's stop: the reply ends after the grace all the same.
+    for at_ms in (2_320..2_300 + LATE_AUDIO_GRACE_MS + 200).step_by(20) {
+        talk.controller.assistant_audio(silence(), at_ms);
+        talk.controller.tick(at_ms);
+    }
+    let end = talk.events();
+    assert!(
+        end.contains(&SessionEvent::TurnComplete),
+        "the reply ended though silence went on: {end:?}"
+    );
+    talk.controller.assistant_audio(silence(), 3_000);
+    assert_eq!(
+        speech_parts(&talk.events()),
+        (0, 0),
+        "silence after it opens no message"
+    );
+    assert!(talk.controller.stats().silent_audio_chunks >= 2);
+}
+
+#[test]
+fn held_audio_whose_start_never_comes_plays_as_the_active_responses_after_half_a_second() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_1"));
+    talk.events();
+    talk.controller.assistant_audio(
+        walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+        2_320,
+    );
+    assert_eq!(talk.controller.next_deadline_ms(), Some(2_820));
+    talk.controller.tick(2_820);
+    let events = talk.events();
+    assert!(
+        events.contains(&SessionEvent::OutputSpeechStart),
+        "the reply is taken to have started: {events:?}"
+    );
+    assert_eq!(
+        speech_parts(&events).0,
+        1,
+        "and its audio is heard: {events:?}"
+    );
+}

@@ -135,7 +135,7 @@ fn assistant_audio_by_rtp_alone_also_fixes_the_voice() {
     let mut talk = Conversation::with(configured());
     opened(&mut talk);
     talk.controller
-        .assistant_audio(AudioChunk::from_samples(vec![0i16; 480]), 600);
+        .assistant_audio(AudioChunk::from_samples(vec![1_000i16; 480]), 600);
     talk.controller.set_turn_mode(hands_free(), 700);
     let sent = talk.sent();
     let updates = updates(&sent);

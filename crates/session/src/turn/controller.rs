@@ -87,6 +87,20 @@ pub const STOPPED_WATCHDOG_MS: u64 = 2_000;
 /// reply and short enough that a lost `response.done` does not wedge the conversation.
 pub const RESPONSE_DONE_WATCHDOG_MS: u64 = 30_000;
 
+/// How long reply audio that came ahead of its reply's start is held before it is taken for
+/// the active response's: longer than an SCTP retransmission on a lossy path takes, short
+/// enough that a reply whose start was lost is not much delayed.
+pub const EARLY_AUDIO_MAX_MS: u64 = 500;
+
+/// Whether a chunk of reply audio holds sound: a sample above [`super::SILENCE_PEAK`] (a call
+/// may carry digital or near silence between replies).
+pub(super) fn is_sounding(chunk: &AudioChunk) -> bool {
+    chunk
+        .samples()
+        .iter()
+        .any(|sample| sample.unsigned_abs() > super::SILENCE_PEAK as u16)
+}
+
 /// Who stops a reply at the server on a barge-in: the server itself when its VAD hears the
 /// user (hands-free with `interrupt_response`), or the client (`response.cancel`, and over
 /// WebRTC `output_audio_buffer.clear`).
@@ -105,8 +119,15 @@ pub struct ControllerStats {
     pub undecodable_events: u64,
     /// Events the session refused (see [`Diagnostic::SessionRefused`]).
     pub refused_session_events: u64,
-    /// Assistant audio chunks dropped because their reply had been cut (barge-in stragglers).
+    /// Assistant audio chunks dropped because their reply had been cut (barge-in stragglers),
+    /// or held ahead of a reply that never came.
     pub dropped_audio_chunks: u64,
+    /// Silent chunks received while no reply was audible (a server that sends silence between
+    /// replies), not taken for anyone's speech.
+    pub silent_audio_chunks: u64,
+    /// Sounding chunks that arrived before the events that place them (their reply's start):
+    /// held, then played in order once those came.
+    pub early_audio_chunks: u64,
     /// Hints and diagnostics dropped because nobody polled them.
     pub dropped_notes: u64,
 }
@@ -121,6 +142,11 @@ pub struct TurnController {
     /// Everything for the world, in the order it was decided (see [`ControllerOutput`]).
     outbox: Outbox,
     pub(super) stats: ControllerStats,
+    /// Reply audio that came before the data-channel events that place it (a lost SCTP packet
+    /// is resent while RTP flows on), and when the first of it came: played once its reply
+    /// starts, or after [`EARLY_AUDIO_MAX_MS`] as the active response's.
+    early_audio: Vec<AudioChunk>,
+    early_audio_since_ms: Option<u64>,
 
     /// Opened, confirmed, transcribing, near its cap.
     pub(super) lifecycle: Lifecycle,
@@ -176,6 +202,8 @@ impl TurnController {
             session,
             outbox: Outbox::default(),
             stats: ControllerStats::default(),
+            early_audio: Vec::new(),
+            early_audio_since_ms: None,
             lifecycle: Lifecycle::default(),
             press: Press::Idle,
             capture: Capture::default(),
@@ -224,6 +252,7 @@ impl TurnController {
     /// (they would go to a session that no longer exists).
     pub fn data_channel_closed(&mut self, now_ms: u64) {
         self.advance(now_ms);
+        self.drop_early_audio();
         self.lifecycle.closed();
         self.outbox.channel_closed();
         self.press = Press::Idle;
@@ -456,12 +485,75 @@ impl TurnController {
 
     /// Decoded assistant audio (RTP over WebRTC), to be played: it becomes an assistant speech
     /// delta. Audio of a reply cut by a barge-in is dropped.
+    ///
+    /// Over WebRTC the data channel says when a reply is audible (`output_audio_buffer.started`)
+    /// and which item its audio belongs to; while no reply is, silence is nobody's speech
+    /// (a server may send it between replies) and sound is held until those events come,
+    /// which a lost SCTP packet delays while RTP flows on.
     pub fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
         self.advance(now_ms);
+        let sounding = is_sounding(&chunk);
+        if self.config.transport == Transport::WebRtc && !self.audibility.is_audible() {
+            if !sounding && self.early_audio.is_empty() {
+                self.stats.silent_audio_chunks += 1;
+                return;
+            }
+            if self.audibility.admits_audio() {
+                // The model has spoken, whenever it is heard: the voice is fixed from now.
+                self.lifecycle.assistant_audio_started();
+                self.stats.early_audio_chunks += 1;
+                self.early_audio.push(chunk);
+                self.early_audio_since_ms.get_or_insert(now_ms);
+                self.release_overdue_early_audio(now_ms);
+                return;
+            }
+        }
+        self.take_assistant_audio(chunk, sounding, now_ms);
+    }
+
+    fn take_assistant_audio(&mut self, chunk: AudioChunk, sounding: bool, now_ms: u64) {
         self.response_activity_ms = now_ms;
         self.audibility.output_active(now_ms);
         self.lifecycle.assistant_audio_started();
+        if sounding {
+            // Only sound keeps a reply that said it stopped going: silence may never end.
+            self.audibility.audio_arrived(now_ms);
+        }
         self.push_assistant_audio(chunk, now_ms);
+    }
+
+    /// Plays the held reply audio now that its reply is audible.
+    fn release_early_audio(&mut self, now_ms: u64) {
+        self.early_audio_since_ms = None;
+        for chunk in std::mem::take(&mut self.early_audio) {
+            let sounding = is_sounding(&chunk);
+            self.take_assistant_audio(chunk, sounding, now_ms);
+        }
+    }
+
+    /// Held audio whose reply's start has not come in [`EARLY_AUDIO_MAX_MS`] is the active
+    /// response's (its start was lost with the call's data channel, or is very late); with no
+    /// response active it belongs to nobody and is dropped.
+    fn release_overdue_early_audio(&mut self, now_ms: u64) {
+        let Some(since_ms) = self.early_audio_since_ms else {
+            return;
+        };
+        if now_ms.saturating_sub(since_ms) < EARLY_AUDIO_MAX_MS {
+            return;
+        }
+        match self.responses.active().map(str::to_owned) {
+            Some(response_id) if !self.is_cut(&response_id) => {
+                self.output_became_audible(response_id, now_ms);
+            }
+            _ => self.drop_early_audio(),
+        }
+    }
+
+    /// Held audio that will never be played (a barge-in, the call's end).
+    pub(super) fn drop_early_audio(&mut self) {
+        self.stats.dropped_audio_chunks += self.early_audio.len() as u64;
+        self.early_audio.clear();
+        self.early_audio_since_ms = None;
     }
 
     /// The audio driver played `played_ms` of the assistant item `item_id` so far.
@@ -540,6 +632,8 @@ impl TurnController {
             self.press.deadline_ms(&self.config),
             self.lifecycle.deadline_ms(&self.config),
             self.audibility.late_audio_until_ms(),
+            self.early_audio_since_ms
+                .map(|since_ms| since_ms + EARLY_AUDIO_MAX_MS),
             self.stopped_watchdog_at(),
             self.response_watchdog_at(),
             self.held_until_ms,
@@ -828,6 +922,7 @@ impl TurnController {
             self.emit(SessionEvent::OutputSpeechStart, now_ms);
         }
         if self.config.echo_canceller {
+            self.release_early_audio(now_ms);
             return;
         }
         match (&self.config.mode, self.press) {
@@ -842,6 +937,8 @@ impl TurnController {
             // sends holds silence, not the assistant.
             _ => self.set_mic_gate(true),
         }
+        // After a barge-in the cut reply's audio is refused, the held audio with it.
+        self.release_early_audio(now_ms);
     }
 
     /// The assistant stopped being audible (drained, cleared, or flushed by a barge-in).
@@ -922,7 +1019,6 @@ impl TurnController {
                 return;
             }
         }
-        self.audibility.audio_arrived(now_ms);
         let item_id = self.audibility.audio_item().map(str::to_owned);
         if let Some(index) = self.assistant_part_for(item_id.as_deref(), PartKind::Speech, now_ms) {
             let delta = PartDelta::assistant_audio(chunk);
@@ -1206,6 +1302,7 @@ impl TurnController {
         {
             self.output_became_inaudible(now_ms);
         }
+        self.release_overdue_early_audio(now_ms);
         if self
             .held_until_ms
             .is_some_and(|until_ms| now_ms >= until_ms)

@@ -1049,10 +1049,7 @@ impl TurnEngine for LiveTurns {
 
     fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
         self.advance(now_ms);
-        let audible = chunk
-            .samples()
-            .iter()
-            .any(|s| s.unsigned_abs() > SILENCE_PEAK as u16);
+        let audible = super::controller::is_sounding(&chunk);
         let held = matches!(self.press, Press::Held { .. });
         if held || self.reply.is_none() && self.cut_reply_goes_on(now_ms) {
             // The key is held (the model is to listen), or this is the rest of the reply the

@@ -247,7 +247,7 @@ impl TurnController {
     }
 
     /// A response whose output must not reach the user: cut by a barge-in, or discarded.
-    fn is_cut(&self, response_id: &str) -> bool {
+    pub(super) fn is_cut(&self, response_id: &str) -> bool {
         self.audibility.was_cut(response_id) || self.responses.is_discarded(response_id)
     }
 
