@@ -37,6 +37,8 @@ pub trait Ui: Send + 'static {
     fn reply_latency(&mut self, message_id: &str, latency_ms: u64);
     /// What the conversation has spent so far.
     fn spending(&mut self, spending: &walkie_conversation::Spending);
+    /// How the connection is doing now (sent when its level or its sentence changes).
+    fn connection_health(&mut self, health: &walkie_conversation::ConnectionHealth);
     /// A call of a tool that asks first waits for the user's decision (a card to show).
     fn ask_approval(&mut self, approval: &walkie_conversation::ApprovalRequest);
     /// The card of this call is no longer needed.
@@ -69,7 +71,12 @@ pub struct Edges<'a, U> {
     pub tool_server_problems: Vec<String>,
     /// The outcomes of tool calls run off this task, as the machine's inputs.
     tool_results: (mpsc::UnboundedSender<Input>, mpsc::UnboundedReceiver<Input>),
+    /// When the connection's health is next read (during a call).
+    health_due_ms: u64,
 }
+
+/// How often the connection's health is read during a call.
+const HEALTH_INTERVAL_MS: u64 = 1_000;
 
 impl<'a, U: Ui> Edges<'a, U> {
     pub fn new(ui: &'a mut U) -> Self {
@@ -82,6 +89,7 @@ impl<'a, U: Ui> Edges<'a, U> {
             tool_servers: None,
             tool_server_problems: Vec::new(),
             tool_results: mpsc::unbounded_channel(),
+            health_due_ms: 0,
         }
     }
 
@@ -230,6 +238,18 @@ impl<'a, U: Ui> Edges<'a, U> {
                     message_id,
                     latency_ms,
                 } => self.ui.reply_latency(&message_id, latency_ms),
+                Output::ConnectionHealth(health) => {
+                    log::info!(
+                        "connection {:?}: {} (loss {:?} %, filled in {:?} %, jitter {:.0} ms, round trip {:?} ms)",
+                        health.level,
+                        health.sentence,
+                        health.loss_percent.map(|loss| loss.round()),
+                        health.filled_percent.map(|filled| filled.round()),
+                        health.jitter_ms,
+                        health.round_trip_ms.map(|ms| ms.round())
+                    );
+                    self.ui.connection_health(&health);
+                }
                 Output::Spending(spending) => self.ui.spending(&spending),
                 Output::Record(record) => {
                     if let Some(recording) = self.recording.as_mut() {
@@ -319,6 +339,23 @@ impl<'a, U: Ui> Edges<'a, U> {
     }
 
     /// The audio engine's reports queued since the last call, as the machine's inputs.
+    /// The call's receive side and transport as they are now: the jitter buffer's counts and
+    /// the interarrival jitter, and the last consent check's round trip.
+    fn health_sample(&mut self) -> Option<Input> {
+        self.health_due_ms = self.clock.now_ms() + HEALTH_INTERVAL_MS;
+        let (call, audio) = (self.call.as_ref()?, self.audio.as_ref()?);
+        let engine = audio.engine.stats();
+        let jitter = engine.jitter;
+        Some(Input::Health(walkie_conversation::HealthSample {
+            expected_packets: jitter.expected,
+            received_packets: jitter.queued + jitter.late,
+            played_frames: jitter.played,
+            filled_frames: jitter.concealed + jitter.recovered,
+            jitter_ms: engine.interarrival_jitter_ms,
+            round_trip_ms: call.peer().stats().round_trip_ms(),
+        }))
+    }
+
     pub fn audio_inputs(&self) -> Vec<Input> {
         self.audio.iter().flat_map(Audio::inputs).collect()
     }
@@ -327,7 +364,10 @@ impl<'a, U: Ui> Edges<'a, U> {
     /// reports of one pass together), the saving, or the clock at the machine's deadline.
     pub async fn next_inputs(&mut self, deadline_ms: Option<u64>) -> Vec<Input> {
         let clock = self.clock;
+        let health_due_ms =
+            (self.call.is_some() && self.audio.is_some()).then_some(self.health_due_ms);
         tokio::select! {
+            _ = clock.sleep_until(health_due_ms) => self.health_sample().into_iter().collect(),
             event = next_call_event(&mut self.call) => self.call_input(event).into_iter().collect(),
             _ = audio_woken(self.audio.as_ref().map(|audio| &*audio.woken)) => self.audio_inputs(),
             news = saving_news(self.recording.as_mut()) => vec![news],

@@ -54,6 +54,9 @@ pub struct ReplyLatency<'a> {
     latency_ms: u64,
 }
 
+/// How the connection is doing: a [`walkie_conversation::ConnectionHealth`] (its level, its
+/// sentence and the figures behind it), sent when the level or the sentence changes.
+pub const HEALTH_EVENT: &str = "walkie://connection-health";
 /// What the conversation has spent: a [`SpendingView`].
 pub const SPENDING_EVENT: &str = "walkie://spending";
 /// A tool call that asks first waits for the user: the card's content.
@@ -403,6 +406,12 @@ impl Ui for WindowUi {
     fn spending(&mut self, spending: &walkie_conversation::Spending) {
         if let Err(error) = self.app.emit(SPENDING_EVENT, SpendingView::from(spending)) {
             log::warn!("could not show what the conversation spent in the window: {error}");
+        }
+    }
+
+    fn connection_health(&mut self, health: &walkie_conversation::ConnectionHealth) {
+        if let Err(error) = self.app.emit(HEALTH_EVENT, health) {
+            log::warn!("could not show the connection's health in the window: {error}");
         }
     }
 

@@ -55,6 +55,7 @@ impl Ui for CollectingUi {
     fn cancelled(&mut self, _: &str) {}
     fn reply_latency(&mut self, _: &str, _: u64) {}
     fn spending(&mut self, _: &walkie_conversation::Spending) {}
+    fn connection_health(&mut self, _: &walkie_conversation::ConnectionHealth) {}
     // The soak declares no tool server, so no call asks first.
     fn ask_approval(&mut self, _: &walkie_conversation::ApprovalRequest) {}
     fn approval_closed(&mut self, _: &str) {}

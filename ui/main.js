@@ -17,17 +17,22 @@ import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
 import { createCompose } from "./compose.js";
 import { createSpending } from "./spending.js";
 import { createApprovals } from "./approvals.js";
+import { connectionShown, renderHealth } from "./health.js";
 
 const TRANSCRIPT_EVENT = "walkie://transcript";
 const INTERRUPTED_EVENT = "walkie://interrupted";
 const CANCELLED_EVENT = "walkie://cancelled";
 const LATENCY_EVENT = "walkie://latency";
 const SPENDING_EVENT = "walkie://spending";
+const HEALTH_EVENT = "walkie://connection-health";
 
 const { invoke, convertFileSrc } = window.__TAURI__.core;
 const { listen } = window.__TAURI__.event;
 
 const statusLine = document.getElementById("status");
+const connectionBadge = document.getElementById("connection");
+/** The call's latest connection health, shown while a call is up. */
+let lastHealth = null;
 const pttButton = document.getElementById("ptt");
 /** The microphone's latest level reading, for the talk control's ring. */
 let lastMicReading = null;
@@ -98,6 +103,7 @@ let shownStatus = { state: "unknown", detail: "" };
 function showStatus(status) {
   if (!renderStatus(statusLine, status)) return;
   shownStatus = status;
+  connectionBadge.hidden = !(lastHealth && connectionShown(status.state));
   // Readings come only when the level moves, so a press shows the last one at once.
   const ring = status.state === "listening" && lastMicReading ? ringLevel(lastMicReading) : 0;
   pttButton.style.setProperty("--mic-level", ring.toFixed(2));
@@ -148,6 +154,11 @@ await listen(CANCELLED_EVENT, (event) => {
 });
 const spending = createSpending(document.querySelector("#spending"));
 await listen(SPENDING_EVENT, (event) => spending.show(event.payload));
+await listen(HEALTH_EVENT, (event) => {
+  lastHealth = event.payload;
+  renderHealth(connectionBadge, event.payload);
+  connectionBadge.hidden = !connectionShown(statusLine.dataset.state);
+});
 await listen(LATENCY_EVENT, (event) => {
   transcriptEvents.flush();
   transcript.markLatency(event.payload.messageId, event.payload.latencyMs);

@@ -333,6 +333,8 @@ pub struct EngineStats {
     pub jitter: JitterStats,
     pub jitter_depth_ms: u32,
     pub jitter_target_ms: u32,
+    /// The received audio's interarrival jitter (RFC 3550), in milliseconds.
+    pub interarrival_jitter_ms: f64,
     /// Frames written to, and taken by, the current output stream.
     pub written_frames: u64,
     pub played_frames: u64,
@@ -388,6 +390,7 @@ struct JitterReport {
     stats: JitterStats,
     depth_ms: u32,
     target_ms: u32,
+    jitter_ms: f64,
 }
 
 impl Shared {
@@ -717,6 +720,7 @@ impl Engine {
             jitter: jitter.stats,
             jitter_depth_ms: jitter.depth_ms,
             jitter_target_ms: jitter.target_ms,
+            interarrival_jitter_ms: jitter.jitter_ms,
             written_frames: shared.written_frames.load(Ordering::Relaxed),
             played_frames,
             talkspurt_start_frame: shared.talkspurt_start_frame.load(Ordering::Relaxed),
@@ -1813,6 +1817,7 @@ impl Downlink {
                 stats: self.jitter.stats(),
                 depth_ms: self.jitter.depth_ms(),
                 target_ms: self.jitter.target_ms(),
+                jitter_ms: self.jitter.jitter_ms(),
             };
         }
     }

@@ -14,6 +14,8 @@ use crate::redial::DialFailure;
 pub enum Input {
     /// The push-to-talk control went down.
     Press,
+    /// A reading of the call's receive side and transport (about once a second, in a call).
+    Health(crate::health::HealthSample),
     /// The push-to-talk control went up.
     Release,
     /// The user takes the press under way back (Escape): nothing of it is sent.

@@ -11,6 +11,7 @@
 //! No clock, no I/O, no threads: the shell's driver reads the clock and carries each output to
 //! the call, the audio engine, the store or the webview, and decides nothing itself.
 
+mod health;
 mod input;
 mod machine;
 mod meters;
@@ -21,6 +22,7 @@ mod spending;
 mod status;
 mod tools;
 
+pub use health::{ConnectionHealth, HealthLevel, HealthSample, HealthWatch};
 pub use input::{EngineInput, Input, LevelReading, TransportInput};
 pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};

@@ -13,6 +13,7 @@ use walkie_session::{
     SessionEvent, Speaker,
 };
 
+use crate::health::HealthWatch;
 use crate::input::{EngineInput, Input, TransportInput};
 use crate::meters::Meters;
 use crate::output::{Output, Record};
@@ -95,6 +96,8 @@ pub struct Conversation {
     calls: u64,
     /// The provider paused inference (idle) and has not been woken since.
     paused: bool,
+    /// The connection's health, judged from the driver's samples.
+    health: HealthWatch,
     iterator: EventIterator,
     bridge: TranscriptBridge,
     /// The turn settings each new call starts from (the mode follows the user's switches).
@@ -183,6 +186,7 @@ impl Conversation {
             controller,
             calls: 1,
             paused: false,
+            health: HealthWatch::default(),
             iterator,
             bridge: TranscriptBridge::new(config.thread_id),
             turn: config.turn,
@@ -343,6 +347,13 @@ impl Conversation {
             }
             (_, Input::WallClock(clock)) => self.controller.wall_clock(now_ms, clock),
             (_, Input::Engine(report)) => self.engine(report, now_ms),
+            (Phase::InCall, Input::Health(sample)) => {
+                if let Some(health) = self.health.sample(sample, now_ms) {
+                    self.outputs.push_back(Output::ConnectionHealth(health));
+                }
+            }
+            // Between calls there is no connection to judge.
+            (_, Input::Health(_)) => {}
             // A press carried to the next call is taken back before it started.
             (_, Input::CancelPress) if self.carried_press => {
                 self.carried_press = false;
@@ -484,7 +495,8 @@ impl Conversation {
                 self.controller.tool_finished(&call_id, result, now_ms);
             }
             // Handled for every phase, or meaningless during a call.
-            Input::HangUp
+            Input::Health(_)
+            | Input::HangUp
             | Input::SetTurnMode(_)
             | Input::SetTypedRepliesInText(_)
             | Input::SetCosting { .. }
@@ -634,6 +646,7 @@ impl Conversation {
         self.controller = controller;
         self.calls += 1;
         self.paused = false;
+        self.health.call_began();
         self.iterator = iterator;
         self.phase = Phase::InCall;
         self.restore_on_open = true;

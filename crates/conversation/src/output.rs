@@ -37,6 +37,8 @@ pub enum Output {
     /// key came up, the provider heard them stop, or their typed message went out): its first
     /// sound played at the device.
     ReplyLatency { message_id: String, latency_ms: u64 },
+    /// How the connection is doing now changed (its level or its sentence).
+    ConnectionHealth(crate::health::ConnectionHealth),
     /// A response was billed: what the conversation has spent so far.
     Spending(Box<Spending>),
     /// Something to save.

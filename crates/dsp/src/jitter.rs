@@ -63,6 +63,9 @@ pub enum Playout<'a> {
 /// Counters for the UI and the benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JitterStats {
+    /// Packets the sender numbered, from the first received to the highest: what should have
+    /// arrived. Less the packets that did (`queued` and `late`), the packets the network lost.
+    pub expected: u64,
     pub queued: u64,
     pub played: u64,
     pub recovered: u64,
@@ -89,6 +92,8 @@ pub struct JitterBuffer {
     playing: bool,
     last_transit_ms: Option<f64>,
     jitter_ms: f64,
+    /// The highest sequence number received, for [`JitterStats::expected`].
+    highest_seq: Option<u16>,
     stats: JitterStats,
 }
 
@@ -127,6 +132,7 @@ impl JitterBuffer {
             playing: false,
             last_transit_ms: None,
             jitter_ms: 0.0,
+            highest_seq: None,
             stats: JitterStats::default(),
         }
     }
@@ -146,6 +152,7 @@ impl JitterBuffer {
         if payload.len() > MAX_PACKET_BYTES {
             return PushOutcome::Oversized;
         }
+        self.count_expected(seq);
         let mut outcome = PushOutcome::Queued;
         if let Some(head) = self.head {
             let distance = seq_distance(seq, head);
@@ -189,6 +196,33 @@ impl JitterBuffer {
         self.held += 1;
         self.stats.queued += 1;
         outcome
+    }
+
+    /// Counts the packets numbered up to `seq` when it is the highest yet; a jump too far to
+    /// be loss (a restarted stream) counts as one.
+    fn count_expected(&mut self, seq: u16) {
+        match self.highest_seq {
+            None => {
+                self.stats.expected += 1;
+                self.highest_seq = Some(seq);
+            }
+            Some(highest) => {
+                let ahead = seq_distance(seq, highest);
+                if ahead > 0 {
+                    let ahead = ahead as usize;
+                    self.stats.expected += if ahead < self.slots.len() {
+                        ahead as u64
+                    } else {
+                        1
+                    };
+                    self.highest_seq = Some(seq);
+                } else if -ahead as usize >= self.slots.len() {
+                    // Far behind: a new stream, not a late packet of this one.
+                    self.stats.expected += 1;
+                    self.highest_seq = Some(seq);
+                }
+            }
+        }
     }
 
     fn highest_held_distance_from(&self, seq: u16) -> usize {

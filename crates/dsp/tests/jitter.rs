@@ -171,3 +171,34 @@ fn an_oversized_payload_is_refused() {
     assert_eq!(buffer.push(0, 0, &[0u8; 2_000], 0), PushOutcome::Oversized);
     assert_eq!(buffer.depth_ms(), 0);
 }
+
+#[test]
+fn the_packets_the_network_lost_are_those_expected_that_never_came() {
+    let mut buffer = JitterBuffer::new(JitterConfig::default());
+    // 0..100 sent around the wrap, every tenth lost, one reordered, one duplicated.
+    let mut arrival_ms = 0;
+    for offset in 0u16..100 {
+        let seq = 65_500u16.wrapping_add(offset);
+        if offset % 10 == 3 {
+            continue;
+        }
+        let seq = match offset {
+            50 => seq.wrapping_add(1),
+            51 => seq.wrapping_sub(1),
+            _ => seq,
+        };
+        push(&mut buffer, seq, arrival_ms);
+        if offset == 60 {
+            push(&mut buffer, seq, arrival_ms);
+        }
+        arrival_ms += 20;
+        pop(&mut buffer);
+    }
+    let stats = buffer.stats();
+    assert_eq!(stats.expected, 100, "the first to the highest numbered");
+    assert_eq!(
+        stats.expected - stats.queued - stats.late,
+        10,
+        "every tenth lost, the reordered and duplicated ones not: {stats:?}"
+    );
+}

@@ -167,3 +167,31 @@ async fn a_three_second_blackout_is_ridden_out_without_the_call_ending() {
         "after it, a turn goes through whole: {packets}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_round_trip_the_client_measures_is_the_networks() {
+    let (_provider, relay, mut call) = call_through(Impairment::CLEAN, 4).await;
+    relay.set_impairment(Impairment {
+        delay_ms: 50,
+        ..Impairment::CLEAN
+    });
+    // Consent checks go out every 2 s; the next one answered after the delay says it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let round_trip_ms = loop {
+        let measured = call.peer().stats().round_trip_ms();
+        if let Some(ms) = measured
+            && ms >= 90.0
+        {
+            break ms;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no round trip of 2 × 50 ms measured within 10 s: {measured:?}"
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(100), call.next_event()).await;
+    };
+    assert!(
+        round_trip_ms < 200.0,
+        "the round trip is the network's 100 ms, not more: {round_trip_ms} ms"
+    );
+}

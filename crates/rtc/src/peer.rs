@@ -165,6 +165,18 @@ pub struct PeerStats {
     pub texts_out: AtomicU64,
     /// The most text the data channel has held unacknowledged by the remote, in bytes.
     pub send_backlog_peak_bytes: AtomicU64,
+    /// The round trip of the last connectivity check on the nominated candidate pair, in
+    /// microseconds (ICE consent checks every [`PeerConfig::ice_keepalive_interval`]); 0 until
+    /// one was answered.
+    pub round_trip_us: AtomicU64,
+}
+
+impl PeerStats {
+    /// The round trip of the last answered connectivity check, when there was one.
+    pub fn round_trip_ms(&self) -> Option<f64> {
+        let micros = self.round_trip_us.load(Ordering::Relaxed);
+        (micros > 0).then(|| micros as f64 / 1000.0)
+    }
 }
 
 enum Command {
@@ -475,6 +487,7 @@ impl Setup {
             ice_connected: false,
             disconnected: false,
             ended: false,
+            next_stats_at: Instant::now(),
         };
         tokio::spawn(event_loop.run(command_rx, datagram_rx));
         Peer {
@@ -597,7 +610,12 @@ struct EventLoop {
     ice_connected: bool,
     disconnected: bool,
     ended: bool,
+    /// When the connection's statistics are next read into [`PeerStats`].
+    next_stats_at: Instant,
 }
+
+/// How often the connection's statistics (the round trip) are read.
+const STATS_INTERVAL: Duration = Duration::from_secs(1);
 
 impl EventLoop {
     async fn run(
@@ -692,6 +710,7 @@ impl EventLoop {
             }
             self.drain().await;
             self.release_drained_sends();
+            self.read_stats();
         }
         // From here on nothing more can be queued: a send after `close` returned is refused
         // with `RtcError::Closed`, not accepted into a loop that has stopped.
@@ -910,6 +929,27 @@ impl EventLoop {
                 _ => {}
             },
             _ => {}
+        }
+    }
+
+    /// Reads the round trip of the nominated candidate pair into [`PeerStats`], at most every
+    /// [`STATS_INTERVAL`].
+    fn read_stats(&mut self) {
+        let now = Instant::now();
+        if now < self.next_stats_at {
+            return;
+        }
+        self.next_stats_at = now + STATS_INTERVAL;
+        let report = self.pc.get_stats(now, rtc::statistics::StatsSelector::None);
+        let round_trip_s = report
+            .candidate_pairs()
+            .filter(|pair| pair.nominated && pair.responses_received > 0)
+            .map(|pair| pair.current_round_trip_time)
+            .find(|seconds| *seconds > 0.0);
+        if let Some(seconds) = round_trip_s {
+            // At least a microsecond: 0 means none measured.
+            let micros = ((seconds * 1e6).round() as u64).max(1);
+            self.stats.round_trip_us.store(micros, Ordering::Relaxed);
         }
     }
 
