@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command, and exactly what CI runs (.ci/run): installs what is missing,
 # then runs the lints and every test — Rust unit and integration tests, the webview end-to-end
-# tests (each starts its own Xvfb and WebKitWebDriver) and the webview modules' unit tests.
+# tests (each starts its own Xvfb and WebKitWebDriver), the conversations with an independent
+# WebRTC peer on aiortc (tests/peers/) and the webview modules' unit tests.
 # The oracle (scripts/oracle/) then checks the client events those conversations sent against
 # the official Python SDK's GA types, and feeds SDK-built server events through the decoder.
 # Real-time audio tests play and record through a private PulseAudio server with null sinks
@@ -45,6 +46,11 @@ step cpal-only-audio env RUSTFLAGS="--cfg walkie_cpal_only -D warnings" \
 rm -rf "${CARGO_TARGET_DIR:-target}/oracle-trace" "${CARGO_TARGET_DIR:-target}/tmp/e2e-data"
 # The end-to-end accessibility audit injects axe-core from node_modules.
 step npm-tools npm ci --no-audit --no-fund --loglevel=error
+# The tests' Python (the oracle's SDKs, and aiortc for the independent peer the tests call).
+started=$SECONDS
+WALKIE_PYTHON=$(scripts/python-env.sh)
+export WALKIE_PYTHON
+echo "==> python-env: $WALKIE_PYTHON in $((SECONDS - started)) s" >&2
 step rust-build cargo test --workspace --locked --no-run
 step rust-tests cargo test --workspace --locked -- --skip slow_call_stays_connected
 step oracle scripts/oracle/run.sh

@@ -312,6 +312,9 @@ class TraceReport:
     calls: int = 0
     live_client_events_by_type: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     live_bodies: int = 0
+    # Each call setup (`POST .../realtime/calls`) by its form and the answer's status, e.g.
+    # "multipart 201", "sdp 201" (the raw offer), "multipart 415" (a server that refused it).
+    call_forms: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     failures: list[Failure] = dataclasses.field(default_factory=list)
 
     @property
@@ -401,6 +404,8 @@ def check_trace_root(root: Path) -> TraceReport:
                 report.failures.append(Failure(where, line.strip(), [Problem("", "trace", str(error))]))
                 continue
             report.calls += 1
+            if record.get("method") == "POST" and str(record.get("path", "")).endswith("/realtime/calls"):
+                report.call_forms[f"{record.get('form')} {record.get('status')}"] += 1
             live_body = record.get("live_session")
             if live_body is not None:
                 problems = check_live_body(live_body)
@@ -959,6 +964,7 @@ def main(argv: list[str] | None = None) -> int:
         f"created: {_by_type(trace.created_by_kind)}), "
         f"{trace.unknown_fields} unknown fields, {trace.model_in_session_update} model in session.update; "
         f"{trace.session_parts} session parts checked in {trace.calls} calls, "
+        f"call setups by form: {_by_type(trace.call_forms)}, "
         f"{sum(1 for f in trace.failures if f.where.endswith('(session part)'))} bad; "
         f"{decoder.types_ok}/{decoder.types_total} server event types decoded or kept "
         f"({decoder.instances} SDK-built instances); "
