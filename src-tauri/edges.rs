@@ -33,8 +33,14 @@ pub trait Ui: Send + 'static {
     fn interrupted(&mut self, message_id: &str);
     /// The transcript message `message_id` is a recording the user took back, not sent.
     fn cancelled(&mut self, message_id: &str);
-    /// The reply `message_id` was first heard `latency_ms` after the user's turn ended.
-    fn reply_latency(&mut self, message_id: &str, latency_ms: u64);
+    /// The reply `message_id` was first heard `latency_ms` after the user's turn ended, the
+    /// time split as `split` says when it is known.
+    fn reply_latency(
+        &mut self,
+        message_id: &str,
+        latency_ms: u64,
+        split: Option<&walkie_conversation::LatencySplit>,
+    );
     /// What the conversation has spent so far.
     fn spending(&mut self, spending: &walkie_conversation::Spending);
     /// How the connection is doing now (sent when its level or its sentence changes).
@@ -237,7 +243,22 @@ impl<'a, U: Ui> Edges<'a, U> {
                 Output::ReplyLatency {
                     message_id,
                     latency_ms,
-                } => self.ui.reply_latency(&message_id, latency_ms),
+                    split,
+                } => {
+                    if let Some(split) = split {
+                        log::info!(
+                            "a reply was heard {latency_ms} ms after the turn ended: {} ms here, \
+                             {} ms at the provider, {} ms on the network, {} ms from its first \
+                             packet to the speaker",
+                            split.local_ms,
+                            split.provider_ms,
+                            split.network_ms,
+                            split.playout_ms
+                        );
+                    }
+                    self.ui
+                        .reply_latency(&message_id, latency_ms, split.as_ref())
+                }
                 Output::ConnectionHealth(health) => {
                     log::info!(
                         "connection {:?}: {} (loss {:?} %, filled in {:?} %, jitter {:.0} ms, round trip {:?} ms)",
@@ -357,7 +378,11 @@ impl<'a, U: Ui> Edges<'a, U> {
     }
 
     pub fn audio_inputs(&self) -> Vec<Input> {
-        self.audio.iter().flat_map(Audio::inputs).collect()
+        let clock = self.clock;
+        self.audio
+            .iter()
+            .flat_map(|audio| audio.inputs(clock))
+            .collect()
     }
 
     /// The next inputs, from whichever edge has news first: the call, the audio engine (its
@@ -454,10 +479,10 @@ impl Audio {
     }
 
     /// The reports queued since the last call, as the machine's inputs.
-    pub fn inputs(&self) -> impl Iterator<Item = Input> + '_ {
+    pub fn inputs(&self, clock: Clock) -> impl Iterator<Item = Input> + '_ {
         self.events
             .try_iter()
-            .filter_map(|event| engine_input(event).map(Input::Engine))
+            .filter_map(move |event| engine_input(event, clock).map(Input::Engine))
     }
 }
 
@@ -484,6 +509,11 @@ impl Clock {
         self.started_unix_ms + self.started.elapsed().as_millis() as u64
     }
 
+    /// The clock's time at `instant` (the clock's start for an instant before it).
+    pub fn ms_at(&self, instant: Instant) -> u64 {
+        self.started_unix_ms + instant.saturating_duration_since(self.started).as_millis() as u64
+    }
+
     /// Waits until the machine's next deadline (forever when it has none).
     pub async fn sleep_until(&self, deadline_ms: Option<u64>) {
         match deadline_ms {
@@ -505,7 +535,7 @@ impl Clock {
 
 /// One engine report, as the conversation machine's input; how a reply played and how the
 /// clocks stand are only logged.
-fn engine_input(event: EngineEvent) -> Option<EngineInput> {
+fn engine_input(event: EngineEvent, clock: Clock) -> Option<EngineInput> {
     let input = match event {
         EngineEvent::AssistantAudio(chunk) => EngineInput::AssistantAudio(chunk),
         EngineEvent::SentAudio(chunk) => EngineInput::SentAudio(chunk),
@@ -514,6 +544,13 @@ fn engine_input(event: EngineEvent) -> Option<EngineInput> {
             played_ms,
         },
         EngineEvent::PlaybackDrained => EngineInput::Drained,
+        EngineEvent::ReplyHeard {
+            first_packet_at,
+            at_device,
+        } => EngineInput::ReplyHeard {
+            first_packet_ms: first_packet_at.map(|at| clock.ms_at(at)),
+            heard_ms: clock.ms_at(at_device),
+        },
         EngineEvent::DeviceFellBack {
             direction,
             using,

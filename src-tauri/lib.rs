@@ -52,6 +52,8 @@ pub const LATENCY_EVENT: &str = "walkie://latency";
 pub struct ReplyLatency<'a> {
     message_id: &'a str,
     latency_ms: u64,
+    /// Where the time went (here, the provider, the network, playout), when known.
+    split: Option<&'a walkie_conversation::LatencySplit>,
 }
 
 /// How the connection is doing: a [`walkie_conversation::ConnectionHealth`] (its level, its
@@ -393,10 +395,16 @@ impl Ui for WindowUi {
         }
     }
 
-    fn reply_latency(&mut self, message_id: &str, latency_ms: u64) {
+    fn reply_latency(
+        &mut self,
+        message_id: &str,
+        latency_ms: u64,
+        split: Option<&walkie_conversation::LatencySplit>,
+    ) {
         let latency = ReplyLatency {
             message_id,
             latency_ms,
+            split,
         };
         if let Err(error) = self.app.emit(LATENCY_EVENT, latency) {
             log::warn!("could not show a reply's latency in the window: {error}");

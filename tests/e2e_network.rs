@@ -2,7 +2,8 @@
 //! through the test bench's impaired network ([`walkie_local::netem::Relay`]). On a clean
 //! network the connection badge is green; when the network loses a tenth of the packets both
 //! ways, the next reply turns it amber with the sentence saying the network is at fault; once
-//! the loss stops, the next reply turns it green again.
+//! the loss stops, the next reply turns it green again. The first reply's "heard after" figure
+//! splits into here, the provider, the network and playout, and the parts add up to it.
 //!
 //! Slow test (X server, WebKitWebDriver, PulseAudio); it runs in CI.
 
@@ -45,6 +46,7 @@ async fn e2e_the_connection_badge_turns_amber_under_ten_percent_loss_and_back_wh
         talk_to_custom_server(&client, &base_url, &token).await;
         spoken_exchange(&client, 1.5, 0).await;
         wait_for_script(&client, LEVEL, json!("good")).await;
+        the_latency_split_adds_up(&client).await;
 
         relay.set_impairment(Impairment::random_loss(10.0));
         spoken_exchange(&client, 2.0, 1).await;
@@ -69,4 +71,41 @@ async fn e2e_the_connection_badge_turns_amber_under_ten_percent_loss_and_back_wh
         wait_for_script(&client, LEVEL, json!("good")).await;
     })
     .await;
+}
+
+/// The first reply's latency: its tooltip's parts add up to the "heard after" figure it shows
+/// (within 5 ms: each part is rounded), and the figure is that in seconds.
+async fn the_latency_split_adds_up(client: &fantoccini::Client) {
+    let shown = client
+        .execute(
+            "const figure = document.querySelector('.message-latency'); \
+             return figure ? [figure.textContent, figure.title] : null;",
+            vec![],
+        )
+        .await
+        .expect("the latency figure");
+    let (text, title) = (
+        shown[0].as_str().expect("its text"),
+        shown[1].as_str().expect("its tooltip"),
+    );
+    let numbers: Vec<u64> = title
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|number| !number.is_empty())
+        .map(|number| number.parse().expect("a whole number"))
+        .collect();
+    let [heard_ms, here_ms, provider_ms, network_ms, playout_ms] = numbers[..] else {
+        panic!("the tooltip says where the wait went: {title:?}");
+    };
+    let parts_ms = here_ms + provider_ms + network_ms + playout_ms;
+    assert!(
+        heard_ms.abs_diff(parts_ms) <= 5,
+        "the parts add up to the whole: {title:?}"
+    );
+    let shown_ms =
+        (text.trim_end_matches(" s").parse::<f64>().expect("seconds") * 1000.0).round() as u64;
+    assert!(
+        shown_ms.abs_diff(heard_ms) <= 5,
+        "the figure {text:?} is the tooltip's {heard_ms} ms"
+    );
+    assert!(here_ms > 0, "the key's tail is counted here: {title:?}");
 }

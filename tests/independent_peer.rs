@@ -162,7 +162,7 @@ impl Ui for CollectingUi {
     fn level(&mut self, _: DeviceDirection, _: LevelReading) {}
     fn interrupted(&mut self, _: &str) {}
     fn cancelled(&mut self, _: &str) {}
-    fn reply_latency(&mut self, _: &str, _: u64) {}
+    fn reply_latency(&mut self, _: &str, _: u64, _: Option<&walkie_conversation::LatencySplit>) {}
     fn spending(&mut self, _: &walkie_conversation::Spending) {}
     fn connection_health(&mut self, _: &walkie_conversation::ConnectionHealth) {}
     // The built-in tool runs without asking.

@@ -161,7 +161,7 @@ await listen(HEALTH_EVENT, (event) => {
 });
 await listen(LATENCY_EVENT, (event) => {
   transcriptEvents.flush();
-  transcript.markLatency(event.payload.messageId, event.payload.latencyMs);
+  transcript.markLatency(event.payload.messageId, event.payload.latencyMs, event.payload.split);
 });
 await listen(TRANSCRIPT_EVENT, (event) => transcriptEvents.push(event.payload));
 

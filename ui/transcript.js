@@ -87,6 +87,21 @@ export function latencyText(latencyMs) {
   return `${(Math.max(0, latencyMs) / 1000).toFixed(2)} s`;
 }
 
+/**
+ * The latency figure's tooltip: where the wait went, when Walkie saw it (the reply's first
+ * packet), else what the figure measures.
+ * @param {number} latencyMs
+ * @param {{localMs: number, providerMs: number, networkMs: number, playoutMs: number} | null} [split]
+ */
+export function latencyTitle(latencyMs, split) {
+  if (!split) return "From the end of your turn to the first sound of this reply";
+  return (
+    `Heard ${Math.round(latencyMs)} ms after your turn ended: ${split.localMs} ms here (the key's tail), ` +
+    `${split.providerMs} ms at the provider, ${split.networkMs} ms on the network, ` +
+    `${split.playoutMs} ms from its first packet to the speaker`
+  );
+}
+
 export function createTranscript(container, options = {}) {
   const doc = options.document ?? container.ownerDocument;
   const follow = options.follow ?? true;
@@ -440,16 +455,16 @@ export function createTranscript(container, options = {}) {
    * @param {string} id
    * @param {number} latencyMs
    */
-  function markLatency(id, latencyMs) {
+  function markLatency(id, latencyMs, split = null) {
     const view = messages.get(id);
     if (!view) return false;
     let figure = view.element.querySelector(".message-latency");
     if (!figure) {
       figure = doc.createElement("span");
       figure.className = "message-latency";
-      figure.title = "From the end of your turn to the first sound of this reply";
       view.speaker.after(figure);
     }
+    figure.title = latencyTitle(latencyMs, split);
     figure.textContent = latencyText(latencyMs);
     return true;
   }

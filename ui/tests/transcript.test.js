@@ -1,6 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createTranscript, latencyText, picturesOf, TranscriptSequenceError } from "../transcript.js";
+import { createTranscript, latencyText, latencyTitle, picturesOf, TranscriptSequenceError } from "../transcript.js";
+
+test("a reply's latency says where the wait went when it is known", () => {
+  assert.equal(
+    latencyTitle(262, { localMs: 200, providerMs: 38, networkMs: 2, playoutMs: 22 }),
+    "Heard 262 ms after your turn ended: 200 ms here (the key's tail), 38 ms at the provider, 2 ms on the network, 22 ms from its first packet to the speaker",
+  );
+  assert.equal(latencyTitle(262, null), "From the end of your turn to the first sound of this reply");
+});
 
 test("a reply's latency shows in seconds with two decimals", () => {
   assert.equal(latencyText(312), "0.31 s");

@@ -210,6 +210,13 @@ pub enum EngineEvent {
     /// Everything queued was played and nothing more came: for
     /// `TurnController::playback_drained`.
     PlaybackDrained,
+    /// A reply's first sample reached the device (`at_device`, the callback that took it);
+    /// `first_packet_at` is when its talkspurt's first RTP packet arrived (`None` for a reply
+    /// that did not come as RTP). Sent before the progress of that pass.
+    ReplyHeard {
+        first_packet_at: Option<Instant>,
+        at_device: Instant,
+    },
     /// The chosen device could not be used; the default is used instead and audio goes on.
     /// For an input, the app tells the controller (`device_changed`).
     DeviceFellBack {
@@ -1958,11 +1965,12 @@ impl Downlink {
             && reply.at_device.is_none()
             && played > reply.start_frame
         {
-            reply.at_device = Some(sample_handed_at(
-                playback.clock(),
-                reply.start_frame,
-                rate_hz,
-            ));
+            let at_device = sample_handed_at(playback.clock(), reply.start_frame, rate_hz);
+            reply.at_device = Some(at_device);
+            self.events.send(EngineEvent::ReplyHeard {
+                first_packet_at: reply.arrival,
+                at_device,
+            });
         }
         let nothing_queued = self.pending.is_empty() && self.out_pos >= self.out.len();
         let now_us = self.micros(now);

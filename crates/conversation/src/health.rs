@@ -76,10 +76,17 @@ pub struct HealthWatch {
     /// The last judgement of loss and filling-in, from a window with enough packets.
     loss_percent: Option<f64>,
     filled_percent: Option<f64>,
+    /// The last round trip measured.
+    round_trip_ms: Option<f64>,
     shown: Option<ConnectionHealth>,
 }
 
 impl HealthWatch {
+    /// The last round trip ICE measured on this call.
+    pub fn round_trip_ms(&self) -> Option<f64> {
+        self.round_trip_ms
+    }
+
     /// A new call: its counters start again.
     pub fn call_began(&mut self) {
         *self = Self::default();
@@ -96,6 +103,7 @@ impl HealthWatch {
             self.samples.clear();
         }
         self.samples.push_back((now_ms, sample));
+        self.round_trip_ms = sample.round_trip_ms.or(self.round_trip_ms);
         while self
             .samples
             .front()

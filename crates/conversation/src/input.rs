@@ -105,6 +105,12 @@ pub enum EngineInput {
     PlayedProgress { item_id: String, played_ms: u64 },
     /// Everything queued for the speaker was played.
     Drained,
+    /// A reply's first sound reached the device at `heard_ms`; its first packet had arrived
+    /// at `first_packet_ms` (on the machine's clock).
+    ReplyHeard {
+        first_packet_ms: Option<u64>,
+        heard_ms: u64,
+    },
     /// The chosen device could not be used; `using` is used instead.
     DeviceFellBack {
         direction: DeviceDirection,

@@ -16,7 +16,7 @@ use walkie_session::{
 use crate::health::HealthWatch;
 use crate::input::{EngineInput, Input, TransportInput};
 use crate::meters::Meters;
-use crate::output::{Output, Record};
+use crate::output::{LatencySplit, Output, Record};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items, restore_items_within};
 use crate::spending::{Pricing, SessionSeconds, Spending, SpentBefore};
@@ -146,6 +146,8 @@ pub struct Conversation {
     /// When the user's last turn ended (the key came up, the provider heard them stop, a typed
     /// message went out), until the first sound of the reply to it was played.
     turn_ended_at_ms: Option<u64>,
+    /// When that turn's commit went out (push-to-talk), for the latency's split.
+    commit_sent_at_ms: Option<u64>,
     /// The status last put out, so only changes go out.
     shown: Option<StatusEvent>,
     /// What the level meters show, so only readings that move them go out.
@@ -211,6 +213,7 @@ impl Conversation {
             thinking_since_ms: None,
             reply_slow: false,
             turn_ended_at_ms: None,
+            commit_sent_at_ms: None,
             shown: None,
             meters: Meters::default(),
             playing_item: None,
@@ -426,6 +429,7 @@ impl Conversation {
             Input::Release => {
                 controller.push_to_talk_up(now_ms);
                 self.turn_ended_at_ms = Some(now_ms);
+                self.commit_sent_at_ms = None;
             }
             Input::CancelPress => {
                 if let Some(part) = controller.cancel_press(now_ms) {
@@ -720,12 +724,41 @@ impl Conversation {
                     && let Some(message_id) = self.bridge.reply_in_progress()
                 {
                     self.turn_ended_at_ms = None;
+                    self.commit_sent_at_ms = None;
                     self.outputs.push_back(Output::ReplyLatency {
                         message_id,
                         latency_ms: now_ms.saturating_sub(ended_at_ms),
+                        split: None,
                     });
                 }
                 controller.playback_progress(&item_id, played_ms)
+            }
+            EngineInput::ReplyHeard {
+                first_packet_ms,
+                heard_ms,
+            } => {
+                // The device's own time of the first sound, and where the wait went; the
+                // progress report that follows finds the latency told.
+                if let Some(ended_at_ms) = self.turn_ended_at_ms
+                    && let Some(message_id) = self.bridge.reply_in_progress()
+                {
+                    self.turn_ended_at_ms = None;
+                    let sent_at_ms = self.commit_sent_at_ms.take().unwrap_or(ended_at_ms);
+                    let split = first_packet_ms.map(|first_packet_ms| {
+                        LatencySplit::of(
+                            ended_at_ms,
+                            sent_at_ms,
+                            first_packet_ms,
+                            heard_ms,
+                            self.health.round_trip_ms(),
+                        )
+                    });
+                    self.outputs.push_back(Output::ReplyLatency {
+                        message_id,
+                        latency_ms: heard_ms.saturating_sub(ended_at_ms),
+                        split,
+                    });
+                }
             }
             EngineInput::Drained => {
                 controller.playback_drained(now_ms);
@@ -846,6 +879,7 @@ impl Conversation {
             while let Some(message) = self.typed.pop_front() {
                 if self.controller.send_user_message(&message, now_ms) {
                     self.turn_ended_at_ms = Some(now_ms);
+                    self.commit_sent_at_ms = None;
                 }
             }
             self.drain(now_ms);
@@ -991,7 +1025,15 @@ impl Conversation {
     fn drain(&mut self, now_ms: u64) {
         while let Some(output) = self.controller.poll_output() {
             match output {
-                ControllerOutput::Send(event) => self.outputs.push_back(Output::Send(event)),
+                ControllerOutput::Send(event) => {
+                    // The user's turn goes out: where the wait for the reply starts.
+                    if self.turn_ended_at_ms.is_some()
+                        && event.event.event_type() == "input_audio_buffer.commit"
+                    {
+                        self.commit_sent_at_ms = Some(now_ms);
+                    }
+                    self.outputs.push_back(Output::Send(event))
+                }
                 ControllerOutput::Audio(command) => {
                     self.outputs.push_back(Output::Audio(command));
                     if command == AudioCommand::FlushPlayback {
@@ -1081,6 +1123,7 @@ impl Conversation {
                         && self.controller.profile().emits_input_speech_events
                     {
                         self.turn_ended_at_ms = Some(stamped.at_ms);
+                        self.commit_sent_at_ms = None;
                     }
                     self.route(&stamped.event);
                     let mut transcript = Vec::new();

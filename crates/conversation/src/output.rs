@@ -36,7 +36,12 @@ pub enum Output {
     /// The reply `message_id` was first heard `latency_ms` after the user's turn ended (the
     /// key came up, the provider heard them stop, or their typed message went out): its first
     /// sound played at the device.
-    ReplyLatency { message_id: String, latency_ms: u64 },
+    ReplyLatency {
+        message_id: String,
+        latency_ms: u64,
+        /// Where that time went, when the reply's first packet was seen.
+        split: Option<LatencySplit>,
+    },
     /// How the connection is doing now changed (its level or its sentence).
     ConnectionHealth(crate::health::ConnectionHealth),
     /// A response was billed: what the conversation has spent so far.
@@ -103,4 +108,74 @@ pub enum Record {
         model: Option<String>,
         transcribed_seconds: Option<f64>,
     },
+}
+
+/// Where the time from the end of the user's turn to the reply's first sound went; the parts
+/// add up to the whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LatencySplit {
+    /// Here, before the turn went out: the key's tail, from the key coming up to the commit.
+    pub local_ms: u64,
+    /// At the provider: from the turn going out to the reply's first packet, less the network.
+    pub provider_ms: u64,
+    /// On the network: the last round trip ICE measured.
+    pub network_ms: u64,
+    /// From the reply's first packet to its first sample at the device (jitter buffer, decoding,
+    /// the speaker's cushion).
+    pub playout_ms: u64,
+}
+
+impl LatencySplit {
+    /// The parts of `ended_ms` → `heard_ms`: the turn went out at `sent_ms` (the commit, or the
+    /// turn's end when the client sends none), the first packet came at `first_packet_ms`, and
+    /// `round_trip_ms` of the wait for it was the network's.
+    pub fn of(
+        ended_ms: u64,
+        sent_ms: u64,
+        first_packet_ms: u64,
+        heard_ms: u64,
+        round_trip_ms: Option<f64>,
+    ) -> Self {
+        let sent_ms = sent_ms.clamp(ended_ms, heard_ms);
+        let first_packet_ms = first_packet_ms.clamp(sent_ms, heard_ms);
+        let waited_ms = first_packet_ms - sent_ms;
+        let network_ms = (round_trip_ms.unwrap_or(0.0).round().max(0.0) as u64).min(waited_ms);
+        Self {
+            local_ms: sent_ms - ended_ms,
+            provider_ms: waited_ms - network_ms,
+            network_ms,
+            playout_ms: heard_ms - first_packet_ms,
+        }
+    }
+
+    pub fn total_ms(&self) -> u64 {
+        self.local_ms + self.provider_ms + self.network_ms + self.playout_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LatencySplit;
+
+    #[test]
+    fn the_parts_add_up_to_the_wait_and_the_network_takes_no_more_than_the_provider_had() {
+        let split = LatencySplit::of(1_000, 1_200, 1_450, 1_500, Some(40.4));
+        assert_eq!(
+            split,
+            LatencySplit {
+                local_ms: 200,
+                provider_ms: 210,
+                network_ms: 40,
+                playout_ms: 50
+            }
+        );
+        assert_eq!(split.total_ms(), 500);
+        let fast = LatencySplit::of(1_000, 1_000, 1_010, 1_030, Some(900.0));
+        assert_eq!((fast.network_ms, fast.provider_ms), (10, 0));
+        assert_eq!(fast.total_ms(), 30);
+        // A packet "before" the commit (clocks apart by a tick) counts from the commit.
+        let odd = LatencySplit::of(1_000, 1_100, 1_090, 1_200, None);
+        assert_eq!(odd.total_ms(), 200);
+    }
 }

@@ -1074,6 +1074,60 @@ fn a_reply_is_timed_from_the_key_coming_up_to_its_first_sound_at_the_device_once
 }
 
 #[test]
+fn the_wait_for_a_reply_splits_into_the_keys_tail_the_provider_the_network_and_playout() {
+    let mut call = Call::ready();
+    call.input(
+        500,
+        Input::Health(walkie_conversation::HealthSample {
+            round_trip_ms: Some(30.0),
+            ..Default::default()
+        }),
+    );
+    let tail_ms = call.config.tail_ms;
+    call.utterance(1_000, 2_000);
+    call.server(2_300, &committed("item_U1"));
+    call.server(2_310, &response_created("resp_R1"));
+    call.server(2_320, &audio_part_added("resp_R1", "item_A1"));
+    call.server(2_330, &output_started("resp_R1"));
+    call.server(2_340, &assistant_says("resp_R1", "item_A1", "Hi."));
+    // The first packet arrived at 2 400; its first sample reached the device at 2 450.
+    let outputs = call.input(
+        2_460,
+        Input::Engine(EngineInput::ReplyHeard {
+            first_packet_ms: Some(2_400),
+            heard_ms: 2_450,
+        }),
+    );
+    let split = outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::ReplyLatency {
+                latency_ms, split, ..
+            } => Some((*latency_ms, *split)),
+            _ => None,
+        })
+        .expect("the reply's latency is told");
+    assert_eq!(
+        split.0, 450,
+        "released at 2 000, heard at 2 450 by the device's clock"
+    );
+    let split = split.1.expect("with its split");
+    assert_eq!(split.local_ms, tail_ms, "the key's tail, before the commit");
+    assert_eq!(split.network_ms, 30, "the round trip ICE measured");
+    assert_eq!(split.provider_ms, 400 - tail_ms - 30);
+    assert_eq!(split.playout_ms, 50);
+    assert_eq!(split.total_ms(), 450, "the parts add up to the whole");
+    let outputs = call.input(
+        2_470,
+        Input::Engine(EngineInput::PlayedProgress {
+            item_id: "item_A1".to_owned(),
+            played_ms: 20,
+        }),
+    );
+    assert!(latencies(&outputs).is_empty(), "told once per reply");
+}
+
+#[test]
 fn a_typed_question_is_timed_from_when_it_went_out() {
     let mut call = Call::ready();
     call.input(1_000, Input::SendMessage(UserMessage::text("Hello?")));

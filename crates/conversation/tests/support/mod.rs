@@ -319,6 +319,7 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
             Output::ReplyLatency {
                 message_id,
                 latency_ms,
+                ..
             } => format!("latency:{message_id}:{latency_ms}"),
             Output::Spending(_) => "spending".to_owned(),
             Output::ConnectionHealth(health) => format!("health:{:?}", health.level),
