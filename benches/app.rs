@@ -278,6 +278,8 @@ async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
         server_gap_ms: 12.5,
         concealed_frames: 3,
         late_packets: 0,
+        recovered_frames: 2,
+        lost_packets: 4,
         flushed: false,
         cushion_ms: 20,
     };

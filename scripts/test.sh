@@ -28,7 +28,8 @@ step() {
 
 pulse_dir="${CARGO_TARGET_DIR:-target}/pulse"
 slow_call_pid=
-trap 'if [ -n "$slow_call_pid" ]; then kill "$slow_call_pid" 2>/dev/null || true; fi
+impaired_pid=
+trap 'for pid in $slow_call_pid $impaired_pid; do kill "$pid" 2>/dev/null || true; done
 scripts/pulse.sh stop "$pulse_dir"' EXIT
 PULSE_SERVER=$(scripts/pulse.sh start "$pulse_dir")
 export PULSE_SERVER
@@ -52,30 +53,44 @@ WALKIE_PYTHON=$(scripts/python-env.sh)
 export WALKIE_PYTHON
 echo "==> python-env: $WALKIE_PYTHON in $((SECONDS - started)) s" >&2
 step rust-build cargo test --workspace --locked --no-run
-step rust-tests cargo test --workspace --locked -- --skip slow_call_stays_connected
+step rust-tests cargo test --workspace --locked -- --skip slow_call_stays_connected \
+  --skip slow_calls_ride_out_loss_jitter_and_blackouts
 step oracle scripts/oracle/run.sh
 step webview-unit-tests node --test ui/tests/
-# The long idle call (crates/local-provider/tests/slow_call.rs, two minutes) waits on the
-# network, not the CPU: its binary runs beside the package's build instead of after the other
-# tests (not beside the webview tests, whose windows it slows).
-slow_call=$(cargo test -p walkie-local --locked --test slow_call --no-run --message-format=json |
-  grep '"kind":\["test"\]' | grep '"name":"slow_call"' |
-  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
+# Two slow tests wait on the network and the clock, not the CPU: they run beside the package's
+# build instead of after the other tests (not beside the webview tests, whose windows they
+# slow): the long idle call (crates/local-provider/tests/slow_call.rs, two minutes) and the
+# impaired network's scenarios (tests/slow_impaired_network.rs, two replies each).
+test_binary() {
+  cargo test "$@" --locked --no-run --message-format=json |
+    grep '"kind":\["test"\]' | grep "\"name\":\"${*: -1}\"" |
+    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p'
+}
+slow_call=$(test_binary -p walkie-local --test slow_call)
+impaired=$(test_binary -p walkie --test slow_impaired_network)
 slow_call_log="${CARGO_TARGET_DIR:-target}/slow_call.log"
-echo "==> slow-call: beside the package's build, its output in $slow_call_log" >&2
-slow_call_started=$SECONDS
+impaired_log="${CARGO_TARGET_DIR:-target}/slow_impaired_network.log"
+echo "==> slow-call and impaired-network: beside the package's build, their output in $slow_call_log and $impaired_log" >&2
+beside_started=$SECONDS
 (cd crates/local-provider && exec "$slow_call") >"$slow_call_log" 2>&1 &
 slow_call_pid=$!
+"$impaired" --nocapture >"$impaired_log" 2>&1 &
+impaired_pid=$!
 started=$SECONDS
 echo "==> package: scripts/package.sh --debug" >&2
 package=$(scripts/package.sh --debug)
 echo "==> package: $package in $((SECONDS - started)) s" >&2
 step installed-app scripts/check-package.sh "$package"
-if ! wait "$slow_call_pid"; then
-  cat "$slow_call_log" >&2
-  echo "==> slow-call: failed" >&2
-  exit 1
-fi
-slow_call_pid=
-echo "==> slow-call: ok in $((SECONDS - slow_call_started)) s" >&2
+for beside in slow_call impaired; do
+  pid_var="${beside}_pid"
+  log_var="${beside}_log"
+  if ! wait "${!pid_var}"; then
+    cat "${!log_var}" >&2
+    echo "==> $beside: failed" >&2
+    exit 1
+  fi
+  eval "${beside}_pid="
+done
+grep '^|' "$impaired_log" >&2 || true
+echo "==> slow-call and impaired-network: ok in $((SECONDS - beside_started)) s" >&2
 echo "==> all tests passed in $SECONDS s" >&2

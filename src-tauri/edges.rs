@@ -43,6 +43,8 @@ pub trait Ui: Send + 'static {
     );
     /// What the conversation has spent so far.
     fn spending(&mut self, spending: &walkie_conversation::Spending);
+    /// How a reply's playback went (the log has it; the window does not show it).
+    fn reply_playout(&mut self, playout: &walkie_conversation::ReplyPlayout);
     /// How the connection is doing now (sent when its level or its sentence changes).
     fn connection_health(&mut self, health: &walkie_conversation::ConnectionHealth);
     /// A call of a tool that asks first waits for the user's decision (a card to show).
@@ -259,6 +261,7 @@ impl<'a, U: Ui> Edges<'a, U> {
                     self.ui
                         .reply_latency(&message_id, latency_ms, split.as_ref())
                 }
+                Output::ReplyPlayout(playout) => self.ui.reply_playout(&playout),
                 Output::ConnectionHealth(health) => {
                     log::info!(
                         "connection {:?}: {} (loss {:?} %, filled in {:?} %, jitter {:.0} ms, round trip {:?} ms)",
@@ -578,7 +581,17 @@ fn engine_input(event: EngineEvent, clock: Clock) -> Option<EngineInput> {
         },
         EngineEvent::ReplyPlayed(report) => {
             log::info!("{report}");
-            return None;
+            EngineInput::ReplyPlayed(walkie_conversation::ReplyPlayout {
+                played_ms: report.played_ms,
+                arrival_to_device_ms: report.arrival_to_device_ms,
+                silence_inside_ms: report.silence_inside_ms,
+                server_gap_ms: report.server_gap_ms,
+                concealed_frames: report.concealed_frames,
+                late_packets: report.late_packets,
+                recovered_frames: report.recovered_frames,
+                lost_packets: report.lost_packets,
+                flushed: report.flushed,
+            })
         }
         EngineEvent::ClockDrift {
             drift_ppm,

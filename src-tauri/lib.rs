@@ -417,6 +417,10 @@ impl Ui for WindowUi {
         }
     }
 
+    // The engine's account of each reply is in the log; the window shows the connection's
+    // health instead.
+    fn reply_playout(&mut self, _: &walkie_conversation::ReplyPlayout) {}
+
     fn connection_health(&mut self, health: &walkie_conversation::ConnectionHealth) {
         if let Err(error) = self.app.emit(HEALTH_EVENT, health) {
             log::warn!("could not show the connection's health in the window: {error}");

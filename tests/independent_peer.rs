@@ -165,6 +165,7 @@ impl Ui for CollectingUi {
     fn reply_latency(&mut self, _: &str, _: u64, _: Option<&walkie_conversation::LatencySplit>) {}
     fn spending(&mut self, _: &walkie_conversation::Spending) {}
     fn connection_health(&mut self, _: &walkie_conversation::ConnectionHealth) {}
+    fn reply_playout(&mut self, _: &walkie_conversation::ReplyPlayout) {}
     // The built-in tool runs without asking.
     fn ask_approval(&mut self, _: &walkie_conversation::ApprovalRequest) {}
     fn approval_closed(&mut self, _: &str) {}

@@ -108,6 +108,9 @@ pub struct EngineConfig {
     pub opus_bitrate_bps: i32,
     /// libopus's encoder effort, 0–10 ([`crate::codec::DEFAULT_OPUS_COMPLEXITY`]).
     pub opus_complexity: i32,
+    /// In-band forward error correction in what is sent: a lost packet can be rebuilt from the
+    /// next. On; the benchmarks turn it off to measure it.
+    pub opus_inband_fec: bool,
     pub jitter: JitterConfig,
     /// The rate of the chunks given to the [`Player`]: 48 kHz for decoded RTP (what
     /// [`EngineEvent::AssistantAudio`] carries); 24 kHz for a WebSocket provider's PCM.
@@ -132,6 +135,7 @@ impl Default for EngineConfig {
             privacy_mic: false,
             opus_bitrate_bps: 32_000,
             opus_complexity: DEFAULT_OPUS_COMPLEXITY,
+            opus_inband_fec: true,
             jitter: JitterConfig::default(),
             playback_rate_hz: CALL_RATE_HZ,
             playout_cushion_ms: DEFAULT_PLAYOUT_CUSHION_MS,
@@ -281,6 +285,10 @@ pub struct PlayoutReport {
     /// came too late to play.
     pub concealed_frames: u64,
     pub late_packets: u64,
+    /// Frames rebuilt from the next packet's in-band FEC, and the reply's packets the network
+    /// lost (numbered, never arrived).
+    pub recovered_frames: u64,
+    pub lost_packets: u64,
     /// A barge-in flushed it before it ended.
     pub flushed: bool,
     /// The silence written ahead of it ([`crate::playout::PlayoutCushion`]).
@@ -304,15 +312,23 @@ impl std::fmt::Display for PlayoutReport {
         write!(
             f,
             "; {:.1} ms of silence inside it; the sound server ran dry {} times ({:.1} ms); {} \
-             frames concealed, {} packets late; a {} ms cushion ahead of it",
+             frames concealed, {} rebuilt from FEC; {} packets lost, {} late; a {} ms cushion \
+             ahead of it",
             self.silence_inside_ms,
             self.server_underflows,
             self.server_gap_ms,
             self.concealed_frames,
+            self.recovered_frames,
+            self.lost_packets,
             self.late_packets,
             self.cushion_ms
         )
     }
+}
+
+/// The packets the network lost so far: numbered by the sender, never received.
+fn lost_packets(jitter: &JitterStats) -> u64 {
+    jitter.expected.saturating_sub(jitter.queued + jitter.late)
 }
 
 /// Why the engine could not start.
@@ -1144,9 +1160,10 @@ impl Uplink {
             framer: Framer {
                 frame: Vec::with_capacity(FRAME_SAMPLES),
                 packet: Box::new([0; MAX_PACKET_BYTES]),
-                encoder: OpusEncoder::with_complexity(
+                encoder: OpusEncoder::with_options(
                     config.opus_bitrate_bps,
                     config.opus_complexity,
+                    config.opus_inband_fec,
                 )?,
                 sink,
                 shared: shared.clone(),
@@ -2042,6 +2059,11 @@ impl Downlink {
                 .concealed
                 .saturating_sub(reply.jitter_at_start.concealed),
             late_packets: jitter.late.saturating_sub(reply.jitter_at_start.late),
+            recovered_frames: jitter
+                .recovered
+                .saturating_sub(reply.jitter_at_start.recovered),
+            lost_packets: lost_packets(&jitter)
+                .saturating_sub(lost_packets(&reply.jitter_at_start)),
             flushed: reply.flushed,
             cushion_ms: reply.cushion_ms,
         }));

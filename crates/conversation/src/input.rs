@@ -105,6 +105,8 @@ pub enum EngineInput {
     PlayedProgress { item_id: String, played_ms: u64 },
     /// Everything queued for the speaker was played.
     Drained,
+    /// How a reply's playback went, once it ended (or was cut).
+    ReplyPlayed(crate::output::ReplyPlayout),
     /// A reply's first sound reached the device at `heard_ms`; its first packet had arrived
     /// at `first_packet_ms` (on the machine's clock).
     ReplyHeard {

@@ -26,7 +26,7 @@ pub use health::{ConnectionHealth, HealthLevel, HealthSample, HealthWatch};
 pub use input::{EngineInput, Input, LevelReading, TransportInput};
 pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
-pub use output::{LatencySplit, Output, Record};
+pub use output::{LatencySplit, Output, Record, ReplyPlayout};
 pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
 pub use restore::{
     RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, call_setup_history, restore_items,

@@ -760,6 +760,9 @@ impl Conversation {
                     });
                 }
             }
+            EngineInput::ReplyPlayed(playout) => {
+                self.outputs.push_back(Output::ReplyPlayout(playout))
+            }
             EngineInput::Drained => {
                 controller.playback_drained(now_ms);
                 self.rest_meter(DeviceDirection::Output);

@@ -42,6 +42,9 @@ pub enum Output {
         /// Where that time went, when the reply's first packet was seen.
         split: Option<LatencySplit>,
     },
+    /// How a reply's playback went (the device's and the jitter buffer's account), once it
+    /// ended: for the log and the benchmarks.
+    ReplyPlayout(ReplyPlayout),
     /// How the connection is doing now changed (its level or its sentence).
     ConnectionHealth(crate::health::ConnectionHealth),
     /// A response was billed: what the conversation has spent so far.
@@ -108,6 +111,28 @@ pub enum Record {
         model: Option<String>,
         transcribed_seconds: Option<f64>,
     },
+}
+
+/// How one reply's playback went.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ReplyPlayout {
+    /// The reply's audio the device took.
+    pub played_ms: f64,
+    /// From its first packet's arrival to its first sample at the device.
+    pub arrival_to_device_ms: Option<f64>,
+    /// Silence played inside it because the speaker's ring ran dry, and the sound server's own
+    /// gaps: what a listener hears as dropouts.
+    pub silence_inside_ms: f64,
+    pub server_gap_ms: f64,
+    /// 20 ms frames the jitter buffer filled in (packet missing), and packets that came too
+    /// late to play.
+    pub concealed_frames: u64,
+    pub late_packets: u64,
+    /// Frames rebuilt from the next packet's in-band FEC, and packets the network lost.
+    pub recovered_frames: u64,
+    pub lost_packets: u64,
+    /// A barge-in cut it.
+    pub flushed: bool,
 }
 
 /// Where the time from the end of the user's turn to the reply's first sound went; the parts

@@ -60,6 +60,16 @@ impl OpusEncoder {
 
     /// As [`Self::new`], at libopus complexity `complexity` (0–10; anything else is refused).
     pub fn with_complexity(bitrate_bps: i32, complexity: i32) -> Result<Self, CodecError> {
+        Self::with_options(bitrate_bps, complexity, true)
+    }
+
+    /// As [`Self::with_complexity`], with in-band FEC on or off (the benchmarks measure what it
+    /// buys on a lossy network).
+    pub fn with_options(
+        bitrate_bps: i32,
+        complexity: i32,
+        inband_fec: bool,
+    ) -> Result<Self, CodecError> {
         if !(0..=10).contains(&complexity) {
             return Err(CodecError::Complexity { got: complexity });
         }
@@ -72,7 +82,9 @@ impl OpusEncoder {
         inner
             .set_complexity(complexity)
             .map_err(CodecError::Setup)?;
-        inner.set_inband_fec(true).map_err(CodecError::Setup)?;
+        inner
+            .set_inband_fec(inband_fec)
+            .map_err(CodecError::Setup)?;
         inner
             .set_packet_loss_perc(EXPECTED_LOSS_PERCENT)
             .map_err(CodecError::Setup)?;

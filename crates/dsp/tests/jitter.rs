@@ -102,7 +102,7 @@ fn a_stream_that_runs_dry_waits_in_silence_then_buffers_again() {
 }
 
 #[test]
-fn jitter_raises_the_target_depth_but_never_above_40_ms() {
+fn jitter_raises_the_target_depth_but_never_above_80_ms() {
     let mut buffer = JitterBuffer::new(JitterConfig::default());
     // Arrivals alternate 0 and 15 ms late against the media clock.
     for seq in 0..200u16 {
@@ -111,14 +111,25 @@ fn jitter_raises_the_target_depth_but_never_above_40_ms() {
         let _ = pop(&mut buffer);
     }
     assert!(buffer.jitter_ms() > 10.0, "jitter {}", buffer.jitter_ms());
-    assert_eq!(buffer.target_ms(), 40);
+    assert_eq!(
+        buffer.target_ms(),
+        40,
+        "one frame and twice the jitter, in frames"
+    );
 
     let mut wild = JitterBuffer::new(JitterConfig::default());
     for seq in 0..200u16 {
         let late_ms = if seq % 2 == 0 { 0 } else { 90 };
         push(&mut wild, seq, u64::from(seq) * 20 + late_ms);
     }
-    assert_eq!(wild.target_ms(), 40, "the target is capped");
+    assert_eq!(wild.target_ms(), 80, "the target is capped");
+
+    let mut steady = JitterBuffer::new(JitterConfig::default());
+    for seq in 0..200u16 {
+        push(&mut steady, seq, u64::from(seq) * 20);
+        let _ = pop(&mut steady);
+    }
+    assert_eq!(steady.target_ms(), 20, "a steady network keeps one frame");
 }
 
 #[test]

@@ -296,7 +296,7 @@ pub fn audio_commands(outputs: &[Output]) -> Vec<AudioCommand> {
 /// Each output named briefly, in order: `send:<type>`, `audio:<command>`, `begin:<item>`,
 /// `play`, `transcript:<TYPE>:<messageId>`, `interrupted:<messageId>`, `cancelled:<messageId>`,
 /// `record`, `status`,
-/// `level`, `health:<level>`, `diagnostic`, `hang-up-call`, `dial`, `ended`, `run-tool:<call>`,
+/// `level`, `health:<level>`, `playout`, `diagnostic`, `hang-up-call`, `dial`, `ended`, `run-tool:<call>`,
 /// `ask-approval:<call>`, `approval-closed:<call>`.
 pub fn names(outputs: &[Output]) -> Vec<String> {
     outputs
@@ -323,6 +323,7 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
             } => format!("latency:{message_id}:{latency_ms}"),
             Output::Spending(_) => "spending".to_owned(),
             Output::ConnectionHealth(health) => format!("health:{:?}", health.level),
+            Output::ReplyPlayout(_) => "playout".to_owned(),
             Output::Record(_) => "record".to_owned(),
             Output::Status(_) => "status".to_owned(),
             Output::Level { .. } => "level".to_owned(),

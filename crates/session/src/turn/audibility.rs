@@ -85,6 +85,9 @@ impl Audibility {
     pub fn became_inaudible(&mut self) {
         self.late_audio_until_ms = None;
         self.audible = None;
+        // The next reply's audio is not this item's: until its audio part names its item, its
+        // part takes the first item that speaks in it.
+        self.audio_item = None;
     }
 
     /// A reply's audio part begins (`content_part.added` with audio): its audio is played.
