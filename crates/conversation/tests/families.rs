@@ -80,11 +80,8 @@ impl Family for Realtime {
         LATE_AUDIO_GRACE_MS
     }
     fn press_sends(&self) -> Vec<&'static str> {
-        vec![
-            "input_audio_buffer.clear",
-            "input_audio_buffer.commit",
-            "response.create",
-        ]
+        // A fresh session's input buffer holds nothing: the press clears nothing.
+        vec!["input_audio_buffer.commit", "response.create"]
     }
 }
 

@@ -147,6 +147,10 @@ pub struct TurnController {
     /// starts, or after [`EARLY_AUDIO_MAX_MS`] as the active response's.
     early_audio: Vec<AudioChunk>,
     early_audio_since_ms: Option<u64>,
+    /// The provider's input buffer may hold audio sent since the last commit or clear. A press
+    /// clears it only then: a clear with nothing to clear can be resent by SCTP after the
+    /// press's own audio (RTP) has arrived, and wipe the turn (seen at 10 % loss).
+    input_buffer_dirty: bool,
 
     /// Opened, confirmed, transcribing, near its cap.
     pub(super) lifecycle: Lifecycle,
@@ -204,6 +208,7 @@ impl TurnController {
             stats: ControllerStats::default(),
             early_audio: Vec::new(),
             early_audio_since_ms: None,
+            input_buffer_dirty: false,
             lifecycle: Lifecycle::default(),
             press: Press::Idle,
             capture: Capture::default(),
@@ -231,6 +236,8 @@ impl TurnController {
     /// `session.updated`. The provider's session cap is counted from the first opening.
     pub fn data_channel_open(&mut self, now_ms: u64) {
         self.advance(now_ms);
+        // A new session's input buffer is empty.
+        self.input_buffer_dirty = self.capture.is_open();
         self.outbox.channel_opened();
         self.lifecycle.opened(now_ms);
         self.send_session_update();
@@ -712,7 +719,9 @@ impl TurnController {
 
     fn begin_press(&mut self, now_ms: u64) {
         let stopped_reply = self.barge_in(now_ms);
-        self.send(ClientEvent::InputAudioBufferClear);
+        if self.input_buffer_dirty {
+            self.send(ClientEvent::InputAudioBufferClear);
+        }
         self.open_capture(self.config.pre_roll_ms);
         self.press = Press::Held {
             down_at_ms: now_ms,
@@ -994,6 +1003,8 @@ impl TurnController {
     }
 
     fn open_capture(&mut self, pre_roll_ms: u64) {
+        // What is sent from now on lands in the provider's input buffer.
+        self.input_buffer_dirty = true;
         if self.capture.set_open(true) {
             self.command(AudioCommand::OpenCapture { pre_roll_ms });
         }
@@ -1117,6 +1128,12 @@ impl TurnController {
     /// Queue a client event under a fresh id; returns the id. While the data channel is
     /// closed the event is not queued: it would go to a session that no longer exists.
     pub(super) fn send(&mut self, event: ClientEvent) -> String {
+        if matches!(
+            event,
+            ClientEvent::InputAudioBufferClear | ClientEvent::InputAudioBufferCommit
+        ) {
+            self.input_buffer_dirty = false;
+        }
         self.outbox.send(event)
     }
 
