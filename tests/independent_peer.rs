@@ -486,3 +486,129 @@ async fn an_aiortc_peer_that_refuses_the_multipart_form_is_called_with_the_raw_o
     let form = converse_with_the_peer("independent-peer-raw", true).await;
     assert_eq!(form, "sdp");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gpt_live_call_to_the_aiortc_peer_is_unmuted_by_the_key_answered_heard_and_saved() {
+    const NAME: &str = "independent-peer-live";
+    let _one_call = ONE_CALL.lock().await;
+    audio::require_test_audio();
+    let peer = Peer::start(NAME, false).await;
+    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("e2e-data")
+        .join(NAME);
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let settings = Settings {
+        provider: ProviderKind::Custom,
+        custom_base_url: peer.base_url.clone(),
+        model: "gpt-live-1.1".to_owned(),
+        voice: "marin".to_owned(),
+        ..Settings::default()
+    };
+    let mut plan = Plan::resolve(&settings, Ok(data_dir.clone()));
+    plan.provider = Ok(Provider::Custom {
+        base_url: peer.base_url.clone(),
+        api_key: Some(ApiKey::given(TOKEN)),
+        call_form: CallFormChoice::Automatic,
+    });
+    let (ui, shown) = mpsc::unbounded_channel();
+    let (commands, received) = mpsc::unbounded_channel();
+    let saving = Saving::new(CurrentConversation::default());
+    let driver = tokio::spawn(conversation::run(plan, CollectingUi(ui), received, saving));
+    let mut window = Window {
+        shown,
+        transcript: Vec::new(),
+        statuses: Vec::new(),
+        step: "the Live call",
+    };
+    let speaker = audio::PulseStream::record_speaker();
+    window.until_state(ConnectionState::Ready).await;
+
+    window.step = "a turn with the key held";
+    send(&commands, Command::PushToTalk { pressed: true });
+    window.until_state(ConnectionState::Listening).await;
+    speak(1.2).await;
+    // The model ends the turn when it hears the user stop; the key comes up a moment later.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    send(&commands, Command::PushToTalk { pressed: false });
+    window.until_state(ConnectionState::Speaking).await;
+    window.until_state(ConnectionState::Ready).await;
+    let call = peer
+        .until_call("the Live reply sent", |call| {
+            replies(call)
+                .first()
+                .is_some_and(|reply| reply["status"] == "completed")
+        })
+        .await;
+    assert_eq!(call["form"], "live", "placed at /v1/live/sessions: {call}");
+    let types: Vec<&str> = call["client_event_types"]
+        .as_array()
+        .expect("the types received")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let unmuted = types
+        .iter()
+        .position(|t| *t == "session.input_audio.unmute")
+        .expect("the key unmuted the microphone");
+    assert!(
+        types[unmuted..].contains(&"session.input_audio.mute"),
+        "and its release muted it again: {types:?}"
+    );
+
+    window.step = "the hang-up";
+    drop(commands);
+    driver.await.expect("the driver ends without a panic");
+    while let Ok(shown) = window.shown.try_recv() {
+        if let Shown::Transcript(event) = shown {
+            window.transcript.push(event);
+        }
+    }
+    let call = peer
+        .until_call("the Live hang-up", |call| call["hung_up"] == true)
+        .await;
+    let played = speaker.end();
+    let heard = &turns(&call)[0];
+    assert!(
+        heard["voiced_ms"].as_f64().unwrap_or_default() >= 800.0
+            && heard["rms_dbfs"].as_f64().unwrap_or(f64::NEG_INFINITY) > -40.0,
+        "the peer decoded the 1.2 s spoken: {heard}"
+    );
+    assert!(
+        replies(&call)[0]["sent_rms_dbfs"]
+            .as_f64()
+            .unwrap_or(f64::NEG_INFINITY)
+            > -40.0,
+        "the peer sent speech: {call}"
+    );
+    let loud_ms = loud_frames(&played) * 20;
+    assert!(
+        loud_ms >= 1_000,
+        "the speaker played the reply (at least 1 s above -40 dBFS), heard {loud_ms} ms"
+    );
+    let user = window.texts("user");
+    let assistant = window.texts("assistant");
+    assert!(
+        user.iter().any(|text| text.contains("I heard")),
+        "the model's transcript of the user was shown: {user:?}"
+    );
+    assert!(
+        assistant
+            .iter()
+            .any(|text| text.contains("You said something")),
+        "the reply's words were shown: {assistant:?}"
+    );
+    let store = walkie_store::Store::new(walkie_store::conversations_dir(&data_dir));
+    let saved = store.list().expect("the saved conversations");
+    let conversation = store.open_strict(&saved[0].id).expect("it reads back");
+    let saved_texts: Vec<String> = conversation
+        .messages()
+        .iter()
+        .map(|message| message.content().unwrap_or_default().to_owned())
+        .collect();
+    for text in user.iter().chain(&assistant) {
+        assert!(
+            saved_texts.contains(text),
+            "{text:?} was saved: {saved_texts:?}"
+        );
+    }
+}

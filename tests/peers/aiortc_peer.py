@@ -1,12 +1,12 @@
-"""A scripted, OpenAI-Realtime-shaped server on another WebRTC stack, for testing Walkie.
+"""A scripted, OpenAI-Realtime- and Live-API-shaped server on another WebRTC stack, for testing Walkie.
 
 Why it exists: Walkie's WebRTC client had only met its own local provider, which is built on the
 same webrtc-rs stack and shares Walkie's protocol types, so the two could agree on a mistake.
 This peer shares neither: WebRTC is aiortc's (aioice for ICE, its own DTLS, SCTP and SRTP, PyAV's
 libopus), and every server event it sends is built from, and validated by, the official
-openai-python SDK's pydantic models (`openai.types.realtime`, unknown fields refused). It mirrors
-the local provider's behaviour and event order (crates/local-provider/src/session.rs) in code of
-its own. It understands no speech: it measures what it hears and says so, and its replies are
+openai-python SDK's pydantic models (`openai.types.realtime`, and `openai.types.live` for the Live
+API; unknown fields refused). It mirrors the local provider's behaviour and event order
+(crates/local-provider/src/session.rs; live_session.rs for the Live API) in code of its own. It understands no speech: it measures what it hears and says so, and its replies are
 generated speech-like audio (a harmonic source with a moving pitch, in syllables).
 
     python tests/peers/aiortc_peer.py --token TOKEN [--refuse-multipart] [--trace DIR]
@@ -23,11 +23,20 @@ HTTP:
   With `--refuse-multipart` the multipart form is answered 415, as servers that take only
   application/sdp do.
 - `POST /v1/realtime/calls/{call_id}/hangup`: 200, or 404 for a call that is not active.
-- `GET /stats`: what each call received and sent (see `Call.stats`), for a test harness.
+- `POST /v1/live/sessions` (the Live API, GPT-Live) with the same token: a JSON body
+  `{"session": …, "transport": {"type": "webrtc", "sdp": <offer>}}` (the SDK's `LiveCreateParams`,
+  unknown keys refused, then the Live API's documented limits); 201 with
+  `{"session": {"id": "sess_<hex>"}, "transport": {"type": "webrtc", "sdp": <answer>}}`. The
+  session runs as `LiveCall` says (the local provider's Live behaviour).
+- `POST /v1/live/sessions/{id}/hangup`: 200, or 404 for a session that is not active.
+- `GET /stats`: what each call received and sent (see `Call.stats`; a Live call's form is
+  `live`), for a test harness.
 
 With `--trace DIR` it writes the local provider's trace files (crates/local-provider/src/trace.rs):
-`calls.jsonl` (one line per API request; GET /stats is not one) and `client-events.jsonl` (every
-data-channel text message as received), each line appended with one write.
+`calls.jsonl` (one line per API request, with `live_session`, the JSON body, for a Live call;
+GET /stats is not one), `client-events.jsonl` (every data-channel text message of a Realtime call
+as received) and `live-client-events.jsonl` (the same for Live calls), each line appended with
+one write.
 """
 
 from __future__ import annotations
@@ -54,7 +63,13 @@ import pydantic
 # `extra="forbid"` before any is built (they build lazily), so a misspelt field in an event this
 # peer builds, or an unknown one in a client's event, is an error with its path.
 import openai.types.realtime as sdk
+import openai.types.live as sdk_live
+import typing_extensions
 from openai import BaseModel as SdkModel
+from openai.types.live.built_in_voice import BuiltInVoice as SdkLiveBuiltInVoice
+from openai.types.live.client_event import ClientEvent as SdkLiveClientEvent
+from openai.types.live.connect_server_event import ConnectServerEvent as SdkLiveServerEvent
+from openai.types.live.live_create_params import LiveCreateParams as SdkLiveCreateParams
 
 
 def _sdk_model_classes() -> set[type]:
@@ -77,6 +92,21 @@ def _forbid_unknown_fields() -> None:
         cls.model_config["extra"] = "forbid"
 
 
+def _forbid_unknown_keys_in_live_params() -> None:
+    """The Live call's body is typed with TypedDicts (`…Param`), not models: each is given
+    pydantic's `extra="forbid"` too (as the oracle does), before any adapter is built."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(sdk_live.__path__):
+        loaded = importlib.import_module(f"{sdk_live.__name__}.{module.name}")
+        for value in vars(loaded).values():
+            if typing_extensions.is_typeddict(value) and value.__module__ == loaded.__name__:
+                value.__pydantic_config__ = pydantic.ConfigDict(extra="forbid")
+
+
+# Every Live module is imported (by the first) before the models are switched (by the second).
+_forbid_unknown_keys_in_live_params()
 _forbid_unknown_fields()
 
 import aioice.ice  # noqa: E402
@@ -105,15 +135,25 @@ def _type_literal(model: type) -> str:
 SERVER_EVENT_MODELS: dict[str, type] = {_type_literal(m): m for m in _union_members(sdk.RealtimeServerEvent)}
 CLIENT_EVENT_MODELS: dict[str, type] = {_type_literal(m): m for m in _union_members(sdk.RealtimeClientEvent)}
 SESSION_MODEL = sdk.RealtimeSessionCreateRequest
+# The Live API's: what a WebRTC data channel may carry (`ConnectServerEvent`: the server union
+# with the paused and resumed events of a session with a wake policy), the client's events, the
+# call's JSON body, the session snapshot its events restate, and the answer.
+LIVE_SERVER_EVENT_MODELS: dict[str, type] = {_type_literal(m): m for m in _union_members(SdkLiveServerEvent)}
+LIVE_CLIENT_EVENT_MODELS: dict[str, type] = {_type_literal(m): m for m in _union_members(SdkLiveClientEvent)}
+LIVE_CREATE_BODY = pydantic.TypeAdapter(SdkLiveCreateParams)
+LIVE_SESSION_MODEL = sdk_live.SessionResource
+LIVE_CREATE_RESPONSE_MODEL = sdk_live.LiveCreateResponse
+LIVE_VOICES: tuple[str, ...] = typing.get_args(SdkLiveBuiltInVoice)
 
 
 class EventShapeError(RuntimeError):
     """A server event this peer built does not match the SDK's model (a bug in the peer)."""
 
 
-def build_event(event: dict) -> str:
-    """The JSON text of a server event: validated by its SDK model, written back by it."""
-    model = SERVER_EVENT_MODELS.get(event.get("type", ""))
+def build_event(event: dict, models: dict[str, type] = SERVER_EVENT_MODELS) -> str:
+    """The JSON text of a server event: validated by its SDK model (of `models`: the Realtime
+    API's, or the Live API's), written back by it."""
+    model = models.get(event.get("type", ""))
     if model is None:
         raise EventShapeError(f"no SDK model for a server event of type {event.get('type')!r}")
     try:
@@ -492,14 +532,16 @@ class Generation:
         return min(self.frames, 1 + int(elapsed_ms * GENERATION_SPEEDUP / FRAME_MS))
 
 
-class Call:
-    """One call: its peer connection, the session's state, and what it measured."""
+class RtcCall:
+    """What a call of either API has: its peer connection (the client's offer answered, one
+    audio track each way, the client's `oai-events` data channel), its tasks, and its closing.
+    The API's own class says what the channel's messages, the client's audio and the output
+    track's frames mean."""
 
-    def __init__(self, server: "PeerServer", call_id: str, form: str, session: dict) -> None:
+    def __init__(self, server: "PeerServer", call_id: str, form: str) -> None:
         self.server = server
         self.call_id = call_id
         self.form = form
-        self.session = session
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.output = OutputTrack(self)
         self.channel = None
@@ -507,61 +549,10 @@ class Call:
         self.closed = False
         self.tasks: set[asyncio.Task] = set()
         self.next_id = 0
-        self.conversation_id = self.new_id("conv")
-        # Input audio: the timeline in 48 kHz samples, the buffer in 20 ms chunks.
-        self.received_samples = 0
-        self.input: list[InputChunk] = []
-        self.vad: VadSettings | None = None
-        self.vad_speaking_item: str | None = None
-        self.vad_voiced_ms = 0
-        self.vad_onset_ms = 0
-        self.vad_last_voiced_end_ms = 0
-        self.vad_quiet_timer: asyncio.TimerHandle | None = None
-        # Conversation.
-        self.order: list[str] = []
-        self.items: dict[str, dict] = {}
-        self.unanswered_turn: dict | None = None
-        self.unanswered_text: str | None = None
-        self.open_tool_calls: dict[str, str] = {}
-        self.tool_outputs: list[tuple[str, str]] = []
-        self.pending_transcripts: list[tuple[str, str, dict, float]] = []
-        self.generation: Generation | None = None
-        self.playback: Playback | None = None
-        self.assistant_audio_ms: dict[str, int] = {}
-        self.produced_audio = False
-        self.context_tokens = {"text": 0, "audio": 0}
-        self.last_input_tokens = {"text": 0, "audio": 0}
-        # Stats.
-        self.client_event_types: list[str] = []
-        self.turns: list[dict] = []
-        self.replies: list[dict] = []
-        self.apply_turn_detection()
-
-    # -- identity and sending ------------------------------------------------------------------
 
     def new_id(self, prefix: str) -> str:
         self.next_id += 1
         return f"{prefix}_{self.next_id:04d}{secrets.token_hex(6)}"
-
-    def emit(self, event: dict) -> None:
-        event = {"type": event["type"], "event_id": self.new_id("event"), **event}
-        text = build_event(event)
-        channel = self.channel
-        if channel is None or channel.readyState != "open":
-            log.info("%s: %s not sent: the data channel is not open", self.call_id, event["type"])
-            return
-        try:
-            channel.send(text)
-        except ValueError as too_large:
-            # aiortc holds messages to the client's a=max-message-size (Walkie offers 64 KiB).
-            log.warning("%s: %s not sent: %s", self.call_id, event["type"], too_large)
-
-    def error(self, code: str, message: str, event_id: str | None = None, param: str | None = None,
-              kind: str = "invalid_request_error") -> None:
-        self.emit({
-            "type": "error",
-            "error": {"type": kind, "code": code, "message": message, "param": param, "event_id": event_id},
-        })
 
     def spawn(self, coro) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
@@ -569,28 +560,29 @@ class Call:
         task.add_done_callback(self.tasks.discard)
         return task
 
-    # -- stats ---------------------------------------------------------------------------------
+    def safe(self, action) -> None:
+        try:
+            action()
+        except Exception:
+            log.exception("%s: sending failed", self.call_id)
 
-    def stats(self) -> dict:
-        return {
-            "call_id": self.call_id,
-            "form": self.form,
-            "hung_up": self.hung_up,
-            "closed": self.closed,
-            "client_event_types": list(self.client_event_types),
-            "turns": [dict(t) for t in self.turns],
-            "replies": [
-                {
-                    "response_id": r["response_id"],
-                    "status": r["status"],
-                    "sent_audio_ms": r["sent_frames"] * FRAME_MS,
-                    "sent_rms_dbfs": dbfs(math.sqrt(r["sumsq"] / (r["sent_frames"] * FRAME_SAMPLES)))
-                    if r["sent_frames"]
-                    else None,
-                }
-                for r in self.replies
-            ],
-        }
+    # -- what the API's class says -------------------------------------------------------------
+
+    def on_connect(self) -> None:
+        """The data channel is open."""
+
+    def on_message(self, message: str | bytes) -> None:
+        """One data-channel message."""
+
+    def on_audio(self, chunk: bytes) -> None:
+        """20 ms of the client's audio, 48 kHz mono s16."""
+
+    def on_closed(self) -> None:
+        """The call ended (its connection, its data channel, or a hang-up): stop timed work."""
+
+    def next_output_frame(self) -> bytes | None:
+        """The next 20 ms the output track sends; None is silence."""
+        return None
 
     # -- WebRTC --------------------------------------------------------------------------------
 
@@ -639,17 +631,15 @@ class Call:
         self.closed = True
         # A call whose connection ended is no longer active: its hang-up is a 404 from now on.
         self.server.active.discard(self.call_id)
-        if self.generation and self.generation.task:
-            self.generation.task.cancel()
-        if self.vad_quiet_timer:
-            self.vad_quiet_timer.cancel()
+        self.on_closed()
 
     async def close(self) -> None:
         self.mark_closed()
         self.output.stop()
         await self.pc.close()
         for task in list(self.tasks):
-            task.cancel()
+            if task is not asyncio.current_task():
+                task.cancel()
 
     async def consume(self, track) -> None:
         """Decodes the client's audio (aiortc's Opus decoder), resampled to 48 kHz mono s16,
@@ -670,6 +660,96 @@ class Call:
                 except Exception:
                     log.exception("%s: audio handling failed", self.call_id)
 
+
+class Call(RtcCall):
+    """One Realtime API call: the session's state, and what it measured."""
+
+    def __init__(self, server: "PeerServer", call_id: str, form: str, session: dict) -> None:
+        super().__init__(server, call_id, form)
+        self.session = session
+        self.conversation_id = self.new_id("conv")
+        # Input audio: the timeline in 48 kHz samples, the buffer in 20 ms chunks.
+        self.received_samples = 0
+        self.input: list[InputChunk] = []
+        self.vad: VadSettings | None = None
+        self.vad_speaking_item: str | None = None
+        self.vad_voiced_ms = 0
+        self.vad_onset_ms = 0
+        self.vad_last_voiced_end_ms = 0
+        self.vad_quiet_timer: asyncio.TimerHandle | None = None
+        # Conversation.
+        self.order: list[str] = []
+        self.items: dict[str, dict] = {}
+        self.unanswered_turn: dict | None = None
+        self.unanswered_text: str | None = None
+        self.open_tool_calls: dict[str, str] = {}
+        self.tool_outputs: list[tuple[str, str]] = []
+        self.pending_transcripts: list[tuple[str, str, dict, float]] = []
+        self.generation: Generation | None = None
+        self.playback: Playback | None = None
+        self.assistant_audio_ms: dict[str, int] = {}
+        self.produced_audio = False
+        self.context_tokens = {"text": 0, "audio": 0}
+        self.last_input_tokens = {"text": 0, "audio": 0}
+        # Stats.
+        self.client_event_types: list[str] = []
+        self.turns: list[dict] = []
+        self.replies: list[dict] = []
+        self.apply_turn_detection()
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def emit(self, event: dict) -> None:
+        event = {"type": event["type"], "event_id": self.new_id("event"), **event}
+        text = build_event(event)
+        channel = self.channel
+        if channel is None or channel.readyState != "open":
+            log.info("%s: %s not sent: the data channel is not open", self.call_id, event["type"])
+            return
+        try:
+            channel.send(text)
+        except ValueError as too_large:
+            # aiortc holds messages to the client's a=max-message-size (Walkie offers 64 KiB).
+            log.warning("%s: %s not sent: %s", self.call_id, event["type"], too_large)
+
+    def error(self, code: str, message: str, event_id: str | None = None, param: str | None = None,
+              kind: str = "invalid_request_error") -> None:
+        self.emit({
+            "type": "error",
+            "error": {"type": kind, "code": code, "message": message, "param": param, "event_id": event_id},
+        })
+
+    # -- stats ---------------------------------------------------------------------------------
+
+    def stats(self) -> dict:
+        return {
+            "call_id": self.call_id,
+            "form": self.form,
+            "hung_up": self.hung_up,
+            "closed": self.closed,
+            "client_event_types": list(self.client_event_types),
+            "turns": [dict(t) for t in self.turns],
+            "replies": [
+                {
+                    "response_id": r["response_id"],
+                    "status": r["status"],
+                    "sent_audio_ms": r["sent_frames"] * FRAME_MS,
+                    "sent_rms_dbfs": dbfs(math.sqrt(r["sumsq"] / (r["sent_frames"] * FRAME_SAMPLES)))
+                    if r["sent_frames"]
+                    else None,
+                }
+                for r in self.replies
+            ],
+        }
+
+    # -- WebRTC --------------------------------------------------------------------------------
+
+    def on_closed(self) -> None:
+        if self.generation and self.generation.task:
+            self.generation.task.cancel()
+        if self.vad_quiet_timer:
+            self.vad_quiet_timer.cancel()
+
     # -- the output track's side ---------------------------------------------------------------
 
     def next_output_frame(self) -> bytes | None:
@@ -689,12 +769,6 @@ class Call:
         playback.reply["sent_frames"] += 1
         playback.reply["sumsq"] += measure(frame)[0]
         return frame
-
-    def safe(self, action) -> None:
-        try:
-            action()
-        except Exception:
-            log.exception("%s: sending failed", self.call_id)
 
     # -- session -------------------------------------------------------------------------------
 
@@ -1372,6 +1446,590 @@ class Call:
 
 
 # ---------------------------------------------------------------------------------------------
+# The Live API (GPT-Live): the rules of crates/local-provider/src/live_session.rs, in code of its own
+
+LIVE_SESSION_LIFETIME_S = 60 * 60
+LIVE_USAGE_EVERY_S = 1.0
+# The model's own rule for the end of a user's turn: this long without speech after some.
+END_OF_TURN_SILENCE_MS = 600
+# Speech shorter than this is not a turn (a click, a cough).
+MIN_TURN_SPEECH_MS = 100
+# The loudness a session without a wake policy takes for speech (the policy's default).
+LIVE_DEFAULT_VAD_THRESHOLD = 0.5
+MAX_INITIAL_MESSAGES = 128
+MAX_LIVE_BODY_BYTES = 1024 * 1024
+# Fixed at start: an update naming one is refused, naming it.
+LIVE_FIXED_FIELDS = ("model", "instructions", "audio", "input")
+# What the snapshot (`SessionResource`) restates of the session a call starts with. The SDK's
+# snapshot has no `wake_policy` or `idle_timeout_s`: the session keeps them, its events don't.
+LIVE_SNAPSHOT_FIELDS = ("audio", "client", "delegation", "input", "instructions", "safety_identifier", "store", "triggers")
+# The Live client events this peer acts on: a WebRTC client's, with client or Responses
+# delegation. The others the SDK knows (`session.start` and `session.input_audio.append` are a
+# WebSocket's, fixtures a telephony app's, `decision.*` the Decisions backend's) are refused.
+LIVE_HANDLED_CLIENT_EVENTS = (
+    "session.update",
+    "session.input_audio.mute",
+    "session.input_audio.unmute",
+    "session.instructions.append",
+    "session.thinking.append",
+    "session.commentary.append",
+    "session.close",
+    "response.item.create",
+    "response.create",
+)
+
+
+def vad_threshold_rms(threshold: float) -> float:
+    """−60 dBFS at 0, −40 dBFS at the default 0.5, −20 dBFS at 1 (as the local provider)."""
+    return rms_for_dbfs(-60.0 + 40.0 * max(0.0, min(1.0, threshold)))
+
+
+def transcript_deltas(text: str) -> list[str]:
+    """The text in pieces of 4 words, word boundaries (and their spaces) kept."""
+    words = text.split(" ")
+    return [" ".join(words[i : i + 4]) + (" " if i + 4 < len(words) else "") for i in range(0, len(words), 4)]
+
+
+def live_body_problem(body: object) -> tuple[str, str | None, str] | None:
+    """(code, param, message) when `body` is no `LiveCreateParams` (unknown keys refused)."""
+    try:
+        LIVE_CREATE_BODY.validate_json(json.dumps(body), strict=True)
+    except pydantic.ValidationError as error:
+        param, message = first_problem(error)
+        kind = error.errors(include_url=False)[0]["type"]
+        if "unknown parameter" in message:
+            code = "unknown_parameter"
+        elif kind == "missing":
+            code, message = "missing_required_parameter", f"Missing required parameter: '{param}'."
+        else:
+            code = "invalid_value"
+        return code, param or None, message
+    return None
+
+
+def live_session_problem(session: dict) -> tuple[str, str, str] | None:
+    """The Live API's documented limits beyond the types (the local provider's check_session):
+    a model; a built-in voice by name (or a custom one by id); at most 128 history messages of
+    one text part each, of the kind their role takes; a wake threshold from 0 to 1; an idle
+    timeout only with a wake policy."""
+    if not str(session.get("model", "")).strip():
+        return "missing_required_parameter", "session.model", "Missing required parameter: 'session.model'."
+    voice = ((session.get("audio") or {}).get("output") or {}).get("voice")
+    if isinstance(voice, str) and voice not in LIVE_VOICES:
+        return "invalid_value", "session.audio.output.voice", f"Invalid value: '{voice}'. Supported values are: {', '.join(LIVE_VOICES)}."
+    history = session.get("input") or []
+    if len(history) > MAX_INITIAL_MESSAGES:
+        return (
+            "array_above_max_length",
+            "session.input",
+            f"Invalid 'session.input': array too long. Expected an array with maximum length {MAX_INITIAL_MESSAGES}, "
+            f"but got an array with length {len(history)} instead.",
+        )
+    for index, item in enumerate(history):
+        param = f"session.input[{index}].content"
+        if len(item["content"]) != 1:
+            return "invalid_value", param, f"Each history message takes exactly one text part; message {index} has {len(item['content'])}."
+        kind = item["content"][0].get("type")
+        fits = {"assistant": ("output_text", "text", None)}.get(item["role"], ("input_text", None))
+        if kind not in fits:
+            return "invalid_value", f"{param}[0].type", f"Message {index} ({item['role']}) cannot hold a {kind} part."
+    threshold = (session.get("wake_policy") or {}).get("vad_threshold")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        return (
+            "decimal_out_of_range",
+            "session.wake_policy.vad_threshold",
+            f"Invalid 'session.wake_policy.vad_threshold': {threshold} is not from 0 to 1.",
+        )
+    if session.get("idle_timeout_s") is not None and session.get("wake_policy") is None:
+        return (
+            "invalid_value",
+            "session.idle_timeout_s",
+            "An idle timeout pauses a session that a wake policy can wake: set session.wake_policy too.",
+        )
+    return None
+
+
+def live_snapshot(session: dict, session_id: str) -> dict:
+    """The resolved session its events restate (`SessionResource`): the request's fields, the
+    default voice, and the server's own (`id`, `expires_at`, `status`)."""
+    snapshot = {
+        "id": session_id,
+        "expires_at": int(time.time()) + LIVE_SESSION_LIFETIME_S,
+        "model": session["model"],
+        "status": "active",
+    }
+    for key in LIVE_SNAPSHOT_FIELDS:
+        if key in session:
+            snapshot[key] = json.loads(json.dumps(session[key]))
+    snapshot.setdefault("audio", {}).setdefault("output", {}).setdefault("voice", DEFAULT_VOICE)
+    return snapshot
+
+
+class LiveHeard:
+    """What the user is saying: the unmuted frames since their speech began."""
+
+    def __init__(self, now: float, from_timeline_ms: int) -> None:
+        self.frames: list[tuple[float, int]] = []  # (sum of squares, peak) per 20 ms
+        self.from_timeline_ms = from_timeline_ms
+        self.last_speech = now
+        self.speech_ms = 0
+
+
+class LiveSpeaking:
+    """The reply being spoken: its frames as the output track takes them, its words spread
+    over them (each with the frame it is said at)."""
+
+    def __init__(self, frames: list[bytes], text: str, reply: dict) -> None:
+        self.frames = frames
+        self.index = 0
+        pieces = transcript_deltas(text)
+        step = len(frames) // max(1, len(pieces))
+        self.words = [(index * step, piece) for index, piece in enumerate(pieces)]
+        self.reply = reply
+
+
+class LiveCall(RtcCall):
+    """One Live API call, as the local provider's LiveProviderSession runs one: the session
+    starts (`session.started`) when the data channel opens and reports its usage each second;
+    the input starts unmuted, and muted input is not heard (the model hears silence); the model
+    owns turn-taking: a user's turn ends after END_OF_TURN_SILENCE_MS without speech and is
+    answered, with the user's words and the reply's as transcript deltas (no done events) and
+    the reply's audio on the track; speech over a reply stops it (full duplex). A session with
+    a wake policy waits for speech (paused until then) and pauses after its idle timeout. With
+    a Responses delegation whose function tools the session's instructions name ("use <tool>"),
+    each turn is delegated instead: `session.delegation.created` and the backend's function
+    calls (`response.event`); once the client gave every output (`response.item.create`) and
+    asked to go on (`response.create`), the reply says what the tool answered."""
+
+    TRACE_FILE = "live-client-events.jsonl"
+
+    def __init__(self, server: "PeerServer", call_id: str, session: dict, snapshot: dict) -> None:
+        super().__init__(server, call_id, "live")
+        self.session = snapshot
+        self.loop = asyncio.get_running_loop()
+        self.started = self.loop.time()
+        self.muted = False
+        self.ending = False  # session.close: nothing more is taken or sent but the close
+        wake_policy = session.get("wake_policy")
+        threshold = (wake_policy or {}).get("vad_threshold")
+        self.speech_rms = vad_threshold_rms(LIVE_DEFAULT_VAD_THRESHOLD if threshold is None else threshold)
+        # A session with a wake policy waits for the first speech, paused until then.
+        self.wake: dict | None = None
+        if wake_policy is not None:
+            idle = session.get("idle_timeout_s")
+            self.wake = {"idle_timeout_s": idle, "awake": False, "last_speech": self.started}
+        self.paused_s = 0.0
+        self.paused_since: float | None = self.started if self.wake else None
+        self.next_usage: float | None = None
+        self.heard: LiveHeard | None = None
+        self.speaking: LiveSpeaking | None = None
+        delegation = session.get("delegation") or {}
+        self.delegated_tools = (delegation.get("responses") or {}).get("tools") or [] if delegation.get("type") == "responses" else []
+        self.delegated: dict | None = None
+        self.poke = asyncio.Event()
+        # Stats.
+        self.client_event_types: list[str] = []
+        self.turns: list[dict] = []
+        self.replies: list[dict] = []
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def emit(self, event: dict, client_event_id: str | None = None) -> None:
+        event = {"type": event["type"], "event_id": self.new_id("event"), **event}
+        if client_event_id is not None:
+            event["client_event_id"] = client_event_id
+        text = build_event(event, LIVE_SERVER_EVENT_MODELS)
+        channel = self.channel
+        if channel is None or channel.readyState != "open":
+            log.info("%s: %s not sent: the data channel is not open", self.call_id, event["type"])
+            return
+        try:
+            channel.send(text)
+        except ValueError as too_large:
+            log.warning("%s: %s not sent: %s", self.call_id, event["type"], too_large)
+
+    def error(self, code: str, message: str, client_event_id: str | None = None, param: str | None = None,
+              kind: str = "invalid_request_error") -> None:
+        error = {"type": kind, "code": code, "message": message}
+        if param is not None:
+            error["param"] = param
+        if client_event_id is not None:
+            error["client_event_id"] = client_event_id
+        self.emit({"type": "error", "error": error}, client_event_id)
+
+    # -- the session's clock -------------------------------------------------------------------
+
+    def timeline_ms(self, at: float | None = None) -> int:
+        """Where `at` (the loop's clock; now by default) is on the session's timeline."""
+        return max(0, int(round(((self.loop.time() if at is None else at) - self.started) * 1000)))
+
+    def usage(self, now: float) -> dict:
+        """The billable time so far in whole seconds: paused while inference waits for speech,
+        active the rest, the two adding up to the total."""
+        total_ms = int((now - self.started) * 1000)
+        paused = self.paused_s + (now - self.paused_since if self.paused_since is not None else 0.0)
+        seconds = total_ms // 1000
+        paused_seconds = min(int(paused * 1000) // 1000, seconds)
+        return {"seconds": float(seconds), "active_seconds": seconds - paused_seconds, "paused_seconds": paused_seconds}
+
+    def next_deadline(self) -> float | None:
+        """When `tick` has work: the next usage report, the idle timeout, the turn's end."""
+        if self.closed or self.ending:
+            return None
+        due = [self.next_usage]
+        wake = self.wake
+        if wake and wake["awake"] and wake["idle_timeout_s"] is not None:
+            due.append(wake["last_speech"] + wake["idle_timeout_s"])
+        if self.heard is not None:
+            due.append(self.heard.last_speech + END_OF_TURN_SILENCE_MS / 1000)
+        due = [d for d in due if d is not None]
+        return min(due) if due else None
+
+    async def run_clock(self) -> None:
+        """Runs `tick` at each deadline, and again whenever the deadlines may have moved."""
+        while not self.closed and not self.ending:
+            deadline = self.next_deadline()
+            timeout = None if deadline is None else max(0.0, deadline - self.loop.time())
+            try:
+                await asyncio.wait_for(self.poke.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+            self.poke.clear()
+            self.safe(lambda: self.tick(self.loop.time()))
+
+    def tick(self, now: float) -> None:
+        if self.closed or self.ending:
+            return
+        wake = self.wake
+        if wake and wake["awake"] and wake["idle_timeout_s"] is not None and now >= wake["last_speech"] + wake["idle_timeout_s"]:
+            wake["awake"] = False
+            self.paused_since = now
+            self.emit({"type": "session.paused"})
+        heard = self.heard
+        if heard is not None and now >= heard.last_speech + END_OF_TURN_SILENCE_MS / 1000:
+            self.heard = None
+            self.turn_over(heard, now)
+        if self.next_usage is not None and now >= self.next_usage:
+            self.next_usage = now + LIVE_USAGE_EVERY_S
+            self.emit({"type": "session.usage.updated", "usage": self.usage(now)})
+
+    # -- the connection ------------------------------------------------------------------------
+
+    def on_connect(self) -> None:
+        """The session has started, and reports its usage from now on."""
+        self.next_usage = self.loop.time() + LIVE_USAGE_EVERY_S
+        self.safe(lambda: self.emit({"type": "session.started", "session": self.session}))
+        self.spawn(self.run_clock())
+
+    def on_closed(self) -> None:
+        self.poke.set()
+        if self.speaking is not None:
+            self.stop_speaking()
+
+    # -- the client's audio --------------------------------------------------------------------
+
+    def on_audio(self, chunk: bytes) -> None:
+        """Muted, the model hears silence: nothing of it is taken. Unmuted speech wakes a paused
+        session, stops a reply under way (the model yields to the user) and begins or continues
+        the user's turn."""
+        if self.closed or self.ending or self.muted:
+            return
+        now = self.loop.time()
+        sumsq, peak = measure(chunk)
+        speech = math.sqrt(sumsq / FRAME_SAMPLES) >= self.speech_rms
+        if speech:
+            wake = self.wake
+            if wake is not None:
+                wake["last_speech"] = now
+                if not wake["awake"]:
+                    wake["awake"] = True
+                    if self.paused_since is not None:
+                        self.paused_s += now - self.paused_since
+                        self.paused_since = None
+                    self.emit({"type": "session.resumed"})
+                    self.poke.set()
+            # Full duplex: the model stops talking when the user talks over it.
+            self.stop_speaking()
+        heard = self.heard
+        if heard is not None:
+            if speech:
+                heard.last_speech = now
+                heard.speech_ms += FRAME_MS
+            heard.frames.append((sumsq, peak))
+        elif speech:
+            heard = self.heard = LiveHeard(now, self.timeline_ms(now))
+            heard.speech_ms = FRAME_MS
+            heard.frames.append((sumsq, peak))
+            self.poke.set()
+
+    def turn_over(self, heard: LiveHeard, now: float) -> None:
+        """The model's turn-taking decided the user is done: their words, then the reply."""
+        if heard.speech_ms < MIN_TURN_SPEECH_MS:
+            return
+        threshold = rms_for_dbfs(SPEECH_DBFS)
+        voiced_at = [i for i, (sumsq, _) in enumerate(heard.frames) if math.sqrt(sumsq / FRAME_SAMPLES) >= threshold]
+        voiced_sumsq = sum(heard.frames[i][0] for i in voiced_at)
+        voiced_rms = math.sqrt(voiced_sumsq / (len(voiced_at) * FRAME_SAMPLES)) if voiced_at else 0.0
+        self.turns.append({
+            "item_id": None,  # the Live API has no conversation items
+            "voiced_ms": len(voiced_at) * FRAME_MS,
+            "rms_dbfs": dbfs(voiced_rms),
+            "peak_dbfs": dbfs(float(max((peak for _, peak in heard.frames), default=0))),
+        })
+        if voiced_at:
+            span_s = (voiced_at[-1] + 1 - voiced_at[0]) * FRAME_MS / 1000
+            said = f"I heard {span_s:.1f} s of speech."
+        else:
+            span_s = 0.0
+            said = f"I heard {len(heard.frames) * FRAME_MS / 1000:.1f} s of silence."
+        to_ms = self.timeline_ms(now)
+        for delta in transcript_deltas(said):
+            self.emit({"type": "session.input_transcript.delta", "delta": delta, "start_ms": heard.from_timeline_ms, "end_ms": to_ms})
+        asked = tool_request(self.session.get("instructions") or "", self.delegated_tools)
+        if asked is not None:
+            return self.delegate(*asked, now)
+        self.speak(f"You said something for {span_s:.1f} seconds; this peer runs on aiortc.")
+
+    # -- the reply -----------------------------------------------------------------------------
+
+    def speak(self, text: str) -> None:
+        """Speaks `text` from the output track's next frame: the reply audio, the words spread
+        over it."""
+        self.stop_speaking()
+        reply = {"response_id": None, "status": "in_progress", "sent_frames": 0, "sumsq": 0.0}
+        self.replies.append(reply)
+        self.speaking = LiveSpeaking(reply_frames(), text, reply)
+
+    def stop_speaking(self) -> None:
+        speaking = self.speaking
+        if speaking is not None:
+            self.speaking = None
+            speaking.reply["status"] = "cancelled"
+
+    def next_output_frame(self) -> bytes | None:
+        speaking = self.speaking
+        if speaking is None or self.closed or self.ending:
+            return None
+        while speaking.words and speaking.words[0][0] <= speaking.index:
+            _, delta = speaking.words.pop(0)
+            at = self.timeline_ms()
+            self.safe(lambda: self.emit({"type": "session.output_transcript.delta", "delta": delta, "start_ms": at, "end_ms": at}))
+        frame = speaking.frames[speaking.index]
+        speaking.index += 1
+        speaking.reply["sent_frames"] += 1
+        speaking.reply["sumsq"] += measure(frame)[0]
+        if speaking.index >= len(speaking.frames):
+            self.speaking = None
+            speaking.reply["status"] = "completed"
+            if self.wake is not None:
+                # Speaking is activity too: the idle timeout counts from the reply's end.
+                self.wake["last_speech"] = self.loop.time()
+                self.poke.set()
+        return frame
+
+    # -- delegation ----------------------------------------------------------------------------
+
+    def delegate(self, name: str, count: int, arguments: str, now: float) -> None:
+        """The Responses backend a task is delegated to calls the tool, `count` times."""
+        delegation_id = self.new_id("del")
+        self.emit({
+            "type": "session.delegation.created",
+            "delegation": {"type": "delegation", "id": delegation_id, "target": "responses", "response_id": self.new_id("resp")},
+            "offset_ms": self.timeline_ms(now),
+        })
+        calls = []
+        for index in range(count):
+            call_id = self.new_id("call")
+            item = {"type": "function_call", "id": self.new_id("fc"), "call_id": call_id, "name": name,
+                    "arguments": arguments, "status": "completed"}
+            self.emit({
+                "type": "response.event",
+                "event": {"type": "response.output_item.done", "output_index": index, "sequence_number": index + 1, "item": item},
+                "delegation_id": delegation_id,
+            })
+            calls.append([call_id, name, None])
+        self.delegated = {"calls": calls}
+
+    # -- client events -------------------------------------------------------------------------
+
+    def on_message(self, message: str | bytes) -> None:
+        if self.closed or self.ending:
+            return
+        if isinstance(message, bytes):
+            self.client_event_types.append("<binary>")
+            self.safe(lambda: self.error("invalid_client_event", "Events are JSON text messages; a binary message was received."))
+            return
+        if self.server.trace:
+            self.server.trace.append(self.TRACE_FILE, {
+                "call_id": self.call_id,
+                "received_at_unix_ms": int(time.time() * 1000),
+                "text": message,
+            })
+        try:
+            self.on_text(message)
+        except EventShapeError:
+            log.exception("%s: an event the peer built is not the SDK's shape", self.call_id)
+            self.safe(lambda: self.error("server_error", "The peer built an event the SDK refuses.", kind="server_error"))
+        except Exception:
+            log.exception("%s: handling a client event failed", self.call_id)
+            self.safe(lambda: self.error("server_error", "The peer failed handling this event.", kind="server_error"))
+
+    def on_text(self, text: str) -> None:
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError as broken:
+            self.client_event_types.append("<invalid json>")
+            return self.error("invalid_client_event", f"The event is not valid JSON: {broken}.")
+        if not isinstance(event, dict):
+            self.client_event_types.append("<not an object>")
+            return self.error("invalid_client_event", "The event is not a JSON object.")
+        event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else None
+        event_type = event.get("type")
+        self.client_event_types.append(event_type if isinstance(event_type, str) else "<no type>")
+        if not isinstance(event_type, str):
+            return self.error("invalid_client_event", "The 'type' field is missing.", event_id)
+        model = LIVE_CLIENT_EVENT_MODELS.get(event_type)
+        if model is None:
+            return self.error("invalid_client_event", f"Unknown client event type '{event_type}': not a Live API client event.", event_id, "type")
+        if event_type not in LIVE_HANDLED_CLIENT_EVENTS:
+            return self.error(
+                "invalid_client_event",
+                f"'{event_type}' is not taken on a WebRTC data channel of this peer (client or Responses delegation).",
+                event_id,
+                "type",
+            )
+        if event_type == "session.update":
+            # The fixed fields first, as the local provider refuses them (the SDK's update has
+            # no such fields: its own refusal would only say "unknown parameter").
+            update = event.get("session")
+            for fixed in LIVE_FIXED_FIELDS:
+                if isinstance(update, dict) and fixed in update:
+                    return self.error(
+                        "immutable_field",
+                        f"'session.{fixed}' cannot change once the session has started: the model, the instructions, "
+                        "the audio and the input are fixed at start.",
+                        event_id,
+                        f"session.{fixed}",
+                    )
+        try:
+            model.model_validate(event)
+        except pydantic.ValidationError as error:
+            param, message = first_problem(error)
+            code = "unknown_parameter" if "unknown parameter" in message else "invalid_value"
+            return self.error(code, message, event_id, param)
+        at_ms = self.timeline_ms()
+        if event_type == "session.update":
+            self.update_session(event["session"], event_id)
+        elif event_type == "session.input_audio.mute":
+            self.muted = True
+            self.emit({"type": "session.input_audio.muted"}, event_id)
+        elif event_type == "session.input_audio.unmute":
+            self.muted = False
+            self.emit({"type": "session.input_audio.unmuted"}, event_id)
+        elif event_type.endswith(".append"):
+            appended = event_type[: -len(".append")] + ".appended"
+            self.emit({"type": appended, "start_ms": at_ms, "end_ms": at_ms}, event_id)
+        elif event_type == "response.item.create":
+            self.delegated_output(event["item"])
+        elif event_type == "response.create":
+            self.delegated_reply()
+        elif event_type == "session.close":
+            self.close_session(event_id)
+
+    def update_session(self, update: dict, event_id: str | None) -> None:
+        """The delegation's settings change (not its type; omitted settings keep their values);
+        the triggers are replaced when given."""
+        if "delegation" in update:
+            current = self.session.get("delegation") or {"type": "client"}
+            asked = update["delegation"] or {"type": "client"}
+            if asked.get("type") != current.get("type"):
+                return self.error(
+                    "immutable_field",
+                    f"The delegation type cannot change: the session delegates to '{current.get('type')}', not '{asked.get('type')}'.",
+                    event_id,
+                    "session.delegation.type",
+                )
+            merged = json.loads(json.dumps(current))
+            for key, value in asked.items():
+                if key in ("responses", "decisions") and isinstance(value, dict) and isinstance(merged.get(key), dict):
+                    merged[key].update(value)
+                elif value is not None:
+                    merged[key] = value
+            self.session["delegation"] = merged
+        if update.get("triggers") is not None:
+            self.session["triggers"] = update["triggers"]
+        self.emit({"type": "session.updated", "session": self.session}, event_id)
+
+    def delegated_output(self, item: dict) -> None:
+        delegated = self.delegated
+        if delegated is None or item.get("type") != "function_call_output":
+            return
+        output = item.get("output")
+        text = output if isinstance(output, str) else json.dumps(output)
+        for call in delegated["calls"]:
+            if call[0] == item.get("call_id"):
+                call[2] = text
+
+    def delegated_reply(self) -> None:
+        """Once every call is answered, the reply says what the last one gave."""
+        delegated = self.delegated
+        if delegated is None or any(output is None for _, _, output in delegated["calls"]):
+            return
+        self.delegated = None
+        _, name, output = delegated["calls"][-1]
+        self.speak(f"The {name} tool answered: {output[:200]}")
+
+    def close_session(self, event_id: str | None) -> None:
+        """`session.closed` with its reason and usage, then the call ends: the data channel is
+        closed after it (a stream reset comes after the data), and the connection once the
+        client has seen it close."""
+        now = self.loop.time()
+        self.stop_speaking()
+        self.emit({"type": "session.closed", "reason": "close_requested", "session": self.session, "usage": self.usage(now)}, event_id)
+        self.ending = True
+        self.poke.set()
+        self.server.active.discard(self.call_id)
+        self.spawn(self.end_after_close())
+
+    async def end_after_close(self) -> None:
+        channel = self.channel
+        if channel is not None and channel.readyState == "open":
+            closed = self.loop.create_future()
+            channel.once("close", lambda: closed.done() or closed.set_result(None))
+            channel.close()
+            try:
+                await asyncio.wait_for(closed, 2.0)
+            except asyncio.TimeoutError:
+                log.warning("%s: the data channel did not close within 2 s of session.closed", self.call_id)
+        await self.close()
+        log.info("%s: closed by session.close", self.call_id)
+
+    # -- stats ---------------------------------------------------------------------------------
+
+    def stats(self) -> dict:
+        return {
+            "call_id": self.call_id,
+            "form": self.form,
+            "hung_up": self.hung_up,
+            "closed": self.closed,
+            "muted": self.muted,
+            "client_event_types": list(self.client_event_types),
+            "turns": [dict(t) for t in self.turns],
+            "replies": [
+                {
+                    "response_id": r["response_id"],
+                    "status": r["status"],
+                    "sent_audio_ms": r["sent_frames"] * FRAME_MS,
+                    "sent_rms_dbfs": dbfs(math.sqrt(r["sumsq"] / (r["sent_frames"] * FRAME_SAMPLES)))
+                    if r["sent_frames"]
+                    else None,
+                }
+                for r in self.replies
+            ],
+        }
+
+
+# ---------------------------------------------------------------------------------------------
 # HTTP
 
 
@@ -1412,15 +2070,19 @@ class PeerServer:
         self.active: set[str] = set()
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self.record])
+        # Bodies are read whole up to 4 MiB; the Live API's own limit (1 MiB) is answered as its
+        # error, not aiohttp's.
+        app = web.Application(middlewares=[self.record], client_max_size=4 * MAX_LIVE_BODY_BYTES)
         app.router.add_post("/v1/realtime/calls", self.create_call)
         app.router.add_post("/v1/realtime/calls/{call_id}/hangup", self.hangup)
+        app.router.add_post("/v1/live/sessions", self.create_live_session)
+        app.router.add_post("/v1/live/sessions/{call_id}/hangup", self.hangup)
         app.router.add_get("/stats", self.stats)
         return app
 
     @web.middleware
     async def record(self, request: web.Request, handler) -> web.StreamResponse:
-        note: dict = {"parts": [], "session": None, "call_id": None}
+        note: dict = {"parts": [], "session": None, "live_session": None, "call_id": None}
         request["note"] = note
         try:
             response = await handler(request)
@@ -1428,7 +2090,7 @@ class PeerServer:
             response = refused
         if self.trace and request.path != "/stats":
             auth = request.headers.get("Authorization", "")
-            self.trace.append("calls.jsonl", {
+            line = {
                 "method": request.method,
                 "path": request.path,
                 "query": request.query_string or None,
@@ -1439,7 +2101,11 @@ class PeerServer:
                 "session": note["session"],
                 "status": response.status,
                 "call_id": note["call_id"],
-            })
+            }
+            if note["live_session"] is not None:
+                # The whole JSON body of a Live API call, as the local provider writes it.
+                line["live_session"] = note["live_session"]
+            self.trace.append("calls.jsonl", line)
         return response
 
     def authorized(self, request: web.Request) -> bool:
@@ -1519,6 +2185,58 @@ class PeerServer:
             headers={"Content-Type": "application/sdp", "Location": f"/v1/realtime/calls/{call_id}"},
         )
 
+    async def create_live_session(self, request: web.Request) -> web.Response:
+        """`POST /v1/live/sessions`: `{"session": …, "transport": {"type": "webrtc", "sdp": …}}`
+        in (a `LiveCreateParams`, unknown keys refused, then the Live API's documented limits),
+        `{"session": {"id"}, "transport": {"type": "webrtc", "sdp": <answer>}}` out, 201, in the
+        local provider's order of refusals."""
+        note = request["note"]
+        body = await request.read()
+        try:
+            note["live_session"] = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            pass
+        if not self.authorized(request):
+            return api_error(401, "invalid_api_key", "Incorrect API key provided for the aiortc peer.")
+        if form_of(request.content_type) != "json":
+            return api_error(
+                415,
+                "unsupported_content_type",
+                'A Live session is created with a JSON body: {"session": …, "transport": {"type": "webrtc", "sdp": …}}.',
+            )
+        if len(body) > MAX_LIVE_BODY_BYTES:
+            return api_error(413, "request_too_large", f"The body is {len(body)} bytes; at most {MAX_LIVE_BODY_BYTES} are read.")
+        given = note["live_session"]
+        if not isinstance(given, dict):
+            return api_error(400, "invalid_request_body", "The body is not a Live session request: not a JSON object.")
+        refused = live_body_problem(given)
+        if refused is None:
+            refused = live_session_problem(given["session"])
+        if refused is not None:
+            code, param, message = refused
+            return api_error(400, code, message, param)
+        call_id = "sess_" + secrets.token_hex(16)
+        snapshot = live_snapshot(given["session"], call_id)
+        try:
+            LIVE_SESSION_MODEL.model_validate(snapshot)
+        except pydantic.ValidationError as error:
+            # A session the request's types take and the snapshot's don't: the peer's limit.
+            param, message = first_problem(error, "session")
+            return api_error(500, "server_error", f"The peer cannot restate this session: {message}", param, "server_error")
+        call = LiveCall(self, call_id, given["session"], snapshot)
+        try:
+            answer = await call.answer(given["transport"]["sdp"])
+        except Exception as refused_offer:
+            log.warning("a Live offer was refused: %s", refused_offer)
+            await call.close()
+            return api_error(400, "invalid_offer", f"The SDP offer could not be answered: {refused_offer}", "transport.sdp")
+        note["call_id"] = call_id
+        self.calls[call_id] = call
+        self.active.add(call_id)
+        log.info("Live session %s answered", call_id)
+        created = LIVE_CREATE_RESPONSE_MODEL.model_validate({"session": {"id": call_id}, "transport": {"type": "webrtc", "sdp": answer}})
+        return web.json_response(created.model_dump(mode="json"), status=201)
+
     async def hangup(self, request: web.Request) -> web.Response:
         call_id = request.match_info["call_id"]
         request["note"]["call_id"] = call_id
@@ -1582,7 +2300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--token", required=True, help="the bearer token calls must present")
     parser.add_argument("--refuse-multipart", action="store_true", help="answer multipart/form-data calls 415")
-    parser.add_argument("--trace", metavar="DIR", help="write calls.jsonl and client-events.jsonl here")
+    parser.add_argument("--trace", metavar="DIR", help="write calls.jsonl and (live-)client-events.jsonl here")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--verbose", action="store_true", help="log aiortc's and aioice's own messages too")

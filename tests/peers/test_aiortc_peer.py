@@ -6,7 +6,7 @@ checks what comes back: the events (in order, and each valid for the SDK's model
 refused), the reply audio it decodes, the peer's /stats and its trace files. Every wait is on an
 event or a future, bounded by a timeout; nothing sleeps to synchronise.
 
-    cd tests/peers && ../../target/peer-venv/bin/python -m unittest test_aiortc_peer -v
+    cd tests/peers && ../../target/python-venv/bin/python -m unittest test_aiortc_peer -v
 """
 
 from __future__ import annotations
@@ -140,12 +140,14 @@ class Client:
         self.pc.addTrack(self.mic)
         self.channel = self.pc.createDataChannel("oai-events")
         self.events: list[dict] = []
+        self.arrivals: list[float] = []  # when each event came (monotonic)
         self.cursor = 0
         self.changed = asyncio.Event()
         self.opened = asyncio.get_running_loop().create_future()
         self.channel_closed = asyncio.get_running_loop().create_future()
         self.received: list[tuple[float, float | None]] = []  # (arrival, dBFS) per 20 ms
         self.received_frames: list[bytes] = []
+        self.audio_changed = asyncio.Event()
         self.call_id: str | None = None
         self.tasks: list[asyncio.Task] = []
 
@@ -162,6 +164,7 @@ class Client:
         @self.channel.on("message")
         def on_message(message) -> None:
             self.events.append(json.loads(message))
+            self.arrivals.append(time.monotonic())
             self.changed.set()
 
         @self.pc.on("track")
@@ -182,6 +185,20 @@ class Client:
                 chunk, carry = carry[: peer.FRAME_BYTES], carry[peer.FRAME_BYTES :]
                 self.received_frames.append(chunk)
                 self.received.append((time.monotonic(), peer.dbfs(math.sqrt(peer.measure(chunk)[0] / peer.FRAME_SAMPLES))))
+                self.audio_changed.set()
+
+    async def until_audio(self, done, what: str, timeout: float = STEP) -> None:
+        """Waits until `done(received)` holds for the (arrival, dBFS) list of what came."""
+        deadline = time.monotonic() + timeout
+        while not done(self.received):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"{what}: not within {timeout} s")
+            self.audio_changed.clear()
+            try:
+                await asyncio.wait_for(self.audio_changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
 
     async def offer(self) -> str:
         await self.pc.setLocalDescription(await self.pc.createOffer())
@@ -208,6 +225,21 @@ class Client:
             await self.pc.setRemoteDescription(RTCSessionDescription(sdp=await response.text(), type="answer"))
             await asyncio.wait_for(asyncio.shield(self.opened), STEP)
         return response
+
+    async def live_call(self, http: aiohttp.ClientSession, session: dict, token: str = TOKEN) -> tuple[aiohttp.ClientResponse, dict]:
+        """Places a Live API call (the JSON body); on 201 applies the answer. Returns the
+        response and the body that was sent."""
+        body = {"session": session, "transport": {"type": "webrtc", "sdp": await self.offer()}}
+        response = await http.post(f"{self.base}/v1/live/sessions", json=body, headers={"Authorization": f"Bearer {token}"})
+        await response.read()
+        if response.status == 201:
+            self.test.assertEqual(response.content_type, "application/json")
+            created = peer.LIVE_CREATE_RESPONSE_MODEL.model_validate(await response.json())
+            self.test.assertRegex(created.session.id, r"^sess_[0-9a-f]{32}$")
+            self.call_id = created.session.id
+            await self.pc.setRemoteDescription(RTCSessionDescription(sdp=created.transport.sdp, type="answer"))
+            await asyncio.wait_for(asyncio.shield(self.opened), STEP)
+        return response, body
 
     def send(self, event: dict | str) -> None:
         self.channel.send(event if isinstance(event, str) else json.dumps(event))
@@ -240,13 +272,13 @@ class Client:
         for task in self.tasks:
             task.cancel()
 
-    def check_events_against_sdk(self) -> None:
-        """Every event received validates as its SDK model (unknown fields refused); event ids
-        are unique."""
+    def check_events_against_sdk(self, models: dict[str, type] = peer.SERVER_EVENT_MODELS) -> None:
+        """Every event received validates as its SDK model (of `models`: the Realtime API's by
+        default; unknown fields refused); event ids are unique."""
         ids = [e.get("event_id") for e in self.events]
         self.test.assertEqual(len(ids), len(set(ids)), "event ids repeat")
         for event in self.events:
-            model = peer.SERVER_EVENT_MODELS.get(event.get("type"))
+            model = models.get(event.get("type"))
             self.test.assertIsNotNone(model, f"no SDK model for {event.get('type')}")
             try:
                 model.model_validate(event)
@@ -326,9 +358,9 @@ class PeerTest(unittest.IsolatedAsyncioTestCase):
         (call,) = [c for c in calls if c["call_id"] == call_id]
         return call
 
-    async def hangup(self, call_id: str, base: str | None = None) -> int:
+    async def hangup(self, call_id: str, base: str | None = None, api: str = "realtime/calls") -> int:
         async with self.http.post(
-            f"{base or self.base}/v1/realtime/calls/{call_id}/hangup", headers={"Authorization": f"Bearer {TOKEN}"}
+            f"{base or self.base}/v1/{api}/{call_id}/hangup", headers={"Authorization": f"Bearer {TOKEN}"}
         ) as response:
             return response.status
 
@@ -666,6 +698,263 @@ class PeerTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(code, 0, f"the peer's log: {log}")
         finally:
             await asyncio.to_thread(stop_peer, process)
+
+
+    # -- The Live API (GPT-Live) --------------------------------------------------------------
+
+    async def deltas_until(self, client: Client, event_type: str, ending: str) -> tuple[str, list[dict]]:
+        """The `event_type` deltas from the cursor on until their text ends with `ending`."""
+        got: list[dict] = []
+        while not "".join(e["delta"] for e in got).endswith(ending):
+            got.append(await client.next(event_type))
+        return "".join(e["delta"] for e in got), got
+
+    async def test_7_live_call_mute_turn_reply_barge_in_and_hang_up(self) -> None:
+        session = {
+            "model": "gpt-live-1.1",
+            "instructions": "Be brief.",
+            "audio": {"output": {"voice": "cedar"}},
+            "input": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello"}]},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi!"}]},
+            ],
+        }
+        client = self.client()
+        response, body = await client.live_call(self.http, session)
+        self.assertEqual(response.status, 201)
+        started = (await client.next("session.started"))["session"]
+        self.assertEqual(client.events[0]["type"], "session.started")
+        self.assertEqual(started["id"], client.call_id)
+        self.assertEqual((started["model"], started["instructions"], started["status"]), ("gpt-live-1.1", "Be brief.", "active"))
+        self.assertEqual(started["audio"], {"output": {"voice": "cedar"}})
+        self.assertEqual(started["input"], session["input"])
+        self.assertAlmostEqual(started["expires_at"], time.time() + 3600, delta=30)
+
+        # The input starts unmuted; muted, a second of speech is not heard.
+        client.send({"type": "session.input_audio.mute", "event_id": "m1"})
+        self.assertEqual((await client.next("session.input_audio.muted")).get("client_event_id"), "m1")
+        await asyncio.wait_for(client.mic.say(self.speech_1s, tail_frames=10), STEP)
+        client.send({"type": "session.input_audio.unmute", "event_id": "u1"})
+        self.assertEqual((await client.next("session.input_audio.unmuted")).get("client_event_id"), "u1")
+        self.assertNotIn("session.input_transcript.delta", [e["type"] for e in client.events], "muted speech was heard")
+
+        # Unmuted, a second of speech then silence: the model ends the turn and answers.
+        sent_dbfs = rms_dbfs_of(self.speech_1s)
+        heard_before_reply = len(client.received)
+        client.mic.say(self.speech_1s)
+        said, said_events = await self.deltas_until(client, "session.input_transcript.delta", "speech.")
+        words = re.fullmatch(r"I heard (\d+\.\d) s of speech\.", said)
+        self.assertIsNotNone(words, said)
+        self.assertAlmostEqual(float(words.group(1)), 1.0, delta=0.2)
+        self.assertEqual(len({(e["start_ms"], e["end_ms"]) for e in said_events}), 1, said_events)
+        # From the first speech to the model's decision: the second, then its 600 ms of silence.
+        span = said_events[0]["end_ms"] - said_events[0]["start_ms"]
+        self.assertGreaterEqual(span, 1000 + peer.END_OF_TURN_SILENCE_MS - 100)
+        self.assertLessEqual(span, 1000 + peer.END_OF_TURN_SILENCE_MS + 400)
+        replied, reply_events = await self.deltas_until(client, "session.output_transcript.delta", "aiortc.")
+        self.assertEqual(replied, f"You said something for {words.group(1)} seconds; this peer runs on aiortc.")
+        self.assertEqual(len(reply_events), 3)
+        self.assertTrue(all(e["start_ms"] == e["end_ms"] for e in reply_events), reply_events)
+        self.assertGreaterEqual(reply_events[0]["start_ms"], said_events[-1]["end_ms"])
+        # The words are spread over the reply's 1.5 s (at 0, 0.5 and 1 s).
+        self.assertGreaterEqual(reply_events[-1]["start_ms"] - reply_events[0]["start_ms"], 800)
+        self.assertLessEqual(reply_events[-1]["start_ms"] - reply_events[0]["start_ms"], 1300)
+
+        # The reply's audio, as the client decoded it: silence before it, then 1.5 s of speech.
+        def loud_ms(received: list, start: int) -> int:
+            return peer.FRAME_MS * sum(1 for _, level in received[start:] if level is not None and level > -45)
+
+        await client.until_audio(lambda r: loud_ms(r, heard_before_reply) >= 1400, "the reply's audio")
+        before = [level for _, level in client.received[:heard_before_reply]]
+        self.assertTrue(all(level is None or level < -60 for level in before), f"not silent before the reply: {before[-20:]}")
+        reply_audio = [f for f in client.received_frames[heard_before_reply:]
+                       if (peer.dbfs(math.sqrt(peer.measure(f)[0] / peer.FRAME_SAMPLES)) or -99) > -45]
+        self.assertGreater(rms_dbfs_of(reply_audio), -35)
+
+        # A second turn; speech over its reply stops it (the model yields), and is the next turn.
+        client.mic.say(self.speech_1s)
+        await self.deltas_until(client, "session.input_transcript.delta", "speech.")
+        second_from = client.cursor
+        audio_mark = len(client.received)
+        await client.next("session.output_transcript.delta")
+        await client.until_audio(lambda r: loud_ms(r, audio_mark) >= 100, "the second reply's audio")
+        client.mic.say(self.speech_over)
+        third, third_events = await self.deltas_until(client, "session.input_transcript.delta", "speech.")
+        self.assertRegex(third, r"^I heard 0\.[5-7] s of speech\.$")
+        third_at = client.events.index(third_events[0])
+        cut = "".join(e["delta"] for e in client.events[second_from:third_at] if e["type"] == "session.output_transcript.delta")
+        self.assertTrue(cut.startswith("You said something for"), cut)
+        self.assertFalse(cut.endswith("aiortc."), "the reply went on over the user's speech")
+
+        client.send({"type": "session.input_audio.mute", "event_id": "m2"})
+        self.assertEqual((await client.next("session.input_audio.muted")).get("client_event_id"), "m2")
+
+        # session.update: voice, instructions and the delegation's type are fixed; its settings are not.
+        for update, param in [
+            ({"instructions": "Be verbose."}, "session.instructions"),
+            ({"audio": {"output": {"voice": "marin"}}}, "session.audio"),
+            ({"delegation": {"type": "responses", "responses": {"model": "gpt-5.2"}}}, "session.delegation.type"),
+        ]:
+            client.send({"type": "session.update", "event_id": "up", "session": update})
+            refused = (await client.next("error"))["error"]
+            self.assertEqual((refused["code"], refused.get("param"), refused.get("client_event_id")), ("immutable_field", param, "up"))
+        client.send({"type": "session.update", "session": {"delegation": {"type": "client", "acknowledgement_delay_ms": 200}}})
+        updated = (await client.next("session.updated"))["session"]
+        self.assertEqual(updated["delegation"], {"type": "client", "acknowledgement_delay_ms": 200})
+        self.assertEqual(updated["instructions"], "Be brief.")
+        client.send({"type": "input_audio_buffer.commit", "event_id": "rt"})
+        wrong = (await client.next("error"))["error"]
+        self.assertEqual(wrong["code"], "invalid_client_event")
+        self.assertIn("input_audio_buffer.commit", wrong["message"])
+
+        stats = await self.stats_of(client.call_id)
+        self.assertEqual(stats["form"], "live")
+        self.assertTrue(stats["muted"])
+        sent_types = ["session.input_audio.mute", "session.input_audio.unmute", "session.input_audio.mute",
+                      "session.update", "session.update", "session.update", "session.update", "input_audio_buffer.commit"]
+        self.assertEqual(stats["client_event_types"], sent_types)
+        # Three turns: the muted second was never one.
+        self.assertEqual(len(stats["turns"]), 3, stats["turns"])
+        for turn, voiced_ms in zip(stats["turns"], [1000, 1000, 600]):
+            self.assertAlmostEqual(turn["voiced_ms"], voiced_ms, delta=120)
+            self.assertAlmostEqual(turn["rms_dbfs"], sent_dbfs, delta=2.0)
+        first, second = stats["replies"][:2]
+        self.assertEqual((first["status"], first["sent_audio_ms"]), ("completed", 1500))
+        self.assertAlmostEqual(first["sent_rms_dbfs"], peer.REPLY_DBFS, delta=0.5)
+        self.assertEqual(second["status"], "cancelled")
+        self.assertLess(second["sent_audio_ms"], 1000)
+        usage = [e["usage"] for e in client.events if e["type"] == "session.usage.updated"]
+        self.assertGreaterEqual(len(usage), 3)
+        self.assertEqual([u["seconds"] for u in usage], sorted(u["seconds"] for u in usage))
+        for u in usage:
+            self.assertEqual((u["seconds"] % 1, u["active_seconds"] + u["paused_seconds"], u["paused_seconds"]), (0, u["seconds"], 0))
+        types = {e["type"] for e in client.events}
+        self.assertFalse({"session.paused", "session.resumed", "session.closed"} & types, types)
+        client.check_events_against_sdk(peer.LIVE_SERVER_EVENT_MODELS)
+
+        self.assertEqual(await self.hangup(client.call_id, api="live/sessions"), 200)
+        await asyncio.wait_for(asyncio.shield(client.channel_closed), STEP)
+        stats = await self.stats_of(client.call_id)
+        self.assertTrue(stats["hung_up"])
+        self.assertTrue(stats["closed"])
+        self.assertEqual(await self.hangup(client.call_id, api="live/sessions"), 404)
+
+        # The trace: the call's line with its JSON body, the hang-up's, the channel's texts.
+        with open(os.path.join(self.trace, "calls.jsonl")) as lines:
+            records = [json.loads(line) for line in lines if client.call_id in line]
+        self.assertEqual(
+            [{k: r[k] for k in ("method", "path", "form", "parts", "auth", "session", "status", "query", "call_id")} for r in records],
+            [{"method": "POST", "path": "/v1/live/sessions", "form": "json", "parts": [], "auth": "bearer", "session": None,
+              "status": 201, "query": None, "call_id": client.call_id},
+             *[{"method": "POST", "path": f"/v1/live/sessions/{client.call_id}/hangup", "form": "other", "parts": [],
+                "auth": "bearer", "session": None, "status": status, "query": None, "call_id": client.call_id}
+               for status in (200, 404)]],
+        )
+        self.assertEqual(records[0]["live_session"], body)
+        self.assertNotIn("live_session", records[1])
+        with open(os.path.join(self.trace, "live-client-events.jsonl")) as lines:
+            texts = [json.loads(line) for line in lines]
+        mine = [json.loads(t["text"]) for t in texts if t["call_id"] == client.call_id]
+        self.assertEqual([t["type"] for t in mine], sent_types)
+        self.assertEqual([t.get("event_id") for t in mine[:3]], ["m1", "u1", "m2"])
+        realtime_texts = os.path.join(self.trace, "client-events.jsonl")
+        if os.path.exists(realtime_texts):  # written once a Realtime call has had a message
+            with open(realtime_texts) as lines:
+                self.assertNotIn(client.call_id, lines.read())
+
+    async def test_8_live_refusals_wake_policy_and_close(self) -> None:
+        async def post(body: dict, token: str = TOKEN, content_type: str = "application/json") -> tuple[int, dict]:
+            headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
+            async with self.http.post(f"{self.base}/v1/live/sessions", data=json.dumps(body).encode(), headers=headers) as answer:
+                return answer.status, await answer.json()
+
+        def with_offer(session: dict) -> dict:
+            return {"session": session, "transport": {"type": "webrtc", "sdp": "v=0\r\n"}}
+
+        refusals = [
+            (with_offer({"model": "gpt-live-1.1"}), {"token": "wrong"}, 401, "invalid_api_key", None),
+            (with_offer({"model": "gpt-live-1.1"}), {"content_type": "application/sdp"}, 415, "unsupported_content_type", None),
+            ({"session": {"model": "gpt-live-1.1"}}, {}, 400, "missing_required_parameter", "transport"),
+            (with_offer({"model": "gpt-live-1.1", "bogus": 1}), {}, 400, "unknown_parameter", "session.bogus"),
+            (with_offer({"model": "gpt-live-1.1", "audio": {"output": {"voice": "nova"}}}), {}, 400, "invalid_value",
+             "session.audio.output.voice"),
+            (with_offer({"model": "gpt-live-1.1", "idle_timeout_s": 5}), {}, 400, "invalid_value", "session.idle_timeout_s"),
+        ]
+        for body, how, status, code, param in refusals:
+            got, answer = await post(body, **how)
+            self.assertEqual(set(answer["error"]), {"message", "type", "code", "param"})
+            self.assertEqual((got, answer["error"]["code"], answer["error"]["param"]), (status, code, param), body)
+        with open(os.path.join(self.trace, "calls.jsonl")) as lines:
+            refused = [json.loads(line) for line in lines]
+        refused = [r for r in refused if r["path"] == "/v1/live/sessions" and r["status"] != 201]
+        self.assertEqual([(r["status"], r["live_session"], r["call_id"]) for r in refused],
+                         [(status, body, None) for body, _, status, _, _ in refusals])
+
+        # A wake policy: paused until speech, resumed by it, paused again after the idle timeout.
+        client = self.client()
+        response, _ = await client.live_call(self.http, {"model": "gpt-live-1", "wake_policy": {"type": "speech"}, "idle_timeout_s": 1})
+        self.assertEqual(response.status, 201)
+        started = (await client.next("session.started"))["session"]
+        self.assertEqual(started["audio"], {"output": {"voice": "marin"}})
+        self.assertNotIn("wake_policy", started)
+        client.mic.say(self.speech_1s[5:7])  # 40 ms: speech, but no turn
+        await client.next("session.resumed")
+        resumed_at = client.arrivals[client.cursor - 1]
+        await client.next("session.paused")
+        paused_at = client.arrivals[client.cursor - 1]
+        self.assertGreaterEqual(paused_at - resumed_at, 0.9)
+        self.assertLessEqual(paused_at - resumed_at, 1.5)
+        usage = (await client.next(lambda e: e["type"] == "session.usage.updated" and e["usage"]["paused_seconds"] >= 1))["usage"]
+        self.assertEqual(usage["active_seconds"] + usage["paused_seconds"], usage["seconds"])
+        self.assertGreaterEqual(usage["active_seconds"], 1)
+        client.send({"type": "session.commentary.append", "content": "It is 10:42.", "delegation_id": None, "event_id": "c1"})
+        appended = await client.next("session.commentary.appended")
+        self.assertEqual((appended["start_ms"] == appended["end_ms"], appended.get("client_event_id")), (True, "c1"))
+
+        client.send({"type": "session.close", "event_id": "bye"})
+        closed = await client.next("session.closed")
+        self.assertEqual((closed["reason"], closed.get("client_event_id"), closed["session"]), ("close_requested", "bye", started))
+        self.assertEqual(closed["usage"]["active_seconds"] + closed["usage"]["paused_seconds"], closed["usage"]["seconds"])
+        self.assertGreaterEqual(closed["usage"]["paused_seconds"], usage["paused_seconds"])
+        await asyncio.wait_for(asyncio.shield(client.channel_closed), STEP)
+        types = [e["type"] for e in client.events]
+        self.assertEqual(types[-1], "session.closed")
+        self.assertFalse({"session.input_transcript.delta", "session.output_transcript.delta"} & set(types), types)
+        stats = await self.stats_of(client.call_id)
+        self.assertEqual((stats["closed"], stats["hung_up"], stats["turns"], stats["replies"]), (True, False, [], []))
+        self.assertEqual(stats["client_event_types"], ["session.commentary.append", "session.close"])
+        self.assertEqual(await self.hangup(client.call_id, api="live/sessions"), 404)
+        client.check_events_against_sdk(peer.LIVE_SERVER_EVENT_MODELS)
+
+    async def test_9_live_turn_delegated_to_a_responses_tool(self) -> None:
+        add = {"type": "function", "name": "add", "description": "Adds two numbers.",
+               "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}
+        client = self.client()
+        response, _ = await client.live_call(self.http, {
+            "model": "gpt-live-1.1",
+            "instructions": 'When asked, use add with {"a":2,"b":3}',
+            "delegation": {"type": "responses", "responses": {"model": "gpt-5.2", "tools": [add]}},
+        })
+        self.assertEqual(response.status, 201)
+        started = (await client.next("session.started"))["session"]
+        self.assertEqual(started["delegation"]["responses"]["tools"], [add])
+        client.mic.say(self.speech_1s[:20])
+        await self.deltas_until(client, "session.input_transcript.delta", "speech.")
+        delegation = (await client.next("session.delegation.created"))["delegation"]
+        self.assertEqual((delegation["type"], delegation["target"]), ("delegation", "responses"))
+        call = await client.next("response.event")
+        self.assertEqual(call["delegation_id"], delegation["id"])
+        item = call["event"]["item"]
+        self.assertEqual((call["event"]["type"], item["type"], item["name"], item["arguments"]),
+                         ("response.output_item.done", "function_call", "add", '{"a":2,"b":3}'))
+        client.send({"type": "response.item.create", "item": {"type": "function_call_output", "call_id": item["call_id"], "output": "5"}})
+        client.send({"type": "response.create"})
+        said, _ = await self.deltas_until(client, "session.output_transcript.delta", "5")
+        self.assertEqual(said, "The add tool answered: 5")
+        at = client.events.index(call)
+        self.assertNotIn("session.output_transcript.delta", [e["type"] for e in client.events[:at]], "a reply before the tool's")
+        client.check_events_against_sdk(peer.LIVE_SERVER_EVENT_MODELS)
+        self.assertEqual(await self.hangup(client.call_id, api="live/sessions"), 200)
 
 
 if __name__ == "__main__":
