@@ -260,31 +260,28 @@ fn turns(call: &Value) -> Vec<Value> {
     call["turns"].as_array().cloned().unwrap_or_default()
 }
 
-/// One conversation with the peer in one call form; returns the form the peer saw.
-async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> String {
-    let _one_call = ONE_CALL.lock().await;
-    audio::require_test_audio();
-    let peer = Peer::start(name, refuse_multipart).await;
+/// A conversation with the peer, under way: the driver, what it shows, the speaker recorded.
+struct Talk {
+    window: Window,
+    commands: mpsc::UnboundedSender<Command>,
+    driver: tokio::task::JoinHandle<()>,
+    speaker: audio::PulseStream,
+    data_dir: PathBuf,
+}
+
+/// The app's driver on a fresh data folder, calling `peer` with `settings` (its server and
+/// key set here); waits until the call is ready.
+async fn talk_to(peer: &Peer, name: &str, settings: Settings) -> Talk {
     let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("e2e-data")
         .join(name);
     let _ = std::fs::remove_dir_all(&data_dir);
-    let settings = Settings {
-        provider: ProviderKind::Custom,
-        custom_base_url: peer.base_url.clone(),
-        ..Settings::default()
-    };
     let mut plan = Plan::resolve(&settings, Ok(data_dir.clone()));
     plan.provider = Ok(Provider::Custom {
         base_url: peer.base_url.clone(),
         api_key: Some(ApiKey::given(TOKEN)),
         call_form: CallFormChoice::Automatic,
     });
-    let hands_free = plan::turn_mode(&Settings {
-        hands_free: true,
-        ..settings.clone()
-    });
-    let push_to_talk = plan::turn_mode(&settings);
     let (ui, shown) = mpsc::unbounded_channel();
     let (commands, received) = mpsc::unbounded_channel();
     let saving = Saving::new(CurrentConversation::default());
@@ -297,14 +294,81 @@ async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> S
     };
     let speaker = audio::PulseStream::record_speaker();
     window.until_state(ConnectionState::Ready).await;
+    Talk {
+        window,
+        commands,
+        driver,
+        speaker,
+        data_dir,
+    }
+}
 
-    window.step = "a push-to-talk turn";
-    send(&commands, Command::PushToTalk { pressed: true });
-    window.until_state(ConnectionState::Listening).await;
+impl Talk {
+    /// The user leaves: the driver hangs up and closes the conversation; what the speaker
+    /// played, and the window with everything it was shown.
+    async fn leave(self) -> (Vec<i16>, Window, PathBuf) {
+        let Talk {
+            mut window,
+            commands,
+            driver,
+            speaker,
+            data_dir,
+        } = self;
+        window.step = "the hang-up";
+        drop(commands);
+        driver.await.expect("the driver ends without a panic");
+        while let Ok(shown) = window.shown.try_recv() {
+            if let Shown::Transcript(event) = shown {
+                window.transcript.push(event);
+            }
+        }
+        (speaker.end(), window, data_dir)
+    }
+}
+
+/// Every one of `texts` is in the one conversation saved in `data_dir`.
+fn all_saved(data_dir: &Path, texts: &[String]) {
+    let store = walkie_store::Store::new(walkie_store::conversations_dir(data_dir));
+    let saved = store.list().expect("the saved conversations");
+    assert_eq!(saved.len(), 1, "one conversation saved: {saved:?}");
+    let conversation = store.open_strict(&saved[0].id).expect("it reads back");
+    let saved_texts: Vec<String> = conversation
+        .messages()
+        .iter()
+        .map(|message| message.content().unwrap_or_default().to_owned())
+        .collect();
+    for text in texts {
+        assert!(
+            saved_texts.contains(text),
+            "{text:?} was saved: {saved_texts:?}"
+        );
+    }
+}
+
+/// One conversation with the peer in one call form; returns the form the peer saw.
+async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> String {
+    let _one_call = ONE_CALL.lock().await;
+    audio::require_test_audio();
+    let peer = Peer::start(name, refuse_multipart).await;
+    let settings = Settings {
+        provider: ProviderKind::Custom,
+        custom_base_url: peer.base_url.clone(),
+        ..Settings::default()
+    };
+    let hands_free = plan::turn_mode(&Settings {
+        hands_free: true,
+        ..settings.clone()
+    });
+    let push_to_talk = plan::turn_mode(&settings);
+    let mut talk = talk_to(&peer, name, settings).await;
+
+    talk.window.step = "a push-to-talk turn";
+    send(&talk.commands, Command::PushToTalk { pressed: true });
+    talk.window.until_state(ConnectionState::Listening).await;
     speak(1.2).await;
-    send(&commands, Command::PushToTalk { pressed: false });
-    window.until_state(ConnectionState::Speaking).await;
-    window.until_state(ConnectionState::Ready).await;
+    send(&talk.commands, Command::PushToTalk { pressed: false });
+    talk.window.until_state(ConnectionState::Speaking).await;
+    talk.window.until_state(ConnectionState::Ready).await;
     let call = peer
         .until_call("the first reply done", |call| {
             replies(call)
@@ -322,16 +386,16 @@ async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> S
         "the peer decoded speech, not silence: {heard}"
     );
 
-    window.step = "a reply cut off by a press";
-    send(&commands, Command::PushToTalk { pressed: true });
-    window.until_state(ConnectionState::Listening).await;
+    talk.window.step = "a reply cut off by a press";
+    send(&talk.commands, Command::PushToTalk { pressed: true });
+    talk.window.until_state(ConnectionState::Listening).await;
     speak(0.8).await;
-    send(&commands, Command::PushToTalk { pressed: false });
-    window.until_state(ConnectionState::Speaking).await;
-    send(&commands, Command::PushToTalk { pressed: true });
-    window.until_state(ConnectionState::Listening).await;
-    send(&commands, Command::PushToTalk { pressed: false });
-    window.until_state(ConnectionState::Ready).await;
+    send(&talk.commands, Command::PushToTalk { pressed: false });
+    talk.window.until_state(ConnectionState::Speaking).await;
+    send(&talk.commands, Command::PushToTalk { pressed: true });
+    talk.window.until_state(ConnectionState::Listening).await;
+    send(&talk.commands, Command::PushToTalk { pressed: false });
+    talk.window.until_state(ConnectionState::Ready).await;
     peer.until_call("the second reply cancelled", |call| {
         replies(call)
             .get(1)
@@ -339,8 +403,8 @@ async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> S
     })
     .await;
 
-    window.step = "a hands-free turn";
-    send(&commands, Command::SetTurnMode(hands_free));
+    talk.window.step = "a hands-free turn";
+    send(&talk.commands, Command::SetTurnMode(hands_free));
     // The peer must have the new turn detection before the speech starts.
     peer.until_call("the hands-free session.update", |call| {
         call["client_event_types"]
@@ -350,24 +414,24 @@ async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> S
     .await;
     let replies_before = replies(&peer.calls().await[0]).len();
     speak(1.2).await;
-    window.until_state(ConnectionState::Speaking).await;
+    talk.window.until_state(ConnectionState::Speaking).await;
     // Hands-free, the idle call listens.
-    window.until_state(ConnectionState::Listening).await;
+    talk.window.until_state(ConnectionState::Listening).await;
     peer.until_call("a hands-free reply", |call| {
         replies(call)
             .get(replies_before)
             .is_some_and(|reply| reply["status"] == "completed")
     })
     .await;
-    send(&commands, Command::SetTurnMode(push_to_talk));
-    window.until_state(ConnectionState::Ready).await;
+    send(&talk.commands, Command::SetTurnMode(push_to_talk));
+    talk.window.until_state(ConnectionState::Ready).await;
 
-    window.step = "a tool call";
+    talk.window.step = "a tool call";
     send(
-        &commands,
+        &talk.commands,
         Command::SendMessage(UserMessage::text("use get_current_local_time with {}")),
     );
-    window
+    talk.window
         .until(
             |status| status.state == ConnectionState::Ready,
             "Ready after the tool's reply",
@@ -394,18 +458,10 @@ async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> S
         "the tool's output went back: {types:?}"
     );
 
-    window.step = "the hang-up";
-    drop(commands);
-    driver.await.expect("the driver ends without a panic");
-    while let Ok(shown) = window.shown.try_recv() {
-        if let Shown::Transcript(event) = shown {
-            window.transcript.push(event);
-        }
-    }
+    let (played, window, data_dir) = talk.leave().await;
     let call = peer
         .until_call("the hang-up", |call| call["hung_up"] == true)
         .await;
-    let played = speaker.end();
 
     // Audio both ways: the peer decoded speech in every turn, and its replies were heard.
     for turn in turns(&call) {
@@ -455,21 +511,7 @@ async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> S
         user.iter().filter(|text| text.contains("I heard")).count() >= 3,
         "the peer's transcriptions of the three spoken turns were shown: {user:?}"
     );
-    let store = walkie_store::Store::new(walkie_store::conversations_dir(&data_dir));
-    let saved = store.list().expect("the saved conversations");
-    assert_eq!(saved.len(), 1, "one conversation saved: {saved:?}");
-    let conversation = store.open_strict(&saved[0].id).expect("it reads back");
-    let saved_texts: Vec<String> = conversation
-        .messages()
-        .iter()
-        .map(|message| message.content().unwrap_or_default().to_owned())
-        .collect();
-    for text in assistant.iter().chain(&user) {
-        assert!(
-            saved_texts.contains(text),
-            "{text:?} was saved: {saved_texts:?}"
-        );
-    }
+    all_saved(&data_dir, &[assistant.clone(), user.clone()].concat());
     call["form"].as_str().unwrap_or_default().to_owned()
 }
 
@@ -493,10 +535,6 @@ async fn a_gpt_live_call_to_the_aiortc_peer_is_unmuted_by_the_key_answered_heard
     let _one_call = ONE_CALL.lock().await;
     audio::require_test_audio();
     let peer = Peer::start(NAME, false).await;
-    let data_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("e2e-data")
-        .join(NAME);
-    let _ = std::fs::remove_dir_all(&data_dir);
     let settings = Settings {
         provider: ProviderKind::Custom,
         custom_base_url: peer.base_url.clone(),
@@ -504,34 +542,17 @@ async fn a_gpt_live_call_to_the_aiortc_peer_is_unmuted_by_the_key_answered_heard
         voice: "marin".to_owned(),
         ..Settings::default()
     };
-    let mut plan = Plan::resolve(&settings, Ok(data_dir.clone()));
-    plan.provider = Ok(Provider::Custom {
-        base_url: peer.base_url.clone(),
-        api_key: Some(ApiKey::given(TOKEN)),
-        call_form: CallFormChoice::Automatic,
-    });
-    let (ui, shown) = mpsc::unbounded_channel();
-    let (commands, received) = mpsc::unbounded_channel();
-    let saving = Saving::new(CurrentConversation::default());
-    let driver = tokio::spawn(conversation::run(plan, CollectingUi(ui), received, saving));
-    let mut window = Window {
-        shown,
-        transcript: Vec::new(),
-        statuses: Vec::new(),
-        step: "the Live call",
-    };
-    let speaker = audio::PulseStream::record_speaker();
-    window.until_state(ConnectionState::Ready).await;
+    let mut talk = talk_to(&peer, NAME, settings).await;
 
-    window.step = "a turn with the key held";
-    send(&commands, Command::PushToTalk { pressed: true });
-    window.until_state(ConnectionState::Listening).await;
+    talk.window.step = "a turn with the key held";
+    send(&talk.commands, Command::PushToTalk { pressed: true });
+    talk.window.until_state(ConnectionState::Listening).await;
     speak(1.2).await;
     // The model ends the turn when it hears the user stop; the key comes up a moment later.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    send(&commands, Command::PushToTalk { pressed: false });
-    window.until_state(ConnectionState::Speaking).await;
-    window.until_state(ConnectionState::Ready).await;
+    send(&talk.commands, Command::PushToTalk { pressed: false });
+    talk.window.until_state(ConnectionState::Speaking).await;
+    talk.window.until_state(ConnectionState::Ready).await;
     let call = peer
         .until_call("the Live reply sent", |call| {
             replies(call)
@@ -555,18 +576,10 @@ async fn a_gpt_live_call_to_the_aiortc_peer_is_unmuted_by_the_key_answered_heard
         "and its release muted it again: {types:?}"
     );
 
-    window.step = "the hang-up";
-    drop(commands);
-    driver.await.expect("the driver ends without a panic");
-    while let Ok(shown) = window.shown.try_recv() {
-        if let Shown::Transcript(event) = shown {
-            window.transcript.push(event);
-        }
-    }
+    let (played, window, data_dir) = talk.leave().await;
     let call = peer
         .until_call("the Live hang-up", |call| call["hung_up"] == true)
         .await;
-    let played = speaker.end();
     let heard = &turns(&call)[0];
     assert!(
         heard["voiced_ms"].as_f64().unwrap_or_default() >= 800.0
@@ -597,18 +610,5 @@ async fn a_gpt_live_call_to_the_aiortc_peer_is_unmuted_by_the_key_answered_heard
             .any(|text| text.contains("You said something")),
         "the reply's words were shown: {assistant:?}"
     );
-    let store = walkie_store::Store::new(walkie_store::conversations_dir(&data_dir));
-    let saved = store.list().expect("the saved conversations");
-    let conversation = store.open_strict(&saved[0].id).expect("it reads back");
-    let saved_texts: Vec<String> = conversation
-        .messages()
-        .iter()
-        .map(|message| message.content().unwrap_or_default().to_owned())
-        .collect();
-    for text in user.iter().chain(&assistant) {
-        assert!(
-            saved_texts.contains(text),
-            "{text:?} was saved: {saved_texts:?}"
-        );
-    }
+    all_saved(&data_dir, &[user, assistant].concat());
 }
