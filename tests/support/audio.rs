@@ -154,6 +154,25 @@ pub fn sounding_span_frames(samples: &[i16]) -> usize {
     }
 }
 
+/// The span, in 20 ms frames, of the first sound in `samples`: from its first frame louder
+/// than -30 dBFS to the last before 300 ms of quiet. A reply cut off and a later reply are two
+/// sounds; [`sounding_span_frames`] would span both.
+pub fn first_sound_frames(samples: &[i16]) -> usize {
+    let threshold = 32_768.0 * 10f64.powf(-30.0 / 20.0);
+    let mut first = None;
+    let mut last = 0;
+    for (index, frame) in samples.chunks_exact(RATE_HZ / 50).enumerate() {
+        let rms = (energy(frame) / frame.len() as f64).sqrt();
+        if rms > threshold {
+            first.get_or_insert(index);
+            last = index;
+        } else if first.is_some() && index - last >= 15 {
+            break;
+        }
+    }
+    first.map_or(0, |first| last - first + 1)
+}
+
 /// The signal's energy (sum of squares): played twice, it doubles.
 pub fn energy(samples: &[i16]) -> f64 {
     samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum()
