@@ -1672,3 +1672,45 @@ fn held_audio_whose_start_never_comes_plays_as_the_active_responses_after_half_a
         "and its audio is heard: {events:?}"
     );
 }
+
+#[test]
+fn a_reply_whose_start_comes_after_the_hold_keeps_its_audio_and_words_in_one_message() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_1"))
+        .server(&audio_part_added("resp_1", "item_A1"))
+        .server(&output_started("resp_1"))
+        .server(&assistant_says("resp_1", "item_A1", "One."))
+        .server(&response_done("resp_1", "completed"))
+        .server(&output_stopped("resp_1"));
+    talk.controller.tick(2_300 + LATE_AUDIO_GRACE_MS);
+    talk.utterance(4_000, 5_000);
+    talk.at(5_300)
+        .server(&committed("item_U2"))
+        .server(&response_created("resp_2"));
+    talk.events();
+    // The second reply's audio outruns its events by more than the hold: it is played as the
+    // active response's before anything names its item.
+    talk.controller.assistant_audio(
+        walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+        5_320,
+    );
+    talk.controller
+        .tick(5_320 + walkie_session::turn::EARLY_AUDIO_MAX_MS);
+    talk.at(6_000)
+        .server(&audio_part_added("resp_2", "item_A2"))
+        .server(&output_started("resp_2"))
+        .server(&assistant_says("resp_2", "item_A2", "Two."));
+    talk.controller.assistant_audio(
+        walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+        6_020,
+    );
+    let events = talk.events();
+    assert_eq!(
+        speech_parts(&events),
+        (1, 0),
+        "one message for the second reply, its early audio, its words and the rest: {events:?}"
+    );
+}

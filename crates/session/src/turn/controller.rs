@@ -149,7 +149,7 @@ pub struct TurnController {
     early_audio_since_ms: Option<u64>,
     /// The provider's input buffer may hold audio sent since the last commit or clear. A press
     /// clears it only then: a clear with nothing to clear can be resent by SCTP after the
-    /// press's own audio (RTP) has arrived, and wipe the turn (seen at 10 % loss).
+    /// press's own audio (RTP) has arrived, and wipe the turn.
     input_buffer_dirty: bool,
 
     /// Opened, confirmed, transcribing, near its cap.

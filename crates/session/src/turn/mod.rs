@@ -44,8 +44,8 @@ pub use config::{
     session_limit_warning_ms,
 };
 pub use controller::{
-    ControllerStats, MAX_USER_TEXT_BYTES, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS,
-    TurnController, user_text_fits,
+    ControllerStats, EARLY_AUDIO_MAX_MS, MAX_USER_TEXT_BYTES, RESPONSE_DONE_WATCHDOG_MS,
+    STOPPED_WATCHDOG_MS, TurnController, user_text_fits,
 };
 pub use engine::{TurnEngine, engine_for};
 pub use family::{FamilyProfile, HistoryRestore, ProviderFamily};
