@@ -26,8 +26,8 @@ impl Default for JitterConfig {
         Self {
             frame_ms: 20,
             clock_rate_hz: 48_000,
-            // Deep enough for 40 ± 30 ms of jitter, where 40 ms let a tenth of the reply come
-            // too late (docs/benchmarks.md, impaired networks); a steady network keeps one frame.
+            // Deep enough for a path whose packets take 40 ± 30 ms; the target follows the
+            // measured jitter, so a steady network still plays after one frame.
             max_target_ms: 80,
             capacity_frames: 64,
         }
