@@ -1768,7 +1768,7 @@ impl Downlink {
             if !self.pacer.is_due(now_us) {
                 return;
             }
-            let decoded = match self.jitter.pop() {
+            let decoded = match self.jitter.pop(now_us / 1_000) {
                 Playout::Packet(packet) => Some(self.decoder.decode(packet, &mut self.decoded)),
                 Playout::Recover(next) => Some(self.decoder.recover(next, &mut self.decoded)),
                 Playout::Conceal => Some(self.decoder.conceal(&mut self.decoded)),

@@ -72,7 +72,7 @@ fn duplex(c: &mut Criterion, device_rate_hz: u32) {
                     );
                     seq = seq.wrapping_add(1);
                 }
-                let n = match jitter.pop() {
+                let n = match jitter.pop(u64::from(seq) * 20) {
                     Playout::Packet(p) => decoder.decode(p, &mut decoded).expect("decodes"),
                     Playout::Recover(p) => decoder.recover(p, &mut decoded).expect("recovers"),
                     Playout::Conceal => decoder.conceal(&mut decoded).expect("conceals"),

@@ -125,7 +125,7 @@ fn the_downlink_buffers_decodes_recovers_conceals_and_resamples_without_allocati
                 seq as u64 * 20,
             );
         }
-        let samples = match jitter.pop() {
+        let samples = match jitter.pop(seq as u64 * 20) {
             Playout::Packet(packet) => decoder.decode(packet, &mut decoded),
             Playout::Recover(next) => decoder.recover(next, &mut decoded),
             Playout::Conceal => decoder.conceal(&mut decoded),

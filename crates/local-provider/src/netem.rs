@@ -273,15 +273,20 @@ impl Relay {
 
     /// From now on, both directions impaired as given.
     pub fn set_impairment(&self, impairment: Impairment) {
-        for schedule in self
-            .shared
+        for direction in [Direction::Up, Direction::Down] {
+            self.set_impairment_toward(direction, impairment);
+        }
+    }
+
+    /// From now on, the packets going `direction` impaired as given.
+    pub fn set_impairment_toward(&self, direction: Direction, impairment: Impairment) {
+        self.shared
             .schedules
             .lock()
             .expect("no relay task panics holding the schedules")
-            .values_mut()
-        {
-            schedule.set_impairment(impairment);
-        }
+            .get_mut(&direction)
+            .expect("a schedule per direction")
+            .set_impairment(impairment);
     }
 
     /// Nothing gets through, either way, for `duration`, from now.
