@@ -163,6 +163,11 @@ pub async fn run(
         first_dial = edges::first_dial();
         let ended = match ended {
             Ended::Failed => wait_for_the_user(&mut ui, &mut commands, &mut plan, &mut typed).await,
+            Ended::HungUp => {
+                log::info!("the user hung up");
+                ui.status(StatusEvent::hung_up());
+                wait_for_the_user(&mut ui, &mut commands, &mut plan, &mut typed).await
+            }
             ended => ended,
         };
         if let Some(saved) = saved_plan.take() {
@@ -171,7 +176,7 @@ pub async fn run(
         }
         match ended {
             Ended::AppClosing => return,
-            Ended::Reconnect | Ended::Failed => {}
+            Ended::Reconnect | Ended::Failed | Ended::HungUp => {}
             Ended::Apply(new_plan) => {
                 // New settings may name another provider: its wait does not apply.
                 plan = *new_plan;

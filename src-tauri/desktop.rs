@@ -111,6 +111,30 @@ impl Tray {
     }
 }
 
+/// Where the global shortcut is heard, for Settings to say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ShortcutReach {
+    /// In every app: X11's key grab sees the key wherever the focus is.
+    EveryApp,
+    /// Only while Walkie's window has the focus: a Wayland session gives no app the keys of
+    /// another (the grab works inside XWayland alone); `walkie --toggle` bound in the
+    /// desktop's settings reaches it instead ([`crate::remote`]).
+    ThisWindow,
+}
+
+/// The reach of the global shortcut in a session with these `WAYLAND_DISPLAY` and
+/// `XDG_SESSION_TYPE`.
+pub fn shortcut_reach(wayland_display: Option<&str>, session_type: Option<&str>) -> ShortcutReach {
+    let wayland = wayland_display.is_some_and(|display| !display.is_empty())
+        || session_type == Some("wayland");
+    if cfg!(target_os = "linux") && wayland {
+        ShortcutReach::ThisWindow
+    } else {
+        ShortcutReach::EveryApp
+    }
+}
+
 /// Brings the main window forward (from the tray, or when Walkie is launched again).
 pub fn show_main_window(app: &AppHandle) {
     if let Some(window) = app.get_webview_window("main") {
@@ -145,12 +169,27 @@ pub fn paint_without_gl(app: &AppHandle) {
 #[cfg(not(target_os = "linux"))]
 pub fn paint_without_gl(_app: &AppHandle) {}
 
-/// One Walkie per user session: a second launch brings the first one's window forward and
-/// exits. It goes through the D-Bus session bus; without one, each launch runs on its own.
+/// One Walkie per user session: a second launch hands its arguments to the first one and
+/// exits; with none, the first one's window comes forward, else it does what they ask
+/// ([`crate::remote`]). It goes through the D-Bus session bus; without one, each launch runs
+/// on its own.
 pub fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
-    tauri_plugin_single_instance::init(|app, _argv, _cwd| {
-        log::info!("Walkie was launched again: showing this window");
-        show_main_window(app);
+    tauri_plugin_single_instance::init(|app, argv, _cwd| {
+        use crate::remote::{Launch, parse};
+        match parse(argv.iter().skip(1)) {
+            Ok(Launch::Run(None)) => {
+                log::info!("Walkie was launched again: showing this window");
+                show_main_window(app);
+            }
+            Ok(Launch::Run(Some(action))) => {
+                log::info!("walkie {} from another process", action.flag());
+                crate::act_remotely(app, action);
+            }
+            // The launch checks its arguments before it hands them over: these came from
+            // another build of Walkie.
+            Ok(Launch::Help) => {}
+            Err(error) => log::warn!("a second launch's arguments were refused: {error}"),
+        }
     })
 }
 
@@ -209,6 +248,21 @@ pub fn window_state(config_dir: &Path) -> tauri::plugin::TauriPlugin<tauri::Wry>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_a_wayland_session_the_shortcut_reaches_this_window_only() {
+        assert_eq!(shortcut_reach(None, Some("x11")), ShortcutReach::EveryApp);
+        assert_eq!(shortcut_reach(Some(""), None), ShortcutReach::EveryApp);
+        assert_eq!(
+            shortcut_reach(Some("wayland-0"), Some("wayland")),
+            ShortcutReach::ThisWindow
+        );
+        assert_eq!(
+            shortcut_reach(None, Some("wayland")),
+            ShortcutReach::ThisWindow,
+            "under XWayland (GDK_BACKEND=x11) too"
+        );
+    }
 
     #[test]
     fn the_tray_is_red_while_listening_and_teal_while_speaking() {

@@ -816,6 +816,10 @@ pub(crate) async fn redial(
 pub enum Command {
     /// The push-to-talk control went down (`true`) or up.
     PushToTalk { pressed: bool },
+    /// The push-to-talk control from outside (`walkie --toggle`): down if up, up if down.
+    TogglePress,
+    /// End the call, and place none until the user asks (`walkie --hang-up`).
+    HangUp,
     /// Take the recording under way back (Escape): nothing of it is sent.
     CancelPress,
     /// A message the user wrote (text, pictures or both), for the call.
@@ -845,6 +849,8 @@ pub enum Command {
 /// How a conversation ended.
 pub enum Ended {
     AppClosing,
+    /// The user hung up: no call until they ask for one.
+    HungUp,
     Reconnect,
     Apply(Box<Plan>),
     /// New settings' call answered: the next conversation goes on it, with their plan.
@@ -864,12 +870,14 @@ pub async fn wait_for_the_user(
 ) -> Ended {
     loop {
         match input_of(commands.recv().await, plan) {
-            Ok(Input::Press) => ui.status(StatusEvent::press_while_not_connected()),
+            Ok(Input::Press | Input::TogglePress) => {
+                ui.status(StatusEvent::press_while_not_connected())
+            }
             Ok(Input::SendMessage(message)) => {
                 typed.push(message);
                 ui.status(StatusEvent::text_while_not_connected());
             }
-            Ok(_) => {}
+            Ok(_) | Err(Ended::HungUp) => {}
             Err(ended) => return ended,
         }
     }
@@ -914,6 +922,8 @@ pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ende
     match command {
         Some(Command::PushToTalk { pressed: true }) => Ok(Input::Press),
         Some(Command::PushToTalk { pressed: false }) => Ok(Input::Release),
+        Some(Command::TogglePress) => Ok(Input::TogglePress),
+        Some(Command::HangUp) => Err(Ended::HungUp),
         Some(Command::CancelRedial) => Ok(Input::CancelRedial),
         Some(Command::CancelPress) => Ok(Input::CancelPress),
         Some(Command::SendMessage(message)) => Ok(Input::SendMessage(message)),

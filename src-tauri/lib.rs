@@ -14,6 +14,7 @@ pub mod history;
 mod mic_test;
 mod pictures;
 pub mod recording;
+pub mod remote;
 mod screenshot;
 mod settings_commands;
 mod tool_servers;
@@ -633,6 +634,23 @@ pub(crate) fn persist_retention(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
     Ok(())
+}
+
+/// Does what another launch of Walkie asked ([`remote`]): the talk key, the call, the window.
+fn act_remotely(app: &AppHandle, action: remote::RemoteAction) {
+    use remote::RemoteAction;
+    let command = match action {
+        RemoteAction::Show => return desktop::show_main_window(app),
+        RemoteAction::Press => Command::PushToTalk { pressed: true },
+        RemoteAction::Release => Command::PushToTalk { pressed: false },
+        RemoteAction::Toggle => Command::TogglePress,
+        RemoteAction::HangUp => Command::HangUp,
+    };
+    if let Some(conversation) = app.try_state::<Conversation>()
+        && conversation.send(command).is_err()
+    {
+        log::warn!("walkie {} found no conversation to act on", action.flag());
+    }
 }
 
 /// Builds and runs the app until it exits (its window closed, the tray's Quit, a signal), each

@@ -2,5 +2,15 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
-    walkie_app::run()
+    use walkie_app::remote::{Launch, USAGE, parse};
+    // Checked before a running Walkie is handed them: a typo is told here, in the terminal or
+    // the desktop's shortcut log, not lost in the other process.
+    match parse(std::env::args().skip(1)) {
+        Ok(Launch::Run(_)) => walkie_app::run(),
+        Ok(Launch::Help) => println!("{USAGE}"),
+        Err(error) => {
+            eprintln!("walkie: {error}");
+            std::process::exit(2);
+        }
+    }
 }

@@ -60,6 +60,8 @@ pub(crate) struct SettingsView {
     published_prices: Vec<walkie_settings::prices::PriceRow>,
     published_minute_prices: Vec<walkie_settings::prices::MinutePriceRow>,
     config_file: String,
+    /// Where the global shortcut is heard in this session.
+    shortcut_reach: crate::desktop::ShortcutReach,
     /// The data folder in use (chosen at start: the setting, or the default when it is empty).
     data_folder_in_use: Option<String>,
     notice: Option<String>,
@@ -108,6 +110,10 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
         published_prices: walkie_settings::prices::published_prices(),
         published_minute_prices: walkie_settings::prices::published_minute_prices(),
         config_file: state.file.path().display().to_string(),
+        shortcut_reach: crate::desktop::shortcut_reach(
+            std::env::var("WAYLAND_DISPLAY").ok().as_deref(),
+            std::env::var("XDG_SESSION_TYPE").ok().as_deref(),
+        ),
         notice: state
             .notice
             .lock()

@@ -1,6 +1,7 @@
 //! Desktop integration in the real app: one Walkie per user session (a second launch hands over
-//! to the first and exits), the window opening at the size it was left (and never freezing
-//! while that size is saved), and the global push-to-talk shortcut.
+//! to the first and exits, and `walkie --press` and the like act in the first), the window
+//! opening at the size it was left (and never freezing while that size is saved), and the
+//! global push-to-talk shortcut.
 //!
 //! Slow tests (X server, WebKitWebDriver, a private D-Bus session per test); they run in CI.
 
@@ -9,31 +10,37 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{AppDirs, Launch, SecretService, WebviewApp, wait_for};
+use support::audio::{PulseStream, require_test_audio, speech_like};
+use support::{AppDirs, Launch, SecretService, WebviewApp, wait_for, wait_for_text};
 
 const TEST: &str = "desktop_single_instance";
 
-#[tokio::test(flavor = "multi_thread")]
-async fn e2e_a_second_launch_hands_over_to_the_running_walkie_and_exits() {
-    let dirs = AppDirs::fresh(TEST);
-    // The session bus is how the second launch finds the first.
-    let bus = SecretService::start(&dirs);
-    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&bus))).await;
-    let display = app.display().to_owned();
-    let bus_address = bus.bus_address().to_owned();
-    let log = dirs.log.clone();
-    app.run(|client| async move {
-        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+/// The virtual microphone is shared: one test of this file talks at a time.
+static AUDIO_DEVICES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Walkie launched again beside the running one, as a desktop's shortcut or a terminal would,
+/// in the same session (display and bus) and folders.
+struct SecondLaunch {
+    display: String,
+    bus_address: String,
+    dirs: AppDirs,
+}
+
+impl SecondLaunch {
+    /// Runs `walkie args`; returns how it exited and what it wrote to stderr. It must exit
+    /// within 30 s (having handed over, or refused its arguments).
+    async fn run(&self, args: &[&str]) -> (std::process::ExitStatus, String) {
         let started = Instant::now();
         let mut second = Command::new(env!("CARGO_BIN_EXE_walkie"))
-            .env("DISPLAY", &display)
-            .env("DBUS_SESSION_BUS_ADDRESS", &bus_address)
-            .env("WALKIE_DATA_DIR", &dirs.data)
-            .env("WALKIE_CONFIG_DIR", &dirs.config)
-            .env("WALKIE_LOG_DIR", &dirs.log)
+            .args(args)
+            .env("DISPLAY", &self.display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus_address)
+            .env("WALKIE_DATA_DIR", &self.dirs.data)
+            .env("WALKIE_CONFIG_DIR", &self.dirs.config)
+            .env("WALKIE_LOG_DIR", &self.dirs.log)
             .env_remove("OPENAI_API_KEY")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("launching Walkie a second time");
         let status = loop {
@@ -42,11 +49,44 @@ async fn e2e_a_second_launch_hands_over_to_the_running_walkie_and_exits() {
             }
             if started.elapsed() > Duration::from_secs(30) {
                 let _ = second.kill();
-                panic!("the second Walkie is still running after 30 s: it did not hand over");
+                panic!("walkie {args:?} is still running after 30 s: it did not hand over");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        assert!(status.success(), "the second launch exited with {status}");
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(
+            &mut second.stderr.take().expect("stderr is piped"),
+            &mut stderr,
+        )
+        .expect("reading its stderr");
+        (status, stderr)
+    }
+
+    /// Runs `walkie args`, which must hand over and exit successfully.
+    async fn hand_over(&self, args: &[&str]) {
+        let (status, stderr) = self.run(args).await;
+        assert!(
+            status.success(),
+            "walkie {args:?} exited with {status}: {stderr}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_second_launch_hands_over_to_the_running_walkie_and_exits() {
+    let dirs = AppDirs::fresh(TEST);
+    // The session bus is how the second launch finds the first.
+    let bus = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&bus))).await;
+    let second = SecondLaunch {
+        display: app.display().to_owned(),
+        bus_address: bus.bus_address().to_owned(),
+        dirs: dirs.clone(),
+    };
+    let log = dirs.log.clone();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        second.hand_over(&[]).await;
         // The first one heard about it and is still answering.
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -192,6 +232,7 @@ async fn e2e_resizing_again_just_as_the_last_size_is_saved_never_freezes_the_win
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_global_shortcut_talks_while_held_even_from_another_window() {
+    let _devices = AUDIO_DEVICES.lock().await;
     let app = WebviewApp::launch("desktop_global_shortcut").await;
     let display = app.display().to_owned();
     app.run(|client| async move {
@@ -239,6 +280,92 @@ async fn e2e_the_global_shortcut_talks_while_held_even_from_another_window() {
         wait_for(&client, "#transcript", |text| {
             text.contains("s of silence]")
         })
+        .await;
+    })
+    .await;
+}
+
+/// The replies shown in the transcript.
+async fn replies_shown(client: &fantoccini::Client) -> usize {
+    client
+        .execute(
+            "return document.querySelectorAll('#transcript article[data-role=assistant]').length;",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_u64()
+        .unwrap_or(0) as usize
+}
+
+/// Speaks a second of speech into the microphone, and waits 300 ms more (inside the key's
+/// tail, so its end is sent).
+async fn speak() {
+    tokio::task::spawn_blocking(|| PulseStream::speak_into_microphone(&speech_like(1.0)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_walkie_press_and_release_from_another_process_hold_a_turn_and_hang_up_ends_the_call() {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    const REMOTE: &str = "desktop_remote_control";
+    let dirs = AppDirs::fresh(REMOTE);
+    let bus = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(REMOTE, Launch::in_dirs(&dirs, Some(&bus))).await;
+    let walkie = SecondLaunch {
+        display: app.display().to_owned(),
+        bus_address: bus.bus_address().to_owned(),
+        dirs: dirs.clone(),
+    };
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+
+        // Held from outside: --press, speech, --release.
+        walkie.hand_over(&["--press"]).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        speak().await;
+        walkie.hand_over(&["--release"]).await;
+        wait_for(&client, "#transcript", |text| text.contains("played your")).await;
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        assert_eq!(replies_shown(&client).await, 1);
+
+        // Toggled from outside (a desktop whose shortcuts fire on press alone).
+        walkie.hand_over(&["--toggle"]).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        speak().await;
+        walkie.hand_over(&["--toggle"]).await;
+        wait_for(&client, "#status", |text| text.starts_with("Speaking")).await;
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        assert_eq!(replies_shown(&client).await, 2);
+
+        // A typo is refused by the launch itself, which says what was wrong.
+        let (status, stderr) = walkie.run(&["--pres"]).await;
+        assert_eq!(status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("unknown option \"--pres\""), "{stderr}");
+
+        // Hung up from outside: the call ends, and no other is placed.
+        walkie.hand_over(&["--hang-up"]).await;
+        wait_for_text(&client, "#status", "Hung up. Press Connect to call again.").await;
+        let conversations = walkie_store::conversations_dir(&dirs.data);
+        let store = walkie_store::Store::new(conversations);
+        let saved = store.list().expect("the saved conversations");
+        assert_eq!(saved.len(), 1, "one conversation: {saved:?}");
+        let conversation = store.open_strict(&saved[0].id).expect("it reads back");
+        let roles: Vec<&str> = conversation
+            .messages()
+            .iter()
+            .map(|message| message.role_name())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+        walkie.hand_over(&["--press"]).await;
+        wait_for_text(
+            &client,
+            "#status",
+            "Not connected: press Connect before talking.",
+        )
         .await;
     })
     .await;

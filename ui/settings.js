@@ -186,6 +186,16 @@ function systemName(id) {
  * What the data folder field shows: the folder set, or the one in use when none is set, so
  * the user always sees a real path; and a note when the one in use differs (until a restart).
  */
+/** What the global shortcut's help says, by where the shortcut is heard in this session. */
+export function shortcutHelpText(reach) {
+  const setting = "Press the keys here to set it; Backspace clears it.";
+  if (reach === "thisWindow") {
+    return "In this Wayland session it works only while Walkie has the focus: to talk from any app, " +
+      `bind walkie --toggle in your desktop's keyboard shortcuts. ${setting}`;
+  }
+  return `Talk while another window has the focus. ${setting}`;
+}
+
 export function dataFolderField(setting, inUse) {
   const value = setting || inUse || "";
   const note = setting && inUse && setting !== inUse ? `Walkie saves in ${inUse} until it restarts.` : "";
@@ -663,6 +673,7 @@ export function createSettingsDialog(
     field("dataFolder").value = folder.value;
     dataFolderHelp.textContent = folder.note ? `${folder.note} ${dataFolderHelpText}` : dataFolderHelpText;
     dialog.querySelector("[data-role=config-file]").textContent = view.configFile;
+    dialog.querySelector("#settings-globalShortcut-help").textContent = shortcutHelpText(view.shortcutReach);
     priceTable.load();
     minutePriceTable.load();
     toolServerList.load();

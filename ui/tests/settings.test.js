@@ -14,6 +14,7 @@ import {
   speechSpeedProblem,
   dataFolderField,
   dataFolderSetting,
+  shortcutHelpText,
   describeKey,
   deviceOptions,
   fieldErrorText,
@@ -174,6 +175,16 @@ test("the data folder field shows the folder in use when none is set, and saves 
     note: "Walkie saves in /home/me/.local/share/walkie until it restarts.",
   });
   assert.equal(dataFolderSetting("/srv/talks", "/srv/talks", "/old"), "/srv/talks");
+});
+
+test("the shortcut's help says where it is heard, and what reaches Walkie from any app on Wayland", () => {
+  assert.equal(
+    shortcutHelpText("everyApp"),
+    "Talk while another window has the focus. Press the keys here to set it; Backspace clears it.",
+  );
+  const wayland = shortcutHelpText("thisWindow");
+  assert.match(wayland, /^In this Wayland session it works only while Walkie has the focus/);
+  assert.match(wayland, /bind walkie --toggle in your desktop's keyboard shortcuts/);
 });
 
 test("a number field that holds no whole number says what to type", () => {

@@ -18,6 +18,9 @@ pub enum Input {
     Health(crate::health::HealthSample),
     /// The push-to-talk control went up.
     Release,
+    /// The push-to-talk control from a command that cannot hold it (`walkie --toggle`): down
+    /// when it is up, up when it is down. In toggle mode it is a press, which does both.
+    TogglePress,
     /// The user takes the press under way back (Escape): nothing of it is sent.
     CancelPress,
     /// The user wrote a message (text, pictures or both) and sent it: it goes to the call once

@@ -281,6 +281,11 @@ impl Conversation {
     /// Feeds one input at `now_ms` (Unix milliseconds that never go backwards). After the
     /// conversation ended, inputs are ignored; between calls, only what concerns the next call.
     pub fn handle_input(&mut self, input: Input, now_ms: u64) {
+        let input = match input {
+            Input::TogglePress if self.press_is_held() => Input::Release,
+            Input::TogglePress => Input::Press,
+            input => input,
+        };
         match (&self.phase, input) {
             (Phase::Ended, _) => return,
             (_, Input::HangUp) => return self.hang_up(now_ms),
@@ -500,6 +505,7 @@ impl Conversation {
             }
             // Handled for every phase, or meaningless during a call.
             Input::Health(_)
+            | Input::TogglePress
             | Input::HangUp
             | Input::SetTurnMode(_)
             | Input::SetTypedRepliesInText(_)
@@ -1330,6 +1336,16 @@ impl Conversation {
     /// Whether the key is a turn control (push-to-talk), not only a way to stop a reply.
     fn pushes_to_talk(&self) -> bool {
         matches!(self.turn.mode, TurnMode::PushToTalk(_))
+    }
+
+    /// Whether the talk key is down in hold mode (a press carried over to the next call, or
+    /// capture open in this one): what a toggle from outside takes back up.
+    fn press_is_held(&self) -> bool {
+        self.turn.mode == TurnMode::PushToTalk(PressMode::Hold)
+            && match self.phase {
+                Phase::InCall => self.controller.is_capturing(),
+                _ => self.carried_press,
+            }
     }
 
     /// A second press before the next call was ready: in toggle mode it takes the first back.

@@ -155,6 +155,14 @@ impl StatusEvent {
         )
     }
 
+    /// The user hung up (`walkie --hang-up`): no call until they ask for one.
+    pub fn hung_up() -> Self {
+        Self::new(
+            ConnectionState::NotConnected,
+            "Hung up. Press Connect to call again.",
+        )
+    }
+
     /// The key was pressed while there is no call.
     pub fn press_while_not_connected() -> Self {
         Self::new(

@@ -151,6 +151,34 @@ fn in_toggle_mode_the_status_says_press_never_hold_or_release() {
 }
 
 #[test]
+fn a_toggle_from_outside_presses_the_key_when_it_is_up_and_releases_it_when_it_is_down() {
+    let mut call = Call::ready();
+    assert_eq!(
+        last_status(&call.input(1_000, Input::TogglePress)),
+        status(Listening, "Listening… release to send.")
+    );
+    let mut outputs = call.input(2_000, Input::TogglePress);
+    outputs.extend(call.tick(2_000 + call.config.tail_ms));
+    assert!(
+        sent_types(&outputs).contains(&"input_audio_buffer.commit"),
+        "the second toggle sent the turn: {:?}",
+        sent_types(&outputs)
+    );
+
+    // In toggle mode a press does both already: the toggle is a press.
+    let mut config = TurnConfig::push_to_talk(SessionConfig::default());
+    config.mode = TurnMode::PushToTalk(PressMode::Toggle);
+    let mut call = Call::ready_with(config);
+    assert_eq!(
+        last_status(&call.input(1_000, Input::TogglePress)),
+        status(Listening, "Listening… press again to send.")
+    );
+    let mut outputs = call.input(2_000, Input::TogglePress);
+    outputs.extend(call.tick(2_000 + call.config.tail_ms));
+    assert!(sent_types(&outputs).contains(&"input_audio_buffer.commit"));
+}
+
+#[test]
 fn the_statuses_around_a_call_name_the_provider_and_the_reason() {
     assert_eq!(
         StatusEvent::connecting(PROVIDER),
