@@ -111,6 +111,83 @@ impl Tray {
     }
 }
 
+/// Whether a tray shows Walkie's icon in this session: a StatusNotifier host is registered on
+/// the session bus. Stock GNOME has none (its AppIndicator extension adds one); the icon is
+/// then created but seen nowhere, and a hidden window could not be brought back from it.
+#[cfg(target_os = "linux")]
+pub async fn tray_shows() -> bool {
+    let asked = async {
+        let connection = zbus::Connection::session().await?;
+        let watcher = zbus::Proxy::new(
+            &connection,
+            "org.kde.StatusNotifierWatcher",
+            "/StatusNotifierWatcher",
+            "org.kde.StatusNotifierWatcher",
+        )
+        .await?;
+        watcher
+            .get_property::<bool>("IsStatusNotifierHostRegistered")
+            .await
+    };
+    match tokio::time::timeout(std::time::Duration::from_secs(2), asked).await {
+        Ok(Ok(registered)) => registered,
+        Ok(Err(error)) => {
+            log::debug!("no tray host answers on the session bus: {error}");
+            false
+        }
+        Err(_) => {
+            log::debug!("the session bus did not say within 2 s whether a tray host runs");
+            false
+        }
+    }
+}
+
+/// Windows' and macOS's trays are always there.
+#[cfg(not(target_os = "linux"))]
+pub async fn tray_shows() -> bool {
+    true
+}
+
+/// Whether Walkie's icon is in a tray that shows: created, and a host shows it.
+async fn in_a_tray_that_shows(app: &AppHandle) -> bool {
+    app.try_state::<Tray>().is_some() && tray_shows().await
+}
+
+/// The window's close, with "Closing the window keeps Walkie in the tray" on: the window hides
+/// and the call goes on where a tray shows Walkie (its Show, or `walkie --show`, brings it
+/// back); where none does, Walkie quits as it would without the setting, so it never runs on
+/// with nothing on screen to bring it back.
+pub fn close_to_tray(app: &AppHandle) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        if in_a_tray_that_shows(&app).await {
+            if let Some(window) = app.get_webview_window("main") {
+                let _ = window.hide();
+            }
+            log::info!("the window went to the tray; the call goes on");
+        } else {
+            log::warn!("no tray shows Walkie in this session: closing the window quits it");
+            app.exit(0);
+        }
+    });
+}
+
+/// A start with `--hidden` (the login's): the window goes to the tray, where one shows Walkie;
+/// where none does, it stays on screen.
+pub fn start_hidden(app: &AppHandle) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        if in_a_tray_that_shows(&app).await {
+            if let Some(window) = app.get_webview_window("main") {
+                let _ = window.hide();
+            }
+            log::info!("started hidden in the tray");
+        } else {
+            log::warn!("asked to start hidden, but no tray shows Walkie: the window stays shown");
+        }
+    });
+}
+
 /// Where the global shortcut is heard, for Settings to say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -177,11 +254,19 @@ pub fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
     tauri_plugin_single_instance::init(|app, argv, _cwd| {
         use crate::remote::{Launch, parse};
         match parse(argv.iter().skip(1)) {
-            Ok(Launch::Run(None)) => {
+            // Started hidden by the login while it runs already: it stays as it is.
+            Ok(Launch::Run {
+                action: None,
+                hidden: true,
+            }) => {}
+            Ok(Launch::Run { action: None, .. }) => {
                 log::info!("Walkie was launched again: showing this window");
                 show_main_window(app);
             }
-            Ok(Launch::Run(Some(action))) => {
+            Ok(Launch::Run {
+                action: Some(action),
+                ..
+            }) => {
                 log::info!("walkie {} from another process", action.flag());
                 crate::act_remotely(app, action);
             }

@@ -6,6 +6,7 @@
 //! The history panel's commands are in [`history`], the settings dialog's in
 //! [`settings_commands`].
 
+mod autostart;
 pub mod closing;
 pub mod conversation;
 pub mod desktop;
@@ -655,7 +656,7 @@ fn act_remotely(app: &AppHandle, action: remote::RemoteAction) {
 
 /// Builds and runs the app until it exits (its window closed, the tray's Quit, a signal), each
 /// time after closing the conversation ([`closing`]).
-pub fn run() {
+pub fn run(hidden: bool) {
     let (file, settings, notice, migrated) = load_settings();
     let initial_shortcut = settings.global_shortcut.clone();
     let config_dir = file
@@ -679,6 +680,12 @@ pub fn run() {
         .plugin(tauri_plugin_clipboard_manager::init())
         .manage(state)
         .on_window_event(|window, event| {
+            if let tauri::WindowEvent::CloseRequested { api, .. } = event
+                && window.state::<SettingsState>().current().close_to_tray
+            {
+                api.prevent_close();
+                desktop::close_to_tray(window.app_handle());
+            }
             if matches!(
                 event,
                 tauri::WindowEvent::Resized(_) | tauri::WindowEvent::Moved(_)
@@ -709,6 +716,9 @@ pub fn run() {
                     app.manage(tray);
                 }
                 Err(error) => log::warn!("no tray icon: {error}"),
+            }
+            if hidden {
+                desktop::start_hidden(app.handle());
             }
             desktop::paint_without_gl(app.handle());
             closing::exit_on_signals(app.handle().clone());

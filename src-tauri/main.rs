@@ -6,7 +6,7 @@ fn main() {
     // Checked before a running Walkie is handed them: a typo is told here, in the terminal or
     // the desktop's shortcut log, not lost in the other process.
     match parse(std::env::args().skip(1)) {
-        Ok(Launch::Run(_)) => walkie_app::run(),
+        Ok(Launch::Run { hidden, .. }) => walkie_app::run(hidden),
         Ok(Launch::Help) => println!("{USAGE}"),
         Err(error) => {
             eprintln!("walkie: {error}");

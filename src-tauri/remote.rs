@@ -46,8 +46,12 @@ impl RemoteAction {
 /// How Walkie was launched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Launch {
-    /// Start (or bring the running Walkie forward), then do this, if anything.
-    Run(Option<RemoteAction>),
+    /// Start (or bring the running Walkie forward), then do `action`, if any; `hidden`: start
+    /// with the window in the tray (Start on login's entry).
+    Run {
+        action: Option<RemoteAction>,
+        hidden: bool,
+    },
     /// `--help`: print [`USAGE`] and exit.
     Help,
 }
@@ -75,7 +79,7 @@ impl fmt::Display for ArgsError {
 impl std::error::Error for ArgsError {}
 
 pub const USAGE: &str = "\
-Usage: walkie [--press | --release | --toggle | --show | --hang-up]
+Usage: walkie [--press | --release | --toggle | --show | --hang-up] [--hidden]
 
 Starts Walkie, or, when it is running already, tells it:
   --press     the talk key goes down (start talking)
@@ -83,6 +87,7 @@ Starts Walkie, or, when it is running already, tells it:
   --toggle    start talking, or send the turn when talking
   --show      bring the window forward
   --hang-up   end the call (Connect calls again)
+  --hidden    start with the window hidden in the tray (where one shows)
 Bind these in your desktop's keyboard shortcuts where Walkie's own shortcut does not reach
 (Wayland). --help prints this.";
 
@@ -93,10 +98,15 @@ where
     S: AsRef<str>,
 {
     let mut chosen: Option<RemoteAction> = None;
+    let mut hidden = false;
     for arg in args {
         let arg = arg.as_ref();
         if arg == "--help" || arg == "-h" {
             return Ok(Launch::Help);
+        }
+        if arg == "--hidden" {
+            hidden = true;
+            continue;
         }
         let Some((_, action)) = RemoteAction::ALL.iter().find(|(flag, _)| *flag == arg) else {
             return Err(ArgsError::Unknown(arg.to_owned()));
@@ -106,7 +116,10 @@ where
         }
         chosen = Some(*action);
     }
-    Ok(Launch::Run(chosen))
+    Ok(Launch::Run {
+        action: chosen,
+        hidden,
+    })
 }
 
 #[cfg(test)]
@@ -115,15 +128,17 @@ mod tests {
 
     #[test]
     fn no_arguments_start_walkie_and_each_flag_names_its_action() {
-        assert_eq!(parse::<_, &str>([]), Ok(Launch::Run(None)));
+        let run = |action, hidden| Ok(Launch::Run { action, hidden });
+        assert_eq!(parse::<_, &str>([]), run(None, false));
         for (flag, action) in RemoteAction::ALL {
-            assert_eq!(parse([flag]), Ok(Launch::Run(Some(action))));
+            assert_eq!(parse([flag]), run(Some(action), false));
             assert_eq!(action.flag(), flag);
         }
         assert_eq!(
             parse(["--toggle", "--toggle"]),
-            Ok(Launch::Run(Some(RemoteAction::Toggle)))
+            run(Some(RemoteAction::Toggle), false)
         );
+        assert_eq!(parse(["--hidden"]), run(None, true));
         assert_eq!(parse(["--help"]), Ok(Launch::Help));
         assert_eq!(parse(["--press", "-h"]), Ok(Launch::Help));
     }

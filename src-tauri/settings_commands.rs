@@ -62,6 +62,8 @@ pub(crate) struct SettingsView {
     config_file: String,
     /// Where the global shortcut is heard in this session.
     shortcut_reach: crate::desktop::ShortcutReach,
+    /// Whether a tray shows Walkie here (else closing to the tray quits).
+    tray_shows: bool,
     /// The data folder in use (chosen at start: the setting, or the default when it is empty).
     data_folder_in_use: Option<String>,
     notice: Option<String>,
@@ -110,6 +112,7 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
         published_prices: walkie_settings::prices::published_prices(),
         published_minute_prices: walkie_settings::prices::published_minute_prices(),
         config_file: state.file.path().display().to_string(),
+        tray_shows: crate::desktop::tray_shows().await,
         shortcut_reach: crate::desktop::shortcut_reach(
             std::env::var("WAYLAND_DISPLAY").ok().as_deref(),
             std::env::var("XDG_SESSION_TYPE").ok().as_deref(),
@@ -325,10 +328,27 @@ pub(crate) async fn save_settings(
         }
         None => None,
     };
+    if before.start_on_login != settings.start_on_login {
+        let enabled = settings.start_on_login;
+        if let Err(error) = blocking(move || crate::autostart::set(enabled)).await? {
+            log::warn!("start on login: {error}");
+            let _ = shortcut::register(&app, &settings.global_shortcut, &before.global_shortcut);
+            return Err(field_problem(
+                "startOnLogin",
+                settings::label("startOnLogin"),
+                format!("{error}; check that folder's permissions, or leave this off"),
+            ));
+        }
+        log::info!("start on login {}", if enabled { "on" } else { "off" });
+    }
     if let Err(error) = state.file.save(&settings) {
-        // Put the shortcut back as it was. A key stored just before stays in the keyring: it
-        // is what the user typed, and the next save finds it there.
+        // Put the shortcut and the login entry back as they were. A key stored just before
+        // stays in the keyring: it is what the user typed, and the next save finds it there.
         let _ = shortcut::register(&app, &settings.global_shortcut, &before.global_shortcut);
+        if before.start_on_login != settings.start_on_login {
+            let enabled = before.start_on_login;
+            let _ = blocking(move || crate::autostart::set(enabled)).await;
+        }
         return Err(error.into());
     }
     *state

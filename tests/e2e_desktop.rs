@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::audio::{PulseStream, require_test_audio, speech_like};
+use support::desktop::{TrayHost, close_window};
 use support::{AppDirs, Launch, SecretService, WebviewApp, wait_for, wait_for_text};
 
 const TEST: &str = "desktop_single_instance";
@@ -367,6 +368,223 @@ async fn e2e_walkie_press_and_release_from_another_process_hold_a_turn_and_hang_
             "Not connected: press Connect before talking.",
         )
         .await;
+    })
+    .await;
+}
+
+/// Whether Walkie's window is shown (mapped) on `display`.
+fn window_shown(display: &str) -> bool {
+    let found = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name", "^Walkie$"])
+        .env("DISPLAY", display)
+        .output()
+        .expect("xdotool (scripts/deps.sh test installs it)");
+    !String::from_utf8_lossy(&found.stdout).trim().is_empty()
+}
+
+/// Waits until the window is shown (`true`) or hidden.
+async fn until_window_shown(display: &str, shown: bool) {
+    let deadline = Instant::now() + support::UI_TIMEOUT;
+    while window_shown(display) != shown {
+        assert!(
+            Instant::now() < deadline,
+            "the window is still {}",
+            if shown { "hidden" } else { "shown" }
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Turns "Closing the window keeps Walkie in the tray" on in Settings, as a user would;
+/// returns what its help said.
+async fn turn_close_to_tray_on(client: &fantoccini::Client) -> String {
+    support::open_settings(client).await;
+    client
+        .execute(
+            "document.querySelector('#settings [data-role=advanced]').open = true;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    support::set_field(client, "closeToTray", true.into()).await;
+    let help = wait_for(client, "#settings-closeToTray-help", |text| {
+        !text.is_empty()
+    })
+    .await;
+    client
+        .execute(
+            "document.querySelector('#settings button[value=save]').click();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    wait_for(client, "#settings [data-role=message]", |text| {
+        text == "Saved."
+    })
+    .await;
+    client
+        .execute("document.querySelector('#settings').close();", vec![])
+        .await
+        .unwrap();
+    help
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_closing_to_the_tray_hides_the_window_the_call_goes_on_and_walkie_show_brings_it_back()
+{
+    const NAME: &str = "desktop_close_to_tray";
+    let dirs = AppDirs::fresh(NAME);
+    let bus = SecretService::start(&dirs);
+    let mut tray = TrayHost::start(bus.bus_address()).await;
+    let app = WebviewApp::launch_with(NAME, Launch::in_dirs(&dirs, Some(&bus))).await;
+    let pid = app.walkie_pid();
+    let walkie = SecondLaunch {
+        display: app.display().to_owned(),
+        bus_address: bus.bus_address().to_owned(),
+        dirs: dirs.clone(),
+    };
+    app.run(|client| async move {
+        tray.wait_for_item(support::UI_TIMEOUT).await;
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        let help = turn_close_to_tray_on(&client).await;
+        assert!(
+            help.starts_with("The window hides and the call goes on"),
+            "{help}"
+        );
+
+        close_window(&walkie.display, "Walkie");
+        until_window_shown(&walkie.display, false).await;
+        assert!(
+            std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "Walkie runs on in the tray"
+        );
+        // The call goes on behind the hidden window.
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+
+        walkie.hand_over(&["--show"]).await;
+        until_window_shown(&walkie.display, true).await;
+        let conversations = std::fs::read_dir(dirs.data.join("conversations"))
+            .unwrap()
+            .count();
+        assert_eq!(conversations, 1, "the same conversation, never hung up");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_where_no_tray_shows_closing_the_window_quits_even_when_set_to_keep_walkie_in_the_tray()
+{
+    const NAME: &str = "desktop_close_without_a_tray";
+    let dirs = AppDirs::fresh(NAME);
+    // A session bus with no tray host on it (stock GNOME).
+    let bus = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(NAME, Launch::in_dirs(&dirs, Some(&bus))).await;
+    let pid = app.walkie_pid();
+    let display = app.display().to_owned();
+    let log = dirs.log.clone();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        let help = turn_close_to_tray_on(&client).await;
+        assert!(
+            help.starts_with("No tray shows Walkie in this session"),
+            "Settings says it before the window is closed: {help}"
+        );
+        close_window(&display, "Walkie");
+        support::wait_until_exited(pid, Duration::from_secs(10)).await;
+        let log = std::fs::read_to_string(log.join("walkie.log")).unwrap_or_default();
+        assert!(
+            log.contains("no tray shows Walkie in this session: closing the window quits it"),
+            "{log}"
+        );
+    })
+    .await;
+}
+
+/// Sets "Start Walkie when you log in" and saves, as a user would.
+async fn save_start_on_login(client: &fantoccini::Client, on: bool) {
+    support::open_settings(client).await;
+    client
+        .execute(
+            "document.querySelector('#settings [data-role=advanced]').open = true;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    support::set_field(client, "startOnLogin", on.into()).await;
+    client
+        .execute(
+            "document.querySelector('#settings button[value=save]').click();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    wait_for(client, "#settings [data-role=message]", |text| {
+        text == "Saved."
+    })
+    .await;
+    client
+        .execute("document.querySelector('#settings').close();", vec![])
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_start_on_login_writes_an_autostart_entry_that_starts_walkie_hidden_and_off_removes_it()
+{
+    const NAME: &str = "desktop_start_on_login";
+    let dirs = AppDirs::fresh(NAME);
+    let xdg_config = dirs.root.join("xdg-config");
+    let entry = xdg_config
+        .join("autostart")
+        .join("app.walkie.desktop.desktop");
+    let app = WebviewApp::launch_with(
+        NAME,
+        Launch {
+            dirs: Some(dirs.clone()),
+            env: vec![("XDG_CONFIG_HOME", xdg_config.display().to_string())],
+            ..Launch::default()
+        },
+    )
+    .await;
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        assert!(!entry.exists());
+        save_start_on_login(&client, true).await;
+        let written = std::fs::read_to_string(&entry).expect("the autostart entry");
+        let exec = format!("\nExec=\"{}\" --hidden\n", env!("CARGO_BIN_EXE_walkie"));
+        assert!(written.contains(&exec), "{written}");
+        save_start_on_login(&client, false).await;
+        assert!(!entry.exists(), "turned off, the entry is gone");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_started_hidden_walkie_waits_in_the_tray_and_walkie_show_brings_its_window() {
+    const NAME: &str = "desktop_start_hidden";
+    let dirs = AppDirs::fresh(NAME);
+    let bus = SecretService::start(&dirs);
+    let mut tray = TrayHost::start(bus.bus_address()).await;
+    let app = WebviewApp::launch_with(
+        NAME,
+        Launch {
+            args: vec!["--hidden"],
+            ..Launch::in_dirs(&dirs, Some(&bus))
+        },
+    )
+    .await;
+    let walkie = SecondLaunch {
+        display: app.display().to_owned(),
+        bus_address: bus.bus_address().to_owned(),
+        dirs: dirs.clone(),
+    };
+    app.run(|client| async move {
+        tray.wait_for_item(support::UI_TIMEOUT).await;
+        // The call is placed all the same: the window is only out of sight.
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        until_window_shown(&walkie.display, false).await;
+        walkie.hand_over(&["--show"]).await;
+        until_window_shown(&walkie.display, true).await;
     })
     .await;
 }

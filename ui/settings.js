@@ -74,6 +74,8 @@ const BOOLEAN_FIELDS = new Set([
   "handsFree",
   "typedRepliesInText",
   "warmMic",
+  "closeToTray",
+  "startOnLogin",
   "echoCancellation",
   "voiceBargeIn",
   "parallelToolCalls",
@@ -194,6 +196,15 @@ export function shortcutHelpText(reach) {
       `bind walkie --toggle in your desktop's keyboard shortcuts. ${setting}`;
   }
   return `Talk while another window has the focus. ${setting}`;
+}
+
+/** What "Closing the window keeps Walkie in the tray" says, by whether a tray shows Walkie. */
+export function closeToTrayHelpText(trayShows) {
+  if (trayShows === false) {
+    return "No tray shows Walkie in this session (on GNOME, the AppIndicator extension adds one), " +
+      "so closing the window still quits it.";
+  }
+  return "The window hides and the call goes on; Show Walkie in the tray menu (or walkie --show) brings it back.";
 }
 
 export function dataFolderField(setting, inUse) {
@@ -674,6 +685,7 @@ export function createSettingsDialog(
     dataFolderHelp.textContent = folder.note ? `${folder.note} ${dataFolderHelpText}` : dataFolderHelpText;
     dialog.querySelector("[data-role=config-file]").textContent = view.configFile;
     dialog.querySelector("#settings-globalShortcut-help").textContent = shortcutHelpText(view.shortcutReach);
+    dialog.querySelector("#settings-closeToTray-help").textContent = closeToTrayHelpText(view.trayShows);
     priceTable.load();
     minutePriceTable.load();
     toolServerList.load();

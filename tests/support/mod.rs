@@ -316,6 +316,8 @@ pub struct Launch<'a> {
     pub secrets: Option<&'a SecretService>,
     /// Extra environment for the app (e.g. `OPENAI_API_KEY`).
     pub env: Vec<(&'static str, String)>,
+    /// The app's command-line arguments (e.g. `--hidden`).
+    pub args: Vec<&'static str>,
 }
 
 impl<'a> Launch<'a> {
@@ -409,7 +411,7 @@ impl WebviewApp {
         let mut capabilities = serde_json::Map::new();
         capabilities.insert(
             "webkitgtk:browserOptions".into(),
-            serde_json::json!({ "binary": env!("CARGO_BIN_EXE_walkie"), "args": [] }),
+            serde_json::json!({ "binary": env!("CARGO_BIN_EXE_walkie"), "args": launch.args }),
         );
         let session_requested = Instant::now();
         let client = tokio::time::timeout(

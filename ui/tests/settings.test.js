@@ -15,6 +15,7 @@ import {
   dataFolderField,
   dataFolderSetting,
   shortcutHelpText,
+  closeToTrayHelpText,
   describeKey,
   deviceOptions,
   fieldErrorText,
@@ -185,6 +186,11 @@ test("the shortcut's help says where it is heard, and what reaches Walkie from a
   const wayland = shortcutHelpText("thisWindow");
   assert.match(wayland, /^In this Wayland session it works only while Walkie has the focus/);
   assert.match(wayland, /bind walkie --toggle in your desktop's keyboard shortcuts/);
+});
+
+test("closing to the tray says what brings the window back, or that no tray shows and closing quits", () => {
+  assert.match(closeToTrayHelpText(true), /^The window hides and the call goes on; Show Walkie in the tray menu/);
+  assert.match(closeToTrayHelpText(false), /^No tray shows Walkie in this session .* so closing the window still quits it\.$/);
 });
 
 test("a number field that holds no whole number says what to type", () => {

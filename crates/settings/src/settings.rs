@@ -198,6 +198,10 @@ pub struct Settings {
     pub output_device: String,
     /// Where conversations are saved; empty for the platform's data folder.
     pub data_folder: String,
+    /// Closing the window hides it in the tray and the call goes on (where a tray shows).
+    pub close_to_tray: bool,
+    /// Walkie starts, hidden in the tray, when the user logs in (an XDG autostart entry).
+    pub start_on_login: bool,
     /// Delete conversations older than this many days at start; `None` keeps them all.
     pub retention_days: Option<u32>,
     /// How long the provider lets a session last (OpenAI: 60 minutes). Walkie renews the
@@ -300,6 +304,8 @@ impl Default for Settings {
             input_device: String::new(),
             output_device: String::new(),
             data_folder: String::new(),
+            close_to_tray: false,
+            start_on_login: false,
             retention_days: None,
             session_limit_minutes: 60,
             budget_usd: None,
@@ -371,6 +377,8 @@ pub fn label(field: &str) -> &'static str {
         "inputDevice" => "Microphone",
         "outputDevice" => "Speaker",
         "dataFolder" => "Save conversations in",
+        "closeToTray" => "Closing the window keeps Walkie in the tray",
+        "startOnLogin" => "Start Walkie when you log in",
         "retentionDays" => "Keep conversations",
         "sessionLimitMinutes" => "The provider ends a session after (minutes)",
         "budgetUsd" => "Budget per conversation (US$)",
