@@ -4,7 +4,8 @@
 #   scripts/deps.sh build     the packages to build and run the app
 #   scripts/deps.sh headless  the above plus Xvfb, to start the app where there is no display
 #   scripts/deps.sh test    the above plus what the tests drive: Xvfb, WebKitWebDriver,
-#                           PulseAudio, Node.js (for the webview's unit tests)
+#                           PulseAudio, Node.js (for the webview's unit tests), rpm and
+#                           rpmlint (the .rpm is inspected, not installed)
 #                           D-Bus and GNOME Keyring (a private Secret Service per test),
 #                           Python 3 with venv (the oracle's venv of the pinned OpenAI SDK)
 #   scripts/deps.sh bench   the above plus Chromium, the browser peer of bench/peer/
@@ -26,6 +27,7 @@ test_pkgs=(
   pulseaudio pulseaudio-utils libasound2-plugins
   dbus gnome-keyring
   python3 python3-venv
+  rpm rpmlint cpio
 )
 
 case "$profile" in

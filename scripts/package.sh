@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds Walkie's .deb with the Tauri CLI (npm @tauri-apps/cli: a prebuilt binary, works
-# offline) and prints the package's path. AppImage is not built: its tooling is downloaded
-# from GitHub at bundle time, which these machines cannot reach.
+# Builds Walkie's .deb and .rpm with the Tauri CLI (npm @tauri-apps/cli: a prebuilt binary,
+# works offline; its rpm needs no rpmbuild) and prints the packages' paths, the .deb's first.
+# AppImage and Flatpak are not built: their tooling is downloaded at bundle time (from GitHub,
+# from Flathub), which these machines cannot reach.
 #
 #   scripts/package.sh           the release package, the one to install
 #   scripts/package.sh --debug   the same package from the debug build the tests already made
@@ -20,7 +21,7 @@ case "${1:-}" in
 esac
 
 npm ci --no-audit --no-fund --loglevel=error >&2
-npx tauri build "${build_args[@]}" --bundles deb --ci >&2
+npx tauri build "${build_args[@]}" --bundles deb,rpm --ci >&2
 target_dir="${CARGO_TARGET_DIR:-target}"
-package=$(ls -t "$target_dir/$profile"/bundle/deb/*.deb | head -n 1)
-echo "$package"
+ls -t "$target_dir/$profile"/bundle/deb/*.deb | head -n 1
+ls -t "$target_dir/$profile"/bundle/rpm/*.rpm | head -n 1

@@ -9,7 +9,7 @@
 # (scripts/pulse.sh), started here and stopped when this script exits. Last, the .deb is built
 # with the Tauri CLI from the tests' debug build (the release build differs only in its
 # optimisation, and would compile every dependency again), installed on this machine, and the
-# installed app must open its window.
+# installed app must open its window; the .rpm is built beside it and inspected (rpm, rpmlint).
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,9 +78,12 @@ slow_call_pid=$!
 impaired_pid=$!
 started=$SECONDS
 echo "==> package: scripts/package.sh --debug" >&2
-package=$(scripts/package.sh --debug)
-echo "==> package: $package in $((SECONDS - started)) s" >&2
-step installed-app scripts/check-package.sh "$package"
+packages=$(scripts/package.sh --debug)
+deb=$(grep '\.deb$' <<<"$packages")
+rpm=$(grep '\.rpm$' <<<"$packages")
+echo "==> package: $deb and $rpm in $((SECONDS - started)) s" >&2
+step installed-app scripts/check-package.sh "$deb"
+step rpm-package scripts/check-rpm.sh "$rpm"
 for beside in slow_call impaired; do
   pid_var="${beside}_pid"
   log_var="${beside}_log"
