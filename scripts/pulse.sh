@@ -56,6 +56,8 @@ if [ "${WALKIE_PULSE_SHM:-no}" = yes ]; then disable_shm=no; else disable_shm=ye
 setsid pulseaudio -n -F "$dir/null-sinks.pa" --daemonize=no --exit-idle-time=-1 --disable-shm="$disable_shm" \
   --log-target=file:"$dir/pulseaudio.log" >/dev/null 2>&1 &
 echo $! > "$dir/pulseaudio.pid"
+# The processes a test stops to stall the server (crates/audio/tests/common/mod.rs).
+echo $! > "$dir/sound-server.pids"
 for _ in $(seq 100); do
   pactl info >/dev/null 2>&1 && break
   sleep 0.05

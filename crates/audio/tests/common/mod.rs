@@ -275,35 +275,39 @@ pub fn wakeups_of(name: &str) -> u64 {
 
 /// The test sound server stopped (SIGSTOP) as a starved machine stops it, until dropped: while
 /// it is stopped nobody is asked for audio, and once it runs again a null sink renders the time
-/// it missed at once, as a late device does. scripts/pulse.sh keeps its pid beside the socket's
-/// directory.
-pub struct StalledServer(String);
+/// it missed at once, as a late device does. scripts/pulse.sh and scripts/pipewire.sh name the
+/// server's processes (PulseAudio; PipeWire and pipewire-pulse) in `sound-server.pids`, in a
+/// folder above the socket.
+pub struct StalledServer(Vec<String>);
 
 impl StalledServer {
     pub fn stop() -> Self {
         let server = std::env::var("PULSE_SERVER").expect("the test server is named");
         let socket = std::path::Path::new(server.trim_start_matches("unix:"));
         let pid_file = socket
-            .parent()
-            .and_then(|run| run.parent())
-            .expect("scripts/pulse.sh puts the socket in <dir>/run/")
-            .join("pulseaudio.pid");
-        let pid = std::fs::read_to_string(&pid_file)
-            .unwrap_or_else(|error| panic!("the server's pid in {}: {error}", pid_file.display()))
-            .trim()
-            .to_owned();
+            .ancestors()
+            .map(|folder| folder.join("sound-server.pids"))
+            .find(|file| file.exists())
+            .unwrap_or_else(|| panic!("no sound-server.pids above {}", socket.display()));
+        let pids: Vec<String> = std::fs::read_to_string(&pid_file)
+            .unwrap_or_else(|error| panic!("the server's pids in {}: {error}", pid_file.display()))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert!(!pids.is_empty(), "{} names no process", pid_file.display());
         let status = Command::new("kill")
-            .args(["-STOP", &pid])
+            .arg("-STOP")
+            .args(&pids)
             .status()
             .expect("kill runs");
-        assert!(status.success(), "the sound server {pid} stops");
-        Self(pid)
+        assert!(status.success(), "the sound server {pids:?} stops");
+        Self(pids)
     }
 }
 
 impl Drop for StalledServer {
     fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-CONT", &self.0]).status();
+        let _ = Command::new("kill").arg("-CONT").args(&self.0).status();
     }
 }
 
