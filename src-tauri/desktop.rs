@@ -148,9 +148,16 @@ pub async fn tray_shows() -> bool {
     true
 }
 
-/// Whether Walkie's icon is in a tray that shows: created, and a host shows it.
-async fn in_a_tray_that_shows(app: &AppHandle) -> bool {
-    app.try_state::<Tray>().is_some() && tray_shows().await
+/// Hides the window where a tray shows Walkie's icon (created, and a host shows it); returns
+/// whether it did.
+async fn hide_in_the_tray(app: &AppHandle) -> bool {
+    if app.try_state::<Tray>().is_none() || !tray_shows().await {
+        return false;
+    }
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.hide();
+    }
+    true
 }
 
 /// The window's close, with "Closing the window keeps Walkie in the tray" on: the window hides
@@ -160,10 +167,7 @@ async fn in_a_tray_that_shows(app: &AppHandle) -> bool {
 pub fn close_to_tray(app: &AppHandle) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
-        if in_a_tray_that_shows(&app).await {
-            if let Some(window) = app.get_webview_window("main") {
-                let _ = window.hide();
-            }
+        if hide_in_the_tray(&app).await {
             log::info!("the window went to the tray; the call goes on");
         } else {
             log::warn!("no tray shows Walkie in this session: closing the window quits it");
@@ -177,10 +181,7 @@ pub fn close_to_tray(app: &AppHandle) {
 pub fn start_hidden(app: &AppHandle) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
-        if in_a_tray_that_shows(&app).await {
-            if let Some(window) = app.get_webview_window("main") {
-                let _ = window.hide();
-            }
+        if hide_in_the_tray(&app).await {
             log::info!("started hidden in the tray");
         } else {
             log::warn!("asked to start hidden, but no tray shows Walkie: the window stays shown");

@@ -395,9 +395,9 @@ async fn until_window_shown(display: &str, shown: bool) {
     }
 }
 
-/// Turns "Closing the window keeps Walkie in the tray" on in Settings, as a user would;
-/// returns what its help said.
-async fn turn_close_to_tray_on(client: &fantoccini::Client) -> String {
+/// Sets the Settings field `name` to `value` and saves, as a user would; returns what the
+/// field's help said.
+async fn save_setting(client: &fantoccini::Client, name: &str, value: serde_json::Value) -> String {
     support::open_settings(client).await;
     client
         .execute(
@@ -406,8 +406,8 @@ async fn turn_close_to_tray_on(client: &fantoccini::Client) -> String {
         )
         .await
         .unwrap();
-    support::set_field(client, "closeToTray", true.into()).await;
-    let help = wait_for(client, "#settings-closeToTray-help", |text| {
+    support::set_field(client, name, value).await;
+    let help = wait_for(client, &format!("#settings-{name}-help"), |text| {
         !text.is_empty()
     })
     .await;
@@ -446,7 +446,7 @@ async fn e2e_closing_to_the_tray_hides_the_window_the_call_goes_on_and_walkie_sh
     app.run(|client| async move {
         tray.wait_for_item(support::UI_TIMEOUT).await;
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
-        let help = turn_close_to_tray_on(&client).await;
+        let help = save_setting(&client, "closeToTray", true.into()).await;
         assert!(
             help.starts_with("The window hides and the call goes on"),
             "{help}"
@@ -484,7 +484,7 @@ async fn e2e_where_no_tray_shows_closing_the_window_quits_even_when_set_to_keep_
     let log = dirs.log.clone();
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
-        let help = turn_close_to_tray_on(&client).await;
+        let help = save_setting(&client, "closeToTray", true.into()).await;
         assert!(
             help.starts_with("No tray shows Walkie in this session"),
             "Settings says it before the window is closed: {help}"
@@ -498,34 +498,6 @@ async fn e2e_where_no_tray_shows_closing_the_window_quits_even_when_set_to_keep_
         );
     })
     .await;
-}
-
-/// Sets "Start Walkie when you log in" and saves, as a user would.
-async fn save_start_on_login(client: &fantoccini::Client, on: bool) {
-    support::open_settings(client).await;
-    client
-        .execute(
-            "document.querySelector('#settings [data-role=advanced]').open = true;",
-            vec![],
-        )
-        .await
-        .unwrap();
-    support::set_field(client, "startOnLogin", on.into()).await;
-    client
-        .execute(
-            "document.querySelector('#settings button[value=save]').click();",
-            vec![],
-        )
-        .await
-        .unwrap();
-    wait_for(client, "#settings [data-role=message]", |text| {
-        text == "Saved."
-    })
-    .await;
-    client
-        .execute("document.querySelector('#settings').close();", vec![])
-        .await
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -549,11 +521,11 @@ async fn e2e_start_on_login_writes_an_autostart_entry_that_starts_walkie_hidden_
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
         assert!(!entry.exists());
-        save_start_on_login(&client, true).await;
+        save_setting(&client, "startOnLogin", true.into()).await;
         let written = std::fs::read_to_string(&entry).expect("the autostart entry");
         let exec = format!("\nExec=\"{}\" --hidden\n", env!("CARGO_BIN_EXE_walkie"));
         assert!(written.contains(&exec), "{written}");
-        save_start_on_login(&client, false).await;
+        save_setting(&client, "startOnLogin", false.into()).await;
         assert!(!entry.exists(), "turned off, the entry is gone");
     })
     .await;
