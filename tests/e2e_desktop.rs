@@ -28,11 +28,19 @@ struct SecondLaunch {
 }
 
 impl SecondLaunch {
+    /// Beside `app`, on `bus`, in `dirs`.
+    fn beside(app: &WebviewApp, bus: &SecretService, dirs: &AppDirs) -> Self {
+        Self {
+            display: app.display().to_owned(),
+            bus_address: bus.bus_address().to_owned(),
+            dirs: dirs.clone(),
+        }
+    }
+
     /// Runs `walkie args`; returns how it exited and what it wrote to stderr. It must exit
     /// within 30 s (having handed over, or refused its arguments).
     async fn run(&self, args: &[&str]) -> (std::process::ExitStatus, String) {
-        let started = Instant::now();
-        let mut second = Command::new(env!("CARGO_BIN_EXE_walkie"))
+        let second = tokio::process::Command::new(env!("CARGO_BIN_EXE_walkie"))
             .args(args)
             .env("DISPLAY", &self.display)
             .env("DBUS_SESSION_BUS_ADDRESS", &self.bus_address)
@@ -42,25 +50,19 @@ impl SecondLaunch {
             .env_remove("OPENAI_API_KEY")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            .kill_on_drop(true)
             .spawn()
             .expect("launching Walkie a second time");
-        let status = loop {
-            if let Some(status) = second.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > Duration::from_secs(30) {
-                let _ = second.kill();
-                panic!("walkie {args:?} is still running after 30 s: it did not hand over");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(
-            &mut second.stderr.take().expect("stderr is piped"),
-            &mut stderr,
+        let output = tokio::time::timeout(Duration::from_secs(30), second.wait_with_output())
+            .await
+            .unwrap_or_else(|_| {
+                panic!("walkie {args:?} is still running after 30 s: it did not hand over")
+            })
+            .expect("waiting for the second Walkie");
+        (
+            output.status,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
         )
-        .expect("reading its stderr");
-        (status, stderr)
     }
 
     /// Runs `walkie args`, which must hand over and exit successfully.
@@ -79,11 +81,7 @@ async fn e2e_a_second_launch_hands_over_to_the_running_walkie_and_exits() {
     // The session bus is how the second launch finds the first.
     let bus = SecretService::start(&dirs);
     let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&bus))).await;
-    let second = SecondLaunch {
-        display: app.display().to_owned(),
-        bus_address: bus.bus_address().to_owned(),
-        dirs: dirs.clone(),
-    };
+    let second = SecondLaunch::beside(&app, &bus, &dirs);
     let log = dirs.log.clone();
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
@@ -316,11 +314,7 @@ async fn e2e_walkie_press_and_release_from_another_process_hold_a_turn_and_hang_
     let dirs = AppDirs::fresh(REMOTE);
     let bus = SecretService::start(&dirs);
     let app = WebviewApp::launch_with(REMOTE, Launch::in_dirs(&dirs, Some(&bus))).await;
-    let walkie = SecondLaunch {
-        display: app.display().to_owned(),
-        bus_address: bus.bus_address().to_owned(),
-        dirs: dirs.clone(),
-    };
+    let walkie = SecondLaunch::beside(&app, &bus, &dirs);
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
 
@@ -438,11 +432,7 @@ async fn e2e_closing_to_the_tray_hides_the_window_the_call_goes_on_and_walkie_sh
     let mut tray = TrayHost::start(bus.bus_address()).await;
     let app = WebviewApp::launch_with(NAME, Launch::in_dirs(&dirs, Some(&bus))).await;
     let pid = app.walkie_pid();
-    let walkie = SecondLaunch {
-        display: app.display().to_owned(),
-        bus_address: bus.bus_address().to_owned(),
-        dirs: dirs.clone(),
-    };
+    let walkie = SecondLaunch::beside(&app, &bus, &dirs);
     app.run(|client| async move {
         tray.wait_for_item(support::UI_TIMEOUT).await;
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
@@ -545,11 +535,7 @@ async fn e2e_started_hidden_walkie_waits_in_the_tray_and_walkie_show_brings_its_
         },
     )
     .await;
-    let walkie = SecondLaunch {
-        display: app.display().to_owned(),
-        bus_address: bus.bus_address().to_owned(),
-        dirs: dirs.clone(),
-    };
+    let walkie = SecondLaunch::beside(&app, &bus, &dirs);
     app.run(|client| async move {
         tray.wait_for_item(support::UI_TIMEOUT).await;
         // The call is placed all the same: the window is only out of sight.

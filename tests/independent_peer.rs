@@ -304,6 +304,20 @@ async fn talk_to(peer: &Peer, name: &str, settings: Settings) -> Talk {
 }
 
 impl Talk {
+    /// The key goes down and `seconds` of speech go into the microphone.
+    async fn press_and_speak(&mut self, seconds: f64) {
+        send(&self.commands, Command::PushToTalk { pressed: true });
+        self.window.until_state(ConnectionState::Listening).await;
+        speak(seconds).await;
+    }
+
+    /// The key comes up; the reply is heard and the call is ready again.
+    async fn release_until_answered(&mut self) {
+        send(&self.commands, Command::PushToTalk { pressed: false });
+        self.window.until_state(ConnectionState::Speaking).await;
+        self.window.until_state(ConnectionState::Ready).await;
+    }
+
     /// The user leaves: the driver hangs up and closes the conversation; what the speaker
     /// played, and the window with everything it was shown.
     async fn leave(self) -> (Vec<i16>, Window, PathBuf) {
@@ -363,12 +377,8 @@ async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> S
     let mut talk = talk_to(&peer, name, settings).await;
 
     talk.window.step = "a push-to-talk turn";
-    send(&talk.commands, Command::PushToTalk { pressed: true });
-    talk.window.until_state(ConnectionState::Listening).await;
-    speak(1.2).await;
-    send(&talk.commands, Command::PushToTalk { pressed: false });
-    talk.window.until_state(ConnectionState::Speaking).await;
-    talk.window.until_state(ConnectionState::Ready).await;
+    talk.press_and_speak(1.2).await;
+    talk.release_until_answered().await;
     let call = peer
         .until_call("the first reply done", |call| {
             replies(call)
@@ -387,9 +397,7 @@ async fn converse_with_the_peer(name: &'static str, refuse_multipart: bool) -> S
     );
 
     talk.window.step = "a reply cut off by a press";
-    send(&talk.commands, Command::PushToTalk { pressed: true });
-    talk.window.until_state(ConnectionState::Listening).await;
-    speak(0.8).await;
+    talk.press_and_speak(0.8).await;
     send(&talk.commands, Command::PushToTalk { pressed: false });
     talk.window.until_state(ConnectionState::Speaking).await;
     send(&talk.commands, Command::PushToTalk { pressed: true });
@@ -545,14 +553,10 @@ async fn a_gpt_live_call_to_the_aiortc_peer_is_unmuted_by_the_key_answered_heard
     let mut talk = talk_to(&peer, NAME, settings).await;
 
     talk.window.step = "a turn with the key held";
-    send(&talk.commands, Command::PushToTalk { pressed: true });
-    talk.window.until_state(ConnectionState::Listening).await;
-    speak(1.2).await;
+    talk.press_and_speak(1.2).await;
     // The model ends the turn when it hears the user stop; the key comes up a moment later.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    send(&talk.commands, Command::PushToTalk { pressed: false });
-    talk.window.until_state(ConnectionState::Speaking).await;
-    talk.window.until_state(ConnectionState::Ready).await;
+    talk.release_until_answered().await;
     let call = peer
         .until_call("the Live reply sent", |call| {
             replies(call)

@@ -568,11 +568,62 @@ class RtcCall:
 
     # -- what the API's class says -------------------------------------------------------------
 
+    # The API's error code for an event that is not one, and the trace file of client events.
+    INVALID_EVENT = "invalid_event"
+    TRACE_FILE = "client-events.jsonl"
+
     def on_connect(self) -> None:
         """The data channel is open."""
 
+    def on_text(self, text: str) -> None:
+        """One data-channel text message."""
+
+    def error(self, code: str, message: str, event_id: str | None = None, param: str | None = None,
+              kind: str = "invalid_request_error") -> None:
+        """Sends the API's error event."""
+
     def on_message(self, message: str | bytes) -> None:
-        """One data-channel message."""
+        """One data-channel message: traced, then the API's class handles it; a failure of the
+        peer's own is told to the client as a server error."""
+        if isinstance(message, bytes):
+            self.client_event_types.append("<binary>")
+            self.safe(lambda: self.error(self.INVALID_EVENT, "Events are JSON text messages; a binary message was received."))
+            return
+        if self.server.trace:
+            self.server.trace.append(self.TRACE_FILE, {
+                "call_id": self.call_id,
+                "received_at_unix_ms": int(time.time() * 1000),
+                "text": message,
+            })
+        try:
+            self.on_text(message)
+        except EventShapeError:
+            log.exception("%s: an event the peer built is not the SDK's shape", self.call_id)
+            self.safe(lambda: self.error("server_error", "The peer built an event the SDK refuses.", kind="server_error"))
+        except Exception:
+            log.exception("%s: handling a client event failed", self.call_id)
+            self.safe(lambda: self.error("server_error", "The peer failed handling this event.", kind="server_error"))
+
+    def parse_event(self, text: str) -> tuple[dict, str | None, str] | None:
+        """A client event's JSON object, its `event_id` and its `type`, recorded in
+        `client_event_types`; None once the error said why it is not one."""
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError as broken:
+            self.client_event_types.append("<invalid json>")
+            self.error(self.INVALID_EVENT, f"The event is not valid JSON: {broken}.")
+            return None
+        if not isinstance(event, dict):
+            self.client_event_types.append("<not an object>")
+            self.error(self.INVALID_EVENT, "The event is not a JSON object.")
+            return None
+        event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else None
+        event_type = event.get("type")
+        self.client_event_types.append(event_type if isinstance(event_type, str) else "<no type>")
+        if not isinstance(event_type, str):
+            self.error(self.INVALID_EVENT, "The 'type' field is missing.", event_id)
+            return None
+        return event, event_id, event_type
 
     def on_audio(self, chunk: bytes) -> None:
         """20 ms of the client's audio, 48 kHz mono s16."""
@@ -792,40 +843,11 @@ class Call(RtcCall):
 
     # -- client events -------------------------------------------------------------------------
 
-    def on_message(self, message: str | bytes) -> None:
-        if isinstance(message, bytes):
-            self.client_event_types.append("<binary>")
-            self.safe(lambda: self.error("invalid_event", "Events are JSON text messages; a binary message was received."))
-            return
-        if self.server.trace:
-            self.server.trace.append("client-events.jsonl", {
-                "call_id": self.call_id,
-                "received_at_unix_ms": int(time.time() * 1000),
-                "text": message,
-            })
-        try:
-            self.on_text(message)
-        except EventShapeError:
-            log.exception("%s: an event the peer built is not the SDK's shape", self.call_id)
-            self.safe(lambda: self.error("server_error", "The peer built an event the SDK refuses.", kind="server_error"))
-        except Exception:
-            log.exception("%s: handling a client event failed", self.call_id)
-            self.safe(lambda: self.error("server_error", "The peer failed handling this event.", kind="server_error"))
-
     def on_text(self, text: str) -> None:
-        try:
-            event = json.loads(text)
-        except json.JSONDecodeError as broken:
-            self.client_event_types.append("<invalid json>")
-            return self.error("invalid_event", f"The event is not valid JSON: {broken}.")
-        if not isinstance(event, dict):
-            self.client_event_types.append("<not an object>")
-            return self.error("invalid_event", "The event is not a JSON object.")
-        event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else None
-        event_type = event.get("type")
-        self.client_event_types.append(event_type if isinstance(event_type, str) else "<no type>")
-        if not isinstance(event_type, str):
-            return self.error("invalid_event", "The 'type' field is missing.", event_id)
+        parsed = self.parse_event(text)
+        if parsed is None:
+            return
+        event, event_id, event_type = parsed
         model = CLIENT_EVENT_MODELS.get(event_type)
         if model is None:
             return self.error(
@@ -1602,6 +1624,7 @@ class LiveCall(RtcCall):
     asked to go on (`response.create`), the reply says what the tool answered."""
 
     TRACE_FILE = "live-client-events.jsonl"
+    INVALID_EVENT = "invalid_client_event"
 
     def __init__(self, server: "PeerServer", call_id: str, session: dict, snapshot: dict) -> None:
         super().__init__(server, call_id, "live")
@@ -1855,39 +1878,13 @@ class LiveCall(RtcCall):
     def on_message(self, message: str | bytes) -> None:
         if self.closed or self.ending:
             return
-        if isinstance(message, bytes):
-            self.client_event_types.append("<binary>")
-            self.safe(lambda: self.error("invalid_client_event", "Events are JSON text messages; a binary message was received."))
-            return
-        if self.server.trace:
-            self.server.trace.append(self.TRACE_FILE, {
-                "call_id": self.call_id,
-                "received_at_unix_ms": int(time.time() * 1000),
-                "text": message,
-            })
-        try:
-            self.on_text(message)
-        except EventShapeError:
-            log.exception("%s: an event the peer built is not the SDK's shape", self.call_id)
-            self.safe(lambda: self.error("server_error", "The peer built an event the SDK refuses.", kind="server_error"))
-        except Exception:
-            log.exception("%s: handling a client event failed", self.call_id)
-            self.safe(lambda: self.error("server_error", "The peer failed handling this event.", kind="server_error"))
+        super().on_message(message)
 
     def on_text(self, text: str) -> None:
-        try:
-            event = json.loads(text)
-        except json.JSONDecodeError as broken:
-            self.client_event_types.append("<invalid json>")
-            return self.error("invalid_client_event", f"The event is not valid JSON: {broken}.")
-        if not isinstance(event, dict):
-            self.client_event_types.append("<not an object>")
-            return self.error("invalid_client_event", "The event is not a JSON object.")
-        event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else None
-        event_type = event.get("type")
-        self.client_event_types.append(event_type if isinstance(event_type, str) else "<no type>")
-        if not isinstance(event_type, str):
-            return self.error("invalid_client_event", "The 'type' field is missing.", event_id)
+        parsed = self.parse_event(text)
+        if parsed is None:
+            return
+        event, event_id, event_type = parsed
         model = LIVE_CLIENT_EVENT_MODELS.get(event_type)
         if model is None:
             return self.error("invalid_client_event", f"Unknown client event type '{event_type}': not a Live API client event.", event_id, "type")
