@@ -195,21 +195,39 @@ pub fn start_hidden(app: &AppHandle) {
 pub enum ShortcutReach {
     /// In every app: X11's key grab sees the key wherever the focus is.
     EveryApp,
+    /// In every app: the desktop holds the key for Walkie through its GlobalShortcuts portal
+    /// ([`crate::shortcut`]), and its own keyboard settings may change it.
+    Portal,
     /// Only while Walkie's window has the focus: a Wayland session gives no app the keys of
     /// another (the grab works inside XWayland alone); `walkie --toggle` bound in the
     /// desktop's settings reaches it instead ([`crate::remote`]).
     ThisWindow,
 }
 
+/// Whether this is a Wayland session, by its `WAYLAND_DISPLAY` and `XDG_SESSION_TYPE` (an
+/// X11 window of it, under XWayland, is in one too).
+pub fn wayland_session(wayland_display: Option<&str>, session_type: Option<&str>) -> bool {
+    cfg!(target_os = "linux")
+        && (wayland_display.is_some_and(|display| !display.is_empty())
+            || session_type == Some("wayland"))
+}
+
 /// The reach of the global shortcut in a session with these `WAYLAND_DISPLAY` and
-/// `XDG_SESSION_TYPE`.
-pub fn shortcut_reach(wayland_display: Option<&str>, session_type: Option<&str>) -> ShortcutReach {
-    let wayland = wayland_display.is_some_and(|display| !display.is_empty())
-        || session_type == Some("wayland");
-    if cfg!(target_os = "linux") && wayland {
-        ShortcutReach::ThisWindow
-    } else {
-        ShortcutReach::EveryApp
+/// `XDG_SESSION_TYPE`, where the desktop's portal stands as `portal_key` (when it was asked),
+/// and the keys the desktop says it bound.
+pub fn shortcut_reach(
+    wayland_display: Option<&str>,
+    session_type: Option<&str>,
+    portal_key: Option<crate::shortcut::PortalKeyState>,
+) -> (ShortcutReach, Option<String>) {
+    use crate::shortcut::PortalKeyState;
+    if !wayland_session(wayland_display, session_type) {
+        return (ShortcutReach::EveryApp, None);
+    }
+    match portal_key {
+        Some(PortalKeyState::Bound { trigger }) => (ShortcutReach::Portal, trigger),
+        Some(PortalKeyState::Offered) => (ShortcutReach::Portal, None),
+        _ => (ShortcutReach::ThisWindow, None),
     }
 }
 
@@ -334,19 +352,39 @@ pub fn window_state(config_dir: &Path) -> tauri::plugin::TauriPlugin<tauri::Wry>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shortcut::PortalKeyState;
 
     #[test]
-    fn in_a_wayland_session_the_shortcut_reaches_this_window_only() {
-        assert_eq!(shortcut_reach(None, Some("x11")), ShortcutReach::EveryApp);
-        assert_eq!(shortcut_reach(Some(""), None), ShortcutReach::EveryApp);
+    fn in_a_wayland_session_the_shortcut_reaches_this_window_only_until_the_portal_holds_it() {
+        let reach = |display, session, portal| shortcut_reach(display, session, portal).0;
+        assert_eq!(reach(None, Some("x11"), None), ShortcutReach::EveryApp);
+        assert_eq!(reach(Some(""), None, None), ShortcutReach::EveryApp);
         assert_eq!(
-            shortcut_reach(Some("wayland-0"), Some("wayland")),
+            reach(Some("wayland-0"), Some("wayland"), None),
             ShortcutReach::ThisWindow
         );
         assert_eq!(
-            shortcut_reach(None, Some("wayland")),
+            reach(None, Some("wayland"), None),
             ShortcutReach::ThisWindow,
             "under XWayland (GDK_BACKEND=x11) too"
+        );
+        assert_eq!(
+            reach(
+                None,
+                Some("wayland"),
+                Some(PortalKeyState::Unavailable("no portal".into()))
+            ),
+            ShortcutReach::ThisWindow
+        );
+        assert_eq!(
+            shortcut_reach(
+                Some("wayland-0"),
+                None,
+                Some(PortalKeyState::Bound {
+                    trigger: Some("Ctrl+Alt+K".into())
+                })
+            ),
+            (ShortcutReach::Portal, Some("Ctrl+Alt+K".to_owned()))
         );
     }
 

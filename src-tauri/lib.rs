@@ -14,10 +14,13 @@ mod edges;
 pub mod history;
 mod mic_test;
 mod pictures;
+#[cfg(target_os = "linux")]
+mod portal;
 pub mod recording;
 pub mod remote;
 mod screenshot;
 mod settings_commands;
+mod shortcut;
 mod tool_servers;
 pub use walkie_settings::{self as settings, plan, secrets};
 mod status;
@@ -711,6 +714,12 @@ pub fn run(hidden: bool) {
             if let Err(error) = shortcut::register(app.handle(), "", &initial_shortcut) {
                 log::warn!("{error}");
             }
+            if desktop::wayland_session(
+                std::env::var("WAYLAND_DISPLAY").ok().as_deref(),
+                std::env::var("XDG_SESSION_TYPE").ok().as_deref(),
+            ) {
+                shortcut::hold_through_portal(app.handle(), initial_shortcut.clone());
+            }
             match desktop::Tray::create(app.handle()) {
                 Ok(tray) => {
                     app.manage(tray);
@@ -785,54 +794,6 @@ pub fn run(hidden: bool) {
                 closing::on_exit_requested(app, code, &api);
             }
         });
-}
-
-/// The global push-to-talk shortcut: works while another window has focus.
-mod shortcut {
-    use tauri::{AppHandle, Manager};
-    use tauri_plugin_global_shortcut::{GlobalShortcutExt, Shortcut, ShortcutState};
-
-    use crate::conversation::Command;
-    use crate::{CommandError, Conversation};
-
-    /// The plugin, with one handler: the shortcut going down and up is the push-to-talk
-    /// control going down and up (toggle mode ignores the up in the turn controller).
-    pub fn plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
-        tauri_plugin_global_shortcut::Builder::new()
-            .with_handler(|app, _shortcut, event| {
-                let pressed = event.state() == ShortcutState::Pressed;
-                if let Some(conversation) = app.try_state::<Conversation>() {
-                    let _ = conversation.send(Command::PushToTalk { pressed });
-                }
-            })
-            .build()
-    }
-
-    /// Replaces the registered shortcut `old` with `new` (either may be empty for none).
-    pub fn register(app: &AppHandle, old: &str, new: &str) -> Result<(), CommandError> {
-        let shortcuts = app.global_shortcut();
-        let failed = |shortcut: &str, reason: String| CommandError::Shortcut {
-            shortcut: shortcut.to_owned(),
-            reason,
-        };
-        if !old.trim().is_empty()
-            && let Ok(old) = old.trim().parse::<Shortcut>()
-        {
-            let _ = shortcuts.unregister(old);
-        }
-        if new.trim().is_empty() {
-            return Ok(());
-        }
-        let parsed = new
-            .trim()
-            .parse::<Shortcut>()
-            .map_err(|error| failed(new, error.to_string()))?;
-        shortcuts
-            .register(parsed)
-            .map_err(|error| failed(new, error.to_string()))?;
-        log::info!("global push-to-talk shortcut: {new}");
-        Ok(())
-    }
 }
 
 #[cfg(test)]

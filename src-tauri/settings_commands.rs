@@ -62,6 +62,8 @@ pub(crate) struct SettingsView {
     config_file: String,
     /// Where the global shortcut is heard in this session.
     shortcut_reach: crate::desktop::ShortcutReach,
+    /// The keys the desktop bound for Walkie, in its words, where its portal holds the key.
+    shortcut_trigger: Option<String>,
     /// Whether a tray shows Walkie here (else closing to the tray quits).
     tray_shows: bool,
     /// The data folder in use (chosen at start: the setting, or the default when it is empty).
@@ -82,7 +84,17 @@ async fn blocking<T: Send + 'static>(
         .map_err(|error| CommandError::Background(error.to_string()))
 }
 
-async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandError> {
+async fn settings_view(
+    app: &AppHandle,
+    state: &SettingsState,
+) -> Result<SettingsView, CommandError> {
+    let portal_key =
+        tauri::Manager::try_state::<crate::shortcut::PortalKey>(app).map(|key| key.state());
+    let (shortcut_reach, shortcut_trigger) = crate::desktop::shortcut_reach(
+        std::env::var("WAYLAND_DISPLAY").ok().as_deref(),
+        std::env::var("XDG_SESSION_TYPE").ok().as_deref(),
+        portal_key,
+    );
     let settings = state.current();
     let (keys, keyring_missing) = blocking(|| {
         (
@@ -113,10 +125,8 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
         published_minute_prices: walkie_settings::prices::published_minute_prices(),
         config_file: state.file.path().display().to_string(),
         tray_shows: crate::desktop::tray_shows().await,
-        shortcut_reach: crate::desktop::shortcut_reach(
-            std::env::var("WAYLAND_DISPLAY").ok().as_deref(),
-            std::env::var("XDG_SESSION_TYPE").ok().as_deref(),
-        ),
+        shortcut_reach,
+        shortcut_trigger,
         notice: state
             .notice
             .lock()
@@ -128,9 +138,10 @@ async fn settings_view(state: &SettingsState) -> Result<SettingsView, CommandErr
 /// The settings dialog opened.
 #[tauri::command]
 pub(crate) async fn get_settings(
+    app: AppHandle,
     state: tauri::State<'_, SettingsState>,
 ) -> Result<SettingsView, CommandError> {
-    settings_view(&state).await
+    settings_view(&app, &state).await
 }
 
 /// Why the settings dialog's Save did nothing: the fields at fault (every one, each with its
@@ -383,7 +394,7 @@ pub(crate) async fn save_settings(
             apply_key_change(&state, &conversation, account).await?;
         }
     }
-    Ok(settings_view(&state).await?)
+    Ok(settings_view(&app, &state).await?)
 }
 
 /// Asks for a folder to save conversations in (the system's folder picker, starting at

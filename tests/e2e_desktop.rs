@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use support::audio::{PulseStream, require_test_audio, speech_like};
 use support::desktop::{TrayHost, close_window};
+use support::portal::{Desktop, FakeDesktopPortal, PortalCall};
 use support::{AppDirs, Launch, SecretService, WebviewApp, wait_for, wait_for_text};
 
 const TEST: &str = "desktop_single_instance";
@@ -313,10 +314,17 @@ async fn e2e_walkie_press_and_release_from_another_process_hold_a_turn_and_hang_
     const REMOTE: &str = "desktop_remote_control";
     let dirs = AppDirs::fresh(REMOTE);
     let bus = SecretService::start(&dirs);
-    let app = WebviewApp::launch_with(REMOTE, Launch::in_dirs(&dirs, Some(&bus))).await;
+    // A Wayland desktop whose portal has no global shortcuts (sway's, GNOME's before 48).
+    let app = WebviewApp::launch_with(REMOTE, in_a_wayland_session(&dirs, &bus)).await;
     let walkie = SecondLaunch::beside(&app, &bus, &dirs);
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        // Settings offers the fallback: the desktop's own shortcut running `walkie --toggle`.
+        let help = until_shortcut_help(&client, |help| !help.is_empty()).await;
+        assert!(
+            help.contains("bind walkie --toggle in your desktop's keyboard shortcuts"),
+            "{help}"
+        );
 
         // Held from outside: --press, speech, --release.
         walkie.hand_over(&["--press"]).await;
@@ -543,6 +551,201 @@ async fn e2e_started_hidden_walkie_waits_in_the_tray_and_walkie_show_brings_its_
         until_window_shown(&walkie.display, false).await;
         walkie.hand_over(&["--show"]).await;
         until_window_shown(&walkie.display, true).await;
+    })
+    .await;
+}
+
+/// Opens Settings until the shortcut's help satisfies `done` (the dialog reads where the key is
+/// heard as it opens; the portal binds in the background), as a user would look again.
+async fn until_shortcut_help(client: &fantoccini::Client, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + support::UI_TIMEOUT;
+    loop {
+        support::open_settings(client).await;
+        support::open_advanced(client).await;
+        let help = wait_for(client, "#settings-globalShortcut-help", |text| {
+            !text.is_empty()
+        })
+        .await;
+        client
+            .execute("document.querySelector('#settings').close();", vec![])
+            .await
+            .unwrap();
+        if done(&help) {
+            return help;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the shortcut's help still says {help:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Walkie in a Wayland session (`XDG_SESSION_TYPE`; its window stays on the test's X server,
+/// as under XWayland) on `bus`, in `dirs`.
+fn in_a_wayland_session<'a>(dirs: &AppDirs, bus: &'a SecretService) -> Launch<'a> {
+    let mut launch = Launch::in_dirs(dirs, Some(bus));
+    launch.env.push(("XDG_SESSION_TYPE", "wayland".to_owned()));
+    launch
+}
+
+const PUSH_TO_TALK: &str = "push-to-talk";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_real_portal_fake_plasma_takes_the_key_from_create_session_and_its_press_and_release_hold_a_turn()
+ {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    const NAME: &str = "desktop_portal_plasma";
+    let dirs = AppDirs::fresh(NAME);
+    let bus = SecretService::start(&dirs);
+    let mut portal = FakeDesktopPortal::start(
+        bus.bus_address(),
+        &dirs.root.join("portal"),
+        Desktop::Plasma,
+    )
+    .await;
+    let app = WebviewApp::launch_with(NAME, in_a_wayland_session(&dirs, &bus)).await;
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        let help =
+            until_shortcut_help(&client, |help| help.starts_with("Your desktop can hold")).await;
+        assert!(help.contains("in every app"), "{help}");
+
+        save_setting(&client, "globalShortcut", "Ctrl+Alt+K".into()).await;
+        // The shortcut rides in CreateSession, the only place Plasma 5.27 reads it from.
+        let PortalCall::CreateSession { session, shortcuts } =
+            portal.next_call(support::UI_TIMEOUT).await
+        else {
+            panic!("the first call is not CreateSession");
+        };
+        assert_eq!(
+            shortcuts,
+            [(PUSH_TO_TALK.to_owned(), Some("CTRL+ALT+k".to_owned()))]
+        );
+        assert_eq!(
+            portal.next_call(support::UI_TIMEOUT).await,
+            PortalCall::ListShortcuts {
+                session: session.clone()
+            }
+        );
+        let help =
+            until_shortcut_help(&client, |help| help.starts_with("Your desktop holds")).await;
+        assert!(
+            help.starts_with("Your desktop holds Ctrl+Alt+K for Walkie in every app"),
+            "{help}"
+        );
+
+        // The user holds the keys in another app: the desktop says so through the portal.
+        portal.key(&session, PUSH_TO_TALK, true).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        speak().await;
+        portal.key(&session, PUSH_TO_TALK, false).await;
+        wait_for(&client, "#transcript", |text| text.contains("played your")).await;
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        assert_eq!(replies_shown(&client).await, 1);
+        let store = walkie_store::Store::new(walkie_store::conversations_dir(&dirs.data));
+        let saved = store.list().expect("the saved conversations");
+        let conversation = store.open_strict(&saved[0].id).expect("it reads back");
+        let roles: Vec<&str> = conversation
+            .messages()
+            .iter()
+            .map(|message| message.role_name())
+            .collect();
+        assert_eq!(roles, ["user", "assistant"]);
+        // Plasma listed the key: BindShortcuts (which would open System Settings) never came.
+        assert!(
+            portal.calls_so_far().is_empty(),
+            "{:?}",
+            portal.calls_so_far()
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_real_portal_fake_desktop_that_asks_on_bind_binds_the_chosen_keys_and_binds_again_when_they_change()
+ {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    const NAME: &str = "desktop_portal_bind";
+    let dirs = AppDirs::fresh(NAME);
+    let bus = SecretService::start(&dirs);
+    let mut portal = FakeDesktopPortal::start(
+        bus.bus_address(),
+        &dirs.root.join("portal"),
+        Desktop::AsksOnBind,
+    )
+    .await;
+    let app = WebviewApp::launch_with(NAME, in_a_wayland_session(&dirs, &bus)).await;
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        save_setting(&client, "globalShortcut", "Ctrl+Alt+K".into()).await;
+        let PortalCall::CreateSession { session: first, .. } =
+            portal.next_call(support::UI_TIMEOUT).await
+        else {
+            panic!("the first call is not CreateSession");
+        };
+        assert_eq!(
+            portal.next_call(support::UI_TIMEOUT).await,
+            PortalCall::ListShortcuts {
+                session: first.clone()
+            }
+        );
+        // Not listed yet: Walkie asks the desktop to bind it (GNOME shows its dialog here).
+        assert_eq!(
+            portal.next_call(support::UI_TIMEOUT).await,
+            PortalCall::BindShortcuts {
+                session: first.clone(),
+                shortcuts: vec![(PUSH_TO_TALK.to_owned(), Some("CTRL+ALT+k".to_owned()))],
+            }
+        );
+        until_shortcut_help(&client, |help| {
+            help.starts_with("Your desktop holds Ctrl+Alt+K")
+        })
+        .await;
+
+        // Other keys chosen: the old session closes and the new keys are bound in a new one.
+        save_setting(&client, "globalShortcut", "Ctrl+Alt+J".into()).await;
+        assert_eq!(
+            portal.next_call(support::UI_TIMEOUT).await,
+            PortalCall::CloseSession {
+                session: first.clone()
+            }
+        );
+        let PortalCall::CreateSession {
+            session: second, ..
+        } = portal.next_call(support::UI_TIMEOUT).await
+        else {
+            panic!("no new session after the keys changed");
+        };
+        assert_ne!(second, first);
+        assert_eq!(
+            portal.next_call(support::UI_TIMEOUT).await,
+            PortalCall::ListShortcuts {
+                session: second.clone()
+            }
+        );
+        assert_eq!(
+            portal.next_call(support::UI_TIMEOUT).await,
+            PortalCall::BindShortcuts {
+                session: second.clone(),
+                shortcuts: vec![(PUSH_TO_TALK.to_owned(), Some("CTRL+ALT+j".to_owned()))],
+            }
+        );
+        until_shortcut_help(&client, |help| {
+            help.starts_with("Your desktop holds Ctrl+Alt+J")
+        })
+        .await;
+
+        // The keys of the new session hold a turn.
+        portal.key(&second, PUSH_TO_TALK, true).await;
+        wait_for_text(&client, "#status", "Listening… release to send.").await;
+        speak().await;
+        portal.key(&second, PUSH_TO_TALK, false).await;
+        wait_for(&client, "#transcript", |text| text.contains("played your")).await;
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        assert_eq!(replies_shown(&client).await, 1);
     })
     .await;
 }

@@ -188,9 +188,18 @@ function systemName(id) {
  * What the data folder field shows: the folder set, or the one in use when none is set, so
  * the user always sees a real path; and a note when the one in use differs (until a restart).
  */
-/** What the global shortcut's help says, by where the shortcut is heard in this session. */
-export function shortcutHelpText(reach) {
+/**
+ * What the global shortcut's help says, by where the shortcut is heard in this session and,
+ * where the desktop's portal holds it, the keys the desktop says it bound.
+ */
+export function shortcutHelpText(reach, trigger) {
   const setting = "Press the keys here to set it; Backspace clears it.";
+  if (reach === "portal") {
+    if (!trigger) {
+      return `Your desktop can hold this shortcut for Walkie in every app; its keyboard settings can change it. ${setting}`;
+    }
+    return `Your desktop holds ${trigger} for Walkie in every app; its keyboard settings can change it. ${setting}`;
+  }
   if (reach === "thisWindow") {
     return "In this Wayland session it works only while Walkie has the focus: to talk from any app, " +
       `bind walkie --toggle in your desktop's keyboard shortcuts. ${setting}`;
@@ -684,7 +693,7 @@ export function createSettingsDialog(
     field("dataFolder").value = folder.value;
     dataFolderHelp.textContent = folder.note ? `${folder.note} ${dataFolderHelpText}` : dataFolderHelpText;
     dialog.querySelector("[data-role=config-file]").textContent = view.configFile;
-    dialog.querySelector("#settings-globalShortcut-help").textContent = shortcutHelpText(view.shortcutReach);
+    dialog.querySelector("#settings-globalShortcut-help").textContent = shortcutHelpText(view.shortcutReach, view.shortcutTrigger);
     dialog.querySelector("#settings-closeToTray-help").textContent = closeToTrayHelpText(view.trayShows);
     priceTable.load();
     minutePriceTable.load();

@@ -14,6 +14,7 @@
 
 pub mod audio;
 pub mod desktop;
+pub mod portal;
 
 use std::fs::File;
 use std::future::Future;

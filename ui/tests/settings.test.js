@@ -186,6 +186,11 @@ test("the shortcut's help says where it is heard, and what reaches Walkie from a
   const wayland = shortcutHelpText("thisWindow");
   assert.match(wayland, /^In this Wayland session it works only while Walkie has the focus/);
   assert.match(wayland, /bind walkie --toggle in your desktop's keyboard shortcuts/);
+  assert.match(
+    shortcutHelpText("portal", "Ctrl+Alt+K"),
+    /^Your desktop holds Ctrl\+Alt\+K for Walkie in every app; its keyboard settings can change it\./,
+  );
+  assert.match(shortcutHelpText("portal", null), /^Your desktop can hold this shortcut for Walkie in every app/);
 });
 
 test("closing to the tray says what brings the window back, or that no tray shows and closing quits", () => {
