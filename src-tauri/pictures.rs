@@ -170,13 +170,92 @@ pub async fn attach_picture(
     attach(&attachments, name, bytes.clone()).await
 }
 
-/// What a screenshot can take: the screen, then each window (for the webview's menu).
+/// What a screenshot can take (for the webview's menu): on X11 the screen, then each window;
+/// in a Wayland session, what the user chooses in the desktop's own dialog.
 #[tauri::command]
 pub async fn screenshot_targets() -> Result<Vec<screenshot::Target>, CommandError> {
+    if crate::desktop::wayland_session(
+        std::env::var("WAYLAND_DISPLAY").ok().as_deref(),
+        std::env::var("XDG_SESSION_TYPE").ok().as_deref(),
+    ) {
+        return desktop_takes_screenshots()
+            .await
+            .map(|()| vec![screenshot::Target::Desktop]);
+    }
     tauri::async_runtime::spawn_blocking(screenshot::targets)
         .await
         .map_err(|error| CommandError::Background(error.to_string()))?
         .map_err(|error| CommandError::Message(error.to_string()))
+}
+
+/// Whether the desktop's portal takes screenshots; else why not, in words for the window.
+#[cfg(target_os = "linux")]
+async fn desktop_takes_screenshots() -> Result<(), CommandError> {
+    let no_screenshots = screenshot::ScreenshotError::Wayland.to_string();
+    let portal = crate::portal::Portal::connect().await;
+    match portal {
+        Ok(portal) => match portal.offers_screenshots().await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(CommandError::Message(no_screenshots)),
+            Err(error) => {
+                log::warn!("the desktop's portal: {error}");
+                Err(CommandError::Message(no_screenshots))
+            }
+        },
+        Err(error) => {
+            log::warn!("the desktop's portal: {error}");
+            Err(CommandError::Message(no_screenshots))
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+async fn desktop_takes_screenshots() -> Result<(), CommandError> {
+    Err(CommandError::Message(
+        screenshot::ScreenshotError::Wayland.to_string(),
+    ))
+}
+
+/// Asks the desktop's portal for a screenshot the user chooses in its dialog, and attaches it
+/// as a picture file (decoded within the same limits as one the user picks).
+#[cfg(target_os = "linux")]
+async fn attach_desktop_screenshot(
+    attachments: &Attachments,
+) -> Result<AttachedPicture, CommandError> {
+    use crate::portal::{Portal, PortalError};
+    let taken = async {
+        let mut portal = Portal::connect().await?;
+        crate::portal::screenshot(&mut portal).await
+    };
+    let path = match taken.await {
+        Ok(path) => path,
+        Err(PortalError::Declined) => {
+            return Err(CommandError::Message(
+                "No screenshot was taken: the desktop's dialog was closed.".to_owned(),
+            ));
+        }
+        Err(error) => {
+            return Err(CommandError::Message(format!(
+                "The desktop took no screenshot ({error}): attach a saved one with Picture… instead."
+            )));
+        }
+    };
+    let bytes = tokio::fs::read(&path).await.map_err(|error| {
+        CommandError::Message(format!(
+            "The desktop's screenshot {} cannot be read ({error}): attach it with Picture… instead.",
+            path.display()
+        ))
+    })?;
+    attach(attachments, screenshot::Target::Desktop.name(), bytes).await
+}
+
+#[cfg(not(target_os = "linux"))]
+async fn attach_desktop_screenshot(
+    _attachments: &Attachments,
+) -> Result<AttachedPicture, CommandError> {
+    Err(CommandError::Message(
+        screenshot::ScreenshotError::Wayland.to_string(),
+    ))
 }
 
 /// Takes a screenshot of `target` now and attaches it.
@@ -185,6 +264,9 @@ pub async fn attach_screenshot(
     target: screenshot::Target,
     attachments: tauri::State<'_, Attachments>,
 ) -> Result<AttachedPicture, CommandError> {
+    if target == screenshot::Target::Desktop {
+        return attach_desktop_screenshot(&attachments).await;
+    }
     let name = target.name();
     let prepared = tauri::async_runtime::spawn_blocking(move || {
         let capture = screenshot::capture(&target).map_err(|error| error.to_string())?;

@@ -16,6 +16,7 @@ use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 const DESKTOP: &str = "org.freedesktop.portal.Desktop";
 const DESKTOP_PATH: &str = "/org/freedesktop/portal/desktop";
 const GLOBAL_SHORTCUTS: &str = "org.freedesktop.portal.GlobalShortcuts";
+const SCREENSHOT: &str = "org.freedesktop.portal.Screenshot";
 
 /// Walkie's id with the desktop: the bundle identifier, which names its `.desktop` file.
 pub const APP_ID: &str = "app.walkie.desktop";
@@ -102,6 +103,11 @@ impl Portal {
         self.offers(GLOBAL_SHORTCUTS).await
     }
 
+    /// Whether the desktop's portal takes screenshots.
+    pub async fn offers_screenshots(&self) -> Result<bool, PortalError> {
+        self.offers(SCREENSHOT).await
+    }
+
     /// Whether the portal offers `interface` (a desktop without a backend for it has none).
     async fn offers(&self, interface: &'static str) -> Result<bool, PortalError> {
         let proxy = zbus::Proxy::new(&self.connection, DESKTOP, DESKTOP_PATH, interface).await?;
@@ -181,6 +187,45 @@ impl Portal {
             None => answer.await,
         }
     }
+}
+
+/// Asks the desktop for a screenshot, letting the user choose the screen, a window or an area
+/// in its own dialog; returns the file it saved (the desktop's, left where it is).
+pub async fn screenshot(portal: &mut Portal) -> Result<std::path::PathBuf, PortalError> {
+    let mut options = HashMap::new();
+    options.insert("interactive", Value::from(true));
+    options.insert("modal", Value::from(true));
+    let results = portal
+        .ask(
+            SCREENSHOT,
+            "Screenshot",
+            |options| ("", options),
+            options,
+            // The user chooses in the desktop's dialog.
+            None,
+        )
+        .await?;
+    let uri = results
+        .get("uri")
+        .and_then(|value| value.try_clone().ok())
+        .and_then(|value| String::try_from(value).ok())
+        .ok_or_else(|| PortalError::Refused("the desktop sent no screenshot".to_owned()))?;
+    file_of_uri(&uri)
+        .ok_or_else(|| PortalError::Refused(format!("the screenshot is not a local file: {uri}")))
+}
+
+/// The path of a `file://` URI (percent-decoded); `None` for any other.
+fn file_of_uri(uri: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let path = uri.strip_prefix("file://")?;
+    // A host part ("file://host/...") names another machine unless it is empty.
+    if !path.starts_with('/') {
+        return None;
+    }
+    let bytes: Vec<u8> = percent_encoding::percent_decode_str(path).collect();
+    Some(std::path::PathBuf::from(std::ffi::OsString::from_vec(
+        bytes,
+    )))
 }
 
 /// A bound push-to-talk key: the desktop's session and what it says the keys are.
@@ -386,7 +431,17 @@ pub async fn close(portal: &Portal, session: &OwnedObjectPath) {
 
 #[cfg(test)]
 mod tests {
-    use super::portal_trigger;
+    use super::{file_of_uri, portal_trigger};
+
+    #[test]
+    fn a_screenshot_uri_is_read_as_its_local_file_and_no_other() {
+        assert_eq!(
+            file_of_uri("file:///home/me/Pictures/Screenshot%20from%2012%3A00.png"),
+            Some("/home/me/Pictures/Screenshot from 12:00.png".into())
+        );
+        assert_eq!(file_of_uri("file://elsewhere/shot.png"), None);
+        assert_eq!(file_of_uri("https://example.com/shot.png"), None);
+    }
 
     #[test]
     fn a_settings_shortcut_is_written_in_the_portals_notation() {

@@ -3,11 +3,10 @@
 //! Why X11 alone: on X11 any client may read the screen (`GetImage` on the root window), so a
 //! plain protocol connection (x11rb, no C library) is enough. A window is taken as it shows on
 //! the screen (its rectangle of the root window), so what covers it is in the picture, as the
-//! user sees it. Wayland lets no client read the screen: there Walkie would have to ask the
-//! desktop's screenshot portal (`org.freedesktop.portal.Screenshot` over D-Bus, which asks the
-//! user and hands back a file); until then a Wayland session is told so, and a picture can be
-//! attached instead. Under XWayland the root window shows no Wayland window, so a Wayland
-//! session is refused even when `DISPLAY` is set.
+//! user sees it. Wayland lets no client read the screen: there Walkie asks the desktop's
+//! screenshot portal ([`crate::portal::screenshot`]), whose own dialog lets the user choose
+//! what to take and hands back a file ([`Target::Desktop`]). Under XWayland the root window
+//! shows no Wayland window, so a Wayland session never reads it, even when `DISPLAY` is set.
 
 use serde::{Deserialize, Serialize};
 use x11rb::connection::Connection;
@@ -20,7 +19,12 @@ use x11rb::protocol::xproto::{
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum Target {
     Screen,
-    Window { id: u32, title: String },
+    Window {
+        id: u32,
+        title: String,
+    },
+    /// Whatever the user chooses in the desktop's own screenshot dialog (a Wayland session).
+    Desktop,
 }
 
 impl Target {
@@ -29,6 +33,7 @@ impl Target {
         match self {
             Target::Screen => "Screenshot of the screen".to_owned(),
             Target::Window { title, .. } => format!("Screenshot of {title}"),
+            Target::Desktop => "Screenshot".to_owned(),
         }
     }
 }
@@ -44,8 +49,8 @@ pub struct Capture {
 #[derive(Debug, thiserror::Error)]
 pub enum ScreenshotError {
     #[error(
-        "Screenshots work on X11 only for now, and this is a Wayland session (it needs the \
-         desktop's screenshot portal): attach a saved screenshot with Picture… instead."
+        "This Wayland desktop's portal takes no screenshots: attach a saved screenshot with \
+         Picture… instead."
     )]
     Wayland,
     #[error("The screen cannot be read ({0}): attach a saved screenshot with Picture… instead.")]
@@ -155,6 +160,9 @@ pub fn capture(target: &Target) -> Result<Capture, ScreenshotError> {
     );
     let (x, y, width, height) = match target {
         Target::Screen => (0, 0, screen_width, screen_height),
+        Target::Desktop => {
+            unreachable!("attach_screenshot takes the desktop's screenshots through its portal")
+        }
         Target::Window { id, .. } => {
             let geometry = connection
                 .get_geometry(*id)

@@ -325,6 +325,15 @@ async fn e2e_walkie_press_and_release_from_another_process_hold_a_turn_and_hang_
             help.contains("bind walkie --toggle in your desktop's keyboard shortcuts"),
             "{help}"
         );
+        // Nor does that portal take screenshots: Screenshot… says what to do instead.
+        support::click(&client, "[data-action=screenshot]").await;
+        wait_for_text(
+            &client,
+            "#compose-note",
+            "This Wayland desktop's portal takes no screenshots: attach a saved screenshot with \
+             Picture… instead.",
+        )
+        .await;
 
         // Held from outside: --press, speech, --release.
         walkie.hand_over(&["--press"]).await;
@@ -748,4 +757,55 @@ async fn e2e_real_portal_fake_desktop_that_asks_on_bind_binds_the_chosen_keys_an
         assert_eq!(replies_shown(&client).await, 1);
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_real_portal_fake_desktop_in_a_wayland_session_screenshot_asks_the_desktops_dialog_and_attaches_its_file()
+ {
+    require_test_audio();
+    let _devices = AUDIO_DEVICES.lock().await;
+    const NAME: &str = "desktop_portal_screenshot";
+    let dirs = AppDirs::fresh(NAME);
+    let bus = SecretService::start(&dirs);
+    let portal_dir = dirs.root.join("portal");
+    let mut portal =
+        FakeDesktopPortal::start(bus.bus_address(), &portal_dir, Desktop::Plasma).await;
+    // What the user will choose in the desktop's dialog, saved where the desktop saves it.
+    image::RgbImage::from_fn(320, 240, |x, _| image::Rgb([(x % 256) as u8, 90, 160]))
+        .save(FakeDesktopPortal::screenshot_file(&portal_dir))
+        .expect("drawing the desktop's screenshot");
+    let app = WebviewApp::launch_with(NAME, in_a_wayland_session(&dirs, &bus)).await;
+    app.run(|client| async move {
+        wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
+        support::click(&client, "[data-action=screenshot]").await;
+        let menu = wait_for(&client, "#screenshot-menu", |text| !text.is_empty()).await;
+        assert_eq!(menu, "Choose in the desktop's screenshot dialog…");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        assert_eq!(
+            portal.next_call(support::UI_TIMEOUT).await,
+            PortalCall::Screenshot { interactive: true }
+        );
+        let attached = wait_for(&client, "#compose-note", |text| {
+            text.contains("is attached")
+        })
+        .await;
+        assert!(attached.starts_with("Screenshot is attached"), "{attached}");
+        client
+            .find(fantoccini::Locator::Css("#compose-text"))
+            .await
+            .expect("the field to type in")
+            .send_keys("What is on my screen?")
+            .await
+            .expect("typing");
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains("you showed me a picture: 320 by 240 pixels.")
+        })
+        .await;
+    })
+    .await;
+    assert!(
+        FakeDesktopPortal::screenshot_file(&portal_dir).exists(),
+        "the desktop's file is the user's: Walkie leaves it where it is"
+    );
 }

@@ -79,6 +79,13 @@ export function imageFiles(items) {
  *   state: () => string | undefined,
  * }} app
  */
+/** The screenshot menu's words for what can be taken. */
+export function screenshotLabel(target) {
+  if (target.kind === "screen") return "The whole screen";
+  if (target.kind === "desktop") return "Choose in the desktop's screenshot dialog…";
+  return target.title;
+}
+
 export function createCompose(form, { send, attach, detach, screenshotTargets, screenshot, state }) {
   const doc = form.ownerDocument;
   const field = form.querySelector("textarea");
@@ -211,7 +218,7 @@ export function createCompose(form, { send, attach, detach, screenshotTargets, s
         const item = doc.createElement("button");
         item.type = "button";
         item.setAttribute("role", "menuitem");
-        item.textContent = target.kind === "screen" ? "The whole screen" : target.title;
+        item.textContent = screenshotLabel(target);
         item.title = item.textContent;
         item.addEventListener("click", () => takeShot(target));
         return item;

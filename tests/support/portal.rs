@@ -6,7 +6,9 @@
 //! shortcut (`Activated` / `Deactivated`) and records what the frontend passed on.
 //!
 //! The frontend picks a backend by a `.portal` file in `XDG_DESKTOP_PORTAL_DIR` whose `UseIn`
-//! matches `XDG_CURRENT_DESKTOP`; this one says it implements GlobalShortcuts only.
+//! matches `XDG_CURRENT_DESKTOP`; this one implements GlobalShortcuts, Screenshot (whose user
+//! "chooses" a picture the test drew) and Access (the frontend offers Screenshot only beside
+//! it).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -56,6 +58,10 @@ pub enum PortalCall {
     },
     CloseSession {
         session: String,
+    },
+    /// A screenshot was asked for; `interactive`: the user chooses what to take.
+    Screenshot {
+        interactive: bool,
     },
 }
 
@@ -237,6 +243,64 @@ impl FakeShortcuts {
     ) -> zbus::Result<()>;
 }
 
+/// The desktop's screenshot dialog, where the user "chooses" `picture`: the frontend is handed
+/// its file's URI, as a desktop hands the file it saved.
+struct FakeScreenshot {
+    picture: std::path::PathBuf,
+    calls: mpsc::UnboundedSender<PortalCall>,
+}
+
+#[zbus::interface(name = "org.freedesktop.impl.portal.Screenshot")]
+impl FakeScreenshot {
+    async fn screenshot(
+        &self,
+        _handle: OwnedObjectPath,
+        _app_id: String,
+        _parent_window: String,
+        options: HashMap<String, OwnedValue>,
+    ) -> (u32, HashMap<String, OwnedValue>) {
+        let interactive = options
+            .get("interactive")
+            .and_then(|value| bool::try_from(value).ok())
+            .unwrap_or(false);
+        let _ = self.calls.send(PortalCall::Screenshot { interactive });
+        let uri = format!(
+            "file://{}",
+            self.picture.display().to_string().replace(' ', "%20")
+        );
+        (
+            0,
+            HashMap::from([("uri".to_owned(), owned(Value::from(uri)))]),
+        )
+    }
+
+    #[zbus(property)]
+    async fn version(&self) -> u32 {
+        2
+    }
+}
+
+/// The desktop's "Allow?" dialog, which the frontend needs beside Screenshot; here the user
+/// allows.
+struct FakeAccess;
+
+#[zbus::interface(name = "org.freedesktop.impl.portal.Access")]
+impl FakeAccess {
+    #[allow(clippy::too_many_arguments)]
+    async fn access_dialog(
+        &self,
+        _handle: OwnedObjectPath,
+        _app_id: String,
+        _parent_window: String,
+        _title: String,
+        _subtitle: String,
+        _body: String,
+        _options: HashMap<String, OwnedValue>,
+    ) -> (u32, HashMap<String, OwnedValue>) {
+        (0, HashMap::new())
+    }
+}
+
 /// A session's own object: the frontend closes it here when the app closes its session.
 struct FakeSession {
     session: String,
@@ -262,9 +326,11 @@ pub struct FakeDesktopPortal {
 
 impl FakeDesktopPortal {
     /// Serves the fake desktop on the bus at `bus_address`, then starts the real frontend
-    /// (with its files in `dir`) and waits until it has taken its name.
+    /// (with its files in `dir`) and waits until it has taken its name. Its screenshot dialog
+    /// hands back [`Self::screenshot_file`] of `dir`.
     pub async fn start(bus_address: &str, dir: &Path, desktop: Desktop) -> Self {
         let (sent, calls) = mpsc::unbounded_channel();
+        std::fs::create_dir_all(dir).expect("creating the portal folder");
         let connection = zbus::connection::Builder::address(bus_address)
             .expect("the test bus address parses")
             .name(BACKEND_NAME)
@@ -273,11 +339,21 @@ impl FakeDesktopPortal {
                 DESKTOP_PATH,
                 FakeShortcuts {
                     desktop,
-                    calls: sent,
+                    calls: sent.clone(),
                     bound: Bound::default(),
                 },
             )
             .expect("serving the fake desktop")
+            .serve_at(
+                DESKTOP_PATH,
+                FakeScreenshot {
+                    picture: Self::screenshot_file(dir),
+                    calls: sent.clone(),
+                },
+            )
+            .expect("serving its screenshot dialog")
+            .serve_at(DESKTOP_PATH, FakeAccess)
+            .expect("serving its access dialog")
             .build()
             .await
             .expect("the fake desktop connects to the test's session bus");
@@ -287,7 +363,8 @@ impl FakeDesktopPortal {
             portals.join("walkietest.portal"),
             format!(
                 "[portal]\nDBusName={BACKEND_NAME}\n\
-                 Interfaces=org.freedesktop.impl.portal.GlobalShortcuts;\n\
+                 Interfaces=org.freedesktop.impl.portal.GlobalShortcuts;\
+                 org.freedesktop.impl.portal.Screenshot;org.freedesktop.impl.portal.Access;\n\
                  UseIn={DESKTOP_NAME}\n"
             ),
         )
@@ -334,6 +411,11 @@ impl FakeDesktopPortal {
             .await
             .unwrap_or_else(|_| panic!("the portal passed nothing on within {within:?}"))
             .expect("the fake desktop lives as long as the test")
+    }
+
+    /// The file the desktop's screenshot dialog hands back (the test draws it there first).
+    pub fn screenshot_file(dir: &Path) -> std::path::PathBuf {
+        dir.join("Screenshot from the test.png")
     }
 
     /// The calls passed on since the last one read, without waiting.

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { attachedNote, composeKey, imageFiles, whyNotSent } from "../compose.js";
+import { attachedNote, composeKey, imageFiles, screenshotLabel, whyNotSent } from "../compose.js";
 
 test("Enter alone sends; Shift+Enter and modifiers leave the key to the field", () => {
   assert.equal(composeKey({ key: "Enter" }), "send");
@@ -47,4 +47,10 @@ test("of what is pasted or dropped, only image files are attached", () => {
   ];
   assert.deepEqual(imageFiles(items).map((f) => f.name), ["shot.png"]);
   assert.deepEqual(imageFiles(undefined), []);
+});
+
+test("the screenshot menu names the screen, each window, or the desktop's own dialog", () => {
+  assert.equal(screenshotLabel({ kind: "screen" }), "The whole screen");
+  assert.equal(screenshotLabel({ kind: "window", id: 7, title: "Notes" }), "Notes");
+  assert.equal(screenshotLabel({ kind: "desktop" }), "Choose in the desktop's screenshot dialog…");
 });
