@@ -6,7 +6,8 @@
 #   scripts/deps.sh test    the above plus what the tests drive: Xvfb, WebKitWebDriver,
 #                           PulseAudio, Node.js (for the webview's unit tests), rpm and
 #                           rpmlint (the .rpm is inspected, not installed), the desktop
-#                           portal's frontend (the Wayland shortcut's tests run it)
+#                           portal's frontend (the Wayland shortcut's tests run it), sway
+#                           and grim (a headless Wayland compositor for the Wayland smoke test)
 #                           D-Bus and GNOME Keyring (a private Secret Service per test),
 #                           Python 3 with venv (the oracle's venv of the pinned OpenAI SDK)
 #   scripts/deps.sh bench   the above plus Chromium, the browser peer of bench/peer/
@@ -29,7 +30,7 @@ test_pkgs=(
   dbus gnome-keyring
   python3 python3-venv
   rpm rpmlint cpio
-  xdg-desktop-portal
+  xdg-desktop-portal sway grim
 )
 
 case "$profile" in

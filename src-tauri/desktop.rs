@@ -231,6 +231,51 @@ pub fn shortcut_reach(
     }
 }
 
+/// Whether WebKitGTK's DMA-BUF renderer can show the page: it shares each frame with the window
+/// through a GPU buffer, and on a Wayland display with no GPU render node (`/dev/dri/renderD*`:
+/// a virtual machine, a headless compositor) the window stays blank (tests/e2e_wayland.rs).
+/// X11 windows are shown another way.
+pub fn dmabuf_renderer_shows_the_page(
+    gdk_backend: Option<&str>,
+    wayland_display: Option<&str>,
+    render_node: bool,
+) -> bool {
+    let on_wayland = match gdk_backend {
+        Some(backends) => backends.split(',').next().map(str::trim) == Some("wayland"),
+        // GTK tries Wayland first where a compositor is named.
+        None => wayland_display.is_some_and(|display| !display.is_empty()),
+    };
+    render_node || !on_wayland
+}
+
+/// The environment WebKitGTK needs to show the page here, to be set before GTK starts (by
+/// `main`, before any other thread): where the DMA-BUF renderer cannot show it
+/// ([`dmabuf_renderer_shows_the_page`]), frames go through shared memory instead
+/// (`WEBKIT_DISABLE_DMABUF_RENDERER`). The user's own setting of it wins.
+#[cfg(target_os = "linux")]
+pub fn webview_renderer_environment() -> Option<(&'static str, &'static str)> {
+    const DISABLE: &str = "WEBKIT_DISABLE_DMABUF_RENDERER";
+    if std::env::var_os(DISABLE).is_some() {
+        return None;
+    }
+    let render_node = std::fs::read_dir("/dev/dri").is_ok_and(|nodes| {
+        nodes
+            .filter_map(Result::ok)
+            .any(|node| node.file_name().to_string_lossy().starts_with("renderD"))
+    });
+    let shows = dmabuf_renderer_shows_the_page(
+        std::env::var("GDK_BACKEND").ok().as_deref(),
+        std::env::var("WAYLAND_DISPLAY").ok().as_deref(),
+        render_node,
+    );
+    (!shows).then_some((DISABLE, "1"))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn webview_renderer_environment() -> Option<(&'static str, &'static str)> {
+    None
+}
+
 /// Brings the main window forward (from the tray, or when Walkie is launched again).
 pub fn show_main_window(app: &AppHandle) {
     if let Some(window) = app.get_webview_window("main") {
@@ -385,6 +430,26 @@ mod tests {
                 })
             ),
             (ShortcutReach::Portal, Some("Ctrl+Alt+K".to_owned()))
+        );
+    }
+
+    #[test]
+    fn the_dmabuf_renderer_is_kept_off_a_wayland_display_without_a_gpu_render_node() {
+        let wayland = Some("wayland-0");
+        assert!(!dmabuf_renderer_shows_the_page(None, wayland, false));
+        assert!(!dmabuf_renderer_shows_the_page(
+            Some("wayland"),
+            None,
+            false
+        ));
+        assert!(dmabuf_renderer_shows_the_page(None, wayland, true), "a GPU");
+        assert!(
+            dmabuf_renderer_shows_the_page(Some("x11"), wayland, false),
+            "XWayland"
+        );
+        assert!(
+            dmabuf_renderer_shows_the_page(None, None, false),
+            "an X11 session"
         );
     }
 

@@ -209,3 +209,120 @@ pub fn close_window(display: &str, title: &str) {
         .reply()
         .expect("the X server answers");
 }
+
+/// A Wayland compositor with no screen: Debian's sway 1.7 on its headless backend, drawing with
+/// the pixman renderer (no GPU). Its socket is [`Self::socket`]; `grim` takes what it shows.
+///
+/// sway refuses to run as root (it could not drop the privileges it would keep), so under root
+/// it runs as `nobody`, in a runtime folder of that user's under the system's temporary folder
+/// (a folder under the test's data could be out of that user's reach).
+pub struct HeadlessSway {
+    runtime: std::path::PathBuf,
+    socket: std::path::PathBuf,
+    _compositor: super::ProcessGroup,
+}
+
+impl HeadlessSway {
+    pub fn start(test_name: &str) -> Self {
+        let runtime =
+            std::env::temp_dir().join(format!("walkie-sway-{}-{test_name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&runtime);
+        std::fs::create_dir_all(&runtime).expect("creating sway's runtime folder");
+        std::fs::write(
+            runtime.join("config"),
+            "output HEADLESS-1 resolution 1280x800\n",
+        )
+        .expect("writing sway's config");
+        std::fs::set_permissions(
+            &runtime,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .expect("making sway's runtime folder private");
+        let root = nix::unistd::geteuid().is_root();
+        let mut command = if root {
+            let owned = Command::new("chown")
+                .args(["-R", "nobody"])
+                .arg(&runtime)
+                .status()
+                .expect("chown");
+            assert!(owned.success(), "giving sway's folder to nobody");
+            let mut command = Command::new("setpriv");
+            command.args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                "sway",
+            ]);
+            command
+        } else {
+            Command::new("sway")
+        };
+        let compositor = super::ProcessGroup::spawn(
+            "sway (scripts/deps.sh test installs it)",
+            command
+                .arg("-c")
+                .arg(runtime.join("config"))
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", &runtime)
+                .env("XDG_RUNTIME_DIR", &runtime)
+                .env("WLR_BACKENDS", "headless")
+                .env("WLR_RENDERER", "pixman")
+                .env("WLR_LIBINPUT_NO_DEVICES", "1")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()),
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let socket = loop {
+            let found = std::fs::read_dir(&runtime)
+                .expect("reading sway's runtime folder")
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .find(|path| {
+                    path.file_name()
+                        .and_then(|name| name.to_str())
+                        .is_some_and(|name| {
+                            name.starts_with("wayland-") && !name.ends_with(".lock")
+                        })
+                });
+            if let Some(socket) = found {
+                break socket;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sway made no Wayland socket within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Self {
+            runtime,
+            socket,
+            _compositor: compositor,
+        }
+    }
+
+    /// The compositor's socket, for `WAYLAND_DISPLAY` (an absolute path works there).
+    pub fn socket(&self) -> &std::path::Path {
+        &self.socket
+    }
+
+    /// What the compositor shows now, as a PNG at `path`, taken by grim.
+    pub fn screenshot(&self, path: &std::path::Path) {
+        let taken = Command::new("grim")
+            .arg(path)
+            .env("WAYLAND_DISPLAY", &self.socket)
+            .output()
+            .expect("grim (scripts/deps.sh test installs it)");
+        assert!(
+            taken.status.success(),
+            "grim failed: {}",
+            String::from_utf8_lossy(&taken.stderr)
+        );
+    }
+}
+
+impl Drop for HeadlessSway {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.runtime);
+    }
+}

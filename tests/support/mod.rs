@@ -154,7 +154,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn screenshot_dir() -> PathBuf {
+pub fn screenshot_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
 }
 
