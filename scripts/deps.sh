@@ -7,10 +7,16 @@
 #                           PulseAudio, Node.js (for the webview's unit tests), rpm and
 #                           rpmlint (the .rpm is inspected, not installed), the desktop
 #                           portal's frontend (the Wayland shortcut's tests run it), sway
-#                           and grim (a headless Wayland compositor for the Wayland smoke test)
+#                           and grim (a headless Wayland compositor for the Wayland smoke test),
+#                           PipeWire with WirePlumber and pipewire-pulse (the audio suites'
+#                           second server)
 #                           D-Bus and GNOME Keyring (a private Secret Service per test),
 #                           Python 3 with venv (the oracle's venv of the pinned OpenAI SDK)
 #   scripts/deps.sh bench   the above plus Chromium, the browser peer of bench/peer/
+#   scripts/deps.sh platforms  the build packages plus what scripts/check-platforms.sh needs:
+#                           Debian's second Rust toolchain with its standard library's
+#                           sources, mingw-w64 and cmake (Windows' C parts), clang (macOS's
+#                           Objective-C part)
 #
 # Idempotent: a second run checks dpkg and returns in well under a second.
 # The list is the union measured in shared/reference/build-environment.md §1.
@@ -31,6 +37,7 @@ test_pkgs=(
   python3 python3-venv
   rpm rpmlint cpio
   xdg-desktop-portal sway grim
+  pipewire wireplumber pipewire-pulse
 )
 
 case "$profile" in
@@ -38,7 +45,9 @@ case "$profile" in
   headless) wanted=("${build_pkgs[@]}" xvfb xauth) ;;
   test) wanted=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
   bench) wanted=("${build_pkgs[@]}" "${test_pkgs[@]}" chromium) ;;
-  *) echo "usage: $0 [build|headless|test|bench]" >&2; exit 2 ;;
+  platforms) wanted=("${build_pkgs[@]}" rustc-web cargo-web rust-web-src cmake
+    gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix clang) ;;
+  *) echo "usage: $0 [build|headless|test|bench|platforms]" >&2; exit 2 ;;
 esac
 
 # Node.js runs the webview modules' unit tests (node:test); any distribution's node >= 18 will do.

@@ -9,8 +9,8 @@
 #   scripts/pipewire.sh start DIR   start it under DIR; prints the PULSE_SERVER value to export
 #   scripts/pipewire.sh stop DIR    stop it
 #
-# Needs Debian's pipewire, wireplumber and pipewire-pulse (scripts/deps.sh does not install
-# them yet: the test command does not run on PipeWire yet, see docs/benchmarks.md "PipeWire").
+# Needs Debian's pipewire, wireplumber and pipewire-pulse (scripts/deps.sh test installs them;
+# the test command runs the audio suites on it through scripts/on-pipewire.sh).
 #
 # Two defaults of a desktop's PipeWire are set aside, as scripts/pulse.sh sets PulseAudio's:
 # in a virtual machine PipeWire raises its smallest period to 1024 frames (21 ms), which no

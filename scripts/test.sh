@@ -6,7 +6,8 @@
 # The oracle (scripts/oracle/) then checks the client events those conversations sent against
 # the official Python SDK's GA types, and feeds SDK-built server events through the decoder.
 # Real-time audio tests play and record through a private PulseAudio server with null sinks
-# (scripts/pulse.sh), started here and stopped when this script exits. Last, the .deb is built
+# (scripts/pulse.sh), started here and stopped when this script exits; the audio suites run a
+# second time on a private PipeWire (scripts/on-pipewire.sh). Last, the .deb is built
 # with the Tauri CLI from the tests' debug build (the release build differs only in its
 # optimisation, and would compile every dependency again), installed on this machine, and the
 # installed app must open its window; the .rpm is built beside it and inspected (rpm, rpmlint).
@@ -57,6 +58,11 @@ step rust-tests cargo test --workspace --locked -- --skip slow_call_stays_connec
   --skip slow_calls_ride_out_loss_jitter_and_blackouts
 step oracle scripts/oracle/run.sh
 step webview-unit-tests node --test ui/tests/
+# The audio engine's tests and the conversations in the real window again, on a private
+# PipeWire (with WirePlumber and pipewire-pulse), as most desktops now run. The two engine
+# tests that stop the sound server mid-reply are left to PulseAudio: PipeWire itself drops and
+# zero-fills whole quanta around such a stall, for any client (docs/benchmarks.md, "PipeWire").
+step pipewire-audio scripts/on-pipewire.sh
 # Two slow tests wait on the network and the clock, not the CPU: they run beside the package's
 # build instead of after the other tests (not beside the webview tests, whose windows they
 # slow): the long idle call (crates/local-provider/tests/slow_call.rs, two minutes) and the

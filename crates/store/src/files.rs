@@ -42,6 +42,7 @@ pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
 }
 
 fn private_dir_builder() -> DirBuilder {
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut builder = DirBuilder::new();
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, PRIVATE_DIR_MODE);
@@ -51,6 +52,7 @@ fn private_dir_builder() -> DirBuilder {
 /// Options that create a file 0600 on Unix (the mode applies only when the file is created);
 /// add `write`, `append`, `create`… as needed.
 pub fn private_file_options() -> OpenOptions {
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut options = OpenOptions::new();
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
