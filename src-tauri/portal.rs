@@ -18,7 +18,10 @@ const DESKTOP_PATH: &str = "/org/freedesktop/portal/desktop";
 const GLOBAL_SHORTCUTS: &str = "org.freedesktop.portal.GlobalShortcuts";
 const SCREENSHOT: &str = "org.freedesktop.portal.Screenshot";
 
-/// Walkie's id with the desktop: the bundle identifier, which names its `.desktop` file.
+/// Walkie's id with the desktop: the bundle identifier (tauri.conf.json). Portals from 1.20
+/// accept it only where an installed `<id>.desktop` entry has that name; the package installs
+/// `Walkie.desktop` (the bundler names it after the product), so there the registration is
+/// refused and the portal treats Walkie as an app with no id.
 pub const APP_ID: &str = "app.walkie.desktop";
 
 /// The one shortcut Walkie binds: held, it is the push-to-talk key.
@@ -27,7 +30,7 @@ pub const PUSH_TO_TALK: &str = "push-to-talk";
 /// How long a portal may take over a request that shows the user nothing.
 const QUIET_REQUEST: Duration = Duration::from_secs(5);
 
-/// Why the portal gave no push-to-talk key; the sentence says what to do instead.
+/// Why a portal gave nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum PortalError {
     #[error("no desktop portal answers on the session bus ({0})")]
@@ -64,8 +67,15 @@ pub struct Portal {
 
 impl Portal {
     /// Connects to the session bus and tells the portal who Walkie is (portals before 1.20
-    /// do not ask; that is not an error).
+    /// do not ask; that is not an error). A portal that does not answer within
+    /// [`QUIET_REQUEST`] is [`PortalError::Silent`].
     pub async fn connect() -> Result<Self, PortalError> {
+        tokio::time::timeout(QUIET_REQUEST, Self::connect_and_register())
+            .await
+            .map_err(|_| PortalError::Silent(QUIET_REQUEST))?
+    }
+
+    async fn connect_and_register() -> Result<Self, PortalError> {
         let connection = zbus::Connection::session()
             .await
             .map_err(|error| PortalError::NoPortal(error.to_string()))?;
@@ -89,7 +99,16 @@ impl Portal {
             {
                 return Err(PortalError::NoPortal(name.to_string()));
             }
-            Err(error) => log::debug!("the portal has no app registry (before 1.20): {error}"),
+            Err(zbus::Error::MethodError(name, _, _))
+                if name.as_str() == "org.freedesktop.DBus.Error.UnknownMethod"
+                    || name.as_str() == "org.freedesktop.DBus.Error.UnknownInterface" =>
+            {
+                log::debug!("the portal has no app registry (before 1.20)");
+            }
+            Err(error) => log::warn!(
+                "the portal did not take Walkie's app id {APP_ID} ({error}); portals from 1.21 \
+                 then refuse it global shortcuts"
+            ),
         }
         Ok(Self {
             connection,
@@ -111,7 +130,10 @@ impl Portal {
     /// Whether the portal offers `interface` (a desktop without a backend for it has none).
     async fn offers(&self, interface: &'static str) -> Result<bool, PortalError> {
         let proxy = zbus::Proxy::new(&self.connection, DESKTOP, DESKTOP_PATH, interface).await?;
-        match proxy.get_property::<u32>("version").await {
+        let version = tokio::time::timeout(QUIET_REQUEST, proxy.get_property::<u32>("version"))
+            .await
+            .map_err(|_| PortalError::Silent(QUIET_REQUEST))?;
+        match version {
             Ok(version) => Ok(version >= 1),
             Err(zbus::Error::FDO(error))
                 if matches!(

@@ -92,6 +92,7 @@ impl PortalKey {
             .clone()
     }
 
+    #[cfg(target_os = "linux")]
     fn set(&self, state: PortalKeyState) {
         *self
             .state
