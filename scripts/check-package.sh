@@ -11,8 +11,21 @@ if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --reinstall \
   -o DPkg::Lock::Timeout=600 "$package" >/dev/null
 installed=$(dpkg -L walkie | grep -E '^/usr/bin/walkie$')
-desktop=$(dpkg -L walkie | grep -E '\.desktop$' | head -n 1)
-[ -n "$desktop" ] || { echo "check-package: the package has no .desktop entry" >&2; exit 1; }
+# The menu's entry is named after the app id (src-tauri/portal.rs: newer desktop portals look
+# it up by that name); the bundler's own, named after the product, is hidden from menus.
+desktop=/usr/share/applications/app.walkie.desktop.desktop
+dpkg -L walkie | grep -qx "$desktop" ||
+  { echo "check-package: the package has no $desktop" >&2; exit 1; }
+if grep -qx 'NoDisplay=true' "$desktop"; then
+  echo "check-package: $desktop is hidden from menus" >&2
+  exit 1
+fi
+for entry in $(dpkg -L walkie | grep -E '^/usr/share/applications/.*\.desktop$'); do
+  if [ "$entry" != "$desktop" ] && ! grep -qx 'NoDisplay=true' "$entry"; then
+    echo "check-package: $entry would be a second Walkie in the menus" >&2
+    exit 1
+  fi
+done
 
 # Run it on a private display; the window's title is "Walkie".
 xvfb-run -a -s "-screen 0 1280x800x24" bash -c '

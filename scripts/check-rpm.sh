@@ -19,7 +19,8 @@ name=$(rpm -qp --queryformat '%{NAME}' "$package")
 [ "$name" = walkie ] || fail "the package is named $name, not walkie"
 files=$(rpm -qpl "$package")
 grep -qx /usr/bin/walkie <<<"$files" || fail "no /usr/bin/walkie in the package"
-grep -q '^/usr/share/applications/.*\.desktop$' <<<"$files" || fail "no .desktop entry"
+grep -qx '/usr/share/applications/app.walkie.desktop.desktop' <<<"$files" ||
+  fail "no .desktop entry named after the app id"
 grep -q '^/usr/share/icons/hicolor/' <<<"$files" || fail "no icons"
 
 rpm -K "$package" >/dev/null || fail "its digests do not check out (rpm -K)"

@@ -19,9 +19,10 @@ const GLOBAL_SHORTCUTS: &str = "org.freedesktop.portal.GlobalShortcuts";
 const SCREENSHOT: &str = "org.freedesktop.portal.Screenshot";
 
 /// Walkie's id with the desktop: the bundle identifier (tauri.conf.json). Portals from 1.20
-/// accept it only where an installed `<id>.desktop` entry has that name; the package installs
-/// `Walkie.desktop` (the bundler names it after the product), so there the registration is
-/// refused and the portal treats Walkie as an app with no id.
+/// accept it only where an installed menu entry has its name, so the package's entry is
+/// `app.walkie.desktop.desktop` (src-tauri/linux/; the bundler's own `Walkie.desktop` is
+/// hidden). Run from a build folder, with no entry installed, the registration is refused, and
+/// portals from 1.21 then give Walkie no global shortcut.
 pub const APP_ID: &str = "app.walkie.desktop";
 
 /// The one shortcut Walkie binds: held, it is the push-to-talk key.

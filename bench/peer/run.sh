@@ -18,6 +18,8 @@
 # times from target/bench-peer/window-events.json), as floors in the same run.
 #
 #   bench/peer/run.sh [TURNS]     (default 20; prints a table and writes target/bench-peer/)
+#   WALKIE_SOUND_SERVER=pipewire bench/peer/run.sh [TURNS]    the same on a private PipeWire
+#                                 (scripts/pipewire.sh) instead of PulseAudio
 #
 # Everything it needs is installed by scripts/deps.sh bench (Chromium too) and npm ci here.
 set -euo pipefail
@@ -39,16 +41,21 @@ cargo build --release --locked --example page_floor
 (cd bench/peer && npm ci --no-audit --no-fund --loglevel=error)
 python3 bench/peer/voice.py "$work/voice.wav" 10
 
-pulse_dir="$target/pulse-bench"
+sound_server=${WALKIE_SOUND_SERVER:-pulse}
+case "$sound_server" in
+  pulse | pipewire) ;;
+  *) echo "WALKIE_SOUND_SERVER is pulse or pipewire, not $sound_server" >&2; exit 2 ;;
+esac
+pulse_dir="$target/$sound_server-bench"
 provider_pid=""
 detector_pid=""
 cleanup() {
   [ -n "$provider_pid" ] && kill "$provider_pid" 2>/dev/null || true
   [ -n "$detector_pid" ] && kill "$detector_pid" 2>/dev/null || true
-  scripts/pulse.sh stop "$pulse_dir"
+  "scripts/$sound_server.sh" stop "$pulse_dir"
 }
 trap cleanup EXIT
-PULSE_SERVER=$(scripts/pulse.sh start "$pulse_dir")
+PULSE_SERVER=$("scripts/$sound_server.sh" start "$pulse_dir")
 export PULSE_SERVER
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
