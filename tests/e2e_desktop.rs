@@ -600,6 +600,30 @@ fn in_a_wayland_session<'a>(dirs: &AppDirs, bus: &'a SecretService) -> Launch<'a
 
 const PUSH_TO_TALK: &str = "push-to-talk";
 
+/// Waits for Walkie to open a session with a desktop that asks on bind: created, listed (the
+/// key is not there yet), then bound with `preferred_trigger` (GNOME shows its dialog here).
+/// Returns the session.
+async fn bound_in_a_new_session(portal: &mut FakeDesktopPortal, preferred_trigger: &str) -> String {
+    let PortalCall::CreateSession { session, .. } = portal.next_call(support::UI_TIMEOUT).await
+    else {
+        panic!("the next call is not CreateSession");
+    };
+    assert_eq!(
+        portal.next_call(support::UI_TIMEOUT).await,
+        PortalCall::ListShortcuts {
+            session: session.clone()
+        }
+    );
+    assert_eq!(
+        portal.next_call(support::UI_TIMEOUT).await,
+        PortalCall::BindShortcuts {
+            session: session.clone(),
+            shortcuts: vec![(PUSH_TO_TALK.to_owned(), Some(preferred_trigger.to_owned()))],
+        }
+    );
+    session
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_real_portal_fake_plasma_takes_the_key_from_create_session_and_its_press_and_release_hold_a_turn()
  {
@@ -690,25 +714,7 @@ async fn e2e_real_portal_fake_desktop_that_asks_on_bind_binds_the_chosen_keys_an
     app.run(|client| async move {
         wait_for(&client, "#status", |text| text.starts_with("Ready")).await;
         save_setting(&client, "globalShortcut", "Ctrl+Alt+K".into()).await;
-        let PortalCall::CreateSession { session: first, .. } =
-            portal.next_call(support::UI_TIMEOUT).await
-        else {
-            panic!("the first call is not CreateSession");
-        };
-        assert_eq!(
-            portal.next_call(support::UI_TIMEOUT).await,
-            PortalCall::ListShortcuts {
-                session: first.clone()
-            }
-        );
-        // Not listed yet: Walkie asks the desktop to bind it (GNOME shows its dialog here).
-        assert_eq!(
-            portal.next_call(support::UI_TIMEOUT).await,
-            PortalCall::BindShortcuts {
-                session: first.clone(),
-                shortcuts: vec![(PUSH_TO_TALK.to_owned(), Some("CTRL+ALT+k".to_owned()))],
-            }
-        );
+        let first = bound_in_a_new_session(&mut portal, "CTRL+ALT+k").await;
         until_shortcut_help(&client, |help| {
             help.starts_with("Your desktop holds Ctrl+Alt+K")
         })
@@ -722,26 +728,8 @@ async fn e2e_real_portal_fake_desktop_that_asks_on_bind_binds_the_chosen_keys_an
                 session: first.clone()
             }
         );
-        let PortalCall::CreateSession {
-            session: second, ..
-        } = portal.next_call(support::UI_TIMEOUT).await
-        else {
-            panic!("no new session after the keys changed");
-        };
+        let second = bound_in_a_new_session(&mut portal, "CTRL+ALT+j").await;
         assert_ne!(second, first);
-        assert_eq!(
-            portal.next_call(support::UI_TIMEOUT).await,
-            PortalCall::ListShortcuts {
-                session: second.clone()
-            }
-        );
-        assert_eq!(
-            portal.next_call(support::UI_TIMEOUT).await,
-            PortalCall::BindShortcuts {
-                session: second.clone(),
-                shortcuts: vec![(PUSH_TO_TALK.to_owned(), Some("CTRL+ALT+j".to_owned()))],
-            }
-        );
         until_shortcut_help(&client, |help| {
             help.starts_with("Your desktop holds Ctrl+Alt+J")
         })
