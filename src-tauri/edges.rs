@@ -11,15 +11,15 @@ use bytes::Bytes;
 use tokio::sync::{Notify, mpsc};
 use walkie_audio::engine::{Engine, EngineConfig, EngineError, EngineEvent, Player};
 use walkie_conversation::{
-    Conversation, DeviceDirection, DialFailure, EngineInput, FirstDial, Input, LevelReading,
-    Output, RedialPolicy, Retry, StatusAction, StatusEvent, TransportInput,
+    Conversation, Conversations, ConversationsInput, DeviceDirection, DialFailure, EngineInput,
+    Input, LevelReading, Output, StatusEvent, TransportInput,
 };
-use walkie_rtc::{Call, CallEvent, EndReason, Endpoint};
+use walkie_rtc::{Call, CallEvent, EndReason};
 use walkie_session::PlaybackSink;
 use walkie_session::turn::{ToolRegistry, TurnMode, UserMessage, WallClock};
 
 use crate::history::Continuing;
-use crate::plan::{Plan, Provider};
+use crate::plan::Plan;
 use crate::recording::{Recording, Saving, SavingNews};
 
 /// Where the conversation's outputs for the webview go. The app's implementation emits Tauri
@@ -53,26 +53,18 @@ pub trait Ui: Send + 'static {
     fn approval_closed(&mut self, call_id: &str);
 }
 
-/// What the driver does after carrying the machine's outputs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Next {
-    /// Go on feeding inputs.
-    Talk,
-    /// Place a new call for the conversation ([`Output::Dial`]), given `history` when its
-    /// family takes the conversation so far at call setup.
-    Dial { history: Vec<walkie_openai::Item> },
-    /// The conversation is over.
-    Over,
-}
+/// The machine the driver holds: Walkie's conversations, placed with the app's plans and
+/// continuing saved conversations.
+pub type Machine = Conversations<Plan, Box<Continuing>>;
 
-/// Where one conversation's inputs come from and its outputs go. Between calls there is no
-/// call and no audio engine.
-pub struct Edges<'a, U> {
+/// Where the conversations' inputs come from and their outputs go. Between calls there is no
+/// call, no audio engine and no recording.
+pub struct Edges<U> {
     pub clock: Clock,
     pub call: Option<Call>,
     pub audio: Option<Audio>,
     pub recording: Option<Recording>,
-    pub ui: &'a mut U,
+    pub ui: U,
     /// The MCP servers whose tools the conversation declares, if any.
     pub tool_servers: Option<Arc<walkie_mcp::Servers>>,
     /// Why servers of the list could not be used (told to the conversation when it begins).
@@ -81,15 +73,17 @@ pub struct Edges<'a, U> {
     tool_results: (mpsc::UnboundedSender<Input>, mpsc::UnboundedReceiver<Input>),
     /// When the connection's health is next read (during a call).
     health_due_ms: u64,
+    /// The saved conversation the one just begun goes on with: its recording continues it.
+    continuing_id: Option<String>,
 }
 
 /// How often the connection's health is read during a call.
 const HEALTH_INTERVAL_MS: u64 = 1_000;
 
-impl<'a, U: Ui> Edges<'a, U> {
-    pub fn new(ui: &'a mut U) -> Self {
+impl<U: Ui> Edges<U> {
+    pub fn new(ui: U, clock: Clock) -> Self {
         Self {
-            clock: Clock::start(),
+            clock,
             call: None,
             audio: None,
             recording: None,
@@ -98,17 +92,18 @@ impl<'a, U: Ui> Edges<'a, U> {
             tool_server_problems: Vec::new(),
             tool_results: mpsc::unbounded_channel(),
             health_due_ms: 0,
+            continuing_id: None,
         }
     }
 
-    /// Starts the audio engine on `call`, which carries the conversation from now on: the
-    /// machine is told the time of day and that the data channel is open.
-    pub fn start_call(
-        &mut self,
-        call: Call,
-        plan: &Plan,
-        machine: &mut Conversation,
-    ) -> Result<(), EngineError> {
+    /// Feeds one input of the conversation under way, at the clock's time.
+    fn feed(&self, machine: &mut Machine, input: Input) {
+        machine.handle_input(ConversationsInput::Conversation(input), self.clock.now_ms());
+    }
+
+    /// Starts the audio engine on `call`, which carries the conversation from now on; the call
+    /// is hung up when the engine cannot start.
+    fn start_audio(&mut self, call: Call, plan: &Plan) -> Result<(), EngineError> {
         let audio = match Audio::start(plan.engine.clone(), &call) {
             Ok(audio) => audio,
             Err(reason) => {
@@ -117,26 +112,32 @@ impl<'a, U: Ui> Edges<'a, U> {
             }
         };
         (self.call, self.audio) = (Some(call), Some(audio));
-        machine.handle_input(
-            Input::WallClock(self.clock.wall_clock()),
-            self.clock.now_ms(),
-        );
-        machine.handle_input(Input::Transport(TransportInput::Open), self.clock.now_ms());
         Ok(())
     }
 
-    /// Begins a conversation on its first call: a new one, or the saved one `continuing` names
-    /// going on (its messages shown and given to the session, its folder saving the new turns).
-    /// Starts the call and the saving (after the data folder's repair); when it cannot be
-    /// saved, the machine is told why. `None` when the call could not start (the status says
-    /// why).
+    /// The call carries the conversation from now on: the machine is told the time of day and
+    /// that the data channel is open.
+    fn call_started(&self, machine: &mut Machine) {
+        self.feed(machine, Input::WallClock(self.clock.wall_clock()));
+        self.feed(machine, Input::Transport(TransportInput::Open));
+    }
+
+    /// Begins a conversation on `call`: a new one, or the saved one `continuing` names going
+    /// on (its messages shown and given to the session), handed to the machine once its audio
+    /// runs. Why it could not begin is the machine's input.
     pub async fn begin(
         &mut self,
         call: Call,
         plan: &Plan,
         continuing: Option<Box<Continuing>>,
-        saving: &Saving,
-    ) -> Option<Conversation> {
+        machine: &mut Machine,
+    ) -> Result<(), ConversationsInput<Plan, Box<Continuing>>> {
+        // Records carry the time of day: the clock is set again for each conversation, so a
+        // night the computer slept through does not shift them (the machine has no wait
+        // pending while a conversation begins).
+        self.clock = Clock::start();
+        // A tool call of the last conversation that finishes late is not this one's.
+        self.tool_results = mpsc::unbounded_channel();
         let now_ms = self.clock.now_ms();
         let jitter_seed = jitter_seed();
         let tools = ToolRegistry::with_builtins;
@@ -145,12 +146,12 @@ impl<'a, U: Ui> Edges<'a, U> {
             .as_deref()
             .map(|servers| crate::tool_servers::outside_tools(servers, &plan.tool_servers))
             .unwrap_or_default();
-        let (mut machine, saved_id) = match continuing {
+        let (conversation, continuing_id) = match continuing {
             Some(saved) => {
                 let config = plan.conversation_config(saved.thread_id, jitter_seed, outside_tools);
-                let machine = Conversation::continuing(config, tools, saved.earlier, now_ms)
+                let conversation = Conversation::continuing(config, tools, saved.earlier, now_ms)
                     .having_spent(saved.spent);
-                (machine, Some(saved.id))
+                (conversation, Some(saved.id))
             }
             None => {
                 // A call answered without `Location` has no id: its transcript needs its own.
@@ -161,18 +162,30 @@ impl<'a, U: Ui> Edges<'a, U> {
                 (Conversation::new(config, tools), None)
             }
         };
-        if let Err(error) = self.start_call(call, plan, &mut machine) {
-            let status =
-                StatusEvent::not_connected(&no_audio(&error)).with_details(error.to_string());
-            self.ui.status(status);
-            return None;
+        if let Err(error) = self.start_audio(call, plan) {
+            return Err(ConversationsInput::NotBegun {
+                reason: no_audio(&error),
+                details: Some(error.to_string()),
+            });
         }
+        self.continuing_id = continuing_id;
+        machine.handle_input(
+            ConversationsInput::Began(Box::new(conversation)),
+            self.clock.now_ms(),
+        );
+        self.call_started(machine);
         if !self.tool_server_problems.is_empty() {
             let missing = Input::ToolServersMissing(self.tool_server_problems.clone());
-            machine.handle_input(missing, self.clock.now_ms());
+            self.feed(machine, missing);
         }
+        Ok(())
+    }
+
+    /// Starts saving the conversation just begun (after the data folder's repair): a new one,
+    /// or the saved one it continues; when it cannot be saved, the machine is told why.
+    pub async fn start_saving(&mut self, plan: &Plan, saving: &Saving, machine: &mut Machine) {
         let wall_clock = self.clock.wall_clock();
-        let recording = match saved_id {
+        let recording = match self.continuing_id.take() {
             Some(id) => saving.continue_saved(&plan.data_dir, &id, wall_clock).await,
             None => saving.start(&plan.data_dir, wall_clock).await,
         };
@@ -184,162 +197,146 @@ impl<'a, U: Ui> Edges<'a, U> {
                     reason: error.reason(),
                     details: Some(error.to_string()),
                 };
-                machine.handle_input(not_saving, self.clock.now_ms());
+                self.feed(machine, not_saving);
             }
         }
-        Some(machine)
     }
 
-    /// The outcome of the dial the machine asked for, as its inputs.
+    /// The outcome of the redial the machine asked for, as its inputs.
     pub fn dialled(
         &mut self,
         placed: Result<Call, DialFailure>,
         plan: &Plan,
-        machine: &mut Conversation,
+        machine: &mut Machine,
     ) {
         let failure = match placed {
             Ok(call) => {
-                machine.handle_input(Input::Dialled, self.clock.now_ms());
-                match self.start_call(call, plan, machine) {
-                    Ok(()) => return,
+                self.feed(machine, Input::Dialled);
+                match self.start_audio(call, plan) {
+                    Ok(()) => return self.call_started(machine),
                     Err(error) => {
                         let failed = TransportInput::Closed(no_audio(&error));
-                        return machine.handle_input(Input::Transport(failed), self.clock.now_ms());
+                        return self.feed(machine, Input::Transport(failed));
                     }
                 }
             }
             Err(failure) => failure,
         };
         log::warn!("redial failed: {}", failure.sentence);
-        machine.handle_input(Input::DialFailed(failure), self.clock.now_ms());
+        self.feed(machine, Input::DialFailed(failure));
     }
 
-    /// Carries every output to its edge, in the machine's order, and says what comes next.
-    pub fn carry(&mut self, machine: &mut Conversation) -> Next {
-        let mut next = Next::Talk;
-        while let Some(output) = machine.poll_output() {
-            let audio = self.audio.as_mut();
-            match output {
-                Output::Send(sent) => {
-                    let queued = match &self.call {
-                        Some(call) => call.queue(sent.to_json()),
-                        None => continue,
-                    };
-                    if let Err(error) = queued {
-                        let failed = TransportInput::SendFailed(error.to_string());
-                        machine.handle_input(Input::Transport(failed), self.clock.now_ms());
-                    }
+    /// Carries one output of the conversation under way to its edge; what fails on the way
+    /// comes back as the machine's input.
+    pub fn carry(&mut self, output: Output, machine: &mut Machine) {
+        let audio = self.audio.as_mut();
+        match output {
+            Output::Send(sent) => {
+                let queued = match &self.call {
+                    Some(call) => call.queue(sent.to_json()),
+                    None => return,
+                };
+                if let Err(error) = queued {
+                    let failed = TransportInput::SendFailed(error.to_string());
+                    self.feed(machine, Input::Transport(failed));
                 }
-                Output::Audio(command) => {
-                    audio.iter().for_each(|audio| audio.engine.apply(command))
-                }
-                Output::BeginItem(item_id) => audio
-                    .iter()
-                    .for_each(|audio| audio.player.begin_item(&item_id)),
-                Output::Play(chunk) => audio
-                    .into_iter()
-                    .for_each(|audio| audio.player.play(&chunk)),
-                Output::Transcript(event) => self.ui.transcript(&event),
-                Output::Interrupted { message_id } => self.ui.interrupted(&message_id),
-                Output::Cancelled { message_id } => self.ui.cancelled(&message_id),
-                Output::ReplyLatency {
-                    message_id,
-                    latency_ms,
-                    split,
-                } => {
-                    if let Some(split) = split {
-                        log::info!(
-                            "a reply was heard {latency_ms} ms after the turn ended: {} ms here, \
-                             {} ms at the provider, {} ms on the network, {} ms from its first \
-                             packet to the speaker",
-                            split.local_ms,
-                            split.provider_ms,
-                            split.network_ms,
-                            split.playout_ms
-                        );
-                    }
-                    self.ui
-                        .reply_latency(&message_id, latency_ms, split.as_ref())
-                }
-                Output::ReplyPlayout(playout) => self.ui.reply_playout(&playout),
-                Output::ConnectionHealth(health) => {
-                    log::info!(
-                        "connection {:?}: {} (loss {:?} %, filled in {:?} %, jitter {:.0} ms, round trip {:?} ms)",
-                        health.level,
-                        health.sentence,
-                        health.loss_percent.map(|loss| loss.round()),
-                        health.filled_percent.map(|filled| filled.round()),
-                        health.jitter_ms,
-                        health.round_trip_ms.map(|ms| ms.round())
-                    );
-                    self.ui.connection_health(&health);
-                }
-                Output::Spending(spending) => self.ui.spending(&spending),
-                Output::Record(record) => {
-                    if let Some(recording) = self.recording.as_mut() {
-                        recording.save(record);
-                    }
-                }
-                Output::Status(status) => self.ui.status(status),
-                Output::Level { direction, level } => self.ui.level(direction, level),
-                Output::Diagnostic(diagnostic) => log::info!("session diagnostic: {diagnostic:?}"),
-                Output::HangUpCall => {
-                    log::warn!("the call dropped; the conversation goes on in the next");
-                    self.audio = None;
-                    if let Some(call) = self.call.take() {
-                        tauri::async_runtime::spawn(async move { call.hangup().await });
-                    }
-                }
-                Output::Dial { history } => next = Next::Dial { history },
-                Output::Ended { reason } => {
-                    log::warn!("conversation ended: {reason}");
-                    next = Next::Over;
-                }
-                Output::RunTool(request) => match &self.tool_servers {
-                    Some(servers) => crate::tool_servers::run(
-                        servers.clone(),
-                        request,
-                        self.tool_results.0.clone(),
-                    ),
-                    // Only declared tools are called, and they come from the servers.
-                    None => {
-                        let finished = Input::ToolFinished {
-                            call_id: request.call_id,
-                            result: Err(format!("no server runs the tool {}", request.name)),
-                        };
-                        machine.handle_input(finished, self.clock.now_ms());
-                    }
-                },
-                Output::AskApproval(approval) => self.ui.ask_approval(&approval),
-                Output::ApprovalClosed { call_id } => self.ui.approval_closed(&call_id),
             }
+            Output::Audio(command) => audio.iter().for_each(|audio| audio.engine.apply(command)),
+            Output::BeginItem(item_id) => audio
+                .iter()
+                .for_each(|audio| audio.player.begin_item(&item_id)),
+            Output::Play(chunk) => audio
+                .into_iter()
+                .for_each(|audio| audio.player.play(&chunk)),
+            Output::Transcript(event) => self.ui.transcript(&event),
+            Output::Interrupted { message_id } => self.ui.interrupted(&message_id),
+            Output::Cancelled { message_id } => self.ui.cancelled(&message_id),
+            Output::ReplyLatency {
+                message_id,
+                latency_ms,
+                split,
+            } => {
+                if let Some(split) = split {
+                    log::info!(
+                        "a reply was heard {latency_ms} ms after the turn ended: {} ms here, \
+                         {} ms at the provider, {} ms on the network, {} ms from its first \
+                         packet to the speaker",
+                        split.local_ms,
+                        split.provider_ms,
+                        split.network_ms,
+                        split.playout_ms
+                    );
+                }
+                self.ui
+                    .reply_latency(&message_id, latency_ms, split.as_ref())
+            }
+            Output::ReplyPlayout(playout) => self.ui.reply_playout(&playout),
+            Output::ConnectionHealth(health) => {
+                log::info!(
+                    "connection {:?}: {} (loss {:?} %, filled in {:?} %, jitter {:.0} ms, round trip {:?} ms)",
+                    health.level,
+                    health.sentence,
+                    health.loss_percent.map(|loss| loss.round()),
+                    health.filled_percent.map(|filled| filled.round()),
+                    health.jitter_ms,
+                    health.round_trip_ms.map(|ms| ms.round())
+                );
+                self.ui.connection_health(&health);
+            }
+            Output::Spending(spending) => self.ui.spending(&spending),
+            Output::Record(record) => {
+                if let Some(recording) = self.recording.as_mut() {
+                    recording.save(record);
+                }
+            }
+            Output::Status(status) => self.ui.status(status),
+            Output::Level { direction, level } => self.ui.level(direction, level),
+            Output::Diagnostic(diagnostic) => log::info!("session diagnostic: {diagnostic:?}"),
+            Output::HangUpCall => {
+                log::warn!("the call dropped; the conversation goes on in the next");
+                self.audio = None;
+                if let Some(call) = self.call.take() {
+                    tauri::async_runtime::spawn(async move { call.hangup().await });
+                }
+            }
+            // The machine asks for a redial with its plan ([`ConversationsOutput::Redial`]).
+            Output::Dial { .. } => {}
+            Output::Ended { reason } => log::warn!("conversation ended: {reason}"),
+            Output::RunTool(request) => match &self.tool_servers {
+                Some(servers) => {
+                    crate::tool_servers::run(servers.clone(), request, self.tool_results.0.clone())
+                }
+                // Only declared tools are called, and they come from the servers.
+                None => {
+                    let finished = Input::ToolFinished {
+                        call_id: request.call_id,
+                        result: Err(format!("no server runs the tool {}", request.name)),
+                    };
+                    self.feed(machine, finished);
+                }
+            },
+            Output::AskApproval(approval) => self.ui.ask_approval(&approval),
+            Output::ApprovalClosed { call_id } => self.ui.approval_closed(&call_id),
         }
-        next
     }
 
-    /// The user leaves the conversation (or the app closes): the machine winds down, its last
-    /// outputs are carried, and the conversation is closed on disk while the call is hung up,
-    /// so a provider slow to answer the hang-up never holds the close record back.
-    pub async fn hang_up<E>(&mut self, machine: &mut Conversation, ended: E) -> E {
-        machine.handle_input(Input::HangUp, self.clock.now_ms());
-        self.carry(machine);
+    /// Closes the conversation that ended: it is closed on disk while its call is hung up, so
+    /// a provider slow to answer the hang-up never holds the close record back.
+    pub async fn close(&mut self) {
         let recording = self.recording.take();
         let closed = async {
             if let Some(recording) = recording {
                 recording.close().await;
             }
         };
-        let (ended, ()) = tokio::join!(self.hang_up_call(ended), closed);
-        ended
-    }
-
-    /// Hangs up the call, if there is one, and stops its audio.
-    pub async fn hang_up_call<E>(&mut self, ended: E) -> E {
         self.audio = None;
-        if let Some(call) = self.call.take() {
-            let _ = call.hangup().await;
-        }
-        ended
+        let call = self.call.take();
+        let hung_up = async {
+            if let Some(call) = call {
+                let _ = call.hangup().await;
+            }
+        };
+        tokio::join!(hung_up, closed);
     }
 
     /// A call event as the machine's input; received audio goes to the engine instead.
@@ -405,14 +402,8 @@ impl<'a, U: Ui> Edges<'a, U> {
     }
 }
 
-/// How a first call refused for a reason that may pass is placed again, seeded afresh for
-/// each conversation.
-pub fn first_dial() -> FirstDial {
-    FirstDial::new(RedialPolicy::default(), jitter_seed())
-}
-
-/// A seed for redial jitter that differs between runs and processes.
-fn jitter_seed() -> u64 {
+/// A seed for jitter that differs between runs and processes.
+pub(crate) fn jitter_seed() -> u64 {
     let now_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos() as u64);
@@ -654,162 +645,9 @@ impl Drop for ClosedElsewhere {
     }
 }
 
-/// Why the first call of a conversation was not placed.
-pub(crate) struct Refusal {
-    /// The status once the user decides.
-    pub status: StatusEvent,
-    /// What went wrong, for the status while the call is placed again.
-    pub sentence: String,
-    /// Whether placing it again may work (a 5xx, a 429, the network to the provider).
-    pub retry: Retry,
-    /// How long the provider asked to wait (a 429's `Retry-After`).
-    pub retry_after: Option<Duration>,
-}
-
-impl Refusal {
-    /// The user is told, and the provider's wait (if it asked for one) is when the next call
-    /// may be placed.
-    pub fn give_up(self, ui: &mut impl Ui) -> Option<tokio::time::Instant> {
-        log::warn!("no call: {}", self.status.detail);
-        ui.status(self.status);
-        self.retry_after
-            .map(|wait| tokio::time::Instant::now() + wait)
-    }
-
-    /// A refusal no new attempt can help; `reason` is the phrase in `status`.
-    fn for_good(status: StatusEvent, reason: &str) -> Self {
-        Self {
-            sentence: reason.to_owned(),
-            status,
-            retry: Retry::Never,
-            retry_after: None,
-        }
-    }
-}
-
-/// Places the call the plan asks for (starting the local provider the first time it is used),
-/// given `history` when it carries a saved conversation on and its family takes that at call
-/// setup.
-pub(crate) async fn connect(
-    plan: &Plan,
-    local: &mut Option<walkie_local::LocalProvider>,
-    history: Vec<walkie_openai::Item>,
-) -> Result<Call, Refusal> {
-    let mut placing = prepare(plan, local).await?;
-    if !history.is_empty() {
-        placing.config = plan.call_config_with_history(placing.endpoint.clone(), history);
-    }
-    place(placing).await
-}
-
-/// A call ready to be placed: the provider and everything the call needs, resolved.
-pub(crate) struct Placing {
-    provider: Provider,
-    endpoint: Endpoint,
-    config: walkie_rtc::CallConfig,
-}
-
-impl Placing {
-    /// The provider's name as the status line says it.
-    pub fn provider_label(&self) -> String {
-        self.provider.label()
-    }
-}
-
-/// Resolves what a call to the plan's provider needs, starting the local provider the first
-/// time it is used.
-pub(crate) async fn prepare(
-    plan: &Plan,
-    local: &mut Option<walkie_local::LocalProvider>,
-) -> Result<Placing, Refusal> {
-    let not_connected =
-        |reason: &str| Refusal::for_good(StatusEvent::not_connected(reason), reason);
-    let needs_settings =
-        |reason: &str| Refusal::for_good(StatusEvent::needs_settings(reason), reason);
-    let provider = plan
-        .provider
-        .as_ref()
-        .map_err(|reason| needs_settings(&reason.to_string()))?;
-    if *provider == Provider::Local && local.is_none() {
-        let started = walkie_local::LocalProvider::start(walkie_local::ProviderConfig::from_env())
-            .await
-            .map_err(|error| {
-                not_connected(&format!("the local provider could not start: {error}"))
-            })?;
-        *local = Some(started);
-    }
-    let endpoint = provider
-        .endpoint(local.as_ref().map(walkie_local::LocalProvider::endpoint))
-        .map_err(|reason| needs_settings(&reason.to_string()))?;
-    Ok(Placing {
-        provider: provider.clone(),
-        config: plan.call_config(endpoint.clone()),
-        endpoint,
-    })
-}
-
-/// Places a prepared call; a refusal says why, whether calling again may help, and what the
-/// user can do.
-pub(crate) async fn place(placing: Placing) -> Result<Call, Refusal> {
-    let Placing {
-        provider, config, ..
-    } = placing;
-    Call::connect(config).await.map_err(|error| {
-        log::warn!("could not connect to {}: {error}", provider.label());
-        let sentence = error.user_sentence();
-        let action = provider.refusal_action(&error);
-        let retry_after = error.retry_after();
-        Refusal {
-            status: StatusEvent::call_refused(&provider.label(), &sentence)
-                .with_action(action)
-                .with_details(error.to_string()),
-            sentence,
-            retry: match action {
-                StatusAction::TryAgain => Retry::Later {
-                    after_ms: retry_after.map(|wait| wait.as_millis() as u64),
-                },
-                StatusAction::OpenSettings | StatusAction::Dismiss => Retry::Never,
-            },
-            retry_after,
-        }
-    })
-}
-
-/// Places a call for a conversation whose call dropped, with the plan's provider (the local
-/// provider is already running). Why it failed says whether calling again may work.
-pub(crate) async fn redial(
-    plan: &Plan,
-    local: &Option<walkie_local::LocalProvider>,
-    history: Vec<walkie_openai::Item>,
-) -> Result<Call, DialFailure> {
-    let never = |sentence: String| DialFailure {
-        sentence,
-        retry: Retry::Never,
-    };
-    let provider = plan
-        .provider
-        .as_ref()
-        .map_err(|reason| never(reason.to_string()))?;
-    let endpoint = provider
-        .endpoint(local.as_ref().map(walkie_local::LocalProvider::endpoint))
-        .map_err(|reason| never(reason.to_string()))?;
-    Call::connect(plan.call_config_with_history(endpoint, history))
-        .await
-        .map_err(|error| DialFailure {
-            sentence: error.user_sentence(),
-            retry: if error.is_transient() {
-                Retry::Later {
-                    after_ms: error.retry_after().map(|wait| wait.as_millis() as u64),
-                }
-            } else {
-                Retry::Never
-            },
-        })
-}
-
 // ---------------------------------------------------------------------------------------------
-// The user's edge: the webview's commands, as the machine's inputs or as the end of a
-// conversation.
+// The user's edge: the webview's commands (`conversation::input_of` makes each the machine's
+// input).
 
 /// What the webview asks of the conversation.
 #[derive(Debug, Clone)]
@@ -830,7 +668,8 @@ pub enum Command {
     Reconnect,
     /// Stop trying to get a dropped call back.
     CancelRedial,
-    /// Hang up if connected, then connect as the new plan says (the settings changed).
+    /// The settings changed so that another call is needed: the next calls are placed with
+    /// this plan (during a call, its own call is placed first: make-before-break).
     Apply(Box<Plan>),
     /// Push-to-talk (hold or toggle) or hands-free from now on, in the same call.
     SetTurnMode(TurnMode),
@@ -844,118 +683,4 @@ pub enum Command {
     },
     /// Hang up if connected, then go on with a saved conversation in a new call.
     Continue(Box<Continuing>),
-}
-
-/// How a conversation ended.
-pub enum Ended {
-    AppClosing,
-    /// The user hung up: no call until they ask for one.
-    HungUp,
-    Reconnect,
-    Apply(Box<Plan>),
-    /// New settings' call answered: the next conversation goes on it, with their plan.
-    Moved(Box<Plan>, Box<Call>),
-    Continue(Box<Continuing>),
-    /// The status says why; the user asks for the next call.
-    Failed,
-}
-
-/// With no call, waits for the user to ask for the next; a key press has no call to go to,
-/// and a typed message waits in `typed` for the next call.
-pub async fn wait_for_the_user(
-    ui: &mut impl Ui,
-    commands: &mut mpsc::UnboundedReceiver<Command>,
-    plan: &mut Plan,
-    typed: &mut Vec<UserMessage>,
-) -> Ended {
-    loop {
-        match input_of(commands.recv().await, plan) {
-            Ok(Input::Press | Input::TogglePress) => {
-                ui.status(StatusEvent::press_while_not_connected())
-            }
-            Ok(Input::SendMessage(message)) => {
-                typed.push(message);
-                ui.status(StatusEvent::text_while_not_connected());
-            }
-            Ok(_) | Err(Ended::HungUp) => {}
-            Err(ended) => return ended,
-        }
-    }
-}
-
-/// How something the user may interrupt ended: a wait before calling again, or a call being
-/// placed with no conversation yet.
-pub enum Waited<T> {
-    /// It finished with this.
-    Done(T),
-    /// The user stopped the calling again.
-    Cancelled,
-    /// The user asked for something else.
-    Ended(Ended),
-}
-
-/// Runs `work` unless the user asks for something that ends it first, dropping it then (a key
-/// press has no call to go to; a mode switch is kept for the call, a typed message in `typed`).
-pub async fn until_command<T>(
-    work: impl Future<Output = T>,
-    commands: &mut mpsc::UnboundedReceiver<Command>,
-    plan: &mut Plan,
-    typed: &mut Vec<UserMessage>,
-) -> Waited<T> {
-    tokio::pin!(work);
-    loop {
-        let command = tokio::select! {
-            done = &mut work => return Waited::Done(done),
-            command = commands.recv() => command,
-        };
-        match input_of(command, plan) {
-            Ok(Input::CancelRedial) => return Waited::Cancelled,
-            Ok(Input::SendMessage(message)) => typed.push(message),
-            Ok(_) => {}
-            Err(ended) => return Waited::Ended(ended),
-        }
-    }
-}
-
-/// A command as the machine's input, or how the conversation ends because of it.
-pub fn input_of(command: Option<Command>, plan: &mut Plan) -> Result<Input, Ended> {
-    match command {
-        Some(Command::PushToTalk { pressed: true }) => Ok(Input::Press),
-        Some(Command::PushToTalk { pressed: false }) => Ok(Input::Release),
-        Some(Command::TogglePress) => Ok(Input::TogglePress),
-        Some(Command::HangUp) => Err(Ended::HungUp),
-        Some(Command::CancelRedial) => Ok(Input::CancelRedial),
-        Some(Command::CancelPress) => Ok(Input::CancelPress),
-        Some(Command::SendMessage(message)) => Ok(Input::SendMessage(message)),
-        Some(Command::ToolDecision { call_id, allowed }) => {
-            Ok(Input::ToolDecision { call_id, allowed })
-        }
-        Some(Command::SetTurnMode(mode)) => {
-            // Kept for the next conversation of this plan; the machine switches now.
-            plan.mode = mode.clone();
-            Ok(Input::SetTurnMode(mode))
-        }
-        Some(Command::SetTypedRepliesInText(in_text)) => {
-            plan.typed_replies_in_text = in_text;
-            Ok(Input::SetTypedRepliesInText(in_text))
-        }
-        Some(Command::SetCosting {
-            prices,
-            minute_prices,
-            budget_usd,
-        }) => {
-            plan.prices = prices;
-            plan.minute_prices = minute_prices;
-            plan.budget_usd = budget_usd;
-            Ok(Input::SetCosting {
-                pricing: plan.pricing(),
-                transcription_pricing: plan.transcription_pricing(),
-                budget_usd,
-            })
-        }
-        Some(Command::Apply(plan)) => Err(Ended::Apply(plan)),
-        Some(Command::Continue(saved)) => Err(Ended::Continue(saved)),
-        Some(Command::Reconnect) => Err(Ended::Reconnect),
-        None => Err(Ended::AppClosing),
-    }
 }

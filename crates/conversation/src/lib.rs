@@ -11,6 +11,7 @@
 //! No clock, no I/O, no threads: the shell's driver reads the clock and carries each output to
 //! the call, the audio engine, the store or the webview, and decides nothing itself.
 
+mod conversations;
 mod health;
 mod input;
 mod machine;
@@ -22,12 +23,15 @@ mod spending;
 mod status;
 mod tools;
 
+pub use conversations::{
+    CallPlan, Conversations, ConversationsInput, ConversationsOutput, Placement, Request,
+};
 pub use health::{ConnectionHealth, HealthLevel, HealthSample, HealthWatch};
 pub use input::{EngineInput, Input, LevelReading, TransportInput};
 pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
 pub use output::{LatencySplit, Output, Record, ReplyPlayout};
-pub use redial::{DialFailure, FirstDial, RedialPolicy, Retry};
+pub use redial::{DialFailure, DialStage, FirstDial, RedialPolicy, Retry};
 pub use restore::{
     RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, call_setup_history, restore_items,
     restore_items_within,

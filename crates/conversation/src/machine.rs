@@ -637,10 +637,7 @@ impl Conversation {
                 self.phase = Phase::Ended;
                 self.close_transcript(now_ms);
                 self.outputs
-                    .push_back(Output::Status(StatusEvent::call_refused(
-                        &self.provider_label,
-                        &failure.sentence,
-                    )));
+                    .push_back(Output::Status(failure.status(&self.provider_label)));
                 self.outputs.push_back(Output::Ended {
                     reason: failure.sentence,
                 });

@@ -6,7 +6,7 @@
 //! ([`FirstDial`]) when its refusal may pass. Why a floor of half the delay: the first attempt should come quickly (a
 //! loopback or LAN hiccup heals in a few hundred milliseconds), but never at once.
 
-use crate::status::StatusEvent;
+use crate::status::{StatusAction, StatusEvent};
 
 /// How a dropped call is dialled again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,13 +47,83 @@ impl RedialPolicy {
     }
 }
 
-/// Why placing a call failed, as far as dialling again is concerned.
+/// Why placing a call failed: the one failure of a first call, a redial and the call new
+/// settings ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DialFailure {
-    /// What went wrong and what to do next, for the status line.
+    /// What went wrong and what to do next: a sentence from the provider's refusal, a phrase
+    /// for the settings and the local provider ("no API key for OpenAI: add one in Settings").
     pub sentence: String,
     /// Whether calling again may work.
     pub retry: Retry,
+    /// Where the dial stopped, which decides the status line's words once nobody calls again.
+    pub stage: DialStage,
+    /// The error behind it, for Details….
+    pub details: Option<String>,
+}
+
+/// Where a dial stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialStage {
+    /// The settings name no provider that can be called (no key, an unusable address).
+    Settings,
+    /// The local provider did not start.
+    LocalProvider,
+    /// The provider refused the call or could not be reached.
+    Provider,
+}
+
+impl DialFailure {
+    /// A refusal by the provider (or the way to it).
+    pub fn refused(sentence: impl Into<String>, retry: Retry) -> Self {
+        Self {
+            sentence: sentence.into(),
+            retry,
+            stage: DialStage::Provider,
+            details: None,
+        }
+    }
+
+    /// Settings that cannot be dialled, for `reason` (a phrase that says what to change).
+    pub fn settings(reason: impl Into<String>) -> Self {
+        Self {
+            sentence: reason.into(),
+            retry: Retry::Never,
+            stage: DialStage::Settings,
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: impl Into<String>) -> Self {
+        self.details = Some(details.into());
+        self
+    }
+
+    /// The status line once nobody calls again: what went wrong, and the one thing to do
+    /// (call again later, or change the settings).
+    pub fn status(&self, provider_label: &str) -> StatusEvent {
+        let status = match self.stage {
+            DialStage::Settings => StatusEvent::needs_settings(&self.sentence),
+            DialStage::LocalProvider => StatusEvent::not_connected(&self.sentence),
+            DialStage::Provider => StatusEvent::call_refused(provider_label, &self.sentence)
+                .with_action(match self.retry {
+                    Retry::Later { .. } => StatusAction::TryAgain,
+                    Retry::Never => StatusAction::OpenSettings,
+                }),
+        };
+        match &self.details {
+            Some(details) => status.with_details(details.clone()),
+            None => status,
+        }
+    }
+
+    /// How long the provider asked to wait before the next call, if it did.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self.retry {
+            Retry::Later { after_ms } => after_ms,
+            Retry::Never => None,
+        }
+    }
 }
 
 /// Whether calling again may work.
@@ -67,8 +137,8 @@ pub enum Retry {
 }
 
 /// The first call of a conversation, placed again while its refusal may pass (a 5xx, a 429,
-/// the network to the provider): with the same backoff and bound as a dropped call's redial,
-/// decided here so that the driver only waits.
+/// the network to the provider): with the same backoff and bound as a dropped call's redial.
+/// The conversations machine holds one for each first call.
 #[derive(Debug, Clone)]
 pub struct FirstDial {
     policy: RedialPolicy,
@@ -137,12 +207,16 @@ impl Jitter {
 
     /// The next value in `0.0..1.0`.
     pub(crate) fn next_unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The next 64 random bits (a seed for another jitter).
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        z ^ (z >> 31)
     }
 }
 

@@ -221,12 +221,12 @@ fn a_provider_asking_to_wait_is_waited_out_before_the_next_attempt() {
     call.tick(at_ms);
     let outputs = call.input(
         at_ms + 50,
-        Input::DialFailed(DialFailure {
-            sentence: "The provider is busy.".to_owned(),
-            retry: Retry::Later {
+        Input::DialFailed(DialFailure::refused(
+            "The provider is busy.",
+            Retry::Later {
                 after_ms: Some(7_000),
             },
-        }),
+        )),
     );
     assert_eq!(
         last_status(&outputs),
@@ -243,10 +243,10 @@ fn after_the_last_attempt_fails_the_window_asks_for_connect() {
     let mut call = after_one_exchange();
     call.input(5_000, dropped());
     let transient = || {
-        Input::DialFailed(DialFailure {
-            sentence: "The provider is not reachable.".to_owned(),
-            retry: Retry::Later { after_ms: None },
-        })
+        Input::DialFailed(DialFailure::refused(
+            "The provider is not reachable.",
+            Retry::Later { after_ms: None },
+        ))
     };
     let mut outputs = Vec::new();
     for _ in 0..RedialPolicy::default().max_attempts {
@@ -275,10 +275,10 @@ fn a_redial_refused_for_the_key_ends_the_conversation_with_the_providers_words()
     call.tick(at_ms);
     let outputs = call.input(
         at_ms + 10,
-        Input::DialFailed(DialFailure {
-            sentence: "The API key was refused: open Settings and check it.".to_owned(),
-            retry: Retry::Never,
-        }),
+        Input::DialFailed(DialFailure::refused(
+            "The API key was refused: open Settings and check it.",
+            Retry::Never,
+        )),
     );
     assert_eq!(
         last_status(&outputs),

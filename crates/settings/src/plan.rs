@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use walkie_audio::engine::EngineConfig;
-use walkie_conversation::{ConversationConfig, RedialPolicy, StatusAction};
+use walkie_conversation::{ConversationConfig, DialFailure, RedialPolicy, Retry};
 use walkie_openai::live::{
     InitialItem, InitialRole, LiveAudio, LiveAudioOutput, LiveSessionConfig, LiveVoice, WakePolicy,
 };
@@ -138,21 +138,28 @@ impl Provider {
 }
 
 impl Provider {
-    /// What the window offers when this provider refused a call with `error`: calling again
-    /// when that may work, the settings when they are at fault. A server that cannot be
-    /// reached at an address the user typed (a compatible server, an Azure resource) is more
-    /// likely a wrong address than a network down; OpenAI's own address is never wrong.
-    pub fn refusal_action(&self, error: &RtcError) -> StatusAction {
+    /// Why a call to this provider failed with `error`, and whether calling again may help —
+    /// the one rule for a first call, a redial and new settings' call. What passes: the
+    /// network, a timeout, the provider's 5xx, a rate limit (not an empty quota), a connection
+    /// that failed after the answer. A server that cannot be reached at an address the user
+    /// typed (a compatible server, an Azure resource) is more likely a wrong address than a
+    /// network down, unless it has answered before (`answered_before`: a redial); OpenAI's own
+    /// address is never wrong.
+    pub fn dial_failure(&self, error: &RtcError, answered_before: bool) -> DialFailure {
         let typed_address = matches!(self, Provider::Azure { .. } | Provider::Custom { .. });
         let unreachable = matches!(
             error,
             RtcError::Network { .. } | RtcError::ConnectionFailed(_) | RtcError::Io(_)
         );
-        if error.is_transient() && !(typed_address && unreachable) {
-            StatusAction::TryAgain
+        let retry = if error.is_transient() && (answered_before || !(typed_address && unreachable))
+        {
+            Retry::Later {
+                after_ms: error.retry_after().map(|wait| wait.as_millis() as u64),
+            }
         } else {
-            StatusAction::OpenSettings
-        }
+            Retry::Never
+        };
+        DialFailure::refused(error.user_sentence(), retry).with_details(error.to_string())
     }
 }
 
@@ -163,6 +170,62 @@ fn url_host(url: &str) -> String {
         .filter(|host| !host.is_empty())
         .unwrap_or(url)
         .to_owned()
+}
+
+/// A setting the window changes without a new call: kept by the plan for its next calls and
+/// told to the conversation under way.
+#[derive(Clone, Debug)]
+pub enum PlanChange {
+    /// Push-to-talk (hold or toggle) or hands-free.
+    TurnMode(TurnMode),
+    /// Typed messages are answered in text alone.
+    TypedRepliesInText(bool),
+    /// The price tables and the budget.
+    Costing {
+        prices: Vec<crate::prices::PriceRow>,
+        minute_prices: Vec<crate::prices::MinutePriceRow>,
+        budget_usd: Option<f64>,
+    },
+}
+
+impl walkie_conversation::CallPlan for Plan {
+    type Change = PlanChange;
+
+    fn provider_label(&self) -> Option<String> {
+        self.provider.as_ref().ok().map(Provider::label)
+    }
+
+    fn keep(&mut self, change: &PlanChange) -> walkie_conversation::Input {
+        use walkie_conversation::Input;
+        match change.clone() {
+            PlanChange::TurnMode(mode) => {
+                self.mode = mode.clone();
+                Input::SetTurnMode(mode)
+            }
+            PlanChange::TypedRepliesInText(in_text) => {
+                self.typed_replies_in_text = in_text;
+                Input::SetTypedRepliesInText(in_text)
+            }
+            PlanChange::Costing {
+                prices,
+                minute_prices,
+                budget_usd,
+            } => {
+                self.prices = prices;
+                self.minute_prices = minute_prices;
+                self.budget_usd = budget_usd;
+                Input::SetCosting {
+                    pricing: self.pricing(),
+                    transcription_pricing: self.transcription_pricing(),
+                    budget_usd,
+                }
+            }
+        }
+    }
+
+    fn notice_shown(&mut self) {
+        self.settings_notice = None;
+    }
 }
 
 /// Push-to-talk (hold or toggle) or hands-free, as the settings say. Hands-free asks the
@@ -613,26 +676,76 @@ mod tests {
             message: "dns error".to_owned(),
             cause: "failed to lookup address information".to_owned(),
         };
+        let later = Retry::Later { after_ms: None };
+        let first_call =
+            |provider: &Provider, error: &RtcError| provider.dial_failure(error, false);
+        let redial = |provider: &Provider, error: &RtcError| provider.dial_failure(error, true);
         assert_eq!(
-            openai.refusal_action(&RtcError::KeyRefused(failure(401))),
-            StatusAction::OpenSettings
+            first_call(&openai, &RtcError::KeyRefused(failure(401))).retry,
+            Retry::Never
         );
         assert_eq!(
-            openai.refusal_action(&RtcError::ServerError(failure(503))),
-            StatusAction::TryAgain
+            redial(&openai, &RtcError::KeyRefused(failure(401))).retry,
+            Retry::Never,
+            "a refused key is refused again"
         );
         assert_eq!(
-            openai.refusal_action(&unreachable()),
-            StatusAction::TryAgain
+            first_call(&openai, &RtcError::ServerError(failure(503))).retry,
+            later
         );
+        assert_eq!(first_call(&openai, &unreachable()).retry, later);
         assert_eq!(
-            custom.refusal_action(&unreachable()),
-            StatusAction::OpenSettings,
+            first_call(&custom, &unreachable()).retry,
+            Retry::Never,
             "an address the user typed that cannot be reached is most likely mistyped"
         );
         assert_eq!(
-            custom.refusal_action(&RtcError::ServerError(failure(500))),
-            StatusAction::TryAgain
+            redial(&custom, &unreachable()).retry,
+            later,
+            "unless it answered a moment ago"
+        );
+        assert_eq!(
+            first_call(&custom, &RtcError::ServerError(failure(500))).retry,
+            later
+        );
+        let refused = first_call(&openai, &RtcError::KeyRefused(failure(401)));
+        assert_eq!(
+            refused.sentence,
+            RtcError::KeyRefused(failure(401)).user_sentence()
+        );
+        assert_eq!(
+            refused.details,
+            Some(RtcError::KeyRefused(failure(401)).to_string())
+        );
+    }
+
+    #[test]
+    fn a_rate_limit_is_called_again_after_the_providers_wait_and_an_empty_quota_is_not() {
+        use walkie_rtc::{HttpFailure, Stage};
+        let openai = Provider::OpenAi {
+            api_key: ApiKey::given("sk-walkie-fake"),
+        };
+        let limited = |code: Option<&str>| RtcError::RateLimited {
+            failure: HttpFailure {
+                provider: "OpenAI".to_owned(),
+                stage: Stage::Signalling,
+                status: 429,
+                code: code.map(str::to_owned),
+                message: String::new(),
+            },
+            retry_after: Some(std::time::Duration::from_secs(7)),
+        };
+        assert_eq!(
+            openai.dial_failure(&limited(None), false).retry,
+            Retry::Later {
+                after_ms: Some(7_000)
+            }
+        );
+        assert_eq!(
+            openai
+                .dial_failure(&limited(Some("insufficient_quota")), true)
+                .retry,
+            Retry::Never
         );
     }
 
