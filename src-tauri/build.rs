@@ -21,6 +21,7 @@ const APP_COMMANDS: &[&str] = &[
     "get_settings",
     "list_devices",
     "save_settings",
+    "set_turn_mode",
     "check_settings",
     "test_connection",
     "mic_test_start",

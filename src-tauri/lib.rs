@@ -12,6 +12,8 @@ pub mod conversation;
 pub mod desktop;
 mod edges;
 pub mod history;
+#[cfg(test)]
+mod ipc_contract;
 mod mic_test;
 mod pictures;
 #[cfg(target_os = "linux")]
@@ -769,6 +771,7 @@ pub fn run(hidden: bool) {
             settings_commands::get_settings,
             settings_commands::list_devices,
             settings_commands::save_settings,
+            settings_commands::set_turn_mode,
             settings_commands::check_settings,
             settings_commands::test_connection,
             voice_preview::preview_voice,

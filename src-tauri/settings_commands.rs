@@ -397,6 +397,41 @@ pub(crate) async fn save_settings(
     Ok(settings_view(&app, &state).await?)
 }
 
+/// The hands-free switch beside the talk control was flipped: that setting alone is saved (the
+/// dialog's other fields, valid or not, are neither read nor saved again), and the call under
+/// way switches at once.
+#[tauri::command]
+pub(crate) async fn set_turn_mode(
+    app: AppHandle,
+    state: tauri::State<'_, SettingsState>,
+    conversation: tauri::State<'_, Conversation>,
+    hands_free: bool,
+) -> Result<SettingsView, CommandError> {
+    let (before, settings) = {
+        let mut current = state
+            .current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let before = current.clone();
+        let settings = Settings {
+            hands_free,
+            ..before.clone()
+        };
+        state.file.save(&settings)?;
+        *current = settings.clone();
+        (before, settings)
+    };
+    log::info!("hands-free {}", if hands_free { "on" } else { "off" });
+    if before.needs_reconnect(&settings) {
+        let data_dir = state.data_dir.clone();
+        let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
+        conversation.send(Command::Apply(Box::new(plan)))?;
+    } else if before.turn_mode_changed(&settings) {
+        conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
+    }
+    settings_view(&app, &state).await
+}
+
 /// Asks for a folder to save conversations in (the system's folder picker, starting at
 /// `current` when it exists). Returns the folder chosen, or `None` when the user cancelled.
 #[tauri::command]

@@ -17,6 +17,7 @@
 // The exported helpers are pure (tests in ui/tests/history.test.js); createHistoryPanel wires
 // them to the DOM in ui/index.html.
 
+import { COMMANDS } from "./ipc.js";
 import { describeError } from "./status.js";
 
 /** Retention choices offered, in days (`null`: forever). */
@@ -331,7 +332,7 @@ export function createHistoryPanel({
   }
 
   async function refreshList() {
-    const conversations = await invoke("history_list");
+    const conversations = await invoke(COMMANDS.historyList);
     list.replaceChildren(...conversations.map(listItem));
     empty.hidden = conversations.length > 0;
     list.hidden = conversations.length === 0;
@@ -342,7 +343,7 @@ export function createHistoryPanel({
     clearMessages();
     let conversation;
     try {
-      conversation = await invoke("history_open", { id });
+      conversation = await invoke(COMMANDS.historyOpen, { id });
     } catch (error) {
       showError(error);
       return;
@@ -376,7 +377,7 @@ export function createHistoryPanel({
     clearMessages();
     showList();
     try {
-      const [, kept] = await Promise.all([refreshList(), invoke("history_retention")]);
+      const [, kept] = await Promise.all([refreshList(), invoke(COMMANDS.historyRetention)]);
       setRetention(kept);
     } catch (error) {
       showError(error);
@@ -412,16 +413,16 @@ export function createHistoryPanel({
   }));
   continueButton.addEventListener("click", () => act(async () => {
     if (!opened) return;
-    await invoke("history_continue", { id: opened.id });
+    await invoke(COMMANDS.historyContinue, { id: opened.id });
     dialog.close();
   }));
   byId("history-export").addEventListener("click", () => act(async () => {
     if (!opened) return;
-    const path = await invoke("history_export_markdown", { id: opened.id });
+    const path = await invoke(COMMANDS.historyExportMarkdown, { id: opened.id });
     if (path) notice.textContent = `Exported to ${path}`;
   }));
   byId("history-folder").addEventListener("click", () => act(async () => {
-    if (opened) await invoke("history_open_folder", { id: opened.id });
+    if (opened) await invoke(COMMANDS.historyOpenFolder, { id: opened.id });
   }));
   deleteButton.addEventListener("click", () => {
     if (!opened) return;
@@ -432,14 +433,14 @@ export function createHistoryPanel({
   confirm.addEventListener("close", () => act(async () => {
     if (confirm.returnValue !== "delete" || !opened) return;
     const deleted = opened;
-    await invoke("history_delete", { id: deleted.id });
+    await invoke(COMMANDS.historyDelete, { id: deleted.id });
     onDeleted(deleted);
     showList();
     await refreshList();
     notice.textContent = "Conversation deleted.";
   }));
   retention.addEventListener("change", () => act(async () => {
-    const deleted = await invoke("history_set_retention", {
+    const deleted = await invoke(COMMANDS.historySetRetention, {
       retention: retentionFromValue(retention.value),
     });
     await refreshList();

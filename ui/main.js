@@ -1,7 +1,7 @@
 // Wires the page to the Rust shell: controls call commands, Rust answers with events.
 import { createPushToTalk, isCancelKey, isTalkKey } from "./push-to-talk.js";
+import { COMMANDS, EVENTS } from "./ipc.js";
 import {
-  STATUS_EVENT,
   connectAction,
   failureStatus,
   renderBanner,
@@ -10,7 +10,7 @@ import {
 } from "./status.js";
 import { createTranscript } from "./transcript.js";
 import { createPacer } from "./pace.js";
-import { LEVEL_EVENT, renderLevel, ringLevel } from "./meters.js";
+import { renderLevel, ringLevel } from "./meters.js";
 import { createSettingsDialog } from "./settings.js";
 import { createHistoryPanel } from "./history.js";
 import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
@@ -18,13 +18,6 @@ import { createCompose } from "./compose.js";
 import { createSpending } from "./spending.js";
 import { createApprovals } from "./approvals.js";
 import { connectionShown, renderHealth } from "./health.js";
-
-const TRANSCRIPT_EVENT = "walkie://transcript";
-const INTERRUPTED_EVENT = "walkie://interrupted";
-const CANCELLED_EVENT = "walkie://cancelled";
-const LATENCY_EVENT = "walkie://latency";
-const SPENDING_EVENT = "walkie://spending";
-const HEALTH_EVENT = "walkie://connection-health";
 
 const { invoke, convertFileSrc } = window.__TAURI__.core;
 const { listen } = window.__TAURI__.event;
@@ -55,27 +48,27 @@ const meters = {
 };
 
 const compose = createCompose(document.getElementById("compose"), {
-  send: (text, pictures) => invoke("send_message", { text, pictures }),
+  send: (text, pictures) => invoke(COMMANDS.sendMessage, { text, pictures }),
   attach: async (file) =>
-    invoke("attach_picture", new Uint8Array(await file.arrayBuffer()), {
+    invoke(COMMANDS.attachPicture, new Uint8Array(await file.arrayBuffer()), {
       headers: { "walkie-picture-name": encodeURIComponent(file.name ?? "") },
     }),
-  detach: (id) => invoke("detach_picture", { id }),
-  screenshotTargets: () => invoke("screenshot_targets"),
-  screenshot: (target) => invoke("attach_screenshot", { target }),
+  detach: (id) => invoke(COMMANDS.detachPicture, { id }),
+  screenshotTargets: () => invoke(COMMANDS.screenshotTargets),
+  screenshot: (target) => invoke(COMMANDS.attachScreenshot, { target }),
   state: () => statusLine.dataset.state,
 });
-listen("walkie://picture-dropped", (event) => compose.dropped(event.payload));
+listen(EVENTS.pictureDropped, (event) => compose.dropped(event.payload));
 const approvals = createApprovals(document.getElementById("approvals"), {
-  decide: (callId, allowed) => invoke("tool_decision", { callId, allowed }),
+  decide: (callId, allowed) => invoke(COMMANDS.toolDecision, { callId, allowed }),
   report: (error) => reportFailure(error),
 });
-listen("walkie://tool-approval", (event) => approvals.show(event.payload));
-listen("walkie://tool-approval-closed", (event) => approvals.close(event.payload));
+listen(EVENTS.toolApproval, (event) => approvals.show(event.payload));
+listen(EVENTS.toolApprovalClosed, (event) => approvals.close(event.payload));
 
 const talk = createPushToTalk((pressed) => {
   pttButton.setAttribute("aria-pressed", String(pressed));
-  invoke("push_to_talk", { pressed }).catch(reportFailure);
+  invoke(COMMANDS.pushToTalk, { pressed }).catch(reportFailure);
 });
 
 const connectButton = document.getElementById("connect");
@@ -117,7 +110,7 @@ function showStatus(status) {
 banner.querySelector("[data-action=copy-details]").addEventListener("click", (event) => {
   const button = event.currentTarget;
   const details = banner.querySelector("[data-role=details-text]").textContent;
-  invoke("copy_text", { text: details })
+  invoke(COMMANDS.copyText, { text: details })
     .then(() => {
       button.textContent = "Copied";
     })
@@ -127,14 +120,14 @@ banner.querySelector("[data-role=action]").addEventListener("click", (event) => 
   const command = event.currentTarget.dataset.command;
   if (command === "open_settings") settingsDialog.open();
   else if (command === "dismiss") banner.hidden = true;
-  else invoke("connect").catch(reportFailure);
+  else invoke(COMMANDS.connect).catch(reportFailure);
 });
-await listen(STATUS_EVENT, (event) => showStatus(event.payload));
+await listen(EVENTS.status, (event) => showStatus(event.payload));
 // Statuses emitted before this page listened (the app connects while the page loads).
-const latest = await invoke("status");
+const latest = await invoke(COMMANDS.status);
 if (latest) showStatus(latest);
 // While listening, a ring around the talk control follows the microphone's level.
-await listen(LEVEL_EVENT, (event) => {
+await listen(EVENTS.level, (event) => {
   renderLevel(meters, event.payload);
   if (event.payload.direction !== "input") return;
   lastMicReading = event.payload;
@@ -144,26 +137,26 @@ await listen(LEVEL_EVENT, (event) => {
 // Transcript events are applied in their order, at most about ten batches a second (pace.js);
 // anything that marks or reads the transcript first applies what waits.
 const transcriptEvents = createPacer((events) => transcript.applyAll(events, reportFailure));
-await listen(INTERRUPTED_EVENT, (event) => {
+await listen(EVENTS.interrupted, (event) => {
   transcriptEvents.flush();
   transcript.markInterrupted(event.payload);
 });
-await listen(CANCELLED_EVENT, (event) => {
+await listen(EVENTS.cancelled, (event) => {
   transcriptEvents.flush();
   transcript.markCancelled(event.payload);
 });
 const spending = createSpending(document.querySelector("#spending"));
-await listen(SPENDING_EVENT, (event) => spending.show(event.payload));
-await listen(HEALTH_EVENT, (event) => {
+await listen(EVENTS.spending, (event) => spending.show(event.payload));
+await listen(EVENTS.connectionHealth, (event) => {
   lastHealth = event.payload;
   renderHealth(connectionBadge, event.payload);
   connectionBadge.hidden = !connectionShown(statusLine.dataset.state);
 });
-await listen(LATENCY_EVENT, (event) => {
+await listen(EVENTS.latency, (event) => {
   transcriptEvents.flush();
   transcript.markLatency(event.payload.messageId, event.payload.latencyMs, event.payload.split);
 });
-await listen(TRANSCRIPT_EVENT, (event) => transcriptEvents.push(event.payload));
+await listen(EVENTS.transcript, (event) => transcriptEvents.push(event.payload));
 
 
 pttButton.addEventListener("pointerdown", (event) => {
@@ -178,7 +171,7 @@ document.addEventListener("keydown", (event) => {
   // Escape takes a recording back before it is sent.
   if (isCancelKey(event) && statusLine.dataset.state === "listening") {
     event.preventDefault();
-    invoke("cancel_press").catch(reportFailure);
+    invoke(COMMANDS.cancelPress).catch(reportFailure);
     return;
   }
   if (!isTalkKey(event)) return;
@@ -195,7 +188,7 @@ window.addEventListener("blur", () => talk.releaseAll());
 
 // Copy one message (its button) or the whole transcript, through Rust's clipboard.
 function copy(text, what) {
-  invoke("copy_text", { text })
+  invoke(COMMANDS.copyText, { text })
     // The same state, and the same Cancel while a call is being placed.
     .then(() => showStatus({ state: shownStatus.state, cancellable: shownStatus.cancellable, detail: `Copied ${what}.` }))
     .catch(reportFailure);
@@ -226,8 +219,8 @@ handsFree.addEventListener("click", (event) => {
 });
 handsFree.addEventListener("change", async () => {
   try {
-    const view = await invoke("get_settings");
-    const saved = await invoke("save_settings", { settings: { ...view.settings, handsFree: handsFree.checked } });
+    // This one setting alone: the dialog's other fields are neither read nor saved again.
+    const saved = await invoke(COMMANDS.setTurnMode, { handsFree: handsFree.checked });
     showTalkMode(saved.settings);
   } catch (error) {
     handsFree.checked = !handsFree.checked;
@@ -242,7 +235,7 @@ function demoCardDismissed() {
     return false;
   }
 }
-invoke("get_settings")
+invoke(COMMANDS.getSettings)
   .then((view) => {
     showTalkMode(view.settings);
     const placeholder = document.querySelector("#transcript > .empty");
@@ -263,7 +256,7 @@ invoke("get_settings")
   .catch(reportFailure);
 
 connectButton.addEventListener("click", () => {
-  invoke(connectButton.dataset.command ?? "connect").catch(reportFailure);
+  invoke(connectButton.dataset.command ?? COMMANDS.connect).catch(reportFailure);
 });
 document.getElementById("open-settings").addEventListener("click", () => settingsDialog.open());
 const history = createHistoryPanel({

@@ -1,7 +1,6 @@
 // The microphone and speaker meters: each reading from Rust sets its <meter>. The scale runs
 // from -60 dBFS (silence, for the eye) to 0 dBFS (full scale).
 
-export const LEVEL_EVENT = "walkie://level";
 export const FLOOR_DBFS = -60;
 
 /**

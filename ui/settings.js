@@ -5,6 +5,7 @@
 // stored in the OS keyring. What comes back is a summary (where the key comes from and its last
 // four characters), never the key.
 
+import { COMMANDS, EVENTS } from "./ipc.js";
 import { describeError } from "./status.js";
 import { FLOOR_DBFS } from "./meters.js";
 import {
@@ -17,7 +18,6 @@ import {
 import { createToolServerList, serverForSettings } from "./tool-servers.js";
 
 /** The microphone test's news from Rust: `{ test, kind: "level" | "failed" | "stopped" }`. */
-export const MIC_TEST_EVENT = "walkie://mic-test";
 
 /** The key account a provider reads its key from; `null` when it takes none. */
 export function accountFor(provider) {
@@ -704,7 +704,7 @@ export function createSettingsDialog(
 
   async function loadDevices() {
     try {
-      const devices = await invoke("list_devices");
+      const devices = await invoke(COMMANDS.listDevices);
       fill(field("inputDevice"), deviceOptions(devices.inputs, view.settings.inputDevice), view.settings.inputDevice);
       fill(field("outputDevice"), deviceOptions(devices.outputs, view.settings.outputDevice), view.settings.outputDevice);
       if (devices.problem) say(`Some devices could not be listed: ${devices.problem}`, "error");
@@ -827,7 +827,7 @@ export function createSettingsDialog(
     say("");
     keyInput.value = "";
     try {
-      view = await invoke("get_settings");
+      view = await invoke(COMMANDS.getSettings);
     } catch (error) {
       showError(error);
       return;
@@ -863,7 +863,7 @@ export function createSettingsDialog(
       // Show Rust's findings on the other fields with the form's own, all at once.
       let more = [];
       try {
-        more = await invoke("check_settings", { settings });
+        more = await invoke(COMMANDS.checkSettings, { settings });
       } catch {
         more = [];
       }
@@ -872,7 +872,7 @@ export function createSettingsDialog(
     }
     const key = typedKeyFor(settings.provider);
     try {
-      view = await invoke("save_settings", { settings, key });
+      view = await invoke(COMMANDS.saveSettings, { settings, key });
     } catch (error) {
       showError(error);
       return false;
@@ -901,7 +901,7 @@ export function createSettingsDialog(
     result.dataset.kind = "info";
     result.textContent = "Calling the provider…";
     try {
-      result.textContent = await invoke("test_connection", { settings, key });
+      result.textContent = await invoke(COMMANDS.testConnection, { settings, key });
     } catch (error) {
       if (error?.problems?.length) {
         result.textContent = "";
@@ -945,7 +945,7 @@ export function createSettingsDialog(
     let sentence;
     let kind = "info";
     try {
-      sentence = await invoke("preview_voice", { settings, key: typedKeyFor(settings.provider) });
+      sentence = await invoke(COMMANDS.previewVoice, { settings, key: typedKeyFor(settings.provider) });
     } catch (error) {
       if (error?.problems?.length) {
         sentence = "";
@@ -968,7 +968,7 @@ export function createSettingsDialog(
     previewResult.dataset.kind = "info";
     previewResult.textContent = "Stopped.";
     try {
-      await invoke("stop_voice_preview");
+      await invoke(COMMANDS.stopVoicePreview);
     } catch {
       // The preview ends by itself within 30 seconds.
     }
@@ -1008,7 +1008,7 @@ export function createSettingsDialog(
     micTestState.dataset.kind = "info";
     micTestState.textContent = "Speak: the bar follows your voice.";
     try {
-      micTest = await invoke("mic_test_start", { device: field("inputDevice").value });
+      micTest = await invoke(COMMANDS.micTestStart, { device: field("inputDevice").value });
       micTestButton.textContent = "Stop test";
       micTestButton.setAttribute("aria-pressed", "true");
     } catch (error) {
@@ -1020,20 +1020,20 @@ export function createSettingsDialog(
     if (micTest === null) return;
     showMicTestOff();
     try {
-      await invoke("mic_test_stop");
+      await invoke(COMMANDS.micTestStop);
     } catch {
       // The test ends by itself after a minute.
     }
   }
 
-  listen?.(MIC_TEST_EVENT, (event) => showMicTest(event.payload));
+  listen?.(EVENTS.micTest, (event) => showMicTest(event.payload));
 
   async function saveKey() {
     const account = accountFor(field("provider").value);
     if (!account) return;
     clearInvalid();
     try {
-      const summary = await invoke("set_api_key", { account, key: keyInput.value });
+      const summary = await invoke(COMMANDS.setApiKey, { account, key: keyInput.value });
       keyInput.value = "";
       saved.apiKey = "";
       view.keys = view.keys.map((key) => (key.account === account ? summary : key));
@@ -1048,7 +1048,7 @@ export function createSettingsDialog(
     const account = accountFor(field("provider").value);
     if (!account) return;
     try {
-      const summary = await invoke("forget_api_key", { account });
+      const summary = await invoke(COMMANDS.forgetApiKey, { account });
       view.keys = view.keys.map((key) => (key.account === account ? summary : key));
       showProviderFields();
       say("The key was removed from your system keyring.");
@@ -1060,7 +1060,7 @@ export function createSettingsDialog(
   async function browse() {
     const dataFolder = field("dataFolder");
     try {
-      const chosen = await invoke("choose_data_folder", { current: dataFolder.value.trim() || null });
+      const chosen = await invoke(COMMANDS.chooseDataFolder, { current: dataFolder.value.trim() || null });
       if (chosen) {
         dataFolder.value = chosen;
         dataFolder.dispatchEvent(new Event("input", { bubbles: true }));

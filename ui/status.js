@@ -1,7 +1,6 @@
 // The status line shows exactly what Rust last said about the connection: the webview derives
 // no state of its own, so what a user reads is never ahead of or behind the app.
-
-export const STATUS_EVENT = "walkie://status";
+import { COMMANDS } from "./ipc.js";
 
 const KNOWN_STATES = new Set([
   "not_connected",
@@ -17,7 +16,7 @@ const KNOWN_STATES = new Set([
 /** What the banner's one button does, per the status's `action`. */
 const ACTIONS = {
   open_settings: { label: "Open Settings", command: "open_settings" },
-  try_again: { label: "Try again", command: "connect" },
+  try_again: { label: "Try again", command: COMMANDS.connect },
   dismiss: { label: "OK", command: "dismiss" },
 };
 
@@ -185,10 +184,10 @@ const IN_CALL = new Set(["ready", "listening", "thinking", "speaking"]);
  */
 export function connectAction(status) {
   if (status?.cancellable === true) {
-    return { label: "Cancel", title: "Stop placing the call", command: "cancel_reconnect" };
+    return { label: "Cancel", title: "Stop placing the call", command: COMMANDS.cancelReconnect };
   }
   if (IN_CALL.has(status?.state)) {
-    return { label: "New conversation", title: "Hang up and start a new conversation", command: "connect" };
+    return { label: "New conversation", title: "Hang up and start a new conversation", command: COMMANDS.connect };
   }
-  return { label: "Connect", title: "Call the provider again", command: "connect" };
+  return { label: "Connect", title: "Call the provider again", command: COMMANDS.connect };
 }

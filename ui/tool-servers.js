@@ -3,6 +3,7 @@
 // price table, the form carries the whole list as one field (a hidden input holding JSON), so the
 // dialog's unsaved-changes check, its error slot and Rust's check all see it as one setting. Check
 // starts the server as typed and lists its tools, so each can be given its own permission.
+import { COMMANDS } from "./ipc.js";
 
 /** What a server's tools may do, as the settings spell it, and the words for it. */
 export const PERMISSIONS = [
@@ -123,7 +124,7 @@ export function createToolServerList({ list, hidden, add, invoke }) {
     note.textContent = row.note;
     note.dataset.kind = row.noteKind;
     try {
-      const tools = await invoke("check_tool_server", { server: serverForSettings(row) });
+      const tools = await invoke(COMMANDS.checkToolServer, { server: serverForSettings(row) });
       row.found = Array.isArray(tools) ? tools : [];
       row.note = checkedText(row.found);
       row.noteKind = "info";
