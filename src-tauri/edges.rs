@@ -1,7 +1,8 @@
-//! The conversation driver's edges: the clock into `now_ms`, the webview's commands and the
-//! call's, the audio engine's and the saving's news into the machine's inputs, and the
-//! machine's outputs to the call, the engine, the store and the webview — each carried without
-//! waiting, in the machine's order.
+//! The conversation driver's edges: the clock into `now_ms`, the call's, the audio engine's and
+//! the saving's news into the machine's inputs, and the conversation's outputs to the call, the
+//! engine, the store and the webview, carried without waiting, in the machine's order.
+//! Beginning a conversation waits for its tool servers and its saving to start, and closing one
+//! for the hang-up and the close on disk.
 
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
@@ -27,7 +28,8 @@ use crate::recording::{Recording, Saving, SavingNews};
 pub trait Ui: Send + 'static {
     fn status(&mut self, status: StatusEvent);
     fn transcript(&mut self, event: &walkie_agui::Event);
-    /// A level reading (about 30 a second per direction) for the meters.
+    /// A level reading for the meters, sent only when it moves the meter a step (at most 15 a
+    /// second per direction).
     fn level(&mut self, direction: DeviceDirection, level: LevelReading);
     /// The transcript message `message_id` is a reply the user cut off (after its END).
     fn interrupted(&mut self, message_id: &str);
@@ -359,7 +361,6 @@ impl<U: Ui> Edges<U> {
         })
     }
 
-    /// The audio engine's reports queued since the last call, as the machine's inputs.
     /// The call's receive side and transport as they are now: the jitter buffer's counts and
     /// the interarrival jitter, and the last consent check's round trip.
     fn health_sample(&mut self) -> Option<Input> {
@@ -377,6 +378,7 @@ impl<U: Ui> Edges<U> {
         }))
     }
 
+    /// The audio engine's reports queued since the last call, as the machine's inputs.
     pub fn audio_inputs(&self) -> Vec<Input> {
         let clock = self.clock;
         self.audio

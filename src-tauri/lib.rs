@@ -392,7 +392,7 @@ impl Ui for WindowUi {
             rms_dbfs: level.rms_dbfs,
             peak_dbfs: level.peak_dbfs,
         };
-        // Thirty a second per direction: a lost one is replaced before anyone could see it.
+        // Sent only when the meter moves: a lost one leaves it a step off until the level moves.
         let _ = self.app.emit(LEVEL_EVENT, reading);
     }
 

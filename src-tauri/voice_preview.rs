@@ -23,7 +23,8 @@ use crate::settings_commands::{SaveError, SettingsState, TypedKey, form_plan};
 /// What the model is asked to say.
 const PREVIEW_INSTRUCTIONS: &str = "Say, in one short friendly sentence and nothing else, \
     that this is how you sound.";
-/// A preview ends by itself after this long, however it is going.
+/// Once its reply is asked for, a preview ends by itself after this long, however it is going
+/// (placing the call and hanging up are bounded by the call's own timeouts).
 const LONGEST_PREVIEW: Duration = Duration::from_secs(30);
 
 /// The preview playing now, if any: sending on it stops it.

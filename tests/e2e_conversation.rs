@@ -290,7 +290,7 @@ async fn e2e_pressing_during_the_reply_cuts_it_off_and_starts_the_next_turn() {
         wait_for_text(&client, "#status", READY).await;
         let speaker = PulseStream::record_speaker();
         // Long enough that a press 1.2 s in, however late a loaded machine lands it, cuts
-        // well before 60 % (3 s once went to 64 %: the press landed 0.7 s late).
+        // well before 60 %.
         let words = speech_like(4.0);
         say_with_the_key(&client, &words).await;
 

@@ -970,7 +970,7 @@ export function createSettingsDialog(
     try {
       await invoke(COMMANDS.stopVoicePreview);
     } catch {
-      // The preview ends by itself within 30 seconds.
+      // The preview ends by itself, about 30 seconds after its reply was asked for.
     }
   }
 

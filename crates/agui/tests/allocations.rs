@@ -58,8 +58,7 @@ fn content_events_allocate_nothing_after_warm_up() {
 
     // Three rounds of 3 000 word-sized deltas (45 kB in all) fit in the capacity the warm-up
     // left: zero allocations. dhat counts every thread of the process, and the test harness's
-    // own thread allocates now and then (4 blocks once, on a loaded machine): the fewest of the
-    // three rounds is this code's. An allocation per event would show 3 000 in every round.
+    // own thread allocates now and then: the fewest of the three rounds is this code's. An allocation per event would show 3 000 in every round.
     let word = content("m1", "word ");
     let steady = (0..3)
         .map(|_| {

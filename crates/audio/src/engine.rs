@@ -473,9 +473,8 @@ enum DownMsg {
 /// send unparks the worker.
 ///
 /// Why not a blocking `recv_timeout`: a receiver blocked in it registers with the channel
-/// under a mutex that a send then takes too, and the app's sends (a delta to play every 20 ms)
-/// met the downlink there about 40 times a second, each time a futex sleep and a second
-/// wakeup (docs/benchmarks.md). `unpark` is an atomic swap, plus a futex wake only if the
+/// under a mutex that a send then takes too, so every delta to play (one each 20 ms) would cost
+/// the downlink a futex sleep and a second wakeup (docs/benchmarks.md). `unpark` is an atomic swap, plus a futex wake only if the
 /// worker sleeps. A blocking wait elsewhere on the worker (a stream opening waits for its
 /// thread) may use up an unpark; the message is then taken at the next tick, 20 ms at most.
 struct Inbox<T> {

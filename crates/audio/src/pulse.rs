@@ -2,8 +2,7 @@
 //! per stream runs its own libpulse main loop and moves each period between the server and a
 //! lock-free ring right where the server's request (or data) is handled.
 //!
-//! Why not through another layer: every wakeup costs CPU (tens of µs on the project machines),
-//! and the layers add wakeups (docs/benchmarks.md, "Audio engine"). cpal 0.18's pure-Rust
+//! Why not through another layer: every wakeup costs CPU, and the layers add wakeups (docs/benchmarks.md, "Audio engine"). cpal 0.18's pure-Rust
 //! client zero-fills 1 MiB per socket read and polls timing after every period; alsa-lib's
 //! `pulse` plugin runs a libpulse thread that asks for timing after every write, plus a thread
 //! of its own that the plugin wakes through a pipe. Here a period is one wakeup: the server's
@@ -209,8 +208,8 @@ impl Opened {
         let mut stream =
             Stream::new(&mut context, label, &spec, None).ok_or("no libpulse stream")?;
         // Three periods queued for playback: the server asks for one period at a time, so the
-        // thread has two periods to answer before the server runs dry (with two, it ran dry
-        // inside most replies on a loaded machine), and a flush takes effect at the next
+        // thread has two periods to answer before the server runs dry (one is too little on a
+        // loaded machine), and a flush takes effect at the next
         // request (what the server already holds, up to three periods, still plays).
         // ADJUST_LATENCY makes that the whole latency (the device's own buffer included).
         // No pre-buffering (prebuf 0): a server that runs dry keeps its clock and plays

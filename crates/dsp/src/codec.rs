@@ -37,17 +37,16 @@ impl std::fmt::Debug for OpusEncoder {
 /// libopus's effort for the microphone: 5 of 0–10, as WebRTC uses on phones.
 ///
 /// Why not libopus's default of 9: on speech at 32 kb/s the encoder codes in hybrid mode
-/// (SILK for the voice band), and at 9 that costs about 0.35–0.45 ms per 20 ms frame on these
-/// machines, 2 % of a core for the encoder alone: the whole duplex budget. At 5 the same
-/// speech takes about half, still with SILK's speech model and in-band FEC (docs/benchmarks.md,
-/// "Audio engine"). On a pure tone the encoder picks CELT, which costs a fifth of that and is
-/// cheapest at the default: the engine is measured on speech for that reason.
+/// (SILK for the voice band), where 9 costs about twice what 5 does for no audible gain, and 5
+/// keeps SILK's speech model and in-band FEC (the figures: docs/benchmarks.md, "Audio
+/// engine"). On a pure tone the encoder picks CELT, far cheaper and cheapest at the default:
+/// the engine is measured on speech for that reason.
 pub const DEFAULT_OPUS_COMPLEXITY: i32 = 5;
 
 /// The packet loss the encoder is told to expect. It decides whether libopus spends bits on
-/// in-band FEC at all: at 5 % and complexity 5 it left FEC off for the first second of an
-/// utterance at 32 kb/s (its rate threshold counts complexity and loss), so a lost packet in
-/// the first words could not be rebuilt. At 10 % FEC is on from the second frame.
+/// in-band FEC at all (its rate threshold counts complexity and loss): this is high enough
+/// that FEC is on from an utterance's start, so a lost packet in the first words can be
+/// rebuilt (docs/benchmarks.md, "Audio engine").
 const EXPECTED_LOSS_PERCENT: i32 = 10;
 
 impl OpusEncoder {

@@ -279,9 +279,9 @@ impl std::fmt::Debug for DriftResampler {
 const MAX_RELATIVE_RATIO: f64 = 1.0 + 2.0 * MAX_PLAUSIBLE_DRIFT_PPM * 1e-6;
 
 impl DriftResampler {
-    /// For a stream at `rate_hz`, resampled in 10 ms chunks (the canceller's frame); the
-    /// ratio starts at 1. (In 1 ms chunks the canceller lost the echo path after a sound
-    /// server's stall, in 2 runs of 3 of the engine's stall test.)
+    /// For a stream at `rate_hz`, resampled in 10 ms chunks (the canceller's frame: finer
+    /// chunks can make it lose the echo path after a sound server's stall); the ratio starts
+    /// at 1.
     pub fn new(rate_hz: u32) -> Result<Self, rubato::ResamplerConstructionError> {
         let chunk_in = (rate_hz / 100).max(1) as usize;
         // Linear interpolation between 256 sinc phases of 64 taps: over 100 dB below the

@@ -197,8 +197,8 @@ const CAPTURE_RATE_HZ: u32 = crate::CALL_RATE_HZ;
 
 /// Noise added to the microphone's samples before the canceller, as RMS dBFS: a microphone
 /// that delivers exact zeros between words (a virtual device, a digitally gated one) otherwise
-/// leads the noise suppressor to take the words for noise (5 dB off and 40 % of their length
-/// cut: tests/echo_room.rs). Any noise at all avoids it; this is 30 dB below 16-bit
+/// leads the noise suppressor to take the words for noise (tests/echo_room.rs checks that they
+/// come through whole). Any noise at all avoids it; this is 30 dB below 16-bit
 /// quantisation noise, far under any real microphone's own.
 const DITHER_DBFS: f32 = -120.0;
 
@@ -236,8 +236,8 @@ pub struct EchoStage {
     /// Moves the reference onto the microphone's clock, once the clocks are found apart.
     drift_resampler: DriftResampler,
     /// Whether they were: from then on the reference goes through the resampler at the
-    /// measured drift. (Until then it does not: in the path at ratio 1, the resampler let
-    /// echo through on the null sinks once, under load, where the canceller alone held.)
+    /// measured drift. (Until then the reference bypasses it: even at ratio 1 the resampler
+    /// can let echo through where the canceller alone holds.)
     following_drift: bool,
     clocks_told: bool,
     /// Told apart from `event`, which a change of trust in the same pass would overwrite.

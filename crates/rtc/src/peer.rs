@@ -1,8 +1,8 @@
 //! One WebRTC peer: the sans-IO `rtc` core driven by this crate's own event loop.
 //!
 //! Why not the async `webrtc` crate: its driver sends the packets the core queues while it
-//! handles events only at the next timer tick, which opens the data channel 200–400 ms after
-//! ICE connects (build-environment.md §12.4). This loop *flushes after every event*: after any
+//! handles events only at the next timer tick, which delays each step of setting up the data
+//! channel by a tick (docs/benchmarks.md, "WebRTC transport"). This loop *flushes after every event*: after any
 //! input (a datagram, a command, a timeout) it drains the core's events and reads, then its
 //! writes, and repeats until the core has nothing more to say. Nothing waits for a tick.
 //!
