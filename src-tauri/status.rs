@@ -22,6 +22,15 @@ mod tests {
         .unwrap();
         assert_eq!(json["state"], "not_connected");
         assert_eq!(json["detail"], "Not connected: the call ended.");
-        assert_eq!(json.as_object().unwrap().len(), 2);
+        assert_eq!(json["headline"], "Not connected");
+        assert_eq!(json["reason"], "the call ended.");
+        assert_eq!(json.as_object().unwrap().len(), 4);
+        let ready =
+            serde_json::to_value(StatusEvent::new(ConnectionState::Ready, "Ready.")).unwrap();
+        assert_eq!(
+            ready.as_object().unwrap().len(),
+            2,
+            "no headline, no reason: {ready}"
+        );
     }
 }

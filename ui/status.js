@@ -22,18 +22,18 @@ const ACTIONS = {
 
 /**
  * How a status is shown. The header keeps one line: for a problem only its headline ("Not
- * connected"); the sentence saying what went wrong and what to do goes to the banner under the
- * header, with the one action that fits the cause. The headline and the sentence together are
- * the status's whole text, so a screen reader hears all of it.
+ * connected"); the reason, saying what went wrong and what to do, goes to the banner under the
+ * header, with the one action that fits the cause. Rust sends the headline and the reason as
+ * fields; a status without them is one piece. The headline and the reason together are the
+ * status's whole text, so a screen reader hears all of it.
  * The technical account behind a problem, when Rust has one, sits behind "Details…".
- * @param {{ state: string, detail: string, action?: string, details?: string }} status
+ * @param {{ state: string, detail: string, headline?: string, reason?: string, action?: string, details?: string }} status
  * @returns {{ headline: string, rest: string, banner: null | { text: string, action: { label: string, command: string }, details: string | null } }}
  */
 export function statusView(status) {
   const problem = status.state === "error" || status.action != null;
-  const colon = status.detail.indexOf(": ");
   const details = status.details ?? null;
-  if (!problem || colon <= 0) {
+  if (!problem || !status.headline || typeof status.reason !== "string") {
     const action = problem ? ACTIONS[status.action] ?? ACTIONS.try_again : null;
     return {
       headline: status.detail,
@@ -41,9 +41,9 @@ export function statusView(status) {
       banner: action ? { text: status.detail, action, details } : null,
     };
   }
-  const reason = status.detail.slice(colon + 2);
+  const reason = status.reason;
   return {
-    headline: status.detail.slice(0, colon),
+    headline: status.headline,
     rest: `: ${reason}`,
     banner: {
       text: reason.charAt(0).toUpperCase() + reason.slice(1),
@@ -170,7 +170,8 @@ export function describeError(error) {
  * @param {unknown} error
  */
 export function failureStatus(error) {
-  return { state: "error", detail: `Something went wrong: ${describeError(error)}` };
+  const reason = describeError(error);
+  return { state: "error", detail: `Something went wrong: ${reason}`, headline: "Something went wrong", reason };
 }
 
 const IN_CALL = new Set(["ready", "listening", "thinking", "speaking"]);

@@ -10,6 +10,15 @@ import {
   talkControl,
 } from "../status.js";
 
+/** A status as Rust sends it for a sentence that opens with a headline. */
+const problem = (state, headline, reason, more = {}) => ({
+  state,
+  detail: `${headline}: ${reason}`,
+  headline,
+  reason,
+  ...more,
+});
+
 /** The few DOM calls renderStatus makes: spans created and put in, their text read back. */
 const statusElement = () => {
   const element = {
@@ -94,11 +103,9 @@ test("the Connect button reads Cancel and stops the call while the status says o
 });
 
 test("a problem shows its headline on the line and its sentence in the banner, with its action", () => {
-  const status = {
-    state: "error",
-    detail: "Not connected: 127.0.0.1 refused the API key: add a valid key in Settings.",
+  const status = problem("error", "Not connected", "127.0.0.1 refused the API key: add a valid key in Settings.", {
     action: "open_settings",
-  };
+  });
   const line = statusElement();
   renderStatus(line, status);
   assert.equal(line.shownText, "Not connected");
@@ -116,6 +123,18 @@ test("a problem shows its headline on the line and its sentence in the banner, w
     "Try again",
     "a problem without an action can still be retried",
   );
+});
+
+test("a problem is split where Rust says, never at a colon the page finds", () => {
+  const whole = { state: "error", detail: "The audio engine could not start: no device answered.", action: "try_again" };
+  assert.equal(statusView(whole).headline, whole.detail, "no headline field: one piece");
+  assert.equal(statusView(whole).banner.text, whole.detail);
+  const view = statusView(problem("error", "Not connected", "no API key for OpenAI: add one in Settings.", { action: "open_settings" }));
+  assert.equal(view.headline, "Not connected");
+  assert.equal(view.banner.text, "No API key for OpenAI: add one in Settings.");
+  const failure = statusView(failureStatus(new Error("the conversation has stopped")));
+  assert.equal(failure.headline, "Something went wrong");
+  assert.equal(failure.banner.text, "The conversation has stopped");
 });
 
 test("a status that is no problem has no banner and shows whole", () => {
@@ -150,7 +169,7 @@ function bannerElement() {
 test("the banner shows the sentence and one button", () => {
   const banner = bannerElement();
   const { parts } = banner;
-  renderBanner(banner, { state: "error", detail: "Not connected: the provider is down. Press Connect to try again.", action: "try_again" });
+  renderBanner(banner, problem("error", "Not connected", "the provider is down. Press Connect to try again.", { action: "try_again" }));
   assert.equal(banner.hidden, false);
   assert.equal(parts.text.textContent, "The provider is down. Press Connect to try again.");
   assert.equal(parts.action.textContent, "Try again");
@@ -200,12 +219,12 @@ test("the talk control says what a press does in each mode and state", () => {
 });
 
 test("a notice that the call went on is a headline and a banner with OK", () => {
-  const view = statusView({
-    state: "ready",
-    detail: "Call goes on: the provider refused a request (invalid_value).",
-    action: "dismiss",
-    details: "Invalid value: 'sage2'. (answering response.create walkie_9)",
-  });
+  const view = statusView(
+    problem("ready", "Call goes on", "the provider refused a request (invalid_value).", {
+      action: "dismiss",
+      details: "Invalid value: 'sage2'. (answering response.create walkie_9)",
+    }),
+  );
   assert.equal(view.headline, "Call goes on");
   assert.deepEqual(view.banner, {
     text: "The provider refused a request (invalid_value).",

@@ -40,6 +40,6 @@ pub use spending::{
     MinutePrices, Prices, Pricing, Rate, SessionBill, SessionSeconds, Spending, SpentBefore,
     TokenTotals, TranscriptionBill,
 };
-pub use status::{ConnectionState, StatusAction, StatusEvent, sentence};
+pub use status::{ConnectionState, StatusAction, StatusEvent, headline, sentence};
 pub use tools::{APPROVAL_TIMEOUT_MS, ApprovalRequest, OutsideTool, ToolPolicy};
 pub use walkie_session::DeviceDirection;

@@ -6,6 +6,44 @@
 
 use serde::Serialize;
 
+use self::headline::*;
+
+/// The first words of a problem's sentence, which the header shows alone; the rest of the
+/// sentence is the reason, for the banner. The sentences here that open with one are built from
+/// these, and [`StatusEvent::new`] names the one a sentence opens with.
+pub mod headline {
+    pub const NOT_CONNECTED: &str = "Not connected";
+    pub const CALL_GOES_ON: &str = "Call goes on";
+    pub const NOT_SAVING: &str = "Not saving";
+    pub const SAVING_AGAIN: &str = "Saving again";
+    pub const BUDGET_SPENT: &str = "Budget spent";
+    pub const NOT_SENT: &str = "Not sent";
+    pub const NOT_AVAILABLE: &str = "Not available";
+    pub const A_TOOL_FAILED: &str = "A tool failed";
+    pub const BUDGET_NEARLY_SPENT: &str = "Budget 80 % spent";
+    /// The settings' notices (walkie-settings builds them): a model moved off one that shuts
+    /// down, or kept by the user's choice.
+    pub const NEW_MODEL: &str = "New model";
+    pub const NEW_MODELS: &str = "New models";
+    pub const MODEL_SHUTS_DOWN: &str = "Model shuts down";
+
+    /// Every headline.
+    pub const ALL: [&str; 12] = [
+        NOT_CONNECTED,
+        CALL_GOES_ON,
+        NOT_SAVING,
+        SAVING_AGAIN,
+        BUDGET_SPENT,
+        NOT_SENT,
+        NOT_AVAILABLE,
+        A_TOOL_FAILED,
+        BUDGET_NEARLY_SPENT,
+        NEW_MODEL,
+        NEW_MODELS,
+        MODEL_SHUTS_DOWN,
+    ];
+}
+
 /// Where the conversation stands, as the status line names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,6 +87,13 @@ pub struct StatusEvent {
     pub state: ConnectionState,
     /// A sentence for the user: what happened and, when it matters, what to do.
     pub detail: String,
+    /// For a sentence that opens with one of the [`headline`]s: that headline, which the
+    /// header shows alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headline: Option<&'static str>,
+    /// The rest of such a sentence, after the headline and its colon: the banner's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// For a problem, what to do about it; `None` when nothing is wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<StatusAction>,
@@ -64,9 +109,17 @@ pub struct StatusEvent {
 
 impl StatusEvent {
     pub fn new(state: ConnectionState, detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        let headline = headline::ALL.into_iter().find(|headline| {
+            detail
+                .strip_prefix(headline)
+                .is_some_and(|rest| rest.starts_with(": "))
+        });
         Self {
             state,
-            detail: detail.into(),
+            reason: headline.map(|headline| detail[headline.len() + 2..].to_owned()),
+            headline,
+            detail,
             action: None,
             details: None,
             cancellable: false,
@@ -105,7 +158,7 @@ impl StatusEvent {
     pub fn not_connected(reason: &str) -> Self {
         Self::new(
             ConnectionState::Error,
-            format!("Not connected: {reason}. Press Connect to try again."),
+            format!("{NOT_CONNECTED}: {reason}. Press Connect to try again."),
         )
         .with_action(StatusAction::TryAgain)
     }
@@ -113,8 +166,11 @@ impl StatusEvent {
     /// There is no call until the settings change, for this reason (a phrase that says what
     /// to change: "no API key for OpenAI: add one in Settings").
     pub fn needs_settings(reason: &str) -> Self {
-        Self::new(ConnectionState::Error, format!("Not connected: {reason}."))
-            .with_action(StatusAction::OpenSettings)
+        Self::new(
+            ConnectionState::Error,
+            format!("{NOT_CONNECTED}: {reason}."),
+        )
+        .with_action(StatusAction::OpenSettings)
     }
 
     /// The conversation spent its budget and its call ended after the last reply; `unsent` are
@@ -137,9 +193,9 @@ impl StatusEvent {
     /// ("OpenAI refused the API key: …") is not framed by a second naming.
     pub fn call_refused(provider_label: &str, sentence: &str) -> Self {
         let detail = if !provider_label.is_empty() && sentence.starts_with(provider_label) {
-            format!("Not connected: {sentence}")
+            format!("{NOT_CONNECTED}: {sentence}")
         } else {
-            format!("Not connected: could not connect to {provider_label}. {sentence}")
+            format!("{NOT_CONNECTED}: could not connect to {provider_label}. {sentence}")
         };
         Self::new(ConnectionState::Error, detail).with_action(StatusAction::OpenSettings)
     }
@@ -167,7 +223,7 @@ impl StatusEvent {
     pub fn press_while_not_connected() -> Self {
         Self::new(
             ConnectionState::NotConnected,
-            "Not connected: press Connect before talking.",
+            format!("{NOT_CONNECTED}: press Connect before talking."),
         )
     }
 
@@ -175,7 +231,7 @@ impl StatusEvent {
     pub fn text_while_not_connected() -> Self {
         Self::new(
             ConnectionState::NotConnected,
-            "Not connected: your message goes out with the next call; press Connect.",
+            format!("{NOT_CONNECTED}: your message goes out with the next call; press Connect."),
         )
     }
 
@@ -232,6 +288,7 @@ impl StatusEvent {
 
 /// The sentences of the status line while connected.
 pub mod sentence {
+    use super::headline::*;
     use walkie_session::RealtimeSessionErrorEvent;
     use walkie_session::turn::{PressMode, TurnMode, UiHint};
 
@@ -295,16 +352,16 @@ pub mod sentence {
                 "The session reached its 60-minute limit: press Connect for a new one.".to_owned()
             }
             UiHint::TextTooLong { max_bytes } => format!(
-                "Not sent: a typed message holds at most {} KiB; shorten it or send it in parts.",
+                "{NOT_SENT}: a typed message holds at most {} KiB; shorten it or send it in parts.",
                 max_bytes / 1024
             ),
             // The state of the session, not news of one press: see [`paused`].
             UiHint::Paused | UiHint::Resumed => return None,
             UiHint::TypedMessagesNotTaken => {
-                "Not sent: this provider takes speech only; say it instead.".to_owned()
+                format!("{NOT_SENT}: this provider takes speech only; say it instead.")
             }
             UiHint::PictureTooLarge { bytes, max_bytes } => format!(
-                "Not sent: a picture takes {} KiB where a message holds {} KiB; attach it again.",
+                "{NOT_SENT}: a picture takes {} KiB where a message holds {} KiB; attach it again.",
                 bytes.div_ceil(1024),
                 max_bytes / 1024
             ),
@@ -317,24 +374,23 @@ pub mod sentence {
     pub fn provider_notice(error: &RealtimeSessionErrorEvent) -> Option<String> {
         match error.error_type.as_deref() {
             Some("undecodable_server_event") => {
-                return Some(
-                    "Call goes on: the provider sent a message Walkie could not read.".to_owned(),
-                );
+                return Some(format!(
+                    "{CALL_GOES_ON}: the provider sent a message Walkie could not read."
+                ));
             }
             // The controller's own bound on a message, not a refusal.
             Some("transcript_cut") => {
                 return Some(format!(
-                    "Call goes on: the provider sent more text for one message than Walkie \
+                    "{CALL_GOES_ON}: the provider sent more text for one message than Walkie \
                      keeps ({} KiB), so the rest was left out.",
                     walkie_session::turn::MAX_TRANSCRIPT_BYTES / 1024
                 ));
             }
             // The controller's own watchdog, not a refusal.
             Some("turn_watchdog") => {
-                return Some(
-                    "Call goes on: the provider went silent on a reply, so Walkie ended it."
-                        .to_owned(),
-                );
+                return Some(format!(
+                    "{CALL_GOES_ON}: the provider went silent on a reply, so Walkie ended it."
+                ));
             }
             _ => {}
         }
@@ -345,7 +401,7 @@ pub mod sentence {
                 | "response_cancel_not_active",
             ) => None,
             _ => Some(format!(
-                "Call goes on: the provider refused a request ({}).",
+                "{CALL_GOES_ON}: the provider refused a request ({}).",
                 error.code.as_deref().unwrap_or("no code given")
             )),
         }
@@ -364,17 +420,17 @@ pub mod sentence {
     }
 
     pub fn not_saving(reason: &str) -> String {
-        format!("Not saving: {reason}.")
+        format!("{NOT_SAVING}: {reason}.")
     }
 
     /// Saving works again after it failed; `lost_audio_ms` of audio could not be held
     /// meanwhile.
     pub fn saving_resumed(lost_audio_ms: u64) -> String {
         if lost_audio_ms == 0 {
-            return "Saving again: the conversation so far is on disk.".to_owned();
+            return format!("{SAVING_AGAIN}: the conversation so far is on disk.");
         }
         format!(
-            "Saving again: the conversation so far is on disk, but for {} s of audio Walkie \
+            "{SAVING_AGAIN}: the conversation so far is on disk, but for {} s of audio Walkie \
              could not hold while the disk was full.",
             lost_audio_ms.div_ceil(1000)
         )
@@ -401,7 +457,7 @@ pub mod sentence {
             why.push('.');
         }
         format!(
-            "Call goes on: the new settings' call to {new_provider} failed, so \
+            "{CALL_GOES_ON}: the new settings' call to {new_provider} failed, so \
              {current_provider} still answers. {why}"
         )
     }
@@ -441,7 +497,7 @@ pub mod sentence {
         let sentence = match (servers_missing, left_out.len()) {
             ([], 0) => return None,
             ([one], 0) => format!(
-                "Not available: {}. Its tools are left out of this conversation.",
+                "{NOT_AVAILABLE}: {}. Its tools are left out of this conversation.",
                 one.trim_end_matches('.')
             ),
             ([], count) => format!(
@@ -458,12 +514,12 @@ pub mod sentence {
 
     /// A call of an outside tool failed (`failure` says how); the model was told.
     pub fn tool_failed(failure: &str) -> String {
-        format!("A tool failed: {failure}. The assistant was told and goes on.")
+        format!("{A_TOOL_FAILED}: {failure}. The assistant was told and goes on.")
     }
 
     /// The user took the recording back (Escape) before it was sent.
     pub fn press_cancelled() -> String {
-        "Not sent: the recording was cancelled.".to_owned()
+        format!("{NOT_SENT}: the recording was cancelled.")
     }
 
     /// The key was pressed while a dropped call is being dialled again: a press still held
@@ -526,7 +582,7 @@ pub mod sentence {
 
     pub fn budget_nearly_spent(spent_usd: f64, budget_usd: f64) -> String {
         format!(
-            "Budget 80 % spent: this conversation has cost {} of its {} budget; the call ends \
+            "{BUDGET_NEARLY_SPENT}: this conversation has cost {} of its {} budget; the call ends \
              after the reply that spends the rest.",
             dollars(spent_usd),
             budget(budget_usd)
@@ -535,7 +591,7 @@ pub mod sentence {
 
     pub fn budget_spent_during_reply(budget_usd: f64) -> String {
         format!(
-            "Budget spent: the call ends after this reply (a budget of {}).",
+            "{BUDGET_SPENT}: the call ends after this reply (a budget of {}).",
             budget(budget_usd)
         )
     }
@@ -547,7 +603,7 @@ pub mod sentence {
             n => format!(" {n} messages you typed were not sent (they are under Details…)."),
         };
         format!(
-            "Budget spent: this conversation cost {} of its {} budget, so its call ended. \
+            "{BUDGET_SPENT}: this conversation cost {} of its {} budget, so its call ended. \
              Connect starts a new conversation; Settings changes the budget.{unsent}",
             dollars(spent_usd),
             budget(budget_usd)
@@ -558,6 +614,75 @@ pub mod sentence {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_problem_carries_its_headline_and_its_reason_as_fields_that_make_its_sentence() {
+        let problems = [
+            StatusEvent::not_connected("the provider closed the call"),
+            StatusEvent::needs_settings("no API key for OpenAI: add one in Settings"),
+            StatusEvent::call_refused("OpenAI", "The provider is busy: try again in a minute."),
+            StatusEvent::budget_spent(0.8, 0.5, &[]),
+            StatusEvent::new(
+                ConnectionState::Ready,
+                sentence::budget_nearly_spent(0.8, 1.0),
+            ),
+            StatusEvent::press_while_not_connected(),
+            StatusEvent::new(
+                ConnectionState::Ready,
+                sentence::not_saving("the disk is full"),
+            ),
+            StatusEvent::new(ConnectionState::Ready, sentence::saving_resumed(2_000)),
+            StatusEvent::new(
+                ConnectionState::Ready,
+                sentence::tool_failed("echo timed out"),
+            ),
+            StatusEvent::new(
+                ConnectionState::Ready,
+                sentence::new_call_refused("Azure", "OpenAI", "the key was refused"),
+            ),
+        ];
+        for status in problems {
+            let headline = status
+                .headline
+                .unwrap_or_else(|| panic!("no headline in {:?}", status.detail));
+            let reason = status.reason.clone().expect("a headline has a reason");
+            assert_eq!(format!("{headline}: {reason}"), status.detail);
+            let json = serde_json::to_value(&status).expect("a status serialises");
+            assert_eq!(json["headline"], headline);
+            assert_eq!(json["reason"], reason.as_str());
+        }
+        assert_eq!(
+            StatusEvent::not_connected("the call was cancelled")
+                .reason
+                .as_deref(),
+            Some("the call was cancelled. Press Connect to try again.")
+        );
+    }
+
+    #[test]
+    fn a_status_that_opens_with_no_headline_is_one_piece() {
+        for status in [
+            StatusEvent::connecting("OpenAI"),
+            StatusEvent::redialing(1, 6, "the provider closed the call"),
+            StatusEvent::new(
+                ConnectionState::Ready,
+                "Ready (OpenAI): hold Space or the button to talk.",
+            ),
+            StatusEvent::new(
+                ConnectionState::Error,
+                "Not connectedness: a headline needs its colon",
+            ),
+        ] {
+            assert_eq!(
+                (status.headline, status.reason.as_deref()),
+                (None, None),
+                "{}",
+                status.detail
+            );
+            let json = serde_json::to_value(&status).expect("a status serialises");
+            assert!(json.get("headline").is_none() && json.get("reason").is_none());
+        }
+    }
 
     #[test]
     fn a_refusal_that_names_the_provider_is_not_framed_by_a_second_naming() {

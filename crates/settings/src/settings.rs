@@ -756,10 +756,11 @@ fn moved_notice(moved: &[&walkie_openai::names::Deprecation]) -> Option<String> 
         shut += &format!(" and {} on {}", known.model, known.shutdown_on);
         now += &format!(" and {}", known.replacement);
     }
+    use walkie_conversation::headline::{NEW_MODEL, NEW_MODELS};
     let (headline, others) = if rest.is_empty() {
-        ("New model", "another")
+        (NEW_MODEL, "another")
     } else {
-        ("New models", "others")
+        (NEW_MODELS, "others")
     };
     Some(format!(
         "{headline}: OpenAI shuts down {shut}, so Walkie now uses {now}; Open Settings to choose \
@@ -777,7 +778,8 @@ fn kept_notice(kept: &[&walkie_openai::names::Deprecation]) -> Option<String> {
         which += &format!(" and {} on {}", known.model, known.shutdown_on);
     }
     Some(format!(
-        "Model shuts down: {which}; choose another in Settings before then."
+        "{}: {which}; choose another in Settings before then.",
+        walkie_conversation::headline::MODEL_SHUTS_DOWN
     ))
 }
 
