@@ -72,7 +72,7 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
                 "command": command,
                 "enabled": true,
                 "permission": "ask",
-                "tools": {"add": "always", "crash": "always", "sleep": "never"}
+                "tools": {"add": "always", "big": "always", "crash": "always", "sleep": "never"}
             }]
         })
         .to_string(),
@@ -89,6 +89,17 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
             text.contains(r#"The test__add tool answered: "5""#)
         })
         .await;
+
+        // An answer of 1 MiB, far more than one message to the model holds: it is cut to fit,
+        // the model and the transcript are told, and the call goes on.
+        say(&client, r#"use test__big with {"kib": 1024}"#).await;
+        wait_for(&client, "#transcript", |text| {
+            text.contains("The test__big tool answered:")
+                && text.contains("Walkie cut this answer: it was 1024 KiB")
+        })
+        .await;
+        wait_for_text(&client, "#status", READY).await;
+        support::screenshot(&client, "tool-answer-cut").await;
 
         // Asks first: a card, and nothing more until the user decides.
         say(&client, r#"use test__echo with {"text": "hello"}"#).await;
@@ -166,7 +177,7 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
             .await
             .expect("the tool calls shown");
         let shown: Vec<String> = serde_json::from_value(shown).expect("their speakers");
-        assert_eq!(shown.len(), 106, "every call is shown: {shown:?}");
+        assert_eq!(shown.len(), 107, "every call is shown: {shown:?}");
         assert_eq!(shown[0], "Used test__add");
     })
     .await;
@@ -176,7 +187,18 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
         .filter(|event| event["item"]["type"] == "function_call_output")
         .map(|event| event["item"]["output"].clone())
         .collect();
-    assert_eq!(outputs.len(), 106, "one answer per call: {outputs:?}");
+    assert_eq!(outputs.len(), 107, "one answer per call: {outputs:?}");
+    let cut: Vec<&str> = outputs
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .filter(|output| output.contains("Walkie cut this answer"))
+        .collect();
+    assert_eq!(cut.len(), 1, "the 1 MiB answer went out cut");
+    assert!(
+        cut[0].len() < 64 * 1024,
+        "within one message: {} bytes",
+        cut[0].len()
+    );
 
     // Saved: every call and every answer, in both transcripts.
     let folder = std::fs::read_dir(dirs.data.join("conversations"))
@@ -197,7 +219,7 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
         .iter()
         .filter(|message| message["role"] == "tool")
         .collect();
-    assert_eq!((calls, answers.len()), (106, 106), "{messages:#?}");
+    assert_eq!((calls, answers.len()), (107, 107), "{messages:#?}");
     assert!(
         answers.iter().any(|answer| answer["content"]
             .as_str()
@@ -264,7 +286,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         .await;
         assert_eq!(
             note,
-            "It works: 6 tools (add, crash, echo, fail, garble, sleep)."
+            "It works: 7 tools (add, big, crash, echo, fail, garble, sleep)."
         );
         client
             .find(fantoccini::Locator::Css(
@@ -332,7 +354,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         wait_for(
             &client,
             "#settings .tool-server:nth-child(3) .tool-server-note",
-            |text| text.starts_with("It works: 6 tools"),
+            |text| text.starts_with("It works: 7 tools"),
         )
         .await;
         client

@@ -217,6 +217,13 @@ export function createTranscript(container, options = {}) {
     element.appendChild(copy);
     const view = { element, text, speaker, role };
     setSpeaker(view, role, name);
+    // A tool's arguments or answer sit in a small box that scrolls when long (a file read
+    // whole): the keyboard reaches it, and a screen reader names it.
+    if (role === "tool" || role === "tool-call") {
+      paragraph.tabIndex = 0;
+      paragraph.setAttribute("role", "region");
+      paragraph.setAttribute("aria-label", speaker.textContent);
+    }
     removePlaceholder();
     container.appendChild(element);
     messages.set(id, view);

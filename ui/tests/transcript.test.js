@@ -47,6 +47,12 @@ class FakeElement {
   addEventListener(type, listener) {
     (this.listeners[type] ??= []).push(listener);
   }
+  setAttribute(name, value) {
+    (this.attributes ??= {})[name] = String(value);
+  }
+  getAttribute(name) {
+    return this.attributes?.[name] ?? null;
+  }
   /** The reader scrolls to `top`, as a browser reports it. */
   readerScrollsTo(top) {
     this.scrollTop = top;
@@ -527,6 +533,17 @@ test("a tool call shows the tool and its arguments, then what it answered, where
   assert.throws(
     () => page.transcript.apply({ type: "TOOL_CALL_ARGS", toolCallId: "call_9", delta: "{}" }),
     TranscriptSequenceError,
+  );
+  // Their boxes scroll when long (a file read whole): the keyboard reaches them, named.
+  const boxes = page.container.children
+    .filter((message) => message.dataset.role === "tool" || message.dataset.role === "tool-call")
+    .map((message) => message.children.find((child) => child.className === "message-text"));
+  assert.deepEqual(
+    boxes.map((box) => [box.tabIndex, box.getAttribute("role"), box.getAttribute("aria-label")]),
+    [
+      [0, "region", "Used tests__add"],
+      [0, "region", "Tool answer"],
+    ],
   );
 });
 

@@ -598,3 +598,84 @@ fn tools_too_many_for_one_session_are_declared_as_far_as_they_fit_and_the_rest_n
     assert!(details.contains("big_39, on big-server"), "{details}");
     assert!(!details.contains("big_0, on big-server"), "{details}");
 }
+
+#[test]
+fn a_tool_answer_larger_than_one_message_is_cut_to_fit_and_the_cut_is_told_to_the_model_and_shown()
+{
+    let mut call = Call::ready_with_tools(vec![tool("read_file", ToolPolicy::Always)]);
+    call.utterance(500, 700);
+    model_calls(
+        &mut call,
+        1_000,
+        "call_1",
+        "read_file",
+        r#"{"path": "big.txt"}"#,
+    );
+    // A 1 MiB file, with quotes and newlines that grow when escaped.
+    let line = "a line of the \"big\" file\n";
+    let file = line.repeat(1024 * 1024 / line.len());
+    let outputs = call.input(
+        1_500,
+        Input::ToolFinished {
+            call_id: "call_1".to_owned(),
+            result: Ok(json!({ "text": file })),
+        },
+    );
+    let sent: Vec<String> = outputs
+        .iter()
+        .filter_map(|output| match output {
+            Output::Send(sent) if sent.event.event_type() == "conversation.item.create" => {
+                Some(sent.to_json())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0].len() <= 64 * 1024,
+        "the answer fits one data-channel message: {} bytes",
+        sent[0].len()
+    );
+    let (_, answer) = answers(&outputs).pop().expect("the model is answered");
+    let note = answer["note"]
+        .as_str()
+        .expect("the cut is said to the model");
+    let answer_kib = json!({ "text": file }).to_string().len().div_ceil(1024);
+    assert!(note.contains(&format!("it was {answer_kib} KiB")), "{note}");
+    let partial = answer["partial"].as_str().expect("the first part is given");
+    assert!(
+        partial.starts_with(r#"{"text":"a line of the \"big\" file\n"#),
+        "{partial:.80}"
+    );
+    assert!(
+        partial.len() > 40 * 1024,
+        "as much as fits: {} bytes",
+        partial.len()
+    );
+    assert_eq!(
+        sent_types(&outputs).last(),
+        Some(&"response.create"),
+        "the reply follows"
+    );
+    assert!(
+        !names(&outputs).contains(&"hang-up-call".to_owned()),
+        "the call goes on"
+    );
+    let shown: Vec<String> = transcript(&outputs)
+        .iter()
+        .filter_map(|event| {
+            event
+                .get("content")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(
+        shown.iter().any(|content| content.contains("Walkie cut")),
+        "the transcript shows the cut: {:?}",
+        shown
+            .iter()
+            .map(|content| &content[..content.len().min(120)])
+            .collect::<Vec<_>>()
+    );
+}

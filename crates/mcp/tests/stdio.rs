@@ -38,6 +38,7 @@ async fn a_servers_tools_are_listed_under_names_the_api_takes_with_their_schemas
         names,
         [
             "test__add",
+            "test__big",
             "test__crash",
             "test__echo",
             "test__fail",

@@ -1,5 +1,6 @@
 //! An MCP server for Walkie's tests, over stdio, built with the official SDK (rmcp): the tools
-//! a desktop assistant meets in the wild, well-behaved and not. `echo` and `add` answer;
+//! a desktop assistant meets in the wild, well-behaved and not. `echo` and `add` answer; `big`
+//! answers with as many KiB as asked (a file read whole);
 //! `sleep` answers late (a hung server, for timeouts); `crash` ends the process mid-call; `garble`
 //! writes a line that is not JSON-RPC onto the protocol stream before it answers; `fail`
 //! answers with a tool error. Its stderr says when it starts, so a test can count restarts.
@@ -29,6 +30,12 @@ struct AddArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+struct BigArgs {
+    /// How many KiB the answer holds.
+    kib: usize,
+}
+
+#[derive(Deserialize, JsonSchema)]
 struct SleepArgs {
     /// How long to wait before answering.
     ms: u64,
@@ -47,6 +54,11 @@ impl TestServer {
     #[tool(description = "Adds two integers")]
     async fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> String {
         a.saturating_add(b).to_string()
+    }
+
+    #[tool(description = "Answers with kib KiB of text, like a large file read whole")]
+    async fn big(&self, Parameters(BigArgs { kib }): Parameters<BigArgs>) -> String {
+        "0123456789abcde\n".repeat(kib.min(16 * 1024) * 64)
     }
 
     #[tool(description = "Waits ms milliseconds, then answers")]

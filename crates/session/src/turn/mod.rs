@@ -57,6 +57,6 @@ pub use output::{
 };
 pub use tools::{
     CURRENT_LOCAL_TIME_TOOL, CurrentLocalTime, DuplicateTool, LocalDateTime, LocalTool,
-    ToolContext, ToolError, ToolRegistry, WallClock,
+    MAX_TOOL_ANSWER_BYTES, ToolContext, ToolError, ToolRegistry, WallClock,
 };
 pub use user_message::{MAX_ITEM_EVENT_BYTES, UserMessage};

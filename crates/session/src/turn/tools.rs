@@ -342,9 +342,59 @@ pub(super) fn tool_context(now_ms: u64, sampled: Option<(u64, WallClock)>) -> To
 /// the two it was.
 pub(super) fn tool_answer(result: Result<Value, ToolError>) -> (Value, ToolOutcome) {
     match result {
-        Ok(value) => (value, ToolOutcome::Success),
-        Err(error) => (json!({ "error": error.to_string() }), ToolOutcome::Failed),
+        Ok(value) => (fitting_one_message(value), ToolOutcome::Success),
+        Err(error) => (
+            fitting_one_message(json!({ "error": error.to_string() })),
+            ToolOutcome::Failed,
+        ),
     }
+}
+
+/// The most a tool's answer takes in its `function_call_output`, as the JSON text it is sent as
+/// (escaped into the event): one data-channel message
+/// ([`MAX_ITEM_EVENT_BYTES`](crate::turn::MAX_ITEM_EVENT_BYTES)) less room for the event around
+/// it. A bigger answer would fail the send, which drops the call.
+pub const MAX_TOOL_ANSWER_BYTES: usize = crate::turn::MAX_ITEM_EVENT_BYTES - 1024;
+
+/// A tool's answer as the model gets it: whole when it fits one message; else cut to what fits
+/// (a text answer's text, any other answer's JSON text), in an object that says so
+/// (`truncated`, a `note` in words, the `partial` answer), which the transcript shows too.
+fn fitting_one_message(answer: Value) -> Value {
+    let sent_bytes = |value: &Value| {
+        serde_json::to_string(&value.to_string()).map_or(usize::MAX, |escaped| escaped.len())
+    };
+    if sent_bytes(&answer) <= MAX_TOOL_ANSWER_BYTES {
+        return answer;
+    }
+    let text = match answer {
+        Value::String(text) => text,
+        other => other.to_string(),
+    };
+    let note = format!(
+        "Walkie cut this answer: it was {} KiB, and one message to the model holds {} KiB; \
+         the first part follows.",
+        text.len().div_ceil(1024),
+        MAX_TOOL_ANSWER_BYTES / 1024
+    );
+    let cut =
+        |length: usize| json!({ "truncated": true, "note": note, "partial": &text[..length] });
+    // The longest prefix (on a character boundary) whose answer fits.
+    let (mut fits, mut too_long) = (0, text.len());
+    while too_long - fits > 1 {
+        let mut middle = fits + (too_long - fits) / 2;
+        while !text.is_char_boundary(middle) {
+            middle -= 1;
+        }
+        if middle <= fits {
+            break;
+        }
+        if sent_bytes(&cut(middle)) <= MAX_TOOL_ANSWER_BYTES {
+            fits = middle;
+        } else {
+            too_long = middle;
+        }
+    }
+    cut(fits)
 }
 
 /// The session's `FunctionToolResultEvent` for what the call `call_id` of `tool_name` gave.
@@ -395,6 +445,31 @@ pub(super) fn show_tool_call(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_answer_too_long_for_one_message_is_cut_on_a_character_and_says_how_big_it_was() {
+        let answer = "é\"\n".repeat(200_000);
+        let (cut, outcome) = tool_answer(Ok(Value::String(answer.clone())));
+        assert_eq!(outcome, ToolOutcome::Success);
+        let sent = serde_json::to_string(&cut.to_string()).expect("JSON");
+        assert!(sent.len() <= MAX_TOOL_ANSWER_BYTES, "{} bytes", sent.len());
+        assert!(
+            sent.len() > MAX_TOOL_ANSWER_BYTES - 64,
+            "as much as fits: {} bytes",
+            sent.len()
+        );
+        assert_eq!(cut["truncated"], true);
+        let note = cut["note"].as_str().expect("a note");
+        assert!(note.contains("it was 782 KiB"), "{note}");
+        let partial = cut["partial"].as_str().expect("the first part");
+        assert!(answer.starts_with(partial), "a prefix of the text itself");
+        let small = tool_answer(Ok(Value::String("5".to_owned()))).0;
+        assert_eq!(
+            small,
+            Value::String("5".to_owned()),
+            "an answer that fits is given whole"
+        );
+    }
 
     fn at(unix_ms: i64, utc_offset_minutes: i32) -> String {
         LocalDateTime::from_wall_clock(WallClock {
