@@ -173,8 +173,9 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
 }
 
 /// The HTTP client for a server's address: TLS by rustls with the system's roots (as the
-/// provider's signalling), each request within `deadline`, and no proxy for a server on this
-/// computer.
+/// provider's signalling), each request within `deadline`, no proxy for a server on this
+/// computer, and no redirect followed: a redirect could lead from https to plain http or to
+/// another host, around the rule that plain http is for this computer only.
 fn http_client(url: &str, deadline: Duration) -> Result<reqwest::Client, String> {
     use rustls_platform_verifier::BuilderVerifierExt;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -185,7 +186,8 @@ fn http_client(url: &str, deadline: Duration) -> Result<reqwest::Client, String>
         .with_no_client_auth();
     let mut builder = reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
-        .connect_timeout(deadline);
+        .connect_timeout(deadline)
+        .redirect(reqwest::redirect::Policy::none());
     let loopback = reqwest::Url::parse(url)
         .ok()
         .and_then(|url| url.host_str().map(str::to_owned))

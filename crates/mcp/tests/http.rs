@@ -123,3 +123,47 @@ async fn an_address_where_no_server_answers_is_reported_and_the_others_are_used(
     assert!(!servers.tools().is_empty());
     servers.stop().await;
 }
+
+/// An address that answers every request with a redirect to `to`; ended when dropped (its
+/// thread ends with the test process).
+fn redirecting_to(to: &str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+    let to = to.to_owned();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut request = [0u8; 8192];
+            let _ = stream.read(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: {to}\r\nContent-Length: 0\r\n\
+                 Connection: close\r\n\r\n"
+            );
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_address_that_redirects_is_not_followed_to_where_it_points() {
+    // The redirect points at a real MCP server: following it would list its tools.
+    let server = HttpServer::start();
+    let redirecting = redirecting_to(&server.url);
+    let (servers, problems) =
+        Servers::start(vec![at("moved", &redirecting)], Duration::from_secs(5)).await;
+    assert!(servers.tools().is_empty(), "{:?}", servers.tools());
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        matches!(&problems[0], ServerError::NoHandshake { server, .. } | ServerError::NotStarted { server, .. } if server == "moved"),
+        "{:?}",
+        problems[0]
+    );
+    assert!(
+        problems[0].to_string().contains("307"),
+        "the problem says what the address answered: {}",
+        problems[0]
+    );
+    servers.stop().await;
+}
