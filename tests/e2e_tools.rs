@@ -286,7 +286,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         .await;
         assert_eq!(
             note,
-            "It works: 7 tools (add, big, crash, echo, fail, garble, sleep)."
+            "It works: 8 tools (add, big, crash, echo, environment, fail, garble, sleep)."
         );
         client
             .find(fantoccini::Locator::Css(
@@ -354,7 +354,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         wait_for(
             &client,
             "#settings .tool-server:nth-child(3) .tool-server-note",
-            |text| text.starts_with("It works: 7 tools"),
+            |text| text.starts_with("It works: 8 tools"),
         )
         .await;
         client

@@ -138,7 +138,10 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
     let handshake = match &spec.reach {
         Reach::Command { program, args } => {
             let mut command = Command::new(program);
-            command.args(args);
+            command
+                .args(args)
+                .env_clear()
+                .envs(passed_environment(std::env::vars_os()));
             let (transport, _) = TokioChildProcess::builder(command)
                 .stderr(Stdio::inherit())
                 .spawn()
@@ -170,6 +173,41 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
         }
     };
     Ok(Connection { service })
+}
+
+/// What a server started by its command gets of Walkie's environment: what finds programs, the
+/// user's files and folders and their language. Never the rest: Walkie's own API keys
+/// (`OPENAI_API_KEY`, `AZURE_OPENAI_API_KEY`) are in it, and a tool server is someone else's
+/// program.
+const PASSED_ENVIRONMENT: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+];
+
+/// The variables of `parent` a stdio server is started with: [`PASSED_ENVIRONMENT`] and the
+/// locale's `LC_*`.
+pub fn passed_environment(
+    parent: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    parent
+        .into_iter()
+        .filter(|(name, _)| {
+            name.to_str()
+                .is_some_and(|name| PASSED_ENVIRONMENT.contains(&name) || name.starts_with("LC_"))
+        })
+        .collect()
 }
 
 /// The HTTP client for a server's address: TLS by rustls with the system's roots (as the

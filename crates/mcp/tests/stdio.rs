@@ -41,6 +41,7 @@ async fn a_servers_tools_are_listed_under_names_the_api_takes_with_their_schemas
             "test__big",
             "test__crash",
             "test__echo",
+            "test__environment",
             "test__fail",
             "test__garble",
             "test__sleep"
@@ -219,4 +220,63 @@ async fn a_server_that_cannot_start_or_is_not_mcp_is_reported_and_the_others_are
     assert!(servers.tools().iter().all(|tool| tool.server == "test"));
     assert!(!servers.tools().is_empty());
     servers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_started_by_its_command_gets_the_users_paths_and_language_and_nothing_of_walkies()
+{
+    let servers = started().await;
+    let answer = servers
+        .call("test__environment", json!({}), DEADLINE)
+        .await
+        .expect("the server names its environment");
+    let names: Vec<&str> = answer.as_str().expect("a text answer").split(' ').collect();
+    assert!(
+        names.contains(&"PATH") && names.contains(&"HOME"),
+        "{names:?}"
+    );
+    // Cargo gives this test process CARGO_* variables: the server gets none of them.
+    assert!(
+        std::env::vars().any(|(name, _)| name.starts_with("CARGO_")),
+        "the test's own environment has something to leave out"
+    );
+    assert!(
+        names.iter().all(|name| !name.starts_with("CARGO_")),
+        "{names:?}"
+    );
+    servers.stop().await;
+}
+
+#[test]
+fn walkies_api_keys_are_never_passed_to_a_server() {
+    let parent = [
+        ("PATH", "/usr/bin"),
+        ("OPENAI_API_KEY", "sk-walkie-fake"),
+        ("AZURE_OPENAI_API_KEY", "azure-fake"),
+        ("LC_TIME", "de_DE.UTF-8"),
+        ("WALKIE_DATA_DIR", "/home/me/walkie"),
+        ("HOME", "/home/me"),
+    ]
+    .map(|(name, value)| (name.into(), value.into()));
+    let passed: Vec<(String, String)> = walkie_mcp::passed_environment(parent)
+        .into_iter()
+        .map(|(name, value)| {
+            (
+                name.to_string_lossy().into_owned(),
+                value.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let passed: Vec<(&str, &str)> = passed
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    assert_eq!(
+        passed,
+        [
+            ("PATH", "/usr/bin"),
+            ("LC_TIME", "de_DE.UTF-8"),
+            ("HOME", "/home/me")
+        ]
+    );
 }

@@ -1,6 +1,7 @@
 //! An MCP server for Walkie's tests, over stdio, built with the official SDK (rmcp): the tools
 //! a desktop assistant meets in the wild, well-behaved and not. `echo` and `add` answer; `big`
-//! answers with as many KiB as asked (a file read whole);
+//! answers with as many KiB as asked (a file read whole); `environment` names the variables it was
+//! started with;
 //! `sleep` answers late (a hung server, for timeouts); `crash` ends the process mid-call; `garble`
 //! writes a line that is not JSON-RPC onto the protocol stream before it answers; `fail`
 //! answers with a tool error. Its stderr says when it starts, so a test can count restarts.
@@ -59,6 +60,15 @@ impl TestServer {
     #[tool(description = "Answers with kib KiB of text, like a large file read whole")]
     async fn big(&self, Parameters(BigArgs { kib }): Parameters<BigArgs>) -> String {
         "0123456789abcde\n".repeat(kib.min(16 * 1024) * 64)
+    }
+
+    #[tool(description = "Names the environment variables it was started with")]
+    async fn environment(&self) -> String {
+        let mut names: Vec<String> = std::env::vars_os()
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        names.sort_unstable();
+        names.join(" ")
     }
 
     #[tool(description = "Waits ms milliseconds, then answers")]
