@@ -43,6 +43,10 @@ pub struct PictureLimits {
     pub max_source_bytes: usize,
     /// The largest source side decoded (a guard against decompression bombs).
     pub max_source_side_px: u32,
+    /// The most pixels a source may have (its sides multiplied): decoded, each takes 3 or 4
+    /// bytes, and a small file can claim many (a decompression bomb). Checked in the header,
+    /// before anything is decoded, for every format.
+    pub max_source_pixels: u64,
     /// The prepared picture's longest side, at most.
     pub max_long_side_px: u32,
     /// The prepared JPEG's size, at most.
@@ -58,6 +62,8 @@ impl Default for PictureLimits {
         PictureLimits {
             max_source_bytes: 64 * 1024 * 1024,
             max_source_side_px: 16_384,
+            // A 48-megapixel phone photo fits; decoded, 50 megapixels take 150 MB.
+            max_source_pixels: 50_000_000,
             max_long_side_px: 1_024,
             max_encoded_bytes: 45_000,
             thumbnail_long_side_px: 240,
@@ -156,6 +162,17 @@ pub enum PictureError {
         height_px: u32,
         max_side_px: u32,
     },
+    #[error(
+        "the picture is {width_px}×{height_px} pixels ({} megapixels); Walkie reads pictures of \
+         up to {} megapixels: attach a smaller copy",
+        (u64::from(*width_px) * u64::from(*height_px)).div_ceil(1_000_000),
+        max_pixels / 1_000_000
+    )]
+    TooManyMegapixels {
+        width_px: u32,
+        height_px: u32,
+        max_pixels: u64,
+    },
     #[error("the picture cannot be made to fit in {max_bytes} bytes")]
     CannotFit { max_bytes: usize },
 }
@@ -192,9 +209,19 @@ pub fn prepare(source: &[u8], limits: &PictureLimits) -> Result<Prepared, Pictur
     if width_px.max(height_px) > limits.max_source_side_px {
         return Err(too_many_pixels);
     }
+    if u64::from(width_px) * u64::from(height_px) > limits.max_source_pixels {
+        return Err(PictureError::TooManyMegapixels {
+            width_px,
+            height_px,
+            max_pixels: limits.max_source_pixels,
+        });
+    }
     let mut decoder_limits = Limits::default();
     decoder_limits.max_image_width = Some(limits.max_source_side_px);
     decoder_limits.max_image_height = Some(limits.max_source_side_px);
+    // For the decoders that keep it: the pixels at 4 bytes each, and as much again for their
+    // working buffers.
+    decoder_limits.max_alloc = Some(limits.max_source_pixels.saturating_mul(8));
     let mut reader = reader();
     reader.limits(decoder_limits);
     let decoded = |error: image::ImageError| match error {

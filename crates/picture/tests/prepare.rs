@@ -284,3 +284,50 @@ fn pixels_that_do_not_make_the_size_given_are_refused() {
     );
     assert!(prepare_pixels(0, 0, Vec::new(), &PictureLimits::default()).is_err());
 }
+
+/// A JPEG whose header claims `width_px` × `height_px` over the pixels of a 16 × 16 one: what
+/// a decompression bomb looks like to a reader of headers.
+fn jpeg_claiming(width_px: u16, height_px: u16) -> Vec<u8> {
+    let mut jpeg = encoded(
+        DynamicImage::ImageRgb8(noisy_photo(16, 16)),
+        ImageFormat::Jpeg,
+    );
+    // The frame header (SOF0: FF C0), then its length, precision, height and width.
+    let frame = jpeg
+        .windows(2)
+        .position(|marker| marker == [0xFF, 0xC0])
+        .expect("a baseline JPEG has a frame header");
+    jpeg[frame + 5..frame + 7].copy_from_slice(&height_px.to_be_bytes());
+    jpeg[frame + 7..frame + 9].copy_from_slice(&width_px.to_be_bytes());
+    jpeg
+}
+
+#[test]
+fn a_small_file_claiming_too_many_pixels_is_refused_before_it_is_decoded() {
+    let bomb = jpeg_claiming(16_000, 16_000);
+    assert!(bomb.len() < 4_096, "a small file: {} bytes", bomb.len());
+    let refused = prepare(&bomb, &PictureLimits::default());
+    assert_eq!(
+        refused,
+        Err(PictureError::TooManyMegapixels {
+            width_px: 16_000,
+            height_px: 16_000,
+            max_pixels: 50_000_000
+        })
+    );
+    let sentence = refused.expect_err("refused").to_string();
+    assert_eq!(
+        sentence,
+        "the picture is 16000×16000 pixels (256 megapixels); Walkie reads pictures of up to 50 \
+         megapixels: attach a smaller copy"
+    );
+    // A phone's 48 megapixels are read (its header alone is checked here).
+    let phone = jpeg_claiming(8_000, 6_000);
+    assert!(
+        !matches!(
+            prepare(&phone, &PictureLimits::default()),
+            Err(PictureError::TooManyMegapixels { .. })
+        ),
+        "48 megapixels are within the bound"
+    );
+}
