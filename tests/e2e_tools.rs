@@ -112,6 +112,14 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
             card.contains(r#""text": "hello""#),
             "the arguments are shown: {card}"
         );
+        let focused = client
+            .execute("return document.activeElement?.id ?? null", vec![])
+            .await
+            .expect("the focused element");
+        assert_eq!(
+            focused, "compose-text",
+            "the card leaves the focus in the field: an Enter meant for it never allows"
+        );
         support::screenshot(&client, "tool-approval").await;
         assert_eq!(
             support::accessibility_violations(&client).await,

@@ -59,7 +59,9 @@ export function createApprovals(container, { decide, report }) {
     container.append(card);
     container.hidden = false;
     cards.set(approval.callId, card);
-    allow.focus();
+    // The focus stays where the user has it: an Enter meant for the message field, or a Space
+    // meant to talk, must never answer the card. The container is a live region, so the card is
+    // heard; Tab reaches its buttons.
   }
 
   function close(callId) {
