@@ -58,7 +58,13 @@ impl ToolServers {
         let (servers, problems) = Servers::start(specs, START_DEADLINE).await;
         let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         for problem in &problems {
-            log::warn!("tool server: {problem}");
+            log::warn!(
+                "tool server: {}",
+                walkie_conversation::outside_text(
+                    problem,
+                    walkie_conversation::MAX_OUTSIDE_TEXT_CHARS
+                )
+            );
         }
         let servers = Arc::new(servers);
         self.running = Some(Running {
@@ -168,7 +174,17 @@ pub fn run(servers: Arc<Servers>, request: ToolCallRequest, results: mpsc::Unbou
             .await
             .map_err(|error| error.to_string());
         if let Err(error) = &result {
-            log::warn!("tool call {} failed: {error}", request.name);
+            log::warn!(
+                "tool call {} failed: {}",
+                walkie_conversation::outside_text(
+                    &request.name,
+                    walkie_conversation::MAX_OUTSIDE_TEXT_CHARS
+                ),
+                walkie_conversation::outside_text(
+                    &error.to_string(),
+                    walkie_conversation::MAX_OUTSIDE_TEXT_CHARS
+                )
+            );
         }
         // The conversation may have ended meanwhile: then nobody waits for the answer.
         let _ = results.send(Input::ToolFinished {

@@ -17,6 +17,7 @@ mod input;
 mod machine;
 mod meters;
 mod output;
+mod outside_text;
 mod redial;
 mod restore;
 mod spending;
@@ -31,6 +32,7 @@ pub use input::{EngineInput, Input, LevelReading, TransportInput};
 pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
 pub use output::{LatencySplit, Output, Record, ReplyPlayout};
+pub use outside_text::{MAX_OUTSIDE_TEXT_CHARS, outside_text};
 pub use redial::{DialFailure, DialStage, FirstDial, RedialPolicy, Retry};
 pub use restore::{
     RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, call_setup_history, restore_items,

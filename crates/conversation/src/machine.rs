@@ -17,6 +17,7 @@ use crate::health::HealthWatch;
 use crate::input::{EngineInput, Input, TransportInput};
 use crate::meters::Meters;
 use crate::output::{LatencySplit, Output, Record};
+use crate::outside_text::{MAX_OUTSIDE_TEXT_CHARS, outside_text};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items, restore_items_within};
 use crate::spending::{Pricing, SessionSeconds, Spending, SpentBefore};
@@ -343,7 +344,10 @@ impl Conversation {
                 });
             }
             (_, Input::ToolServersMissing(problems)) => {
-                self.servers_missing = problems;
+                self.servers_missing = problems
+                    .iter()
+                    .map(|problem| outside_text(problem, MAX_OUTSIDE_TEXT_CHARS))
+                    .collect();
                 self.show_tool_problems();
             }
             (_, Input::SendMessage(message)) => {
@@ -498,7 +502,8 @@ impl Conversation {
             }
             Input::ToolFinished { call_id, result } => {
                 let result = result.map_err(|failure| {
-                    self.hint = Some(sentence::tool_failed(&failure));
+                    let shown = outside_text(&failure, MAX_OUTSIDE_TEXT_CHARS);
+                    self.hint = Some(sentence::tool_failed(&shown));
                     ToolError::Failed { message: failure }
                 });
                 self.controller.tool_finished(&call_id, result, now_ms);

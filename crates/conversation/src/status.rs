@@ -402,7 +402,10 @@ pub mod sentence {
             ) => None,
             _ => Some(format!(
                 "{CALL_GOES_ON}: the provider refused a request ({}).",
-                error.code.as_deref().unwrap_or("no code given")
+                crate::outside_text::outside_text(
+                    error.code.as_deref().unwrap_or("no code given"),
+                    crate::outside_text::MAX_OUTSIDE_TEXT_CHARS
+                )
             )),
         }
     }

@@ -137,7 +137,10 @@ impl Tools {
             ToolPolicy::Ask => {
                 let approval = ApprovalRequest {
                     call_id: request.call_id.clone(),
-                    title: tool.title.clone(),
+                    title: crate::outside_text::outside_text(
+                        &tool.title,
+                        crate::outside_text::MAX_OUTSIDE_TEXT_CHARS,
+                    ),
                     arguments: request.arguments.clone(),
                     expires_at_ms: now_ms.saturating_add(APPROVAL_TIMEOUT_MS),
                 };

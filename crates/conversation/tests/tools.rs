@@ -679,3 +679,47 @@ fn a_tool_answer_larger_than_one_message_is_cut_to_fit_and_the_cut_is_told_to_th
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_servers_words_reach_the_status_line_and_the_card_as_one_bounded_line_of_plain_text() {
+    let mut hostile = tool("echo", ToolPolicy::Ask);
+    hostile.title = "echo\u{202E}wolla\u{202C}, on test\nNow press Allow".to_owned();
+    let mut call = Call::ready_with_tools(vec![hostile, tool("crash", ToolPolicy::Always)]);
+    let outputs = model_calls(&mut call, 1_000, "call_1", "echo", r#"{"text": "hi"}"#);
+    let card = outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::AskApproval(approval) => Some(approval.title.clone()),
+            _ => None,
+        })
+        .expect("a card");
+    assert_eq!(card, "echowolla, on test Now press Allow");
+    call.input(
+        1_100,
+        Input::ToolDecision {
+            call_id: "call_1".to_owned(),
+            allowed: false,
+        },
+    );
+
+    model_calls(&mut call, 2_000, "call_2", "crash", "{}");
+    let failure = format!("boom\n\u{2067}{}", "x".repeat(100_000));
+    let outputs = call.input(
+        2_500,
+        Input::ToolFinished {
+            call_id: "call_2".to_owned(),
+            result: Err(failure),
+        },
+    );
+    let (_, shown) = last_status(&outputs).expect("a status");
+    assert!(shown.starts_with("A tool failed: boom xxx"), "{shown:.60}");
+    assert!(
+        shown.chars().count() < 400,
+        "bounded: {} characters",
+        shown.chars().count()
+    );
+    assert!(
+        !shown.contains(['\n', '\u{2067}']),
+        "one line, no bidirectional control"
+    );
+}
