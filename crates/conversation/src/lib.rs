@@ -43,5 +43,7 @@ pub use spending::{
     TokenTotals, TranscriptionBill,
 };
 pub use status::{ConnectionState, StatusAction, StatusEvent, headline, sentence};
-pub use tools::{APPROVAL_TIMEOUT_MS, ApprovalRequest, OutsideTool, ToolPolicy};
+pub use tools::{
+    APPROVAL_TIMEOUT_MS, AUTOMATIC_TOOL_ROUNDS, ApprovalRequest, OutsideTool, ToolPolicy,
+};
 pub use walkie_session::DeviceDirection;

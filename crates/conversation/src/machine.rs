@@ -351,6 +351,7 @@ impl Conversation {
                 self.show_tool_problems();
             }
             (_, Input::SendMessage(message)) => {
+                self.outside.user_acted();
                 // Sent in order, once a call is ready for it (see `flush`).
                 self.typed.push_back(message);
                 if self.phase != Phase::InCall {
@@ -432,7 +433,10 @@ impl Conversation {
                     self.hint = Some(sentence::budget_spent_during_reply(budget_usd));
                 }
             }
-            Input::Press => controller.push_to_talk_down(now_ms),
+            Input::Press => {
+                self.outside.user_acted();
+                controller.push_to_talk_down(now_ms)
+            }
             Input::Release if self.carried_press => self.release_carried_press(),
             Input::Release if self.budget_spent && !controller.is_capturing() => {}
             Input::Release => {
@@ -490,6 +494,7 @@ impl Conversation {
                 self.controller.tick(now_ms)
             }
             Input::ToolDecision { call_id, allowed } => {
+                self.outside.user_acted();
                 match self.outside.decide(&call_id, allowed) {
                     Some(Ok(request)) => self.outputs.push_back(Output::RunTool(request)),
                     Some(Err((call_id, denial))) => {
@@ -501,6 +506,7 @@ impl Conversation {
                 self.show_waiting_approval();
             }
             Input::ToolFinished { call_id, result } => {
+                self.outside.finished(&call_id);
                 let result = result.map_err(|failure| {
                     let shown = outside_text(&failure, MAX_OUTSIDE_TEXT_CHARS);
                     self.hint = Some(sentence::tool_failed(&shown));
@@ -1133,6 +1139,7 @@ impl Conversation {
                         && self.hands_free()
                         && self.controller.profile().emits_input_speech_events
                     {
+                        self.outside.user_acted();
                         self.turn_ended_at_ms = Some(stamped.at_ms);
                         self.commit_sent_at_ms = None;
                     }

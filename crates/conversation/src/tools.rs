@@ -95,19 +95,40 @@ pub(crate) enum Verdict {
     Refuse(String, ToolError),
 }
 
+/// How many rounds of tool calls allowed always may run one after another without the user:
+/// each answer asks for another response, so text a tool answered could otherwise chain calls,
+/// or loop and spend, with no click. Past it, the next call asks first.
+pub const AUTOMATIC_TOOL_ROUNDS: u32 = 8;
+
 /// The conversation's outside tools and the calls waiting for the user.
 #[derive(Debug, Default)]
 pub(crate) struct Tools {
     declared: Vec<OutsideTool>,
     waiting: Vec<(ToolCallRequest, ApprovalRequest)>,
+    /// Rounds of calls run without asking since the user last spoke, wrote or decided: calls
+    /// judged while none of the last round is still running belong to a new round (the calls
+    /// of one response come together).
+    automatic_rounds: u32,
+    /// Calls run without asking whose answers have not come back.
+    automatic_running: Vec<String>,
 }
 
 impl Tools {
     pub fn new(declared: Vec<OutsideTool>) -> Tools {
         Tools {
             declared,
-            waiting: Vec::new(),
+            ..Tools::default()
         }
+    }
+
+    /// The user spoke, wrote or decided: tools allowed always may run again without asking.
+    pub fn user_acted(&mut self) {
+        self.automatic_rounds = 0;
+    }
+
+    /// The call `call_id` answered (or failed).
+    pub fn finished(&mut self, call_id: &str) {
+        self.automatic_running.retain(|running| running != call_id);
     }
 
     pub fn declared(&self) -> &[OutsideTool] {
@@ -126,8 +147,22 @@ impl Tools {
                 ToolError::UnknownTool { name: request.name },
             );
         };
-        match tool.policy {
-            ToolPolicy::Always => Verdict::Run(request),
+        let policy = match tool.policy {
+            ToolPolicy::Always if self.automatic_running.is_empty() => {
+                if self.automatic_rounds >= AUTOMATIC_TOOL_ROUNDS {
+                    ToolPolicy::Ask
+                } else {
+                    self.automatic_rounds += 1;
+                    ToolPolicy::Always
+                }
+            }
+            policy => policy,
+        };
+        match policy {
+            ToolPolicy::Always => {
+                self.automatic_running.push(request.call_id.clone());
+                Verdict::Run(request)
+            }
             ToolPolicy::Never => Verdict::Refuse(
                 request.call_id,
                 ToolError::Failed {

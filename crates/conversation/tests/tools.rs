@@ -723,3 +723,73 @@ fn a_servers_words_reach_the_status_line_and_the_card_as_one_bounded_line_of_pla
         "one line, no bidirectional control"
     );
 }
+
+#[test]
+fn tools_allowed_always_run_a_bounded_number_of_rounds_without_the_user_then_the_next_call_asks() {
+    let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
+    call.utterance(500, 700);
+    let mut now_ms = 1_000;
+    // Each answer asks for another response, whose calls (two at once here) are one round.
+    for round in 1..=walkie_conversation::AUTOMATIC_TOOL_ROUNDS {
+        let first = format!("call_{round}a");
+        let second = format!("call_{round}b");
+        let response = format!("resp_{round}");
+        let mut outputs = call.server(now_ms, &response_created(&response));
+        for (offset_ms, call_id) in [(1, &first), (2, &second)] {
+            let item = format!("item_{call_id}");
+            outputs.extend(call.server(
+                now_ms + offset_ms,
+                &function_call_added(&response, &item, call_id, "add"),
+            ));
+            outputs.extend(call.server(
+                now_ms + offset_ms,
+                &function_arguments_done(&response, &item, call_id, "add", "{}"),
+            ));
+        }
+        outputs.extend(call.server(now_ms + 3, &response_done(&response, "completed")));
+        assert_eq!(runs(&outputs).len(), 2, "round {round} runs without asking");
+        for call_id in [&first, &second] {
+            call.input(
+                now_ms + 10,
+                Input::ToolFinished {
+                    call_id: call_id.clone(),
+                    result: Ok(json!("2")),
+                },
+            );
+        }
+        now_ms += 100;
+    }
+    let outputs = model_calls(&mut call, now_ms, "call_more", "add", "{}");
+    assert!(
+        runs(&outputs).is_empty(),
+        "past the bound, nothing runs at once"
+    );
+    assert!(
+        outputs
+            .iter()
+            .any(|output| matches!(output, Output::AskApproval(approval) if approval.call_id == "call_more")),
+        "the next call asks the user"
+    );
+    // The user allows it: the tools may run again without asking.
+    let outputs = call.input(
+        now_ms + 50,
+        Input::ToolDecision {
+            call_id: "call_more".to_owned(),
+            allowed: true,
+        },
+    );
+    assert_eq!(runs(&outputs).len(), 1);
+    call.input(
+        now_ms + 60,
+        Input::ToolFinished {
+            call_id: "call_more".to_owned(),
+            result: Ok(json!("2")),
+        },
+    );
+    let outputs = model_calls(&mut call, now_ms + 100, "call_after", "add", "{}");
+    assert_eq!(
+        runs(&outputs).len(),
+        1,
+        "a decision of the user's starts a new count"
+    );
+}
