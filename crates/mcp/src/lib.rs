@@ -133,7 +133,7 @@ impl Server {
 async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, ServerError> {
     let not_started = |reason: String| ServerError::NotStarted {
         server: spec.name.clone(),
-        reason,
+        reason: scrubbed(reason, &spec.reach),
     };
     let handshake = match &spec.reach {
         Reach::Command { program, args } => {
@@ -162,7 +162,7 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
         Ok(Err(error)) => {
             return Err(ServerError::NoHandshake {
                 server: spec.name.clone(),
-                reason: error.to_string(),
+                reason: scrubbed(error.to_string(), &spec.reach),
             });
         }
         Err(_) => {
@@ -173,6 +173,44 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
         }
     };
     Ok(Connection { service })
+}
+
+/// `address` as error messages and the log may show it: scheme, host, port and path, with a
+/// query (where a key often rides: `?key=…`), a fragment and a user name or password left out.
+fn redacted_address(address: &str) -> String {
+    match reqwest::Url::parse(address) {
+        Ok(mut url) => {
+            let hidden = url.query().is_some() || url.fragment().is_some();
+            url.set_query(None);
+            url.set_fragment(None);
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            if hidden {
+                format!("{url}?…")
+            } else {
+                url.to_string()
+            }
+        }
+        Err(_) => "(an address that could not be read)".to_owned(),
+    }
+}
+
+/// `text` (an error's words) with the server's address in it redacted, whichever way the HTTP
+/// stack spelt it.
+fn scrubbed(text: String, reach: &Reach) -> String {
+    let Reach::Address { url } = reach else {
+        return text;
+    };
+    let redacted = redacted_address(url);
+    let mut spellings = vec![url.trim().to_owned()];
+    if let Ok(parsed) = reqwest::Url::parse(url.trim()) {
+        spellings.push(parsed.to_string());
+    }
+    spellings.sort_by_key(|spelling| std::cmp::Reverse(spelling.len()));
+    spellings
+        .into_iter()
+        .filter(|spelling| !spelling.is_empty())
+        .fold(text, |text, spelling| text.replace(&spelling, &redacted))
 }
 
 /// What a server started by its command gets of Walkie's environment: what finds programs, the
@@ -391,7 +429,7 @@ impl Servers {
                 }
                 return Err(CallError::Refused {
                     server: name,
-                    message: other.to_string(),
+                    message: scrubbed(other.to_string(), &server.spec.reach),
                 });
             }
             Ok(Ok(result)) => result,
@@ -434,7 +472,7 @@ async fn list_tools(
         })?
         .map_err(|error| ServerError::NoTools {
             server: server.spec.name.clone(),
-            reason: error.to_string(),
+            reason: scrubbed(error.to_string(), &server.spec.reach),
         })?;
     Ok(listed
         .into_iter()

@@ -167,3 +167,22 @@ async fn an_address_that_redirects_is_not_followed_to_where_it_points() {
     );
     servers.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_in_an_address_never_reaches_the_words_of_its_error() {
+    // Nothing listens there, so the error names the address it could not reach.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let address = format!(
+        "http://{}/mcp?key=sk-walkie-secret#also-secret",
+        closed.local_addr().expect("its address")
+    );
+    drop(closed);
+    let (servers, problems) =
+        Servers::start(vec![at("keyed", &address)], Duration::from_secs(5)).await;
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let words = problems[0].to_string();
+    assert!(!words.contains("sk-walkie-secret"), "{words}");
+    assert!(!words.contains("also-secret"), "{words}");
+    assert!(words.contains("keyed"), "the server is named: {words}");
+    servers.stop().await;
+}

@@ -143,6 +143,15 @@ fn address_problem(address: &str) -> Option<String> {
             "needs https:// (plain http:// is only for a server on this computer)".to_owned(),
         );
     }
+    // Settings are a file in plain text: a password there would sit beside the rest, and the
+    // address reaches error messages and the log.
+    if !url.username().is_empty() || url.password().is_some() {
+        return Some(
+            "holds a user name or password; remove it (Walkie keeps no credentials in an \
+             address)"
+                .to_owned(),
+        );
+    }
     None
 }
 
@@ -226,6 +235,14 @@ mod tests {
             Some(
                 "the address of “web” needs https:// (plain http:// is only for a server on \
                  this computer)"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            tool_servers_problem(&[server("web", "https://me:secret@tools.example.com/mcp")]),
+            Some(
+                "the address of “web” holds a user name or password; remove it (Walkie keeps \
+                 no credentials in an address)"
                     .to_owned()
             )
         );
