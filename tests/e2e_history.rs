@@ -391,6 +391,19 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
             .unwrap();
         let denied = denied.as_str().unwrap_or_default().to_owned();
         assert!(denied.contains("not allowed"), "{denied:?}");
+        // Nor emit an event the app's own parts would take for Rust's (a forged status).
+        let forged = client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 window.__TAURI__.event
+                   .emit('walkie://status', { state: 'ready', detail: 'forged' })
+                   .then(() => done('emitted'), (error) => done(String(error)));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let forged = forged.as_str().unwrap_or_default().to_owned();
+        assert!(forged.contains("not allowed"), "{forged:?}");
 
         // Pressing play plays the turn in the window, in real time, to the end of the WAV.
         let user_player = "#history-transcript article[data-message-id='user-1']";

@@ -61,9 +61,11 @@ impl ApiKey {
         &self.0
     }
 
-    fn last_four(&self) -> String {
+    /// The last four characters, enough to recognise a key; `None` for a key shorter than
+    /// [`SHORTEST_KEY_SHOWN_CHARS`], of which four would give away too much.
+    fn last_four(&self) -> Option<String> {
         let chars: Vec<char> = self.0.chars().collect();
-        chars[chars.len().saturating_sub(4)..].iter().collect()
+        (chars.len() >= SHORTEST_KEY_SHOWN_CHARS).then(|| chars[chars.len() - 4..].iter().collect())
     }
 }
 
@@ -82,13 +84,18 @@ pub enum KeySource {
     None,
 }
 
+/// The shortest key whose last four characters are shown: of a shorter one, four would be a
+/// large part of the secret.
+pub const SHORTEST_KEY_SHOWN_CHARS: usize = 16;
+
 /// What the webview may know about a key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeySummary {
     pub account: KeyAccount,
     pub source: KeySource,
-    /// The key's last four characters, to recognise it; `None` without a key.
+    /// The key's last four characters, to recognise it; `None` without a key, or for a key too
+    /// short to show any of.
     pub last_four: Option<String>,
     /// The variable that would be read, for the dialog's help text.
     pub environment_variable: Option<&'static str>,
@@ -219,7 +226,7 @@ pub fn summary(account: KeyAccount) -> KeySummary {
     KeySummary {
         account,
         source,
-        last_four: key.as_ref().map(ApiKey::last_four),
+        last_four: key.as_ref().and_then(ApiKey::last_four),
         environment_variable: account.environment_variable(),
         keyring_problem: problem.map(|problem| problem.to_string()),
     }
@@ -236,13 +243,24 @@ mod tests {
         let printed = format!("{key:?} {:?}", Some(&key));
         assert!(!printed.contains("fake key"), "{printed}");
         assert!(!printed.contains("cdef"), "{printed}");
-        assert_eq!(key.last_four(), "cdef");
+        assert_eq!(key.last_four().as_deref(), Some("cdef"));
     }
 
     #[test]
-    fn the_last_four_of_a_short_key_is_the_key() {
-        assert_eq!(ApiKey("abc".to_owned()).last_four(), "abc");
-        assert_eq!(ApiKey("ключ-ΩΩΩΩ".to_owned()).last_four(), "ΩΩΩΩ");
+    fn a_short_key_shows_none_of_its_characters() {
+        assert_eq!(ApiKey("abc".to_owned()).last_four(), None);
+        assert_eq!(
+            ApiKey("abcd".to_owned()).last_four(),
+            None,
+            "not the whole key"
+        );
+        assert_eq!(ApiKey("0123456789ab".to_owned()).last_four(), None);
+        assert_eq!(
+            ApiKey("ключ-ΩΩΩΩ-ключ-ΩΩΩΩ".to_owned())
+                .last_four()
+                .as_deref(),
+            Some("ΩΩΩΩ")
+        );
     }
 
     #[test]

@@ -828,6 +828,23 @@ fn is_modifier(token: &str) -> bool {
 
 /// A global shortcut Walkie can register, or one line saying why not and what to try. The
 /// parser's own messages (which ask to report a bug upstream) are not passed on.
+/// Shortcuts every app (or the desktop) already means something by: held by Walkie in every
+/// app, they would stop working there.
+const RESERVED_SHORTCUTS: &[(&str, &str)] = &[
+    ("Ctrl+C", "copy"),
+    ("Ctrl+X", "cut"),
+    ("Ctrl+V", "paste"),
+    ("Ctrl+Z", "undo"),
+    ("Ctrl+Y", "redo"),
+    ("Ctrl+Shift+Z", "redo"),
+    ("Ctrl+A", "select everything"),
+    ("Ctrl+S", "save"),
+    ("Ctrl+Shift+C", "copy in a terminal"),
+    ("Ctrl+Shift+V", "paste in a terminal"),
+    ("Alt+Tab", "switch windows"),
+    ("Alt+F4", "close a window"),
+];
+
 pub fn check_shortcut(shortcut: &str) -> Result<(), String> {
     const TRY: &str = "try e.g. Ctrl+Alt+Space";
     let shortcut = shortcut.trim();
@@ -841,7 +858,14 @@ pub fn check_shortcut(shortcut: &str) -> Result<(), String> {
              Super"
                 .to_owned()
         }
-        Ok(_) => return Ok(()),
+        Ok(parsed) => match RESERVED_SHORTCUTS.iter().find(|(reserved, _)| {
+            reserved.parse::<global_hotkey::hotkey::HotKey>().ok() == Some(parsed)
+        }) {
+            Some((reserved, what)) => {
+                format!("{reserved} is what every app uses to {what}, and Walkie would take it")
+            }
+            None => return Ok(()),
+        },
         Err(ShortcutParseError::UnsupportedKey(key)) if is_modifier(&key) => {
             "add one key after the modifiers".to_owned()
         }
@@ -1492,6 +1516,31 @@ mod tests {
         for good in ["", "  ", "Ctrl+Alt+Space", "Super+Shift+W"] {
             assert_eq!(check_shortcut(good), Ok(()), "{good}");
         }
+    }
+
+    #[test]
+    fn a_shortcut_every_app_uses_is_refused_saying_what_it_does_there() {
+        for (typed, what) in [
+            ("Ctrl+C", "copy"),
+            ("control+c", "copy"),
+            ("Ctrl+V", "paste"),
+            ("Ctrl+Shift+V", "paste in a terminal"),
+            ("Alt+F4", "close a window"),
+        ] {
+            let error = check_shortcut(typed).expect_err(typed);
+            assert!(
+                error.contains(&format!(
+                    "is what every app uses to {what}, and Walkie would take it"
+                )),
+                "{typed}: {error}"
+            );
+            assert!(error.ends_with("try e.g. Ctrl+Alt+Space"), "{error}");
+        }
+        assert_eq!(
+            check_shortcut("Ctrl+Alt+C"),
+            Ok(()),
+            "with another modifier it is free"
+        );
     }
 
     #[test]

@@ -94,6 +94,52 @@ fn code_span(text: &str) -> String {
     format!("{fence} {text} {fence}")
 }
 
+/// A message's words as Markdown text that shows them and does nothing else: what would make a
+/// link or a picture (which a viewer fetches), raw HTML, emphasis or code is escaped, and so is
+/// what would make a line a heading, a quote, a list item, a rule or a link definition (a
+/// message could otherwise forge a speaker's line, or track whoever opens the file). Everyday
+/// punctuation, brackets included, stays as it is.
+fn plain_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for (index, line) in text.split('\n').enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        let indent = line.len() - line.trim_start().len();
+        out.push_str(&line[..indent]);
+        let rest = &line[indent..];
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let rest = if rest.starts_with(['#', '-', '+', '=', '>', '[']) {
+            out.push('\\');
+            let first = rest.chars().next().map_or(0, char::len_utf8);
+            out.push_str(&rest[..first]);
+            &rest[first..]
+        } else if digits > 0 && rest[digits..].starts_with(['.', ')']) {
+            out.push_str(&rest[..digits]);
+            out.push('\\');
+            out.push_str(&rest[digits..digits + 1]);
+            &rest[digits + 1..]
+        } else {
+            rest
+        };
+        escape_inline(rest, &mut out);
+    }
+    out
+}
+
+/// Escapes what makes emphasis, code, raw HTML, a table, a strikethrough, or a link's or a
+/// picture's text end (`](`, `][`).
+fn escape_inline(text: &str, out: &mut String) {
+    let mut characters = text.chars().peekable();
+    while let Some(character) = characters.next() {
+        let ends_link_text = character == ']' && matches!(characters.peek(), Some('(' | '['));
+        if ends_link_text || matches!(character, '\\' | '`' | '*' | '_' | '<' | '~' | '|') {
+            out.push('\\');
+        }
+        out.push(character);
+    }
+}
+
 /// `text` as a fenced Markdown code block, whatever it holds.
 fn code_block(text: &str) -> String {
     let fence = "`".repeat(longest_backtick_run(text).max(2) + 1);
@@ -697,7 +743,7 @@ impl Conversation {
                     if !pictures.is_empty() {
                         out.push('\n');
                     }
-                    out.push_str(text.trim_end());
+                    out.push_str(&plain_markdown(text.trim_end()));
                     out.push('\n');
                 }
                 _ if !pictures.is_empty() || !calls.is_empty() || result.is_some() => {}
@@ -805,6 +851,25 @@ impl Conversation {
 mod tests {
     use super::*;
     use crate::journal::parse_journal;
+
+    #[test]
+    fn a_messages_words_show_in_markdown_as_words_and_do_nothing_else() {
+        let hostile = "Sure.\n\n**User** · 10:00\n# Not a heading\n- not a list\n1. nor this\n\
+                       > nor a quote\n[ref]: https://example.com\n\
+                       ![track](https://example.com/t.png) <img src=x> [link][ref]";
+        assert_eq!(
+            plain_markdown(hostile),
+            "Sure.\n\n\\*\\*User\\*\\* · 10:00\n\\# Not a heading\n\\- not a list\n1\\. nor this\n\
+             \\> nor a quote\n\\[ref]: https://example.com\n\
+             ![track\\](https://example.com/t.png) \\<img src=x> [link\\][ref]"
+        );
+        let plain = "It's 5 p.m., isn't it? Yes! [1.6 s of speech] 3 + 4 = 7 (more or less).";
+        assert_eq!(
+            plain_markdown(plain),
+            plain,
+            "everyday words are left as they are"
+        );
+    }
 
     fn conversation_of(journal: &str) -> Conversation {
         let parsed = parse_journal(journal.as_bytes());
