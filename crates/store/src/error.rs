@@ -22,6 +22,19 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    /// The data folder can be changed by every user of this computer: what it holds could be
+    /// replaced under Walkie (a planted conversation, a link to another file).
+    #[error(
+        "{} can be changed by every user of this computer (its mode is {mode:o}): make it \
+         yours alone (chmod o-w), or choose another data folder in Settings",
+        path.display()
+    )]
+    OthersCanWrite {
+        /// The folder.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// A WAV file could not be written or read by the WAV codec.
     #[error("WAV file {}: {message}", path.display())]
     Wav {

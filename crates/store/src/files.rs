@@ -36,6 +36,33 @@ pub fn create_private_dir_all(path: &Path) -> std::io::Result<()> {
     private_dir_builder().recursive(true).create(path)
 }
 
+/// Refuses a data folder that every user of the computer can change (others may write it,
+/// without the sticky bit that would keep them to their own files): whatever Walkie saves or
+/// reads back there could be replaced under it. A folder its group may write is left alone:
+/// on desktops that give each user a group of their own, that is how the user's own folders
+/// are made.
+pub fn check_private_dir(path: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(path)
+            .map_err(|error| StoreError::io("read the permissions of", path, error))?
+            .permissions()
+            .mode()
+            & 0o7777;
+        let sticky = mode & 0o1000 != 0;
+        if mode & 0o002 != 0 && !sticky {
+            return Err(StoreError::OthersCanWrite {
+                path: path.to_owned(),
+                mode,
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 /// Creates the folder `path` (0700 on Unix); fails if it exists.
 pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
     private_dir_builder().create(path)

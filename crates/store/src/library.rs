@@ -142,6 +142,9 @@ impl Store {
         if Some(id) == current {
             return Err(StoreError::BeingRecorded { id: id.to_owned() });
         }
+        // Its words are given to the model as the user's: not from a folder others can change.
+        crate::files::check_private_dir(&self.root)?;
+        crate::files::check_private_dir(&dir)?;
         Recorder::reopen(&dir, config, now_unix_ms)
     }
 
@@ -153,6 +156,10 @@ impl Store {
         current: Option<&str>,
     ) -> Result<Vec<Result<RecoveryReport, StoreError>>, StoreError> {
         let mut reports = Vec::new();
+        // A repair rewrites files: not in a folder others can change (or plant links in).
+        if self.root.is_dir() {
+            crate::files::check_private_dir(&self.root)?;
+        }
         for (id, dir) in self.folders()? {
             if Some(id.as_str()) == current || !needs_recovery(&dir) {
                 continue;

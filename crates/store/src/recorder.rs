@@ -43,7 +43,7 @@ use crate::civil_time::CivilTime;
 use crate::conversation::{Conversation, turn_picture_file, turn_wav_file};
 use crate::error::StoreError;
 use crate::files::{
-    TURNS_DIR, WRITING_MARKER_FILE, create_private_dir, create_private_dir_all,
+    TURNS_DIR, WRITING_MARKER_FILE, check_private_dir, create_private_dir, create_private_dir_all,
     create_private_file, sync_dir, write_atomically, write_transcripts,
 };
 use crate::journal::{
@@ -146,6 +146,7 @@ impl Recorder {
         now_unix_ms: i64,
     ) -> Result<Recorder, StoreError> {
         create_private_dir_all(root).map_err(|error| StoreError::io("create", root, error))?;
+        check_private_dir(root)?;
         let stamp = CivilTime::from_unix_ms(now_unix_ms, config.utc_offset_minutes).folder_stamp();
         let (id, dir) = create_unique_dir(root, &stamp)?;
         let turns = dir.join(TURNS_DIR);

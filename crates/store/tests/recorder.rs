@@ -653,3 +653,54 @@ fn everything_a_recording_creates_is_the_users_alone() {
         assert_eq!(mode(&path), expected, "{}", path.display());
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_data_folder_every_user_can_change_is_refused_before_anything_is_saved_or_restated() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    // A conversation saved while the folder was the user's alone.
+    let (mut recorder, mut feed, _) = play(&store);
+    feed.close(&mut recorder, START_UNIX_MS + 60_000)
+        .expect("the close saves");
+    let id = recorder.id().to_owned();
+    drop(recorder);
+
+    fs::set_permissions(root.path(), fs::Permissions::from_mode(0o777)).expect("chmod");
+    let before: Vec<_> = fs::read_dir(root.path()).expect("the folder").collect();
+    let refused = store.start(config(), START_UNIX_MS + 120_000);
+    assert!(
+        matches!(
+            &refused,
+            Err(StoreError::OthersCanWrite { mode: 0o777, .. })
+        ),
+        "{:?}",
+        refused.as_ref().err()
+    );
+    let Err(refusal) = refused else {
+        panic!("the folder was used")
+    };
+    let said = refusal.to_string();
+    assert!(said.contains("every user of this computer"), "{said}");
+    assert!(
+        said.contains("choose another data folder in Settings"),
+        "{said}"
+    );
+    let after: Vec<_> = fs::read_dir(root.path()).expect("the folder").collect();
+    assert_eq!(before.len(), after.len(), "nothing was created in it");
+    assert!(
+        matches!(
+            store.continue_conversation(&id, None, config(), START_UNIX_MS + 130_000),
+            Err(StoreError::OthersCanWrite { .. })
+        ),
+        "its conversations are not restated to the model either"
+    );
+
+    // A shared folder with the sticky bit keeps each user to their own files: accepted, as is
+    // one its group may write.
+    fs::set_permissions(root.path(), fs::Permissions::from_mode(0o1777)).expect("chmod");
+    assert!(store.start(config(), START_UNIX_MS + 140_000).is_ok());
+    fs::set_permissions(root.path(), fs::Permissions::from_mode(0o770)).expect("chmod");
+    assert!(store.start(config(), START_UNIX_MS + 150_000).is_ok());
+}
