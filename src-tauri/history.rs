@@ -190,6 +190,7 @@ fn cannot_continue(error: StoreError) -> HistoryError {
             "it is the conversation going on now; just keep talking".to_owned()
         }
         StoreError::InvalidId { .. } => format!("{error}; choose one from the list"),
+        StoreError::OthersCanWrite { .. } => error.to_string(),
         _ => format!("{error}; check its folder, then press Continue again"),
     };
     HistoryError::CannotContinue(sentence)
@@ -315,7 +316,9 @@ impl History {
     /// one being recorded (it goes on already).
     pub fn continuing(&self, id: &str) -> Result<Continuing, HistoryError> {
         let store = self.store()?;
-        store.dir_of(id).map_err(cannot_continue)?;
+        let dir = store.dir_of(id).map_err(cannot_continue)?;
+        // Its words are given to the model as the user's: not from a folder others can change.
+        store.check_private(&dir).map_err(cannot_continue)?;
         if self.current.id().as_deref() == Some(id) {
             return Err(cannot_continue(StoreError::BeingRecorded {
                 id: id.to_owned(),
@@ -770,6 +773,31 @@ mod tests {
             error.to_string().starts_with("could not export to "),
             "{error}"
         );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_conversation_in_a_folder_every_user_can_change_is_not_continued() {
+        use std::os::unix::fs::PermissionsExt;
+        let data = Folder::new("continue_shared");
+        let id = record(&data.0, 1_700_000_000_000, "planted words", 100);
+        let history = History::new(&data.0, CurrentConversation::default());
+        assert!(history.continuing(&id).is_ok(), "the user's own folder");
+        let conversations = conversations_dir(&data.0);
+        std::fs::set_permissions(&conversations, std::fs::Permissions::from_mode(0o777))
+            .expect("chmod");
+        match history.continuing(&id) {
+            Err(HistoryError::CannotContinue(sentence)) => {
+                assert!(
+                    sentence.contains("every user of this computer"),
+                    "{sentence}"
+                )
+            }
+            other => panic!(
+                "continued from a folder anyone can change: {:?}",
+                other.map(|c| c.id)
+            ),
+        }
     }
 
     #[test]

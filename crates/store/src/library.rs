@@ -142,10 +142,16 @@ impl Store {
         if Some(id) == current {
             return Err(StoreError::BeingRecorded { id: id.to_owned() });
         }
-        // Its words are given to the model as the user's: not from a folder others can change.
-        crate::files::check_private_dir(&self.root)?;
-        crate::files::check_private_dir(&dir)?;
+        self.check_private(&dir)?;
         Recorder::reopen(&dir, config, now_unix_ms)
+    }
+
+    /// Refuses the conversation folder `dir` when it, or the data folder, can be changed by
+    /// every user of the computer ([`crate::files::check_private_dir`]): a conversation read
+    /// from there to be continued is given to the model as the user's words.
+    pub fn check_private(&self, dir: &Path) -> Result<(), StoreError> {
+        crate::files::check_private_dir(&self.root)?;
+        crate::files::check_private_dir(dir)
     }
 
     /// Repairs every conversation left by an unclean stop (call once at start, before
