@@ -7,9 +7,8 @@
 # PipeWire drops and zero-fills whole quanta around a stall for any client, pacat and parec
 # too (docs/benchmarks.md, "PipeWire"); those tests are built on every sample being heard once.
 # And the echo test that also asserts the null sink's one clock is never taken for two: on
-# PipeWire in a VM, playback underruns of 100 ms and more made the drift detector follow
-# -203 ppm in 1 run of 5 (docs/benchmarks.md, "PipeWire") — a misjudgement to fix in the
-# detector, not here; the test runs on PulseAudio.
+# PipeWire in a VM, long playback underruns can make the drift detector follow a drift that
+# is not there, a misjudgement to fix in the detector, not here; the test runs on PulseAudio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

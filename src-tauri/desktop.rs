@@ -288,8 +288,8 @@ pub fn show_main_window(app: &AppHandle) {
 /// The main window paints its page on the CPU, not through GL.
 ///
 /// Why: without a GPU driver, WebKitGTK composites through Mesa's software rasteriser, far
-/// costlier than painting this page directly (docs/benchmarks.md, "The browser peer"). The page is text, a meter and a
-/// button; painting it directly is cheap with or without a GPU.
+/// costlier than painting this page directly. The page is text, a meter and a button;
+/// painting it directly is cheap with or without a GPU.
 #[cfg(target_os = "linux")]
 pub fn paint_without_gl(app: &AppHandle) {
     let Some(window) = app.get_webview_window("main") else {

@@ -2,11 +2,11 @@
 //! one WAV per turn (walkie-store).
 //!
 //! Why a thread of its own: the store writes and fsyncs files, and the conversation task — which
-//! keeps the call, the devices and the screen in step — must not wait on a disk while a call
-//! runs. The task hands over the conversation machine's records as they come; this thread feeds
-//! the recorder. The task waits on the disk only when a conversation begins (the folder's
-//! repair, opening the recorder) and when it closes. A store that cannot save (read-only folder, full disk) never stops the
-//! conversation: the recorder keeps what it could not write in memory and retries.
+//! keeps the call, the devices and the screen in step — must not wait on a disk while a call runs.
+//! The task hands over the conversation machine's records as they come; this thread feeds the
+//! recorder. The task waits on the disk only when a conversation begins (the folder's repair,
+//! opening the recorder) and when it closes. A store that cannot save (read-only folder, full disk)
+//! never stops the conversation: the recorder keeps what it could not write in memory and retries.
 //!
 //! While it writes, the conversation is marked current ([`CurrentConversation`]) so the history
 //! panel cannot delete it from under the recorder.

@@ -1,7 +1,6 @@
-// Streamed text is shown at most about ten times a second. Why: painted on the CPU, every
-// update of the page costs WebKitGTK a whole frame, whatever it changes (docs/benchmarks.md,
-// "Tenth part"), and a provider's transcript deltas can come
-// dozens a second. A delta after a pause is shown at once; those that follow within the
+// Streamed text is shown at most about ten times a second. Why: painted on the CPU, every update of
+// the page costs WebKitGTK a whole frame, whatever it changes, and a provider's transcript deltas
+// can come dozens a second. A delta after a pause is shown at once; those that follow within the
 // interval are shown together when it ends, in their order, none dropped.
 
 /** The shortest time between two batches, in ms. */

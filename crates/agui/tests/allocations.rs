@@ -56,9 +56,10 @@ fn content_events_allocate_nothing_after_warm_up() {
     consumer.push(&content("m1", "x")).expect("valid");
     let warmed_up_length = consumer.messages()[0].content().map_or(0, str::len);
 
-    // Three rounds of 3 000 word-sized deltas (45 kB in all) fit in the capacity the warm-up
-    // left: zero allocations. dhat counts every thread of the process, and the test harness's
-    // own thread allocates now and then: the fewest of the three rounds is this code's. An allocation per event would show 3 000 in every round.
+    // Three rounds of 3 000 word-sized deltas (45 kB in all) fit in the capacity the warm-up left:
+    // zero allocations. dhat counts every thread of the process, and the test harness's own thread
+    // allocates now and then: the fewest of the three rounds is this code's. An allocation per
+    // event would show 3 000 in every round.
     let word = content("m1", "word ");
     let steady = (0..3)
         .map(|_| {

@@ -472,10 +472,10 @@ enum DownMsg {
 /// A worker's inbox: messages queue in a channel that the worker only ever polls, and each
 /// send unparks the worker.
 ///
-/// Why not a blocking `recv_timeout`: a receiver blocked in it registers with the channel
-/// under a mutex that a send then takes too, so every delta to play (one each 20 ms) would cost
-/// the downlink a futex sleep and a second wakeup (docs/benchmarks.md). `unpark` is an atomic swap, plus a futex wake only if the
-/// worker sleeps. A blocking wait elsewhere on the worker (a stream opening waits for its
+/// Why not a blocking `recv_timeout`: a receiver blocked in it registers with the channel under a
+/// mutex that a send then takes too, so every delta to play (one each 20 ms) would cost the
+/// downlink a futex sleep and a second wakeup. `unpark` is an atomic swap, plus a futex wake only
+/// if the worker sleeps. A blocking wait elsewhere on the worker (a stream opening waits for its
 /// thread) may use up an unpark; the message is then taken at the next tick, 20 ms at most.
 struct Inbox<T> {
     tx: Sender<T>,

@@ -5,7 +5,7 @@
 //! runs, a test's `file` plugin), opened by its PCM name whether cpal lists it or not. It can
 //! also carry a PulseAudio device through the ALSA `pulse` plugin (`pulse:DEVICE="<name>"`,
 //! `WALKIE_AUDIO_STREAMS=alsa`), an alternative to libpulse directly ([`crate::pulse`]), which
-//! wakes less and queues less at the device (docs/benchmarks.md, "Audio engine").
+//! wakes less and queues less at the device.
 //!
 //! The thread's rules are the callback's rules ([`crate::device`]): once the stream runs, it
 //! only converts samples between its period buffer and the ring, bumps atomics and calls

@@ -2,13 +2,13 @@
 //! per stream runs its own libpulse main loop and moves each period between the server and a
 //! lock-free ring right where the server's request (or data) is handled.
 //!
-//! Why not through another layer: every wakeup costs CPU, and the layers add wakeups (docs/benchmarks.md, "Audio engine"). cpal 0.18's pure-Rust
-//! client zero-fills 1 MiB per socket read and polls timing after every period; alsa-lib's
-//! `pulse` plugin runs a libpulse thread that asks for timing after every write, plus a thread
-//! of its own that the plugin wakes through a pipe. Here a period is one wakeup: the server's
-//! request arrives, the period is written in the same main-loop iteration; capture data is
-//! read once a period, however often the server posts it. Timing is asked for once a second,
-//! only for the latency estimate.
+//! Why not through another layer: every wakeup costs CPU, and the layers add wakeups. cpal 0.18's
+//! pure-Rust client zero-fills 1 MiB per socket read and polls timing after every period;
+//! alsa-lib's `pulse` plugin runs a libpulse thread that asks for timing after every write, plus a
+//! thread of its own that the plugin wakes through a pipe. Here a period is one wakeup: the
+//! server's request arrives, the period is written in the same main-loop iteration; capture data is
+//! read once a period, however often the server posts it. Timing is asked for once a second, only
+//! for the latency estimate.
 //!
 //! The thread's rules are the callback's rules ([`crate::device`]): once the stream runs it
 //! only converts samples between a period buffer (allocated before the loop) and the ring,

@@ -203,8 +203,8 @@ fn pulseaudio_devices_run_on_libpulse_directly_not_on_a_fallback() {
     let _sinks = SINKS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    // The cheap path is the point (docs/benchmarks.md): a silent fallback to cpal's streams
-    // would still play, at a multiple of the CPU.
+    // The cheap path is the point: a silent fallback to cpal's streams would still play, at a
+    // multiple of the CPU.
     let capture = Capture::open(None, 500).expect("the default microphone opens");
     let playback = Playback::open(None, 500).expect("the default speaker opens");
     let names = thread_names();

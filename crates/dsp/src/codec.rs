@@ -36,17 +36,16 @@ impl std::fmt::Debug for OpusEncoder {
 
 /// libopus's effort for the microphone: 5 of 0–10, as WebRTC uses on phones.
 ///
-/// Why not libopus's default of 9: on speech at 32 kb/s the encoder codes in hybrid mode
-/// (SILK for the voice band), where 9 costs about twice what 5 does for no audible gain, and 5
-/// keeps SILK's speech model and in-band FEC (the figures: docs/benchmarks.md, "Audio
-/// engine"). On a pure tone the encoder picks CELT, far cheaper and cheapest at the default:
-/// the engine is measured on speech for that reason.
+/// Why not libopus's default of 9: on speech at 32 kb/s the encoder codes in hybrid mode (SILK for
+/// the voice band), where 9 costs about twice what 5 does for no audible gain, and 5 keeps SILK's
+/// speech model and in-band FEC. On a pure tone the encoder picks CELT, far cheaper and cheapest at
+/// the default: the engine is measured on speech for that reason.
 pub const DEFAULT_OPUS_COMPLEXITY: i32 = 5;
 
 /// The packet loss the encoder is told to expect. It decides whether libopus spends bits on
 /// in-band FEC at all (its rate threshold counts complexity and loss): this is high enough
 /// that FEC is on from an utterance's start, so a lost packet in the first words can be
-/// rebuilt (docs/benchmarks.md, "Audio engine").
+/// rebuilt.
 const EXPECTED_LOSS_PERCENT: i32 = 10;
 
 impl OpusEncoder {

@@ -105,8 +105,8 @@ fn the_user_speaking_over_the_reply_gets_through_within_200_ms_on_laptop_speaker
             "{room:?}: the user is heard {heard_after_ms} ms after onset \
              ({alone_after_ms} ms with no reply playing)"
         );
-        // A Bluetooth speaker's long echo path holds the user back longer: over the 200 ms
-        // goal (docs/benchmarks.md records it as not met), so it is bounded at 300 ms.
+        // A Bluetooth speaker's long echo path holds the user back longer than the 200 ms goal,
+        // so it is bounded at 300 ms.
         let goal_ms = if room.delay_ms > 200 { 300 } else { 200 };
         assert!(
             heard_after_ms <= alone_after_ms + goal_ms,

@@ -7,7 +7,8 @@
 //!
 //! Layers, each usable alone:
 //! - [`peer`]: one peer connection and its loop. The loop flushes the core's writes after
-//!   every event, which is what opens the data channel as soon as ICE connects. Used by the client ([`peer::offer`]) and by the local provider ([`peer::answer`]).
+//!   every event, which is what opens the data channel as soon as ICE connects. Used by the
+//!   client ([`peer::offer`]) and by the local provider ([`peer::answer`]).
 //! - [`signalling`]: call setup in the documented forms (multipart with the session, or an
 //!   ephemeral key minted at `client_secrets` then the raw offer) and the hang-up; OpenAI,
 //!   Azure and custom base URLs; no redirects; plain http only to loopback.

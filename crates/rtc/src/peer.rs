@@ -2,7 +2,7 @@
 //!
 //! Why not the async `webrtc` crate: its driver sends the packets the core queues while it
 //! handles events only at the next timer tick, which delays each step of setting up the data
-//! channel by a tick (docs/benchmarks.md, "WebRTC transport"). This loop *flushes after every event*: after any
+//! channel by a tick. This loop *flushes after every event*: after any
 //! input (a datagram, a command, a timeout) it drains the core's events and reads, then its
 //! writes, and repeats until the core has nothing more to say. Nothing waits for a tick.
 //!
