@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use support::*;
 use turn_support::{
     assistant_says, audio_part_added, committed, output_started, output_stopped, response_created,
-    response_done, session_updated_with_transcription, user_transcript_completed,
+    response_done, user_transcript_completed,
 };
 use walkie_agui::{Consumer, Event, Mode};
 use walkie_conversation::{Input, Output, Record, TransportInput};
@@ -184,15 +184,7 @@ fn whichever_input_the_call_drops_after_no_finished_message_is_lost_or_doubled()
             .machine
             .next_deadline_ms()
             .unwrap_or_else(|| panic!("dropped after input {dropped_after}: no redial"));
-        let mut next_call = call.tick(redial_ms);
-        assert!(
-            names(&next_call).contains(&"dial".to_owned()),
-            "dropped after input {dropped_after}: {:?}",
-            names(&next_call)
-        );
-        next_call.extend(call.input(redial_ms + 100, Input::Dialled));
-        next_call.extend(call.input(redial_ms + 150, Input::Transport(TransportInput::Open)));
-        next_call.extend(call.server(redial_ms + 200, &session_updated_with_transcription()));
+        let next_call = redial(&mut call);
         let given = given_to_the_new_call(&next_call);
         outputs.extend(next_call);
 

@@ -241,6 +241,28 @@ impl Call {
     }
 }
 
+/// Runs the redial the machine scheduled, from its deadline: the call is placed, its channel
+/// opens and its session is confirmed. All outputs from the dial on.
+pub fn redial(call: &mut Call) -> Vec<Output> {
+    let at_ms = call
+        .machine
+        .next_deadline_ms()
+        .expect("a redial is scheduled");
+    let mut outputs = call.tick(at_ms);
+    assert!(
+        names(&outputs).contains(&"dial".to_owned()),
+        "dials at its deadline: {:?}",
+        names(&outputs)
+    );
+    outputs.extend(call.input(at_ms + 100, Input::Dialled));
+    outputs.extend(call.input(at_ms + 150, Input::Transport(TransportInput::Open)));
+    outputs.extend(call.server(
+        at_ms + 200,
+        &super::turn_support::session_updated_with_transcription(),
+    ));
+    outputs
+}
+
 /// The status lines among `outputs`.
 pub fn statuses(outputs: &[Output]) -> Vec<StatusEvent> {
     outputs
