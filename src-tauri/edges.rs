@@ -244,6 +244,9 @@ impl<U: Ui> Edges<U> {
                 }
             }
             Output::Audio(command) => audio.iter().for_each(|audio| audio.engine.apply(command)),
+            Output::ReplyAudio(reply_audio) => audio
+                .iter()
+                .for_each(|audio| audio.engine.reply_audio(&reply_audio)),
             Output::BeginItem(item_id) => audio
                 .iter()
                 .for_each(|audio| audio.player.begin_item(&item_id)),

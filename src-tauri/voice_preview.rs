@@ -13,7 +13,6 @@ use tokio::sync::{Notify, oneshot};
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
 use walkie_openai::{ClientEvent, Modality, ResponseConfig, ServerEvent};
 use walkie_rtc::{Call, CallEvent};
-use walkie_session::PlaybackSink;
 
 use crate::CommandError;
 use crate::plan::Provider;
@@ -154,7 +153,6 @@ async fn listen(
     let waker = woken.clone();
     let (engine, events) = Engine::start(engine, |_: &[u8], _: u32| {}, move || waker.notify_one())
         .map_err(|error| PreviewFailed(format!("The speaker could not be used: {error}.")))?;
-    let mut player = engine.player();
     let reply = ClientEvent::ResponseCreate {
         response: Some(ResponseConfig {
             conversation: Some("none".to_owned()),
@@ -233,10 +231,12 @@ async fn listen(
             () = woken.notified() => {
                 for event in events.try_iter() {
                     match event {
-                        EngineEvent::AssistantAudio(chunk) => {
-                            // Decoded call audio is 48 kHz mono.
+                        // The engine plays what it decodes, from the reply's first sound on;
+                        // decoded call audio is 48 kHz mono.
+                        EngineEvent::AssistantAudio(chunk)
+                            if played_ms > 0 || walkie_session::turn::is_sounding(&chunk) =>
+                        {
                             played_ms += chunk.samples().len() as u64 * 1000 / 48_000;
-                            player.play(&chunk);
                         }
                         EngineEvent::PlaybackDrained if all_sent && played_ms > 0 => {
                             return Ok(Preview::Played { transcript, played_ms });

@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 use walkie_audio::codec::{DEFAULT_OPUS_COMPLEXITY, MAX_PACKET_BYTES, OpusEncoder};
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
 use walkie_dsp::testkit::{encode_opus, speech_like};
-use walkie_session::PlaybackSink;
-use walkie_session::turn::AudioCommand;
+use walkie_session::turn::{AudioCommand, ReplyAudio, ReplyGate};
 
 /// CPU time of the whole process: every thread, including the ones that already ended (a
 /// reopened stream's threads, cpal's short-lived helpers). Summing /proc/self/task would miss
@@ -190,8 +189,10 @@ fn duplex_cpu(opus_complexity: i32, echo_cancellation: bool) -> f64 {
     .expect("the engine starts");
     std::thread::sleep(Duration::from_millis(500));
     let mut mic = feed_mic(14);
-    let mut player = engine.player();
-    player.begin_item("item_duplex");
+    engine.reply_audio(&ReplyAudio {
+        gate: ReplyGate::Play,
+        item_id: Some("item_duplex".to_owned()),
+    });
     engine.apply(AudioCommand::OpenCapture { pre_roll_ms: 300 });
     std::thread::sleep(Duration::from_millis(500));
     let seconds = 10;
@@ -205,8 +206,8 @@ fn duplex_cpu(opus_complexity: i32, echo_cancellation: bool) -> f64 {
     while started.elapsed() < Duration::from_secs(seconds) {
         // The app's part, woken as the app's loop is (once per worker pass that queued
         // events): each uplink frame goes to the "transport" and a reply packet comes back as
-        // RTP (each frame is followed by its SentAudio event), decoded audio goes back to the
-        // player.
+        // RTP (each frame is followed by its SentAudio event); the engine plays what it decodes
+        // and the app takes the decoded chunks (for the transcript and the recording).
         if wakes.recv_timeout(Duration::from_millis(100)).is_ok() {
             wake_count += 1;
         }
@@ -228,8 +229,7 @@ fn duplex_cpu(opus_complexity: i32, echo_cancellation: bool) -> f64 {
                 _ => "device",
             };
             *event_counts.entry(kind).or_insert(0u64) += 1;
-            if let EngineEvent::AssistantAudio(chunk) = event {
-                player.play(&chunk);
+            if let EngineEvent::AssistantAudio(_) = event {
                 played_chunks += 1;
             }
         }
@@ -317,7 +317,6 @@ fn arrival_to_device(talkspurts: usize) -> Vec<f64> {
     let (engine, events) =
         Engine::start(EngineConfig::default(), |_: &[u8], _| {}, || {}).expect("the engine starts");
     std::thread::sleep(Duration::from_millis(800));
-    let mut player = engine.player();
     let mut encoder = OpusEncoder::new(32_000).expect("encoder");
     let tone: Vec<f32> = (0..960)
         .map(|i| (2.0 * std::f32::consts::PI * 440.0 * i as f32 / 48_000.0).sin() * 0.3)
@@ -340,11 +339,8 @@ fn arrival_to_device(talkspurts: usize) -> Vec<f64> {
                 sent += 1;
                 next_packet += Duration::from_millis(20);
             }
-            while let Ok(event) = events.try_recv() {
-                if let EngineEvent::AssistantAudio(chunk) = event {
-                    player.play(&chunk);
-                }
-            }
+            // The engine plays what it decodes; the app's share is taking the events.
+            while events.try_recv().is_ok() {}
             let start = engine.stats().talkspurt_start_frame;
             if start != before
                 && let Some(clock) = engine.playback_clock()
@@ -364,11 +360,7 @@ fn arrival_to_device(talkspurts: usize) -> Vec<f64> {
             latencies.push(ms);
         }
         std::thread::sleep(Duration::from_millis(400));
-        while let Ok(event) = events.try_recv() {
-            if let EngineEvent::AssistantAudio(chunk) = event {
-                player.play(&chunk);
-            }
-        }
+        while events.try_recv().is_ok() {}
         std::thread::sleep(Duration::from_millis(200));
     }
     summary(

@@ -19,10 +19,13 @@
 //!   outside presses (no pre-roll then: that is its cost).
 //! - **Downlink**: [`Engine::receive_rtp`] → a ring of packet slots → the jitter buffer the
 //!   downlink owns → Opus decode, FEC recovery or concealment, paced at one frame per 20 ms
-//!   (`walkie_dsp::playout`) → [`EngineEvent::AssistantAudio`]. Those chunks
-//!   are the live deltas: the app hands them to the turn controller, and the session's speech
-//!   deltas come back through the [`Player`], the only way to the speaker (DESIGN.md rule 2).
-//!   The player resamples to the device rate, counts what the device actually took per item
+//!   (`walkie_dsp::playout`) → the speaker, at once, as the turn controller's [`ReplyAudio`]
+//!   says (played from the reply's first sound, all of it while it is audible, nothing of a cut
+//!   reply: [`Engine::reply_audio`]); the same frames go to the app as
+//!   [`EngineEvent::AssistantAudio`] for the transcript and the recording. They are the live
+//!   deltas, played once (DESIGN.md rule 2), and no hop through the app's task lies between
+//!   the decoder and the device. PCM a WebSocket provider sends comes the other way, through
+//!   the [`Player`]. The downlink resamples to the device rate, counts what the device actually took per item
 //!   ([`EngineEvent::PlaybackProgress`], by the played ledger), and flushes within one device period
 //!   ([`AudioCommand::HoldPlayback`] holds the reply as quickly and lets it go on). When a reply
 //!   stops playing it says how it went ([`EngineEvent::ReplyPlayed`]: from its first packet to
@@ -41,7 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use walkie_session::turn::AudioCommand;
+use walkie_session::turn::{AudioCommand, DecodedReplyAudio, ReplyAudio, ReplyGate};
 use walkie_session::{AudioChunk, PlaybackSink};
 
 use crate::codec::{
@@ -63,13 +66,12 @@ use crate::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
 
 /// The warm mic's default memory, as the turn controller asks for it.
 pub const DEFAULT_PRE_ROLL_MS: u32 = 300;
-/// Silence put ahead of a reply when the speaker was idle: room for the 20 ms decode pace and
-/// the hop through the app to wobble without the device running dry (with the sound server's
-/// three periods behind it, docs/benchmarks.md "The browser peer"). Where that hop turns out
-/// slower, replies that ran dry raise it ([`crate::playout::PlayoutCushion`]), up to
-/// [`MAX_PLAYOUT_CUSHION_MS`].
+/// Silence put ahead of a reply when the speaker was idle: room for the 20 ms decode pace to
+/// wobble without the device running dry (with the sound server's three periods behind it).
+/// Where the downlink turns out slower, replies that ran dry raise it
+/// ([`crate::playout::PlayoutCushion`]), up to [`MAX_PLAYOUT_CUSHION_MS`].
 pub const DEFAULT_PLAYOUT_CUSHION_MS: u32 = 10;
-/// The most silence put ahead of a reply, however late the hop through the app has been.
+/// The most silence put ahead of a reply, however late the downlink has been.
 pub const MAX_PLAYOUT_CUSHION_MS: u32 = 40;
 /// Level readings per second for the UI.
 pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 15;
@@ -464,8 +466,18 @@ enum UpMsg {
 
 enum DownMsg {
     Wake,
-    Chunk { epoch: u64, chunk: AudioChunk },
+    Chunk {
+        epoch: u64,
+        chunk: AudioChunk,
+    },
     BeginItem(Arc<str>),
+    /// What to do with the reply audio decoded from now, told in flush epoch `epoch` (a flush
+    /// after it wins).
+    ReplyAudio {
+        epoch: u64,
+        gate: ReplyGate,
+        item: Option<Arc<str>>,
+    },
     Shutdown,
 }
 
@@ -697,7 +709,20 @@ impl Engine {
         queued
     }
 
-    /// The playback entry: session speech deltas go here.
+    /// What to do with the reply audio decoded from RTP: the downlink plays it straight to the
+    /// speaker, as the turn controller says, and counts it against the item named. Until told,
+    /// a reply is played from its first sound; a flush drops what is decoded after it until
+    /// this is told again.
+    pub fn reply_audio(&self, reply_audio: &ReplyAudio) {
+        self.down.send(DownMsg::ReplyAudio {
+            epoch: self.shared.flush_epoch.load(Ordering::Acquire),
+            gate: reply_audio.gate,
+            item: reply_audio.item_id.as_deref().map(Arc::from),
+        });
+    }
+
+    /// The playback entry for audio that comes as PCM from the app (a WebSocket provider's
+    /// speech deltas); decoded RTP does not pass here ([`Engine::reply_audio`]).
     pub fn player(&self) -> Player {
         Player {
             down: self.down.clone(),
@@ -1595,6 +1620,8 @@ struct Downlink {
     zeros: Vec<f32>,
     pending: VecDeque<Queued>,
     current_item: Option<Arc<str>>,
+    /// What the controller last said of decoded reply audio.
+    decoded_reply: DecodedReplyAudio,
     piece: Vec<f32>,
     out: Vec<f32>,
     out_pos: usize,
@@ -1663,6 +1690,7 @@ impl Downlink {
             zeros: vec![0.0; 192 * MAX_PLAYOUT_CUSHION_MS.max(config.playout_cushion_ms) as usize],
             pending: VecDeque::with_capacity(1024),
             current_item: None,
+            decoded_reply: DecodedReplyAudio::default(),
             piece: Vec::with_capacity(PLAYER_PIECE_SAMPLES),
             out: Vec::new(),
             out_pos: 0,
@@ -1717,6 +1745,10 @@ impl Downlink {
                 }
             }
             DownMsg::BeginItem(item) => self.current_item = Some(item),
+            DownMsg::ReplyAudio { epoch, gate, item } => {
+                let flush_epoch = self.shared.flush_epoch.load(Ordering::Acquire);
+                self.decoded_reply.tell(gate, item, epoch, flush_epoch);
+            }
             DownMsg::Shutdown => return false,
         }
         true
@@ -1758,8 +1790,27 @@ impl Downlink {
         }
     }
 
+    /// A decoded frame straight to the speaker, as the controller's [`ReplyAudio`] says: no
+    /// hop through the app's task lies between the decoder and the device.
+    fn play_decoded(&mut self, chunk: &AudioChunk) {
+        if self.playback_rate_hz != CALL_RATE_HZ {
+            // The player takes PCM at another rate, from the app (a WebSocket provider's).
+            return;
+        }
+        let flush_epoch = self.shared.flush_epoch.load(Ordering::Acquire);
+        if !self.decoded_reply.admit(chunk, flush_epoch) {
+            return;
+        }
+        self.pending.push_back(Queued {
+            item: self.decoded_reply.item().cloned(),
+            chunk: chunk.clone(),
+            offset: 0,
+        });
+    }
+
     /// Takes every frame that is due out of the jitter buffer: decoded, rebuilt from FEC or
-    /// concealed, and handed to the app as a delta.
+    /// concealed, played ([`Self::play_decoded`]) and handed to the app for the transcript and
+    /// the recording.
     fn decode_due(&mut self, now: Instant) {
         let now_us = self.micros(now);
         self.take_packets();
@@ -1793,8 +1844,9 @@ impl Downlink {
                         .iter()
                         .map(|&s| (s * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16)
                         .collect();
-                    self.events
-                        .send(EngineEvent::AssistantAudio(AudioChunk::from_samples(pcm)));
+                    let chunk = AudioChunk::from_samples(pcm);
+                    self.play_decoded(&chunk);
+                    self.events.send(EngineEvent::AssistantAudio(chunk));
                 }
                 Err(error) => self
                     .decode_log
@@ -1898,8 +1950,8 @@ impl Downlink {
                 && playback.played_frames() >= self.ledger.written_frames()
             {
                 // A reply starts on an idle speaker: a cushion of silence ahead of it absorbs
-                // the jitter of the path from the decoder through the app and back. Only at
-                // the start: a cushion after every late chunk would stretch the reply.
+                // the jitter of the downlink's pace. Only at the start: a cushion after every
+                // late chunk would stretch the reply.
                 let rate = playback.format().sample_rate_hz as usize;
                 let cushion = (rate * self.cushion.ms() as usize / 1000).min(self.zeros.len());
                 let written = playback.write(&self.zeros[..cushion]);

@@ -14,15 +14,23 @@ use common::{
     PulseClient, SpareSink, StalledServer, assert_heard_in_order, from_bytes, pattern,
     require_test_server, rms_dbfs, tone, tone_level_dbfs, wait_until, wakeups_of,
 };
+use walkie_audio::FRAME_SAMPLES;
 use walkie_audio::codec::{MAX_PACKET_BYTES, OpusDecoder, OpusEncoder};
 use walkie_audio::device::{DeviceDirection, PERIOD_MS, list_devices};
 use walkie_audio::engine::{
     DEFAULT_PLAYOUT_CUSHION_MS, Engine, EngineConfig, EngineEvent, PlayoutReport,
 };
-use walkie_audio::{FRAME_SAMPLES, engine::Player};
 use walkie_session::AudioChunk;
 use walkie_session::PlaybackSink;
-use walkie_session::turn::AudioCommand;
+use walkie_session::turn::{AudioCommand, ReplyAudio, ReplyGate};
+
+/// What the turn controller tells the engine of the reply audio it decodes.
+fn told(gate: ReplyGate, item_id: Option<&str>) -> ReplyAudio {
+    ReplyAudio {
+        gate,
+        item_id: item_id.map(str::to_owned),
+    }
+}
 
 /// The null sinks are shared by every test of this file: one test at a time.
 static SINKS: Mutex<()> = Mutex::new(());
@@ -113,8 +121,9 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
     let recorder = PulseClient::spawn("parec", "spk.monitor");
     let running = start(EngineConfig::default());
     running.wait_for_devices(false);
-    let mut player = running.engine.player();
-    player.begin_item("item_reply");
+    running
+        .engine
+        .reply_audio(&told(ReplyGate::Play, Some("item_reply")));
 
     // 1.2 s of speech-like tones, 20 ms Opus packets as the server would send them.
     let reply: Vec<f32> = SEGMENT_HZ
@@ -147,10 +156,10 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
     let mut decoded: Vec<AudioChunk> = Vec::new();
     let mut last_progress_ms = 0;
     let mut reports = Vec::new();
-    let mut handle = |event: EngineEvent, player: &mut Player| match event {
+    let mut handle = |event: EngineEvent| match event {
         EngineEvent::AssistantAudio(chunk) => {
-            // The app's part: the chunk becomes a session delta, and the delta is played.
-            player.play(&chunk);
+            // The app's part: the chunk becomes a session delta (recorded, not played: the
+            // engine has played it already).
             decoded.push(chunk);
             false
         }
@@ -171,7 +180,7 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
         let due = started + Duration::from_millis(20 * n as u64);
         while Instant::now() < due {
             if let Ok(event) = running.events.recv_timeout(Duration::from_millis(1)) {
-                handle(event, &mut player);
+                handle(event);
             }
         }
         running.engine.receive_rtp(
@@ -187,7 +196,7 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
             .events
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             .expect("the reply drains from the speaker");
-        if handle(event, &mut player) {
+        if handle(event) {
             break;
         }
     }
@@ -248,6 +257,118 @@ fn a_reply_received_as_rtp_comes_out_of_the_speaker_once_whole_and_in_order() {
     assert!(
         report.concealed_frames <= 2,
         "the lost packet was concealed or rebuilt: {report:?}"
+    );
+}
+
+/// Sends `frames` 20 ms Opus packets of a `hz` tone at the network's pace, sequence numbers and
+/// timestamps going on from `next`.
+fn send_tone(engine: &Engine, encoder: &mut OpusEncoder, next: &mut u16, hz: f32, frames: usize) {
+    let tone: Vec<f32> = tone(hz, 0.3, frames * FRAME_SAMPLES)
+        .iter()
+        .map(|&s| f32::from(s) / 32_768.0)
+        .collect();
+    let started = Instant::now();
+    for (n, frame) in tone.chunks_exact(FRAME_SAMPLES).enumerate() {
+        let due = started + Duration::from_millis(20 * n as u64);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        let mut packet = [0u8; MAX_PACKET_BYTES];
+        let len = encoder.encode(frame, &mut packet).expect("encodes");
+        engine.receive_rtp(
+            *next,
+            960 * u32::from(*next),
+            &packet[..len],
+            Instant::now(),
+        );
+        *next = next.wrapping_add(1);
+    }
+}
+
+/// How many 20 ms windows of `heard` have `hz` as the loudest of `candidates`, well above
+/// silence.
+fn windows_of(heard: &[i16], hz: f32, candidates: &[f32]) -> usize {
+    heard
+        .chunks_exact(FRAME_SAMPLES)
+        .map(|window| {
+            window
+                .iter()
+                .map(|&s| f32::from(s) / 32_768.0)
+                .collect::<Vec<f32>>()
+        })
+        .filter(|window| {
+            let level = |hz: f32| tone_level_dbfs(window, f64::from(hz));
+            level(hz) > -30.0
+                && candidates
+                    .iter()
+                    .all(|&other| other == hz || level(other) < level(hz))
+        })
+        .count()
+}
+
+#[test]
+fn after_a_flush_the_cut_replys_late_packets_are_not_played_and_the_next_reply_is_from_its_start() {
+    let _sinks = one_at_a_time();
+    let recorder = PulseClient::spawn("parec", "spk.monitor");
+    let running = start(EngineConfig::default());
+    running.wait_for_devices(false);
+    let engine = &running.engine;
+    let mut encoder = OpusEncoder::new(32_000).expect("libopus encoder");
+    let mut next = 0u16;
+    let tones = [440.0, 1_320.0, 880.0];
+
+    engine.reply_audio(&told(ReplyGate::Play, Some("item_cut")));
+    send_tone(engine, &mut encoder, &mut next, 440.0, 25);
+    // The barge-in: the server goes on sending the cut reply for a while.
+    engine.apply(AudioCommand::FlushPlayback);
+    running.events.try_iter().for_each(drop);
+    send_tone(engine, &mut encoder, &mut next, 1_320.0, 15);
+    // The user's turn: the cut reply's last packets leave the jitter buffer (dropped). Then the
+    // next reply's audio part names its item, and its packets follow.
+    // (Waited for as the decoded frames stopping for 100 ms.)
+    let mut decoded_after_flush = 0;
+    let mut last_decoded = Instant::now();
+    while last_decoded.elapsed() < Duration::from_millis(100) {
+        if let Ok(EngineEvent::AssistantAudio(_)) =
+            running.events.recv_timeout(Duration::from_millis(10))
+        {
+            decoded_after_flush += 1;
+            last_decoded = Instant::now();
+        }
+    }
+    assert!(
+        decoded_after_flush >= 13,
+        "the cut reply's late packets were decoded: {decoded_after_flush}"
+    );
+    engine.reply_audio(&told(ReplyGate::FromSound, Some("item_next")));
+    send_tone(engine, &mut encoder, &mut next, 880.0, 25);
+    let events = running.events_until("the next reply to drain", Duration::from_secs(5), |event| {
+        matches!(event, EngineEvent::PlaybackDrained)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let heard = from_bytes(&recorder.end());
+
+    assert!(
+        windows_of(&heard, 440.0, &tones) >= 5,
+        "the cut reply played until the flush"
+    );
+    assert_eq!(
+        windows_of(&heard, 1_320.0, &tones),
+        0,
+        "nothing of what came after the flush for the cut reply"
+    );
+    let next_reply = windows_of(&heard, 880.0, &tones);
+    assert!(
+        next_reply >= 22,
+        "the next reply played whole: {next_reply} of 25 windows"
+    );
+    let played_next = events.iter().filter_map(|event| match event {
+        EngineEvent::PlaybackProgress { item_id, played_ms } if &**item_id == "item_next" => {
+            Some(*played_ms)
+        }
+        _ => None,
+    });
+    assert!(
+        played_next.max().is_some_and(|played_ms| played_ms >= 480),
+        "what played of the next reply is counted against its item: {events:?}"
     );
 }
 
@@ -921,7 +1042,7 @@ fn the_app_is_woken_once_per_worker_pass_not_once_per_event_and_never_misses_one
 }
 
 #[test]
-fn a_reply_wakes_the_downlink_once_per_frame_and_once_per_delta_played_not_more() {
+fn a_reply_wakes_the_downlink_once_per_frame_and_not_for_its_packets() {
     let _sinks = one_at_a_time();
     let (engine, events, wakes) = start_woken();
     wait_until("the speaker to open", Duration::from_secs(5), || {
@@ -934,11 +1055,10 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_once_per_delta_played_not_more(
         .map(|&s| f32::from(s) / 32_768.0)
         .collect();
     let len = encoder.encode(&frame, &mut packet).expect("encodes");
-    let mut player = engine.player();
-    player.begin_item("item_reply");
+    engine.reply_audio(&told(ReplyGate::Play, Some("item_reply")));
 
-    // A 3 s reply, one packet every 20 ms, taken the way the app takes it: woken by the
-    // engine, it plays each decoded frame back as a delta, at once.
+    // A 3 s reply, one packet every 20 ms; the app is woken for each decoded frame (its
+    // transcript and recording), which the engine has played already.
     let started = Instant::now();
     let mut sent = 0u16;
     let mut played = 0u32;
@@ -954,8 +1074,7 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_once_per_delta_played_not_more(
             .is_ok()
         {
             for event in events.try_iter() {
-                if let EngineEvent::AssistantAudio(chunk) = event {
-                    player.play(&chunk);
+                if let EngineEvent::AssistantAudio(_) = event {
                     played += 1;
                 }
             }
@@ -987,7 +1106,7 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_once_per_delta_played_not_more(
         deltas_per_second > 45.0,
         "the reply flowed: {deltas_per_second:.0} deltas a second"
     );
-    // Its 20 ms pace and each delta played wake it; a packet received while the reply plays
+    // Its 20 ms pace wakes it; a packet received while the reply plays
     // does not (a wake for each would be ~50 more a second); one that comes after the
     // buffer ran dry (a late sender on a loaded machine) may start the talkspurt again. How
     // often the thread really wakes depends on the load: that figure is the benches'.

@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 
 use walkie_session::transcript::{BridgeNote, TranscriptBridge};
 use walkie_session::turn::{
-    AudioCommand, ControllerOutput, HistoryRestore, PressMode, ToolError, ToolRegistry, TurnConfig,
-    TurnEngine, TurnMode, UiHint, UserMessage, engine_for,
+    AudioCommand, ControllerOutput, HistoryRestore, PressMode, ToolError, ToolRegistry, Transport,
+    TurnConfig, TurnEngine, TurnMode, UiHint, UserMessage, engine_for,
 };
 use walkie_session::{
     Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
@@ -1051,6 +1051,9 @@ impl Conversation {
                     }
                     self.outputs.push_back(Output::Send(event))
                 }
+                ControllerOutput::ReplyAudio(reply_audio) => {
+                    self.outputs.push_back(Output::ReplyAudio(reply_audio))
+                }
                 ControllerOutput::Audio(command) => {
                     self.outputs.push_back(Output::Audio(command));
                     if command == AudioCommand::FlushPlayback {
@@ -1246,8 +1249,12 @@ impl Conversation {
     }
 
     /// Assistant speech deltas — only they — go to the speaker, each counted against the item
-    /// the controller says the reply's audio carries (DESIGN rule 2).
+    /// the controller says the reply's audio carries (DESIGN rule 2). Over WebRTC the engine
+    /// plays the deltas it decodes itself, as the controller's [`Output::ReplyAudio`] says.
     fn route(&mut self, event: &SessionEvent) {
+        if self.turn.transport == Transport::WebRtc {
+            return;
+        }
         let SessionEvent::PartDelta(delta) = event else {
             return;
         };

@@ -4,7 +4,7 @@
 
 use walkie_agui::Event;
 use walkie_session::transcript::BridgeNote;
-use walkie_session::turn::{AudioCommand, Diagnostic, OutgoingEvent, ToolCallRequest};
+use walkie_session::turn::{AudioCommand, Diagnostic, OutgoingEvent, ReplyAudio, ToolCallRequest};
 use walkie_session::{AudioChunk, StampedEvent};
 
 use walkie_session::DeviceDirection;
@@ -21,10 +21,15 @@ pub enum Output {
     Send(OutgoingEvent),
     /// A command for the audio engine.
     Audio(AudioCommand),
-    /// The assistant audio that follows belongs to this item (the engine counts played time
-    /// against it).
+    /// What the engine does from now with the reply audio it decodes from RTP (played straight
+    /// to the speaker, or not), and the item it counts played time against.
+    ReplyAudio(ReplyAudio),
+    /// The assistant audio given by [`Output::Play`] from now belongs to this item (the engine
+    /// counts played time against it).
     BeginItem(String),
-    /// Assistant audio to play: a live speech delta (never a snapshot).
+    /// Assistant audio to play, where it comes as PCM on the data channel (a WebSocket
+    /// transport): a live speech delta (never a snapshot). Reply audio that comes as RTP is
+    /// played by the engine itself ([`Output::ReplyAudio`]).
     Play(AudioChunk),
     /// A transcript event for the webview (AG-UI).
     Transcript(Event),

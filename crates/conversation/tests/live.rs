@@ -247,18 +247,19 @@ fn a_typed_message_is_kept_out_of_a_live_call_with_a_line_that_says_to_speak_it(
 fn the_reply_is_audible_from_its_first_sound_not_from_the_silence_before_it() {
     let (mut call, _) = ready_live(push_to_talk());
     call.utterance(1_000, 2_000);
-    let silence = call.input(
+    call.speaker.played();
+    call.input(
         2_300,
         Input::Engine(walkie_conversation::EngineInput::AssistantAudio(
             walkie_session::AudioChunk::from_samples(vec![3; 960]),
         )),
     );
     assert!(
-        !names(&silence).iter().any(|name| name == "play"),
+        call.speaker.played().is_empty(),
         "silence between replies is not a reply"
     );
     let sound = call.assistant_audio(2_400);
-    assert!(names(&sound).iter().any(|name| name == "play"));
+    assert_eq!(call.speaker.played().len(), 1, "the first sound is heard");
     assert_eq!(
         last_status(&sound).map(|(state, _)| state),
         Some(ConnectionState::Speaking)
@@ -323,6 +324,7 @@ fn the_rest_of_a_reply_cut_by_the_key_is_never_played_and_the_next_reply_is() {
     }
     // The key cuts the reply; the model goes on talking a little before it yields.
     call.press(2_600);
+    call.speaker.played();
     let mut after_the_cut = Vec::new();
     for chunk in 0..10 {
         after_the_cut.extend(call.assistant_audio(2_620 + chunk * 20));
@@ -334,21 +336,20 @@ fn the_rest_of_a_reply_cut_by_the_key_is_never_played_and_the_next_reply_is() {
     }
     after_the_cut.extend(call.server(3_300, &reply_words(" there was", 2_700)));
     assert_eq!(
-        names(&after_the_cut)
-            .iter()
-            .filter(|name| *name == "play")
-            .count(),
+        call.speaker.played().len(),
         0,
         "{:?}",
         names(&after_the_cut)
     );
-    // Quiet, then the answer to the new turn plays.
-    let next = call.assistant_audio(3_420 + LIVE_AUDIO_QUIET_MS);
-    assert!(
-        names(&next).iter().any(|name| name == "play"),
-        "{:?}",
-        names(&next)
+    // Quiet (the driver wakes at the machine's deadline: the cut reply's last sound was at
+    // 3,400), then the answer to the new turn plays from its first frame.
+    assert_eq!(
+        call.machine.next_deadline_ms(),
+        Some(3_400 + LIVE_AUDIO_QUIET_MS)
     );
+    call.tick(3_400 + LIVE_AUDIO_QUIET_MS);
+    let next = call.assistant_audio(3_420 + LIVE_AUDIO_QUIET_MS);
+    assert_eq!(call.speaker.played().len(), 1, "{:?}", names(&next));
 }
 
 /// The delegated Responses backend calls `name` with `arguments` (`response.event`).

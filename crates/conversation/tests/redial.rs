@@ -605,7 +605,7 @@ fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered
         ],
         1_000,
     );
-    let mut call = Call { machine, config };
+    let mut call = Call::of(machine, config);
     let shown = transcript(&std::iter::from_fn(|| call.machine.poll_output()).collect::<Vec<_>>());
     let types: Vec<&str> = shown
         .iter()
@@ -1161,7 +1161,7 @@ fn a_saved_conversation_continued_shows_what_it_spent_before_and_its_budget_coun
         transcriptions: 3,
         cost_usd: Some(0.85),
     });
-    let mut call = Call { machine, config };
+    let mut call = Call::of(machine, config);
     let first: Vec<Output> = std::iter::from_fn(|| call.machine.poll_output()).collect();
     let shown = spending(&first).expect("what it spent is shown at once");
     assert_eq!((shown.responses, shown.tokens.total()), (3, 10_000));

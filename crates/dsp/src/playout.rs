@@ -83,11 +83,11 @@ impl PlayoutPacer {
 }
 
 /// How much silence goes ahead of a reply that starts on an idle speaker: the headroom that
-/// absorbs the jitter of the path from the decoder through the app and back for the whole reply
-/// (input and output then run at the same pace, so what is ahead at the start stays ahead).
+/// absorbs the jitter of the path from the decoder to the device for the whole reply (input
+/// and output then run at the same pace, so what is ahead at the start stays ahead).
 ///
 /// Why it adapts: a thin cushion keeps the reply's first sound early on a quiet machine, but on
-/// a loaded one a late hop runs the device dry and the user hears a gap. A reply that ran dry
+/// a loaded one a late pass runs the device dry and the user hears a gap. A reply that ran dry
 /// (the device played silence inside it) raises the cushion of the next ones by that silence;
 /// each reply that played whole lowers it again by [`Self::RELAX_MS`], down to the base, as a
 /// WebRTC jitter buffer's target follows the delays it sees.

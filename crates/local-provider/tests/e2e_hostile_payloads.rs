@@ -97,6 +97,7 @@ impl Driver {
                 ControllerOutput::Diagnostic(diagnostic) => self.diagnostics.push(diagnostic),
                 // This controller declares no outside tool, so none is called.
                 ControllerOutput::Audio(_)
+                | ControllerOutput::ReplyAudio(_)
                 | ControllerOutput::Hint(_)
                 | ControllerOutput::Billed(_)
                 | ControllerOutput::Transcribed(_)

@@ -6,9 +6,9 @@ mod turn_support;
 use serde_json::{Value, json};
 use walkie_openai::SessionConfig;
 use walkie_session::turn::{
-    AudioCommand, CURRENT_LOCAL_TIME_TOOL, ControllerOutput, Diagnostic, LATE_AUDIO_GRACE_MS,
-    PressMode, SESSION_CONFIRM_GRACE_MS, ToolRegistry, Transport, TurnConfig, TurnController,
-    TurnMode, UiHint,
+    AudioCommand, CURRENT_LOCAL_TIME_TOOL, ControllerOutput, DEFAULT_TAIL_MS, Diagnostic,
+    LATE_AUDIO_GRACE_MS, PressMode, ReplyAudio, ReplyGate, SESSION_CONFIRM_GRACE_MS, ToolRegistry,
+    Transport, TurnConfig, TurnController, TurnMode, UiHint,
 };
 use walkie_session::{SessionEvent, Speaker};
 
@@ -564,6 +564,82 @@ fn reply_audible(talk: &mut Conversation) {
         .server(&response_created("resp_R1"))
         .server(&audio_part_added("resp_R1", "item_A1"))
         .server(&output_started("resp_R1"));
+}
+
+fn told(gate: ReplyGate, item_id: Option<&str>) -> ReplyAudio {
+    ReplyAudio {
+        gate,
+        item_id: item_id.map(str::to_owned),
+    }
+}
+
+#[test]
+fn the_engine_is_told_to_play_each_reply_under_its_item_and_nothing_of_a_cut_one() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    assert_eq!(
+        talk.reply_audio(),
+        [],
+        "between replies, the first sound plays: as it starts"
+    );
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"));
+    assert_eq!(
+        talk.reply_audio(),
+        [told(ReplyGate::FromSound, Some("item_A1"))],
+        "named before it is heard: its first frames count against it"
+    );
+    talk.server(&output_started("resp_R1"));
+    assert_eq!(
+        talk.reply_audio(),
+        [told(ReplyGate::Play, Some("item_A1"))],
+        "audible: its pauses play too"
+    );
+    talk.audio();
+    talk.at(2_600).key_down();
+    assert_eq!(talk.audio().first(), Some(&AudioCommand::FlushPlayback));
+    assert_eq!(
+        talk.reply_audio(),
+        [],
+        "the flush itself drops the cut reply's audio; nothing more to say"
+    );
+    talk.at(2_700).key_up().at(2_700 + DEFAULT_TAIL_MS).tick();
+    talk.at(3_000)
+        .server(&committed("item_U2"))
+        .server(&response_created("resp_R2"));
+    assert_eq!(
+        talk.reply_audio(),
+        [],
+        "the cut reply's stragglers stay dropped"
+    );
+    talk.server(&audio_part_added("resp_R2", "item_A2"));
+    assert_eq!(
+        talk.reply_audio(),
+        [told(ReplyGate::FromSound, Some("item_A2"))]
+    );
+}
+
+#[test]
+fn a_reply_that_would_start_under_the_held_key_is_not_played_at_all() {
+    let mut talk = Conversation::ready_for_push_to_talk();
+    talk.utterance(1_000, 2_000);
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"));
+    talk.reply_audio();
+    talk.at(2_500).key_down();
+    talk.audio();
+    assert_eq!(
+        talk.reply_audio(),
+        [told(ReplyGate::Drop, None)],
+        "its first packets may come before its start, which cuts it"
+    );
+    talk.at(2_800).server(&output_started("resp_R1"));
+    assert_eq!(talk.audio(), [AudioCommand::FlushPlayback]);
+    assert_eq!(talk.reply_audio(), []);
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! read back in the order it gave them.
 #![allow(dead_code)]
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use walkie_conversation::{
     ConnectionState, Conversation, ConversationConfig, Input, Output, OutsideTool, Prices, Pricing,
@@ -9,7 +11,7 @@ use walkie_conversation::{
 };
 use walkie_openai::SessionConfig;
 use walkie_session::AudioChunk;
-use walkie_session::turn::{AudioCommand, ToolRegistry, TurnConfig, TurnMode};
+use walkie_session::turn::{AudioCommand, DecodedReplyAudio, ToolRegistry, TurnConfig, TurnMode};
 
 /// The provider's name in the status sentences of these tests.
 pub const PROVIDER: &str = "Test provider";
@@ -29,6 +31,48 @@ pub const PRICES: Prices = Prices {
 pub struct Call {
     pub machine: Conversation,
     pub config: TurnConfig,
+    /// What the engine's downlink played of the decoded reply audio fed as input.
+    pub speaker: Speaker,
+}
+
+/// The engine's downlink as far as what it plays: the machine's words on reply audio and its
+/// flushes carried in the order they came, each decoded frame admitted by the rule the engine
+/// applies ([`DecodedReplyAudio`]) before the machine sees it, as the engine does.
+#[derive(Debug, Default)]
+pub struct Speaker {
+    decoded: DecodedReplyAudio,
+    flush_epoch: u64,
+    /// The item each played frame counted against (`""` when unnamed), in order.
+    played: Vec<String>,
+}
+
+impl Speaker {
+    fn carry(&mut self, outputs: &[Output]) {
+        for output in outputs {
+            match output {
+                Output::ReplyAudio(reply_audio) => self.decoded.tell(
+                    reply_audio.gate,
+                    reply_audio.item_id.as_deref().map(Arc::from),
+                    self.flush_epoch,
+                    self.flush_epoch,
+                ),
+                Output::Audio(AudioCommand::FlushPlayback) => self.flush_epoch += 1,
+                _ => {}
+            }
+        }
+    }
+
+    fn decode(&mut self, chunk: &AudioChunk) {
+        if self.decoded.admit(chunk, self.flush_epoch) {
+            let item = self.decoded.item().map(|item| item.to_string());
+            self.played.push(item.unwrap_or_default());
+        }
+    }
+
+    /// The items of the frames played since the last look, one per frame.
+    pub fn played(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.played)
+    }
 }
 
 impl Call {
@@ -177,7 +221,16 @@ impl Call {
             },
             ToolRegistry::with_builtins,
         );
-        Self { machine, config }
+        Self::of(machine, config)
+    }
+
+    /// A call on this machine, its speaker idle.
+    pub fn of(machine: Conversation, config: TurnConfig) -> Self {
+        Self {
+            machine,
+            config,
+            speaker: Speaker::default(),
+        }
     }
 
     /// Push-to-talk, the channel open at 0 and the session confirmed at 50, outputs read.
@@ -197,8 +250,13 @@ impl Call {
 
     /// Feeds one input and returns what came out.
     pub fn input(&mut self, now_ms: u64, input: Input) -> Vec<Output> {
+        if let Input::Engine(walkie_conversation::EngineInput::AssistantAudio(chunk)) = &input {
+            self.speaker.decode(chunk);
+        }
         self.machine.handle_input(input, now_ms);
-        std::iter::from_fn(|| self.machine.poll_output()).collect()
+        let outputs: Vec<Output> = std::iter::from_fn(|| self.machine.poll_output()).collect();
+        self.speaker.carry(&outputs);
+        outputs
     }
 
     /// One data-channel message.
@@ -315,7 +373,8 @@ pub fn audio_commands(outputs: &[Output]) -> Vec<AudioCommand> {
         .collect()
 }
 
-/// Each output named briefly, in order: `send:<type>`, `audio:<command>`, `begin:<item>`,
+/// Each output named briefly, in order: `send:<type>`, `audio:<command>`,
+/// `reply-audio:<gate>:<item>`, `begin:<item>`,
 /// `play`, `transcript:<TYPE>:<messageId>`, `interrupted:<messageId>`, `cancelled:<messageId>`,
 /// `record`, `status`,
 /// `level`, `health:<level>`, `playout`, `diagnostic`, `hang-up-call`, `dial`, `ended`, `run-tool:<call>`,
@@ -326,6 +385,11 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
         .map(|output| match output {
             Output::Send(sent) => format!("send:{}", sent.event.event_type()),
             Output::Audio(command) => format!("audio:{command:?}"),
+            Output::ReplyAudio(reply_audio) => format!(
+                "reply-audio:{:?}:{}",
+                reply_audio.gate,
+                reply_audio.item_id.as_deref().unwrap_or_default()
+            ),
             Output::BeginItem(item) => format!("begin:{item}"),
             Output::Play(_) => "play".to_owned(),
             Output::Transcript(event) => {

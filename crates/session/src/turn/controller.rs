@@ -56,7 +56,9 @@ use crate::turn::item_parts::{ItemParts, UserSlot};
 use crate::turn::ledger::{PairedCreate, ResponseLedger};
 use crate::turn::lifecycle::{Lifecycle, LifecycleDue};
 use crate::turn::outbox::Outbox;
-use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, ToolCallRequest, UiHint};
+use crate::turn::output::{
+    AudioCommand, ControllerOutput, Diagnostic, ReplyGate, ToolCallRequest, UiHint,
+};
 use crate::turn::press::{Capture, Press, PressDue};
 use crate::turn::tools::{ToolContext, ToolError, ToolRegistry, WallClock};
 use crate::turn::user_message::{MAX_ITEM_EVENT_BYTES, PartTooLarge, UserMessage, user_items};
@@ -94,7 +96,7 @@ pub const EARLY_AUDIO_MAX_MS: u64 = 500;
 
 /// Whether a chunk of reply audio holds sound: a sample above [`super::SILENCE_PEAK`] (a call
 /// may carry digital or near silence between replies).
-pub(super) fn is_sounding(chunk: &AudioChunk) -> bool {
+pub fn is_sounding(chunk: &AudioChunk) -> bool {
     chunk
         .samples()
         .iter()
@@ -658,7 +660,28 @@ impl TurnController {
     /// [`AudioCommand::FlushPlayback`] comes before its `response.cancel`. Client events are
     /// queued only while the data channel is open, and dropped when it closes.
     pub fn poll_output(&mut self) -> Option<ControllerOutput> {
+        if self.config.transport == Transport::WebRtc {
+            let gate = self.reply_gate();
+            self.outbox.reply_audio(gate, self.audibility.audio_item());
+        }
         self.outbox.pop()
+    }
+
+    /// Whether the reply audio the driver decodes is heard now ([`super::ReplyAudio`]): not a cut
+    /// reply's stragglers, nor a reply starting under a held key in half duplex (it is cut
+    /// once its start comes); the audible reply's silences too; between replies, from the
+    /// next one's first sound.
+    fn reply_gate(&self) -> ReplyGate {
+        let cut_under_key = !self.config.echo_canceller
+            && matches!(self.config.mode, TurnMode::PushToTalk(_))
+            && matches!(self.press, Press::Held { .. });
+        if !self.audibility.admits_audio() || cut_under_key {
+            ReplyGate::Drop
+        } else if self.audibility.is_audible() {
+            ReplyGate::Play
+        } else {
+            ReplyGate::FromSound
+        }
     }
 
     /// The session the controller feeds: iterate it for the session events.

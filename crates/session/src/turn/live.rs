@@ -51,7 +51,9 @@ use crate::turn::engine::TurnEngine;
 use crate::turn::family::{FamilyProfile, ProviderFamily};
 use crate::turn::openai_map::{MAX_TRANSCRIPT_BYTES, fitting};
 use crate::turn::outbox::Outbox;
-use crate::turn::output::{AudioCommand, ControllerOutput, Diagnostic, ToolCallRequest, UiHint};
+use crate::turn::output::{
+    AudioCommand, ControllerOutput, Diagnostic, ReplyGate, ToolCallRequest, UiHint,
+};
 use crate::turn::press::{Capture, Press, PressDue};
 use crate::turn::tools::{
     ToolError, ToolRegistry, WallClock, show_tool_call, tool_answer, tool_context,
@@ -647,11 +649,25 @@ impl LiveTurns {
         true
     }
 
+    /// Whether the reply audio the driver decodes is heard now ([`super::ReplyAudio`]): not while
+    /// the key is held, nor the rest of a cut reply; the reply's own silences while it lasts;
+    /// between replies, from the next one's first sound.
+    fn reply_gate(&self) -> ReplyGate {
+        let cut_reply_goes_on = self.reply.is_none() && self.cut_reply_heard_ms.is_some();
+        if matches!(self.press, Press::Held { .. }) || cut_reply_goes_on {
+            ReplyGate::Drop
+        } else if self.reply.is_some() {
+            ReplyGate::Play
+        } else {
+            ReplyGate::FromSound
+        }
+    }
+
     /// Whether the reply a barge-in cut is still coming: its audio was heard within
     /// [`LIVE_AUDIO_QUIET_MS`].
     fn cut_reply_goes_on(&mut self, now_ms: u64) -> bool {
-        match self.cut_reply_heard_ms {
-            Some(heard_ms) if now_ms < heard_ms.saturating_add(LIVE_AUDIO_QUIET_MS) => true,
+        match self.cut_reply_over_at() {
+            Some(over_at_ms) if now_ms < over_at_ms => true,
             Some(_) => {
                 self.cut_reply_heard_ms = None;
                 false
@@ -847,6 +863,14 @@ impl LiveTurns {
             self.user_speech_ended(at_ms);
             self.end_user_message(at_ms);
         }
+        // A cut reply gone quiet: the speaker takes the next reply from its first sound.
+        self.cut_reply_goes_on(now_ms);
+    }
+
+    /// When the rest of a cut reply counts as over, if it is still heard.
+    fn cut_reply_over_at(&self) -> Option<u64> {
+        self.cut_reply_heard_ms
+            .map(|heard_ms| heard_ms.saturating_add(LIVE_AUDIO_QUIET_MS))
     }
 
     fn reply_inaudible_at(&self) -> Option<u64> {
@@ -1153,6 +1177,7 @@ impl TurnEngine for LiveTurns {
             self.reply_inaudible_at(),
             self.reply_ends_at(),
             self.user_message_ends_at(),
+            self.cut_reply_over_at(),
         ]
         .into_iter()
         .flatten()
@@ -1160,6 +1185,9 @@ impl TurnEngine for LiveTurns {
     }
 
     fn poll_output(&mut self) -> Option<ControllerOutput> {
+        let gate = self.reply_gate();
+        let item_id = self.reply.as_ref().map(|reply| reply.item_id.as_str());
+        self.outbox.reply_audio(gate, item_id);
         self.outbox.pop()
     }
 

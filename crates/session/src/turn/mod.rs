@@ -34,6 +34,7 @@ mod openai_map;
 mod outbox;
 mod output;
 mod press;
+mod reply_gate;
 mod tools;
 mod user_message;
 
@@ -45,7 +46,7 @@ pub use config::{
 };
 pub use controller::{
     ControllerStats, EARLY_AUDIO_MAX_MS, MAX_USER_TEXT_BYTES, RESPONSE_DONE_WATCHDOG_MS,
-    STOPPED_WATCHDOG_MS, TurnController, user_text_fits,
+    STOPPED_WATCHDOG_MS, TurnController, is_sounding, user_text_fits,
 };
 pub use engine::{TurnEngine, engine_for};
 pub use family::{FamilyProfile, HistoryRestore, ProviderFamily};
@@ -53,8 +54,10 @@ pub use item_parts::MAX_OPEN_USER_PARTS;
 pub use live::{LIVE_AUDIO_QUIET_MS, LIVE_QUIET_MS, LiveTurns, SILENCE_PEAK};
 pub use openai_map::MAX_TRANSCRIPT_BYTES;
 pub use output::{
-    AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, ToolCallRequest, UiHint, WireEvent,
+    AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, ReplyAudio, ReplyGate,
+    ToolCallRequest, UiHint, WireEvent,
 };
+pub use reply_gate::DecodedReplyAudio;
 pub use tools::{
     CURRENT_LOCAL_TIME_TOOL, CurrentLocalTime, DuplicateTool, LocalDateTime, LocalTool,
     MAX_TOOL_ANSWER_BYTES, ToolContext, ToolError, ToolRegistry, WallClock,

@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 use walkie_openai::Usage;
 
 use crate::turn::output::{
-    AudioCommand, ControllerOutput, OutgoingEvent, ToolCallRequest, WireEvent,
+    AudioCommand, ControllerOutput, OutgoingEvent, ReplyAudio, ReplyGate, ToolCallRequest,
+    WireEvent,
 };
 
 /// Client event ids remembered for matching a server `error` to the request that caused it.
@@ -26,6 +27,8 @@ pub(super) struct Outbox {
     next_event_number: u64,
     sent: VecDeque<(String, &'static str)>,
     channel_open: bool,
+    /// What the audio driver was last told to do with the reply audio it decodes.
+    reply_audio: ReplyAudio,
 }
 
 impl Default for Outbox {
@@ -36,6 +39,7 @@ impl Default for Outbox {
             next_event_number: 1,
             sent: VecDeque::new(),
             channel_open: false,
+            reply_audio: ReplyAudio::default(),
         }
     }
 }
@@ -88,7 +92,31 @@ impl Outbox {
     }
 
     pub fn command(&mut self, command: AudioCommand) {
+        if command == AudioCommand::FlushPlayback {
+            // The driver drops reply audio after a flush until told otherwise.
+            self.reply_audio = ReplyAudio {
+                gate: ReplyGate::Drop,
+                item_id: None,
+            };
+        }
         self.outputs.push_back(ControllerOutput::Audio(command));
+    }
+
+    /// Tells the audio driver what to do with the reply audio it decodes, if that changed
+    /// since it was last told (no allocation when it did not). Audio that is dropped counts
+    /// against no item.
+    pub fn reply_audio(&mut self, gate: ReplyGate, item_id: Option<&str>) {
+        let item_id = item_id.filter(|_| gate != ReplyGate::Drop);
+        let told = &self.reply_audio;
+        if told.gate == gate && told.item_id.as_deref() == item_id {
+            return;
+        }
+        self.reply_audio = ReplyAudio {
+            gate,
+            item_id: item_id.map(str::to_owned),
+        };
+        self.outputs
+            .push_back(ControllerOutput::ReplyAudio(self.reply_audio.clone()));
     }
 
     /// Queues what a response was billed: never dropped, it is money.

@@ -90,6 +90,9 @@ pub enum ControllerOutput {
     Send(OutgoingEvent),
     /// A command for the audio driver.
     Audio(AudioCommand),
+    /// What the audio driver does from now with the reply audio it decodes itself (over
+    /// WebRTC); told when it changes.
+    ReplyAudio(ReplyAudio),
     /// Something the user should see.
     Hint(UiHint),
     /// Something worth a log line.
@@ -124,6 +127,43 @@ pub struct ToolCallRequest {
     pub arguments: serde_json::Value,
 }
 
+/// What the audio driver does with reply audio it decodes itself (over WebRTC, where the reply
+/// comes as RTP): it plays it straight to the speaker, so no hop through the app's task sits
+/// between the decoder and the device, while the controller sees the same audio for the
+/// transcript and the recording and decides, through this, what is heard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyAudio {
+    /// Whether it is played.
+    pub gate: ReplyGate,
+    /// The assistant item it belongs to, when named: what is played is counted against it
+    /// (for a barge-in's `audio_end_ms`).
+    pub item_id: Option<String>,
+}
+
+impl Default for ReplyAudio {
+    /// Between replies: the next is played from its first sound.
+    fn default() -> Self {
+        Self {
+            gate: ReplyGate::FromSound,
+            item_id: None,
+        }
+    }
+}
+
+/// Whether reply audio is played; see [`ReplyAudio`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyGate {
+    /// From its first frame that sounds on (silence ahead of a reply is skipped; once it has
+    /// sounded, everything is played until the gate is told again).
+    #[default]
+    FromSound,
+    /// Everything, silences inside the reply too.
+    Play,
+    /// Nothing: the reply was cut (a barge-in), or it would start under a held key. An
+    /// [`AudioCommand::FlushPlayback`] closes the gate too, until it is told again.
+    Drop,
+}
+
 /// What the audio driver must do, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AudioCommand {
@@ -135,7 +175,8 @@ pub enum AudioCommand {
     /// Stop sending microphone audio.
     CloseCapture,
     /// Drop every queued assistant sample at once (a barge-in): silence within one device period.
-    /// It ends a hold ([`Self::HoldPlayback`]) too.
+    /// It ends a hold ([`Self::HoldPlayback`]) too, and drops the reply audio decoded after it
+    /// until a [`ReplyAudio`] says otherwise.
     FlushPlayback,
     /// Hold the reply (`true`: silence from the next device period, what is queued waits) or
     /// let it go on where it stopped (`false`): the user may be talking over it.

@@ -43,6 +43,8 @@ pub struct Conversation {
 pub struct Polled {
     pub sent: Vec<OutgoingEvent>,
     pub audio: Vec<AudioCommand>,
+    /// What the audio driver was told to do with the reply audio it decodes, in order.
+    pub reply_audio: Vec<walkie_session::turn::ReplyAudio>,
     pub hints: Vec<UiHint>,
     pub diagnostics: Vec<Diagnostic>,
     /// What each response was billed, in order.
@@ -168,6 +170,9 @@ impl Conversation {
                     self.polled.sent.push(event)
                 }
                 ControllerOutput::Audio(command) => self.polled.audio.push(command),
+                ControllerOutput::ReplyAudio(reply_audio) => {
+                    self.polled.reply_audio.push(reply_audio)
+                }
                 ControllerOutput::Hint(hint) => self.polled.hints.push(hint),
                 ControllerOutput::Diagnostic(diagnostic) => {
                     self.polled.diagnostics.push(diagnostic)
@@ -244,6 +249,12 @@ impl Conversation {
 
     pub fn audio(&mut self) -> Vec<AudioCommand> {
         std::mem::take(&mut self.poll().audio)
+    }
+
+    /// What the audio driver was told to do with the reply audio it decodes, since the last
+    /// look.
+    pub fn reply_audio(&mut self) -> Vec<walkie_session::turn::ReplyAudio> {
+        std::mem::take(&mut self.poll().reply_audio)
     }
 
     pub fn hints(&mut self) -> Vec<UiHint> {
