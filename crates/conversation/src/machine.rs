@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use walkie_session::transcript::{BridgeNote, TranscriptBridge};
 use walkie_session::turn::{
     AudioCommand, ControllerOutput, HistoryRestore, PressMode, ToolError, ToolRegistry, Transport,
-    TurnConfig, TurnEngine, TurnMode, UiHint, UserMessage, engine_for,
+    TurnConfig, TurnEngine, TurnMode, TurnState, UiHint, UserMessage, engine_for,
 };
 use walkie_session::{
     Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
@@ -153,6 +153,10 @@ pub struct Conversation {
     shown: Option<StatusEvent>,
     /// What the level meters show, so only readings that move them go out.
     meters: Meters,
+    /// Where the call's turn stands, as its controller last told.
+    turn_state: TurnState,
+    /// The assistant item the controller last named for the reply's audio.
+    audio_item: Option<String>,
     /// The assistant item the audio being played belongs to.
     playing_item: Option<String>,
     /// What this call's engine was told of its echo canceller (`None`: nothing yet).
@@ -180,6 +184,7 @@ impl Conversation {
         let outside = Tools::new(declared);
         let (controller, iterator) = new_controller(config.turn.clone(), tools, &outside);
         let spending = Spending::new(config.pricing, config.transcription_pricing);
+        let turn_state = TurnState::before_the_call(&config.turn.mode);
         let notice = config.settings_notice.map(|sentence| Notice {
             sentence,
             details: None,
@@ -217,6 +222,8 @@ impl Conversation {
             commit_sent_at_ms: None,
             shown: None,
             meters: Meters::default(),
+            turn_state,
+            audio_item: None,
             playing_item: None,
             echo_cancelling: None,
             outputs: VecDeque::from([Output::Spending(Box::new(spending.clone()))]),
@@ -438,7 +445,7 @@ impl Conversation {
                 controller.push_to_talk_down(now_ms)
             }
             Input::Release if self.carried_press => self.release_carried_press(),
-            Input::Release if self.budget_spent && !controller.is_capturing() => {}
+            Input::Release if self.budget_spent && !self.turn_state.capturing => {}
             Input::Release => {
                 controller.push_to_talk_up(now_ms);
                 self.turn_ended_at_ms = Some(now_ms);
@@ -662,6 +669,8 @@ impl Conversation {
         let (controller, iterator) = new_controller(self.turn.clone(), self.tools, &self.outside);
         self.close_approvals();
         self.controller = controller;
+        self.turn_state = TurnState::before_the_call(&self.turn.mode);
+        self.audio_item = None;
         self.calls += 1;
         self.paused = false;
         self.health.call_began();
@@ -825,7 +834,7 @@ impl Conversation {
     /// paused (it costs more than the rest of the audio path together). The mode the
     /// controller applies counts, not the one asked for: a switch waits for the turn under way.
     fn tell_echo_canceller(&mut self) {
-        let on = matches!(self.controller.turn_mode(), TurnMode::HandsFree(_));
+        let on = self.turn_state.hands_free();
         if self.echo_cancelling != Some(on) {
             self.echo_cancelling = Some(on);
             self.outputs
@@ -881,7 +890,7 @@ impl Conversation {
     /// the status if it changed.
     fn flush(&mut self, now_ms: u64) {
         self.drain(now_ms);
-        if self.carried_press && self.phase == Phase::InCall && self.controller.is_ready() {
+        if self.carried_press && self.phase == Phase::InCall && self.turn_state.ready {
             self.carried_press = false;
             self.hint = None;
             self.controller.push_to_talk_down(now_ms);
@@ -889,7 +898,7 @@ impl Conversation {
         }
         // Once the budget is spent, what is typed waits, to be handed back when the call ends.
         if self.phase == Phase::InCall
-            && self.controller.is_ready()
+            && self.turn_state.ready
             && !self.typed.is_empty()
             && !self.budget_spent
         {
@@ -1029,13 +1038,13 @@ impl Conversation {
     /// Nobody is talking and nothing is on its way: no reply pending or audible, no part of
     /// either side open, no press (in push-to-talk), no tool call unanswered.
     fn is_quiet(&self) -> bool {
-        let controller = &self.controller;
-        !controller.awaits_reply()
-            && !controller.is_assistant_audible()
-            && (self.hands_free() || !controller.is_capturing())
+        let turn = &self.turn_state;
+        !turn.awaits_reply
+            && !turn.assistant_audible
+            && (turn.hands_free() || !turn.capturing)
             && !self.bridge.has_open_parts()
             // A tool call running or waiting for the user is answered in this session.
-            && !controller.has_waiting_tool_calls()
+            && !turn.waiting_tool_calls
     }
 
     /// Moves what the controller and its session produced to the outputs, in their order.
@@ -1051,8 +1060,12 @@ impl Conversation {
                     }
                     self.outputs.push_back(Output::Send(event))
                 }
+                ControllerOutput::TurnState(state) => self.turn_state = state,
                 ControllerOutput::ReplyAudio(reply_audio) => {
-                    self.outputs.push_back(Output::ReplyAudio(reply_audio))
+                    self.audio_item.clone_from(&reply_audio.item_id);
+                    if self.turn.transport == Transport::WebRtc {
+                        self.outputs.push_back(Output::ReplyAudio(reply_audio))
+                    }
                 }
                 ControllerOutput::Audio(command) => {
                     self.outputs.push_back(Output::Audio(command));
@@ -1267,12 +1280,11 @@ impl Conversation {
         if speech.speaker != Speaker::Assistant {
             return;
         }
-        let item = self.controller.current_audio_item();
-        if let Some(item) = item
-            && self.playing_item.as_deref() != Some(item)
+        if let Some(item) = &self.audio_item
+            && self.playing_item != self.audio_item
         {
-            self.playing_item = Some(item.to_owned());
-            self.outputs.push_back(Output::BeginItem(item.to_owned()));
+            self.playing_item = Some(item.clone());
+            self.outputs.push_back(Output::BeginItem(item.clone()));
         }
         self.outputs.push_back(Output::Play(chunk.clone()));
     }
@@ -1342,7 +1354,7 @@ impl Conversation {
                 } else if idle && self.paused {
                     sentence::paused().to_owned()
                 } else {
-                    sentence::default(state, &self.provider_label, self.controller.turn_mode())
+                    sentence::default(state, &self.provider_label, self.turn_state.press)
                 }
             }
         };
@@ -1359,7 +1371,7 @@ impl Conversation {
     fn press_is_held(&self) -> bool {
         self.turn.mode == TurnMode::PushToTalk(PressMode::Hold)
             && match self.phase {
-                Phase::InCall => self.controller.is_capturing(),
+                Phase::InCall => self.turn_state.capturing,
                 _ => self.carried_press,
             }
     }
@@ -1380,21 +1392,21 @@ impl Conversation {
     }
 
     fn hands_free(&self) -> bool {
-        matches!(self.controller.turn_mode(), TurnMode::HandsFree(_))
+        self.turn_state.hands_free()
     }
 
     fn state(&self) -> ConnectionState {
-        let controller = &self.controller;
+        let turn = &self.turn_state;
         // Hands-free captures all the time: listening is what it does when nothing else happens.
-        if !controller.is_ready() {
+        if !turn.ready {
             ConnectionState::Connecting
-        } else if controller.is_capturing() && !self.hands_free() {
+        } else if turn.capturing && !turn.hands_free() {
             ConnectionState::Listening
-        } else if controller.is_assistant_audible() {
+        } else if turn.assistant_audible {
             ConnectionState::Speaking
-        } else if controller.is_replying() {
+        } else if turn.replying {
             ConnectionState::Thinking
-        } else if controller.is_capturing() {
+        } else if turn.capturing {
             ConnectionState::Listening
         } else {
             ConnectionState::Ready

@@ -290,16 +290,20 @@ impl StatusEvent {
 pub mod sentence {
     use super::headline::*;
     use walkie_session::RealtimeSessionErrorEvent;
-    use walkie_session::turn::{PressMode, TurnMode, UiHint};
+    use walkie_session::turn::{PressMode, UiHint};
 
     use super::ConnectionState;
     use walkie_session::DeviceDirection;
 
     /// What the status line says in `state` when no hint is shown, its instructions those of
-    /// the turn `mode` (hold, toggle or hands-free).
-    pub fn default(state: ConnectionState, provider_label: &str, mode: &TurnMode) -> String {
-        let hands_free = matches!(mode, TurnMode::HandsFree(_));
-        let toggle = matches!(mode, TurnMode::PushToTalk(PressMode::Toggle));
+    /// how the key works (`press`: hold or toggle; `None`, hands-free).
+    pub fn default(
+        state: ConnectionState,
+        provider_label: &str,
+        press: Option<PressMode>,
+    ) -> String {
+        let hands_free = press.is_none();
+        let toggle = press == Some(PressMode::Toggle);
         match state {
             ConnectionState::Connecting => {
                 format!("Setting up the session with {provider_label}…")

@@ -127,25 +127,25 @@ fn hands_free_listens_all_the_time_and_says_so() {
     let outputs = call.server(50, &turn_support::session_updated_with_transcription());
     listens_hands_free(&outputs);
     assert_eq!(
-        sentence::default(Ready, PROVIDER, &TurnMode::HandsFree(server_vad(None))),
+        sentence::default(Ready, PROVIDER, None),
         "Ready (Test provider): just talk."
     );
 }
 
 #[test]
 fn in_toggle_mode_the_status_says_press_never_hold_or_release() {
-    let toggle = TurnMode::PushToTalk(PressMode::Toggle);
+    let toggle = Some(PressMode::Toggle);
     assert_eq!(
-        sentence::default(Ready, PROVIDER, &toggle),
+        sentence::default(Ready, PROVIDER, toggle),
         "Ready (Test provider): press Space or tap the button to talk."
     );
     assert_eq!(
-        sentence::default(Listening, PROVIDER, &toggle),
+        sentence::default(Listening, PROVIDER, toggle),
         "Listening… press again to send."
     );
-    let hold = TurnMode::PushToTalk(PressMode::Hold);
+    let hold = Some(PressMode::Hold);
     assert_eq!(
-        sentence::default(Listening, PROVIDER, &hold),
+        sentence::default(Listening, PROVIDER, hold),
         "Listening… release to send."
     );
 }

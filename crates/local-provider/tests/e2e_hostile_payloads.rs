@@ -98,6 +98,7 @@ impl Driver {
                 // This controller declares no outside tool, so none is called.
                 ControllerOutput::Audio(_)
                 | ControllerOutput::ReplyAudio(_)
+                | ControllerOutput::TurnState(_)
                 | ControllerOutput::Hint(_)
                 | ControllerOutput::Billed(_)
                 | ControllerOutput::Transcribed(_)

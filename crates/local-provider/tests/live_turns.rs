@@ -13,7 +13,7 @@ use walkie_openai::SessionConfig;
 use walkie_openai::live::LiveSessionConfig;
 use walkie_rtc::{Auth, Call, CallConfig, CallEvent, Endpoint};
 use walkie_session::turn::{
-    ControllerOutput, LiveTurns, ProviderFamily, ToolRegistry, TurnConfig, TurnEngine,
+    ControllerOutput, LiveTurns, ProviderFamily, ToolRegistry, TurnConfig, TurnEngine, TurnState,
 };
 use walkie_session::{AudioChunk, Delivery, SessionEvent, Speaker};
 
@@ -29,6 +29,8 @@ struct LiveTurn {
     events: Vec<SessionEvent>,
     iterator: walkie_session::EventIterator,
     assistant_chunks: usize,
+    /// Where the turn stands, as the engine last told.
+    turn_state: Option<TurnState>,
 }
 
 impl LiveTurn {
@@ -54,12 +56,15 @@ impl LiveTurn {
             events: Vec::new(),
             iterator,
             assistant_chunks: 0,
+            turn_state: None,
         };
         let now_ms = turn.now_ms();
         turn.engine.data_channel_open(now_ms);
         turn.flush().await;
-        turn.run_until("session.started", |engine, _| engine.is_ready())
-            .await;
+        turn.run_until("session.started", |state, _| {
+            state.is_some_and(|state| state.ready)
+        })
+        .await;
         turn
     }
 
@@ -87,6 +92,9 @@ impl LiveTurn {
     /// Sends what the engine has for the call, and collects its session's events.
     async fn flush(&mut self) {
         while let Some(output) = self.engine.poll_output() {
+            if let ControllerOutput::TurnState(state) = output {
+                self.turn_state = Some(state);
+            }
             if let ControllerOutput::Send(outgoing) = output {
                 let event = outgoing
                     .live()
@@ -107,9 +115,13 @@ impl LiveTurn {
 
     /// Carries what the call brings (and the engine's timers) into the engine until `done`
     /// says so of the session events so far.
-    async fn run_until(&mut self, what: &str, done: impl Fn(&LiveTurns, &[SessionEvent]) -> bool) {
+    async fn run_until(
+        &mut self,
+        what: &str,
+        done: impl Fn(Option<TurnState>, &[SessionEvent]) -> bool,
+    ) {
         let deadline = Instant::now() + WAIT;
-        while !done(&self.engine, &self.events) {
+        while !done(self.turn_state, &self.events) {
             assert!(Instant::now() < deadline, "no {what} within {WAIT:?}");
             let wake = self.engine.next_deadline_ms().map_or(deadline, |at_ms| {
                 (self.started + Duration::from_millis(at_ms)).min(deadline)

@@ -537,6 +537,7 @@ fn a_barge_in_flushes_playback_before_any_data_channel_text_leaves() {
     let kinds: Vec<String> = talk
         .outputs()
         .into_iter()
+        .filter(|output| !matches!(output, ControllerOutput::TurnState(_)))
         .map(|output| match output {
             ControllerOutput::Send(sent) => sent.event.event_type().to_owned(),
             ControllerOutput::Audio(command) => format!("{command:?}"),
@@ -564,6 +565,42 @@ fn reply_audible(talk: &mut Conversation) {
         .server(&response_created("resp_R1"))
         .server(&audio_part_added("resp_R1", "item_A1"))
         .server(&output_started("resp_R1"));
+}
+
+#[test]
+fn where_the_turn_stands_is_told_as_it_changes_so_nobody_asks_the_controller() {
+    let mut talk = Conversation::with(TurnConfig::push_to_talk(SessionConfig::default()));
+    let before = talk.turn_states();
+    assert_eq!(before.len(), 1, "told once at the first look: {before:?}");
+    assert!(!before[0].ready && before[0].press == Some(PressMode::Hold));
+    talk.controller.data_channel_open(0);
+    talk.at(50).server(&session_updated_with_transcription());
+    assert!(talk.turn_states().last().is_some_and(|state| state.ready));
+    assert_eq!(talk.turn_states(), [], "nothing changed, nothing told");
+
+    talk.at(1_000).key_down().at(1_200).tick();
+    assert!(talk.turn_states().last().is_some_and(|state| state.capturing));
+    talk.at(2_000).key_up().at(2_000 + DEFAULT_TAIL_MS).tick();
+    let after_release = talk.turn_states();
+    let last = after_release.last().expect("the release changed where it stands");
+    assert!(!last.capturing && last.awaits_reply, "{after_release:?}");
+    talk.at(2_300)
+        .server(&committed("item_U1"))
+        .server(&response_created("resp_R1"))
+        .server(&audio_part_added("resp_R1", "item_A1"))
+        .server(&output_started("resp_R1"));
+    let speaking = talk.turn_states();
+    assert!(
+        speaking
+            .last()
+            .is_some_and(|state| state.assistant_audible && state.replying),
+        "{speaking:?}"
+    );
+    assert_eq!(
+        speaking.last().copied(),
+        Some(talk.controller.turn_state()),
+        "what was told is where it stands"
+    );
 }
 
 fn told(gate: ReplyGate, item_id: Option<&str>) -> ReplyAudio {
@@ -1266,6 +1303,17 @@ fn a_new_microphone_while_capturing_reopens_the_capture() {
     assert_eq!(talk.audio(), []);
 }
 
+/// The controller's next output that is a decision, not a report of where the turn stands
+/// (those are told as they change, and tested on their own).
+fn next_decision(controller: &mut TurnController) -> Option<ControllerOutput> {
+    std::iter::from_fn(|| controller.poll_output()).find(|output| {
+        !matches!(
+            output,
+            ControllerOutput::TurnState(_) | ControllerOutput::ReplyAudio(_)
+        )
+    })
+}
+
 #[test]
 fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
     let mut controller = TurnController::new(
@@ -1274,12 +1322,12 @@ fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
     );
     controller.push_to_talk_down(0);
     assert_eq!(
-        controller.poll_output(),
+        next_decision(&mut controller),
         Some(ControllerOutput::Hint(UiHint::NotReady))
     );
-    assert_eq!(controller.poll_output(), None, "nothing sent before open");
+    assert_eq!(next_decision(&mut controller), None, "nothing sent before open");
     controller.data_channel_open(0);
-    let Some(ControllerOutput::Send(update)) = controller.poll_output() else {
+    let Some(ControllerOutput::Send(update)) = next_decision(&mut controller) else {
         panic!("session.update on open");
     };
     assert_eq!(update.event.event_type(), "session.update");
@@ -1291,7 +1339,7 @@ fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
     controller.data_channel_closed(10);
     controller.push_to_talk_down(20);
     assert_eq!(
-        std::iter::from_fn(|| controller.poll_output()).collect::<Vec<_>>(),
+        std::iter::from_fn(|| next_decision(&mut controller)).collect::<Vec<_>>(),
         [
             ControllerOutput::Hint(UiHint::NotReady),
             ControllerOutput::Hint(UiHint::NotReady)
@@ -1369,7 +1417,7 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
     );
     controller.data_channel_open(1_000);
     assert!(
-        matches!(controller.poll_output(), Some(ControllerOutput::Send(_))),
+        matches!(next_decision(&mut controller), Some(ControllerOutput::Send(_))),
         "session.update is sent"
     );
     assert_eq!(
@@ -1382,7 +1430,7 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
     controller.tick(1_000 + SESSION_CONFIRM_GRACE_MS);
     assert!(controller.is_ready(), "gone ahead without the confirmation");
     assert_eq!(
-        controller.poll_output(),
+        next_decision(&mut controller),
         Some(ControllerOutput::Diagnostic(
             Diagnostic::SessionNotConfirmed {
                 waited_ms: SESSION_CONFIRM_GRACE_MS
@@ -1390,12 +1438,12 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
         ))
     );
     assert_eq!(
-        controller.poll_output(),
+        next_decision(&mut controller),
         Some(ControllerOutput::Hint(UiHint::Ready))
     );
     controller.push_to_talk_down(7_000);
     assert!(
-        std::iter::from_fn(|| controller.poll_output()).any(|output| output
+        std::iter::from_fn(|| next_decision(&mut controller)).any(|output| output
             == ControllerOutput::Audio(AudioCommand::OpenCapture { pre_roll_ms: 300 })),
         "the key works"
     );

@@ -68,6 +68,14 @@ pub enum TurnMode {
 }
 
 impl TurnMode {
+    /// How the key works in this mode; `None`: hands-free, where it only stops a reply.
+    pub fn press_mode(&self) -> Option<PressMode> {
+        match self {
+            TurnMode::PushToTalk(press) => Some(*press),
+            TurnMode::HandsFree(_) => None,
+        }
+    }
+
     /// Whether the server cancels a response itself when the user starts speaking.
     pub(crate) fn server_interrupts(&self) -> bool {
         match self {

@@ -57,7 +57,7 @@ use crate::turn::ledger::{PairedCreate, ResponseLedger};
 use crate::turn::lifecycle::{Lifecycle, LifecycleDue};
 use crate::turn::outbox::Outbox;
 use crate::turn::output::{
-    AudioCommand, ControllerOutput, Diagnostic, ReplyGate, ToolCallRequest, UiHint,
+    AudioCommand, ControllerOutput, Diagnostic, ReplyGate, ToolCallRequest, TurnState, UiHint,
 };
 use crate::turn::press::{Capture, Press, PressDue};
 use crate::turn::tools::{ToolContext, ToolError, ToolRegistry, WallClock};
@@ -660,11 +660,24 @@ impl TurnController {
     /// [`AudioCommand::FlushPlayback`] comes before its `response.cancel`. Client events are
     /// queued only while the data channel is open, and dropped when it closes.
     pub fn poll_output(&mut self) -> Option<ControllerOutput> {
-        if self.config.transport == Transport::WebRtc {
-            let gate = self.reply_gate();
-            self.outbox.reply_audio(gate, self.audibility.audio_item());
-        }
+        let state = self.turn_state();
+        self.outbox.turn_state(state);
+        let gate = self.reply_gate();
+        self.outbox.reply_audio(gate, self.audibility.audio_item());
         self.outbox.pop()
+    }
+
+    /// Where the turn stands now (told in the outputs as it changes).
+    pub fn turn_state(&self) -> TurnState {
+        TurnState {
+            ready: self.is_ready(),
+            capturing: self.is_capturing(),
+            assistant_audible: self.is_assistant_audible(),
+            replying: self.responses.active().is_some(),
+            awaits_reply: self.awaits_reply(),
+            waiting_tool_calls: !self.outside_calls.is_empty(),
+            press: self.config.mode.press_mode(),
+        }
     }
 
     /// Whether the reply audio the driver decodes is heard now ([`super::ReplyAudio`]): not a cut
@@ -717,12 +730,6 @@ impl TurnController {
     /// Whether the user hears the assistant now.
     pub fn is_assistant_audible(&self) -> bool {
         self.audibility.is_audible()
-    }
-
-    /// The assistant item whose audio the current reply is carrying, when there is one: what
-    /// the audio driver counts played time against (see [`Self::playback_progress`]).
-    pub fn current_audio_item(&self) -> Option<&str> {
-        self.audibility.audio_item()
     }
 
     /// The response in progress on the server, if any.

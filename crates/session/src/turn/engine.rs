@@ -4,7 +4,8 @@
 //! Why a trait: the conversation machine decides the status line, the store's records, redials
 //! and renewals, and none of that depends on the protocol. It feeds a turn engine the user's
 //! key, the call's data-channel text, the audio engine's reports and the time, and polls it for
-//! [`ControllerOutput`]s and session events. [`TurnController`] is the Realtime API's engine,
+//! [`ControllerOutput`]s and session events; where the turn stands comes in those outputs
+//! ([`super::TurnState`]), so nothing above asks an engine about its state. [`TurnController`] is the Realtime API's engine,
 //! [`LiveTurns`](super::LiveTurns) the Live API's; a third family (a WebSocket provider, a local
 //! model server) implements this trait, declares its [`FamilyProfile`], and needs nothing else
 //! changed above it.
@@ -34,10 +35,9 @@ pub trait TurnEngine: std::fmt::Debug + Send {
     fn restore_items(&mut self, items: Vec<walkie_openai::Item>);
     /// Typed messages are answered in text alone, or as the session says.
     fn set_typed_replies_in_text(&mut self, in_text: bool);
-    /// Push-to-talk (hold or toggle) or hands-free, from the end of the turn under way.
+    /// Push-to-talk (hold or toggle) or hands-free, from the end of the turn under way
+    /// ([`super::TurnState::press`] says when it applies).
     fn set_turn_mode(&mut self, mode: TurnMode, now_ms: u64);
-    /// The turn mode in force.
-    fn turn_mode(&self) -> &TurnMode;
 
     /// The talk key went down (hold) or was pressed (toggle).
     fn push_to_talk_down(&mut self, now_ms: u64);
@@ -80,21 +80,6 @@ pub trait TurnEngine: std::fmt::Debug + Send {
     fn poll_output(&mut self) -> Option<ControllerOutput>;
     /// The session the engine feeds.
     fn session_mut(&mut self) -> &mut Session;
-
-    /// The key works (the session is set up).
-    fn is_ready(&self) -> bool;
-    /// Capture is open.
-    fn is_capturing(&self) -> bool;
-    /// The user hears the assistant now.
-    fn is_assistant_audible(&self) -> bool;
-    /// The assistant item whose audio is playing, for played-time reports.
-    fn current_audio_item(&self) -> Option<&str>;
-    /// A reply is being made (or asked for and not yet begun).
-    fn awaits_reply(&self) -> bool;
-    /// A reply is being made now.
-    fn is_replying(&self) -> bool;
-    /// A call of an outside tool waits for its answer.
-    fn has_waiting_tool_calls(&self) -> bool;
 }
 
 /// The engine for a call of the family `config` names.
@@ -123,9 +108,6 @@ impl TurnEngine for TurnController {
     }
     fn set_turn_mode(&mut self, mode: TurnMode, now_ms: u64) {
         TurnController::set_turn_mode(self, mode, now_ms)
-    }
-    fn turn_mode(&self) -> &TurnMode {
-        &self.config().mode
     }
     fn push_to_talk_down(&mut self, now_ms: u64) {
         TurnController::push_to_talk_down(self, now_ms)
@@ -182,26 +164,5 @@ impl TurnEngine for TurnController {
     }
     fn session_mut(&mut self) -> &mut Session {
         TurnController::session_mut(self)
-    }
-    fn is_ready(&self) -> bool {
-        TurnController::is_ready(self)
-    }
-    fn is_capturing(&self) -> bool {
-        TurnController::is_capturing(self)
-    }
-    fn is_assistant_audible(&self) -> bool {
-        TurnController::is_assistant_audible(self)
-    }
-    fn current_audio_item(&self) -> Option<&str> {
-        TurnController::current_audio_item(self)
-    }
-    fn awaits_reply(&self) -> bool {
-        TurnController::awaits_reply(self)
-    }
-    fn is_replying(&self) -> bool {
-        self.active_response_id().is_some()
-    }
-    fn has_waiting_tool_calls(&self) -> bool {
-        self.waiting_tool_calls().next().is_some()
     }
 }

@@ -52,7 +52,7 @@ use crate::turn::family::{FamilyProfile, ProviderFamily};
 use crate::turn::openai_map::{MAX_TRANSCRIPT_BYTES, fitting};
 use crate::turn::outbox::Outbox;
 use crate::turn::output::{
-    AudioCommand, ControllerOutput, Diagnostic, ReplyGate, ToolCallRequest, UiHint,
+    AudioCommand, ControllerOutput, Diagnostic, ReplyGate, ToolCallRequest, TurnState, UiHint,
 };
 use crate::turn::press::{Capture, Press, PressDue};
 use crate::turn::tools::{
@@ -649,6 +649,20 @@ impl LiveTurns {
         true
     }
 
+    /// Where the turn stands now (told in the outputs as it changes). A reply is owed once the
+    /// user has finished speaking and their message waits for the model's answer.
+    fn turn_state(&self) -> TurnState {
+        TurnState {
+            ready: self.ready,
+            capturing: self.capture.is_open(),
+            assistant_audible: self.audible_now(),
+            replying: self.reply.is_some(),
+            awaits_reply: self.reply.is_some() || (self.user.is_some() && !self.user_speaking),
+            waiting_tool_calls: !self.outside_calls.is_empty(),
+            press: self.config.mode.press_mode(),
+        }
+    }
+
     /// Whether the reply audio the driver decodes is heard now ([`super::ReplyAudio`]): not while
     /// the key is held, nor the rest of a cut reply; the reply's own silences while it lasts;
     /// between replies, from the next one's first sound.
@@ -961,10 +975,6 @@ impl TurnEngine for LiveTurns {
         self.apply_pending_mode();
     }
 
-    fn turn_mode(&self) -> &TurnMode {
-        &self.config.mode
-    }
-
     fn push_to_talk_down(&mut self, now_ms: u64) {
         self.advance(now_ms);
         let TurnMode::PushToTalk(press_mode) = self.config.mode else {
@@ -1185,6 +1195,8 @@ impl TurnEngine for LiveTurns {
     }
 
     fn poll_output(&mut self) -> Option<ControllerOutput> {
+        let state = self.turn_state();
+        self.outbox.turn_state(state);
         let gate = self.reply_gate();
         let item_id = self.reply.as_ref().map(|reply| reply.item_id.as_str());
         self.outbox.reply_audio(gate, item_id);
@@ -1193,34 +1205,5 @@ impl TurnEngine for LiveTurns {
 
     fn session_mut(&mut self) -> &mut Session {
         &mut self.session
-    }
-
-    fn is_ready(&self) -> bool {
-        self.ready
-    }
-
-    fn is_capturing(&self) -> bool {
-        self.capture.is_open()
-    }
-
-    fn is_assistant_audible(&self) -> bool {
-        self.audible_now()
-    }
-
-    fn current_audio_item(&self) -> Option<&str> {
-        self.reply.as_ref().map(|reply| reply.item_id.as_str())
-    }
-
-    /// The user has finished speaking and their message waits for the model's answer.
-    fn awaits_reply(&self) -> bool {
-        self.reply.is_some() || (self.user.is_some() && !self.user_speaking)
-    }
-
-    fn is_replying(&self) -> bool {
-        self.reply.is_some()
-    }
-
-    fn has_waiting_tool_calls(&self) -> bool {
-        !self.outside_calls.is_empty()
     }
 }

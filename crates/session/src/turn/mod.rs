@@ -55,7 +55,7 @@ pub use live::{LIVE_AUDIO_QUIET_MS, LIVE_QUIET_MS, LiveTurns, SILENCE_PEAK};
 pub use openai_map::MAX_TRANSCRIPT_BYTES;
 pub use output::{
     AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, ReplyAudio, ReplyGate,
-    ToolCallRequest, UiHint, WireEvent,
+    ToolCallRequest, TurnState, UiHint, WireEvent,
 };
 pub use reply_gate::DecodedReplyAudio;
 pub use tools::{

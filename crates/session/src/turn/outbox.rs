@@ -10,7 +10,7 @@ use walkie_openai::Usage;
 
 use crate::turn::output::{
     AudioCommand, ControllerOutput, OutgoingEvent, ReplyAudio, ReplyGate, ToolCallRequest,
-    WireEvent,
+    TurnState, WireEvent,
 };
 
 /// Client event ids remembered for matching a server `error` to the request that caused it.
@@ -29,6 +29,8 @@ pub(super) struct Outbox {
     channel_open: bool,
     /// What the audio driver was last told to do with the reply audio it decodes.
     reply_audio: ReplyAudio,
+    /// Where the turn stood when last told; `None` before the first poll.
+    turn_state: Option<TurnState>,
 }
 
 impl Default for Outbox {
@@ -40,6 +42,7 @@ impl Default for Outbox {
             sent: VecDeque::new(),
             channel_open: false,
             reply_audio: ReplyAudio::default(),
+            turn_state: None,
         }
     }
 }
@@ -100,6 +103,14 @@ impl Outbox {
             };
         }
         self.outputs.push_back(ControllerOutput::Audio(command));
+    }
+
+    /// Tells where the turn stands, if that changed since it was last told.
+    pub fn turn_state(&mut self, state: TurnState) {
+        if self.turn_state != Some(state) {
+            self.turn_state = Some(state);
+            self.outputs.push_back(ControllerOutput::TurnState(state));
+        }
     }
 
     /// Tells the audio driver what to do with the reply audio it decodes, if that changed

@@ -10,6 +10,7 @@ use walkie_openai::live::LiveClientEvent;
 use walkie_openai::{ClientEvent, DecodeError, Usage};
 
 use crate::error::PushError;
+use crate::turn::config::{PressMode, TurnMode};
 
 /// A client event of the call's provider family, as it goes on the data channel.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,9 +91,11 @@ pub enum ControllerOutput {
     Send(OutgoingEvent),
     /// A command for the audio driver.
     Audio(AudioCommand),
-    /// What the audio driver does from now with the reply audio it decodes itself (over
-    /// WebRTC); told when it changes.
+    /// What the audio driver does from now with the reply audio it decodes itself; told when
+    /// it changes.
     ReplyAudio(ReplyAudio),
+    /// Where the turn stands now; told when it changes, first at the first poll.
+    TurnState(TurnState),
     /// Something the user should see.
     Hint(UiHint),
     /// Something worth a log line.
@@ -125,6 +128,48 @@ pub struct ToolCallRequest {
     pub name: String,
     /// The model's arguments, parsed (an object, or whatever JSON the model sent).
     pub arguments: serde_json::Value,
+}
+
+/// Where the turn stands, as the conversation around the controller needs it (the status line,
+/// whether a press is carried, whether the conversation is quiet): told in the outputs, so no
+/// one asks the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnState {
+    /// The session is confirmed (`session.updated`, or the Live API's start): the key works.
+    pub ready: bool,
+    /// Capture is open: the user is sent.
+    pub capturing: bool,
+    /// The user hears the assistant now.
+    pub assistant_audible: bool,
+    /// A reply is being made now.
+    pub replying: bool,
+    /// A reply is owed: being made, or asked for and not begun.
+    pub awaits_reply: bool,
+    /// A call of an outside tool waits for its answer.
+    pub waiting_tool_calls: bool,
+    /// How the key works in the mode the controller applies (a switch waits for the turn under
+    /// way); `None`: hands-free.
+    pub press: Option<PressMode>,
+}
+
+impl TurnState {
+    /// Before a call's controller has said anything: nothing under way, in `mode`.
+    pub fn before_the_call(mode: &TurnMode) -> Self {
+        Self {
+            ready: false,
+            capturing: false,
+            assistant_audible: false,
+            replying: false,
+            awaits_reply: false,
+            waiting_tool_calls: false,
+            press: mode.press_mode(),
+        }
+    }
+
+    /// Whether turns are hands-free.
+    pub fn hands_free(&self) -> bool {
+        self.press.is_none()
+    }
 }
 
 /// What the audio driver does with reply audio it decodes itself (over WebRTC, where the reply

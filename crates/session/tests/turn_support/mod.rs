@@ -45,6 +45,8 @@ pub struct Polled {
     pub audio: Vec<AudioCommand>,
     /// What the audio driver was told to do with the reply audio it decodes, in order.
     pub reply_audio: Vec<walkie_session::turn::ReplyAudio>,
+    /// Where the turn stood each time it changed, in order.
+    pub turn_states: Vec<walkie_session::turn::TurnState>,
     pub hints: Vec<UiHint>,
     pub diagnostics: Vec<Diagnostic>,
     /// What each response was billed, in order.
@@ -170,6 +172,7 @@ impl Conversation {
                     self.polled.sent.push(event)
                 }
                 ControllerOutput::Audio(command) => self.polled.audio.push(command),
+                ControllerOutput::TurnState(state) => self.polled.turn_states.push(state),
                 ControllerOutput::ReplyAudio(reply_audio) => {
                     self.polled.reply_audio.push(reply_audio)
                 }
@@ -255,6 +258,11 @@ impl Conversation {
     /// look.
     pub fn reply_audio(&mut self) -> Vec<walkie_session::turn::ReplyAudio> {
         std::mem::take(&mut self.poll().reply_audio)
+    }
+
+    /// Where the turn stood each time it changed since the last look.
+    pub fn turn_states(&mut self) -> Vec<walkie_session::turn::TurnState> {
+        std::mem::take(&mut self.poll().turn_states)
     }
 
     pub fn hints(&mut self) -> Vec<UiHint> {
