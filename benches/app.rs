@@ -415,13 +415,10 @@ async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
 }
 
 /// What the app sends Walkie's page (ui/main.js listens to each of these).
-const WINDOW_EVENTS: [&str; 7] = [
+const WINDOW_EVENTS: [&str; 4] = [
     "walkie://status",
     "walkie://level",
     "walkie://transcript",
-    "walkie://interrupted",
-    "walkie://cancelled",
-    "walkie://latency",
     "walkie://spending",
 ];
 

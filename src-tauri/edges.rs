@@ -31,18 +31,6 @@ pub trait Ui: Send + 'static {
     /// A level reading for the meters, sent only when it moves the meter a step (at most 15 a
     /// second per direction).
     fn level(&mut self, direction: DeviceDirection, level: LevelReading);
-    /// The transcript message `message_id` is a reply the user cut off (after its END).
-    fn interrupted(&mut self, message_id: &str);
-    /// The transcript message `message_id` is a recording the user took back, not sent.
-    fn cancelled(&mut self, message_id: &str);
-    /// The reply `message_id` was first heard `latency_ms` after the user's turn ended, the
-    /// time split as `split` says when it is known.
-    fn reply_latency(
-        &mut self,
-        message_id: &str,
-        latency_ms: u64,
-        split: Option<&walkie_conversation::LatencySplit>,
-    );
     /// What the conversation has spent so far.
     fn spending(&mut self, spending: &walkie_conversation::Spending);
     /// How a reply's playback went (the log has it; the window does not show it).
@@ -254,12 +242,9 @@ impl<U: Ui> Edges<U> {
                 .into_iter()
                 .for_each(|audio| audio.player.play(&chunk)),
             Output::Transcript(event) => self.ui.transcript(&event),
-            Output::Interrupted { message_id } => self.ui.interrupted(&message_id),
-            Output::Cancelled { message_id } => self.ui.cancelled(&message_id),
+            // The window has it as a mark in the transcript.
             Output::ReplyLatency {
-                message_id,
-                latency_ms,
-                split,
+                latency_ms, split, ..
             } => {
                 if let Some(split) = split {
                     log::info!(
@@ -272,8 +257,6 @@ impl<U: Ui> Edges<U> {
                         split.playout_ms
                     );
                 }
-                self.ui
-                    .reply_latency(&message_id, latency_ms, split.as_ref())
             }
             Output::ReplyPlayout(playout) => self.ui.reply_playout(&playout),
             Output::ConnectionHealth(health) => {

@@ -41,27 +41,10 @@ use settings_commands::{SettingsState, load_settings};
 pub use status::{ConnectionState, STATUS_EVENT, StatusEvent};
 use walkie_conversation::{DeviceDirection, LevelReading};
 
-/// The event name the webview listens on for AG-UI transcript events.
+/// The event name the webview listens on for AG-UI transcript events, the marks on its
+/// messages included (a reply cut off, a recording taken back, how long a reply took to be
+/// heard: CUSTOM events, `walkie_session::transcript::MARK_*`).
 pub const TRANSCRIPT_EVENT: &str = "walkie://transcript";
-
-/// The event name the webview listens on for replies cut off by the user (the message id).
-pub const INTERRUPTED_EVENT: &str = "walkie://interrupted";
-
-/// The event name the webview listens on for recordings the user took back (Escape), not
-/// sent (the message id).
-pub const CANCELLED_EVENT: &str = "walkie://cancelled";
-/// How long a reply took to be heard: a [`ReplyLatency`].
-pub const LATENCY_EVENT: &str = "walkie://latency";
-
-/// The reply `message_id` was first heard `latency_ms` after the user's turn ended.
-#[derive(Clone, Copy, Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplyLatency<'a> {
-    message_id: &'a str,
-    latency_ms: u64,
-    /// Where the time went (here, the provider, the network, playout), when known.
-    split: Option<&'a walkie_conversation::LatencySplit>,
-}
 
 /// How the connection is doing: a [`walkie_conversation::ConnectionHealth`] (its level, its
 /// sentence and the figures behind it), sent when the level or the sentence changes.
@@ -396,28 +379,6 @@ impl Ui for WindowUi {
         let _ = self.app.emit(LEVEL_EVENT, reading);
     }
 
-    fn interrupted(&mut self, message_id: &str) {
-        if let Err(error) = self.app.emit(INTERRUPTED_EVENT, message_id) {
-            log::warn!("could not mark a reply as interrupted in the window: {error}");
-        }
-    }
-
-    fn reply_latency(
-        &mut self,
-        message_id: &str,
-        latency_ms: u64,
-        split: Option<&walkie_conversation::LatencySplit>,
-    ) {
-        let latency = ReplyLatency {
-            message_id,
-            latency_ms,
-            split,
-        };
-        if let Err(error) = self.app.emit(LATENCY_EVENT, latency) {
-            log::warn!("could not show a reply's latency in the window: {error}");
-        }
-    }
-
     fn spending(&mut self, spending: &walkie_conversation::Spending) {
         if let Err(error) = self.app.emit(SPENDING_EVENT, SpendingView::from(spending)) {
             log::warn!("could not show what the conversation spent in the window: {error}");
@@ -449,12 +410,6 @@ impl Ui for WindowUi {
     fn approval_closed(&mut self, call_id: &str) {
         if let Err(error) = self.app.emit(TOOL_APPROVAL_CLOSED_EVENT, call_id) {
             log::warn!("could not close a tool call's card in the window: {error}");
-        }
-    }
-
-    fn cancelled(&mut self, message_id: &str) {
-        if let Err(error) = self.app.emit(CANCELLED_EVENT, message_id) {
-            log::warn!("could not mark a recording as not sent in the window: {error}");
         }
     }
 

@@ -160,9 +160,6 @@ impl Ui for CollectingUi {
         let _ = self.0.send(Shown::Transcript(event.clone()));
     }
     fn level(&mut self, _: DeviceDirection, _: LevelReading) {}
-    fn interrupted(&mut self, _: &str) {}
-    fn cancelled(&mut self, _: &str) {}
-    fn reply_latency(&mut self, _: &str, _: u64, _: Option<&walkie_conversation::LatencySplit>) {}
     fn spending(&mut self, _: &walkie_conversation::Spending) {}
     fn connection_health(&mut self, _: &walkie_conversation::ConnectionHealth) {}
     fn reply_playout(&mut self, _: &walkie_conversation::ReplyPlayout) {}

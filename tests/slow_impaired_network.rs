@@ -55,9 +55,6 @@ impl Ui for CollectingUi {
     }
     fn transcript(&mut self, _: &walkie_agui::Event) {}
     fn level(&mut self, _: DeviceDirection, _: LevelReading) {}
-    fn interrupted(&mut self, _: &str) {}
-    fn cancelled(&mut self, _: &str) {}
-    fn reply_latency(&mut self, _: &str, _: u64, _: Option<&walkie_conversation::LatencySplit>) {}
     fn spending(&mut self, _: &walkie_conversation::Spending) {}
     fn connection_health(&mut self, health: &ConnectionHealth) {
         let _ = self.0.send(Shown::Health(health.clone()));

@@ -45,9 +45,6 @@ export const COMMANDS = Object.freeze({
 export const EVENTS = Object.freeze({
   status: "walkie://status",
   transcript: "walkie://transcript",
-  interrupted: "walkie://interrupted",
-  cancelled: "walkie://cancelled",
-  latency: "walkie://latency",
   spending: "walkie://spending",
   connectionHealth: "walkie://connection-health",
   level: "walkie://level",

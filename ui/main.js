@@ -137,24 +137,12 @@ await listen(EVENTS.level, (event) => {
 // Transcript events are applied in their order, at most about ten batches a second (pace.js);
 // anything that marks or reads the transcript first applies what waits.
 const transcriptEvents = createPacer((events) => transcript.applyAll(events, reportFailure));
-await listen(EVENTS.interrupted, (event) => {
-  transcriptEvents.flush();
-  transcript.markInterrupted(event.payload);
-});
-await listen(EVENTS.cancelled, (event) => {
-  transcriptEvents.flush();
-  transcript.markCancelled(event.payload);
-});
 const spending = createSpending(document.querySelector("#spending"));
 await listen(EVENTS.spending, (event) => spending.show(event.payload));
 await listen(EVENTS.connectionHealth, (event) => {
   lastHealth = event.payload;
   renderHealth(connectionBadge, event.payload);
   connectionBadge.hidden = !connectionShown(statusLine.dataset.state);
-});
-await listen(EVENTS.latency, (event) => {
-  transcriptEvents.flush();
-  transcript.markLatency(event.payload.messageId, event.payload.latencyMs, event.payload.split);
 });
 await listen(EVENTS.transcript, (event) => transcriptEvents.push(event.payload));
 

@@ -29,6 +29,15 @@ export const SPEAKER_LABELS = Object.freeze({
   developer: "Developer",
 });
 
+/**
+ * The names of the marks Walkie puts on messages (CUSTOM events), as
+ * `walkie_session::transcript::MARK_*` names them.
+ */
+export const MARKS = Object.freeze({
+  interrupted: "walkie.interrupted",
+  cancelled: "walkie.cancelled",
+  latency: "walkie.latency",
+});
 const TEXT_ROLES = new Set(["user", "assistant", "system", "developer"]);
 const NEAR_BOTTOM_PX = 48;
 
@@ -428,6 +437,9 @@ export function createTranscript(container, options = {}) {
         closeChunks();
         interruptOpenMessages();
         break;
+      case "CUSTOM":
+        closeChunks(lane);
+        return applyMark(event.name, event.value ?? {});
       default:
         return false;
     }
@@ -435,9 +447,26 @@ export function createTranscript(container, options = {}) {
   }
 
   /**
-   * Marks a message as cut off (a reply the user talked over). Not part of AG-UI, which has no
-   * word for it: Rust sends it on its own channel after the message's END.
+   * A mark Walkie puts on a message, in the stream as a CUSTOM event after the message's own
+   * (AG-UI has no word for these); a mark of another name, or on a message not shown, is
+   * ignored. Whether it changed the page.
+   * @param {string} name
+   * @param {{ messageId?: string, latencyMs?: number, split?: object }} value
    */
+  function applyMark(name, value) {
+    switch (name) {
+      case MARKS.interrupted:
+        return markInterrupted(value.messageId);
+      case MARKS.cancelled:
+        return markCancelled(value.messageId);
+      case MARKS.latency:
+        return markLatency(value.messageId, value.latencyMs ?? 0, value.split ?? null);
+      default:
+        return false;
+    }
+  }
+
+  /** Marks a message as cut off (a reply the user talked over). */
   function markInterrupted(id) {
     const view = messages.get(id);
     if (!view) return false;
@@ -445,10 +474,7 @@ export function createTranscript(container, options = {}) {
     return true;
   }
 
-  /**
-   * Marks a message as a recording the user took back (Escape), never sent. Like an
-   * interruption, not part of AG-UI: Rust sends it on its own channel after the message's END.
-   */
+  /** Marks a message as a recording the user took back (Escape), never sent. */
   function markCancelled(id) {
     const view = messages.get(id);
     if (!view) return false;
@@ -458,7 +484,7 @@ export function createTranscript(container, options = {}) {
 
   /**
    * Shows, small beside the speaker, how long a reply took to be heard after the user's turn
-   * ended. Like an interruption, not part of AG-UI: Rust sends it on its own channel.
+   * ended.
    * @param {string} id
    * @param {number} latencyMs
    */

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createTranscript, latencyText, latencyTitle, picturesOf, TranscriptSequenceError } from "../transcript.js";
+import { createTranscript, latencyText, latencyTitle, MARKS, picturesOf, TranscriptSequenceError } from "../transcript.js";
 
 test("a reply's latency says where the wait went when it is known", () => {
   assert.equal(
@@ -368,6 +368,22 @@ test("a reply the user talked over is marked interrupted after its end", () => {
   assert.equal(page.articles()[1].dataset.state, "interrupted");
   assert.equal(page.articles()[0].dataset.state, undefined, "only the cut reply is marked");
   assert.equal(page.transcript.markInterrupted("nobody"), false);
+});
+
+test("marks come in the stream as CUSTOM events: a cut reply, a recording not sent, a reply's latency", () => {
+  const page = transcriptPage();
+  const mark = (name, value) => ({ type: "CUSTOM", name, value });
+  page.feed(run(), start("u1", "user"), end("u1"), mark(MARKS.cancelled, { messageId: "u1" }));
+  page.feed(start("u2", "user"), content("u2", "Tell me a story"), end("u2"));
+  page.feed(start("a2", "assistant"), content("a2", "Once upon"));
+  page.feed(mark(MARKS.latency, { messageId: "a2", latencyMs: 310 }));
+  page.feed(end("a2"), mark(MARKS.interrupted, { messageId: "a2" }));
+  page.feed(mark("someone.else", { messageId: "a2" }), mark(MARKS.interrupted, { messageId: "nobody" }));
+  const [cancelled, asked, cut] = page.articles();
+  assert.equal(cancelled.dataset.state, "cancelled");
+  assert.equal(asked.dataset.state, undefined);
+  assert.equal(cut.dataset.state, "interrupted");
+  assert.equal(cut.querySelector(".message-latency")?.textContent, latencyText(310));
 });
 
 test("a recording taken back with Escape is marked not sent after its end", () => {

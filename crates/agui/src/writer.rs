@@ -97,6 +97,17 @@ pub enum TranscriptInput<'a> {
         call_id: &'a str,
         content: &'a str,
     },
+    /// Something about the speaker's message in this turn that AG-UI has no event of its own
+    /// for (a reply cut off, a recording taken back, how long a reply took to be heard): a
+    /// CUSTOM event named `name` in the turn's run, after the message's events so far, its
+    /// `value` these fields with the message's `messageId`. Nothing for a message never
+    /// written.
+    Mark {
+        turn: TurnId,
+        speaker: Speaker,
+        name: &'a str,
+        fields: &'a JsonObject,
+    },
 }
 
 /// A message of a saved conversation that a writer goes on from
@@ -446,12 +457,42 @@ impl TranscriptWriter {
                 );
                 self.keep(message);
             }
+            TranscriptInput::Mark {
+                turn,
+                speaker,
+                name,
+                fields,
+            } => {
+                let Some(&index) = self.utterance_by_key.get(&(turn, speaker)) else {
+                    return;
+                };
+                self.ensure_run(turn, at_ms, out);
+                let mut value = fields.clone();
+                value.insert(
+                    "messageId".into(),
+                    Value::from(self.utterances[index].message_id.as_str()),
+                );
+                let mut event = JsonObject::new();
+                event.insert("name".into(), Value::from(name));
+                event.insert("value".into(), Value::Object(value));
+                event.insert("timestamp".into(), Value::from(at_ms));
+                out.push(Event::Other(Box::new(OtherEvent::new("CUSTOM", event))));
+            }
         }
     }
 
     fn keep(&mut self, message: Message) {
         self.kept_ids.insert(message.id().to_owned());
         self.utterances.push(Utterance::kept(message));
+    }
+
+    /// Closes the messages still open (their END), leaving the run going: what marks them
+    /// comes after.
+    pub fn close_open_messages(&mut self, at_ms: TimestampMs, out: &mut Vec<Event>) {
+        for index in std::mem::take(&mut self.open) {
+            self.utterances[index].open = false;
+            out.push(self.end_event(index, at_ms));
+        }
     }
 
     /// Ends the conversation: closes what is open and finishes the active run.

@@ -605,3 +605,64 @@ fn a_tool_call_and_its_result_are_tool_call_events_the_history_keeps() {
         "a call id already saved is not written again"
     );
 }
+
+#[test]
+fn a_mark_is_a_custom_event_inside_its_messages_run_even_after_that_run_finished() {
+    use TranscriptInput::*;
+    let fields = walkie_agui::JsonObject::from_iter([(
+        "latencyMs".to_owned(),
+        serde_json::Value::from(310),
+    )]);
+    let events = write(&[
+        TranscriptDelta {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            delta: "Once upon a time",
+        },
+        Mark {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            name: "walkie.latency",
+            fields: &fields,
+        },
+        TurnComplete { turn: T1 },
+        Mark {
+            turn: T1,
+            speaker: Speaker::Assistant,
+            name: "walkie.interrupted",
+            fields: &walkie_agui::JsonObject::new(),
+        },
+        // A message never written is not marked.
+        Mark {
+            turn: T2,
+            speaker: Speaker::User,
+            name: "walkie.cancelled",
+            fields: &walkie_agui::JsonObject::new(),
+        },
+    ]);
+    assert_passes_agui_verify_strict(&events);
+    assert_eq!(
+        types(&events),
+        [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "CUSTOM",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED",
+            "RUN_STARTED",
+            "CUSTOM",
+            "RUN_FINISHED",
+        ]
+    );
+    let customs: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|event| event.type_name() == "CUSTOM")
+        .map(|event| serde_json::to_value(event).expect("events serialise"))
+        .collect();
+    assert_eq!(customs[0]["name"], "walkie.latency");
+    assert_eq!(customs[0]["value"]["messageId"], "assistant-1");
+    assert_eq!(customs[0]["value"]["latencyMs"], 310);
+    assert_eq!(customs[1]["name"], "walkie.interrupted");
+    assert_eq!(customs[1]["value"]["messageId"], "assistant-1");
+}

@@ -3,7 +3,9 @@
 
 use std::collections::VecDeque;
 
-use walkie_session::transcript::{BridgeNote, TranscriptBridge};
+use walkie_session::transcript::{
+    BridgeNote, MARK_CANCELLED, MARK_INTERRUPTED, MARK_LATENCY, TranscriptBridge,
+};
 use walkie_session::turn::{
     AudioCommand, ControllerOutput, HistoryRestore, PressMode, ToolError, ToolRegistry, Transport,
     TurnConfig, TurnEngine, TurnMode, TurnState, UiHint, UserMessage, engine_for,
@@ -604,12 +606,22 @@ impl Conversation {
             return false;
         }
         let mut transcript = Vec::new();
+        if let Some(message_id) = cut_reply {
+            // Marked after its END, inside its run, which the call's end finishes.
+            self.bridge
+                .close_open_messages(now_ms as i64, &mut transcript);
+            let fields = walkie_agui::JsonObject::new();
+            self.bridge.mark(
+                now_ms as i64,
+                &message_id,
+                MARK_INTERRUPTED,
+                &fields,
+                &mut transcript,
+            );
+        }
         self.bridge.call_ended(now_ms as i64, &mut transcript);
         self.outputs
             .extend(transcript.iter().cloned().map(Output::Transcript));
-        if let Some(message_id) = cut_reply {
-            self.outputs.push_back(Output::Interrupted { message_id });
-        }
         self.outputs.push_back(Output::Record(Record::Transcript {
             unix_ms: now_ms as i64,
             transcript,
@@ -748,13 +760,14 @@ impl Conversation {
                 {
                     self.turn_ended_at_ms = None;
                     self.commit_sent_at_ms = None;
-                    self.outputs.push_back(Output::ReplyLatency {
+                    self.reply_latency(
                         message_id,
-                        latency_ms: now_ms.saturating_sub(ended_at_ms),
-                        split: None,
-                    });
+                        now_ms.saturating_sub(ended_at_ms),
+                        None,
+                        now_ms,
+                    );
                 }
-                controller.playback_progress(&item_id, played_ms)
+                self.controller.playback_progress(&item_id, played_ms)
             }
             EngineInput::ReplyHeard {
                 first_packet_ms,
@@ -776,11 +789,12 @@ impl Conversation {
                             self.health.round_trip_ms(),
                         )
                     });
-                    self.outputs.push_back(Output::ReplyLatency {
+                    self.reply_latency(
                         message_id,
-                        latency_ms: heard_ms.saturating_sub(ended_at_ms),
+                        heard_ms.saturating_sub(ended_at_ms),
                         split,
-                    });
+                        now_ms,
+                    );
                 }
             }
             EngineInput::ReplyPlayed(playout) => {
@@ -1167,16 +1181,19 @@ impl Conversation {
                         .on_event_noted(unix_ms, &stamped.event, &mut transcript);
                     let interrupted = interrupted_reply(&stamped.event, &note);
                     let cancelled = self.cancelled_message(&stamped.event, &note);
+                    let marks = [
+                        (interrupted.as_deref(), MARK_INTERRUPTED),
+                        (cancelled.as_deref(), MARK_CANCELLED),
+                    ];
+                    for (message_id, name) in marks {
+                        if let Some(message_id) = message_id {
+                            let fields = walkie_agui::JsonObject::new();
+                            self.bridge
+                                .mark(unix_ms, message_id, name, &fields, &mut transcript);
+                        }
+                    }
                     self.outputs
                         .extend(transcript.iter().cloned().map(Output::Transcript));
-                    if let Some(message_id) = interrupted {
-                        self.outputs.push_back(Output::Interrupted { message_id });
-                    }
-                    if let Some(message_id) = &cancelled {
-                        self.outputs.push_back(Output::Cancelled {
-                            message_id: message_id.clone(),
-                        });
-                    }
                     self.outputs.push_back(Output::Record(Record::Event {
                         unix_ms,
                         event: Box::new(stamped),
@@ -1245,6 +1262,39 @@ impl Conversation {
             *turn,
             walkie_agui::Speaker::User,
         ))
+    }
+
+    /// The reply `message_id` was first heard `latency_ms` after the user's turn ended: a mark in
+    /// the transcript (on the screen and on disk alike), and a line in the log.
+    fn reply_latency(
+        &mut self,
+        message_id: String,
+        latency_ms: u64,
+        split: Option<LatencySplit>,
+        now_ms: u64,
+    ) {
+        let unix_ms = now_ms as i64;
+        let mut fields = walkie_agui::JsonObject::new();
+        fields.insert("latencyMs".into(), latency_ms.into());
+        if let Some(split) = split
+            && let Ok(split) = serde_json::to_value(split)
+        {
+            fields.insert("split".into(), split);
+        }
+        let mut transcript = Vec::new();
+        self.bridge
+            .mark(unix_ms, &message_id, MARK_LATENCY, &fields, &mut transcript);
+        self.outputs
+            .extend(transcript.iter().cloned().map(Output::Transcript));
+        self.outputs.push_back(Output::Record(Record::Transcript {
+            unix_ms,
+            transcript,
+        }));
+        self.outputs.push_back(Output::ReplyLatency {
+            message_id,
+            latency_ms,
+            split,
+        });
     }
 
     /// The call is over: the transcript's open messages and run close, on the screen and on

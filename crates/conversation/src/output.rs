@@ -31,16 +31,13 @@ pub enum Output {
     /// transport): a live speech delta (never a snapshot). Reply audio that comes as RTP is
     /// played by the engine itself ([`Output::ReplyAudio`]).
     Play(AudioChunk),
-    /// A transcript event for the webview (AG-UI).
+    /// A transcript event for the webview (AG-UI), marks included: a reply the user cut off, a
+    /// recording taken back, how long a reply took to be heard, each a CUSTOM event after
+    /// the message's own (`walkie_session::transcript::MARK_*`).
     Transcript(Event),
-    /// The transcript message `message_id` is a reply the user cut off (after its END).
-    Interrupted { message_id: String },
-    /// The transcript message `message_id` is a recording the user took back, not sent
-    /// (after its END).
-    Cancelled { message_id: String },
     /// The reply `message_id` was first heard `latency_ms` after the user's turn ended (the
     /// key came up, the provider heard them stop, or their typed message went out): its first
-    /// sound played at the device.
+    /// sound played at the device. For the log; the transcript has it as a mark.
     ReplyLatency {
         message_id: String,
         latency_ms: u64,

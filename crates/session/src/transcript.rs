@@ -57,6 +57,15 @@ fn picture_metadata(picture: &Picture) -> serde_json::Value {
     })
 }
 
+/// The name of the mark (an AG-UI CUSTOM event, [`TranscriptBridge::mark`]) on a reply the
+/// user cut off.
+pub const MARK_INTERRUPTED: &str = "walkie.interrupted";
+/// The name of the mark on a recording the user took back, not sent.
+pub const MARK_CANCELLED: &str = "walkie.cancelled";
+/// The name of the mark on a reply saying how long after the user's turn it was first heard
+/// (`latencyMs`, and where the wait went in `split` when known).
+pub const MARK_LATENCY: &str = "walkie.latency";
+
 /// What [`TranscriptBridge::on_event_noted`] decided about the exchanges for one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BridgeNote {
@@ -424,6 +433,34 @@ impl TranscriptBridge {
         self.user_turn = None;
         self.reply_turn = None;
         self.reply_ended = false;
+    }
+
+    /// Closes the messages still open (their END) and leaves their run going, so a mark on one
+    /// comes after it ([`Self::mark`]).
+    pub fn close_open_messages(&mut self, at_ms: i64, out: &mut Vec<Event>) {
+        self.writer.close_open_messages(at_ms, out);
+    }
+
+    /// Marks message `message_id` (one of the transcript's) in the one ordered stream: a CUSTOM
+    /// event named `name` (one of the `MARK_*`), its value `fields` with the message's id,
+    /// inside its exchange's run. A message the transcript never wrote takes no mark.
+    pub fn mark(
+        &mut self,
+        at_ms: i64,
+        message_id: &str,
+        name: &str,
+        fields: &JsonObject,
+        out: &mut Vec<Event>,
+    ) {
+        if let Some((turn, speaker)) = TranscriptWriter::turn_of_message(message_id) {
+            let mark = TranscriptInput::Mark {
+                turn,
+                speaker,
+                name,
+                fields,
+            };
+            self.writer.push(at_ms, mark, out);
+        }
     }
 
     /// Whether a part of either speaker has started and not ended.

@@ -579,10 +579,16 @@ fn where_the_turn_stands_is_told_as_it_changes_so_nobody_asks_the_controller() {
     assert_eq!(talk.turn_states(), [], "nothing changed, nothing told");
 
     talk.at(1_000).key_down().at(1_200).tick();
-    assert!(talk.turn_states().last().is_some_and(|state| state.capturing));
+    assert!(
+        talk.turn_states()
+            .last()
+            .is_some_and(|state| state.capturing)
+    );
     talk.at(2_000).key_up().at(2_000 + DEFAULT_TAIL_MS).tick();
     let after_release = talk.turn_states();
-    let last = after_release.last().expect("the release changed where it stands");
+    let last = after_release
+        .last()
+        .expect("the release changed where it stands");
     assert!(!last.capturing && last.awaits_reply, "{after_release:?}");
     talk.at(2_300)
         .server(&committed("item_U1"))
@@ -1325,7 +1331,11 @@ fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
         next_decision(&mut controller),
         Some(ControllerOutput::Hint(UiHint::NotReady))
     );
-    assert_eq!(next_decision(&mut controller), None, "nothing sent before open");
+    assert_eq!(
+        next_decision(&mut controller),
+        None,
+        "nothing sent before open"
+    );
     controller.data_channel_open(0);
     let Some(ControllerOutput::Send(update)) = next_decision(&mut controller) else {
         panic!("session.update on open");
@@ -1417,7 +1427,10 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
     );
     controller.data_channel_open(1_000);
     assert!(
-        matches!(next_decision(&mut controller), Some(ControllerOutput::Send(_))),
+        matches!(
+            next_decision(&mut controller),
+            Some(ControllerOutput::Send(_))
+        ),
         "session.update is sent"
     );
     assert_eq!(

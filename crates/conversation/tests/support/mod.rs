@@ -11,6 +11,7 @@ use walkie_conversation::{
 };
 use walkie_openai::SessionConfig;
 use walkie_session::AudioChunk;
+use walkie_session::transcript::{MARK_CANCELLED, MARK_INTERRUPTED, MARK_LATENCY};
 use walkie_session::turn::{AudioCommand, DecodedReplyAudio, ToolRegistry, TurnConfig, TurnMode};
 
 /// The provider's name in the status sentences of these tests.
@@ -373,7 +374,8 @@ pub fn audio_commands(outputs: &[Output]) -> Vec<AudioCommand> {
         .collect()
 }
 
-/// Each output named briefly, in order: `send:<type>`, `audio:<command>`,
+/// Each output named briefly, in order (a transcript's marks by what they mark): `send:<type>`,
+/// `audio:<command>`,
 /// `reply-audio:<gate>:<item>`, `begin:<item>`,
 /// `play`, `transcript:<TYPE>:<messageId>`, `interrupted:<messageId>`, `cancelled:<messageId>`,
 /// `record`, `status`,
@@ -394,14 +396,20 @@ pub fn names(outputs: &[Output]) -> Vec<String> {
             Output::Play(_) => "play".to_owned(),
             Output::Transcript(event) => {
                 let json = serde_json::to_value(event).expect("AG-UI events serialise");
-                format!(
-                    "transcript:{}:{}",
-                    json["type"].as_str().unwrap_or_default(),
-                    json["messageId"].as_str().unwrap_or_default()
-                )
+                let mark = |name: &str| json["name"] == name;
+                let marked = json["value"]["messageId"].as_str().unwrap_or_default();
+                match json["type"].as_str().unwrap_or_default() {
+                    "CUSTOM" if mark(MARK_INTERRUPTED) => format!("interrupted:{marked}"),
+                    "CUSTOM" if mark(MARK_CANCELLED) => format!("cancelled:{marked}"),
+                    "CUSTOM" if mark(MARK_LATENCY) => {
+                        format!("mark-latency:{marked}:{}", json["value"]["latencyMs"])
+                    }
+                    kind => format!(
+                        "transcript:{kind}:{}",
+                        json["messageId"].as_str().unwrap_or_default()
+                    ),
+                }
             }
-            Output::Interrupted { message_id } => format!("interrupted:{message_id}"),
-            Output::Cancelled { message_id } => format!("cancelled:{message_id}"),
             Output::ReplyLatency {
                 message_id,
                 latency_ms,
