@@ -25,9 +25,10 @@
 //!   [`EngineEvent::AssistantAudio`] for the transcript and the recording. They are the live
 //!   deltas, played once (DESIGN.md rule 2), and no hop through the app's task lies between
 //!   the decoder and the device. PCM a WebSocket provider sends comes the other way, through
-//!   the [`Player`]. The downlink resamples to the device rate, counts what the device actually took per item
-//!   ([`EngineEvent::PlaybackProgress`], by the played ledger), and flushes within one device period
-//!   ([`AudioCommand::HoldPlayback`] holds the reply as quickly and lets it go on). When a reply
+//!   the [`Player`]. The downlink resamples to the device rate, counts what the device actually
+//!   took per item ([`EngineEvent::PlaybackProgress`], by the played ledger), and flushes
+//!   within one device period ([`AudioCommand::HoldPlayback`] holds the reply as quickly and
+//!   lets it go on). When a reply
 //!   stops playing it says how it went ([`EngineEvent::ReplyPlayed`]: from its first packet to
 //!   the device, and any gap inside it), so underruns show in the log, not only to the ear.
 //! - **Devices**: a chosen device that disappears falls back to the default, a default that

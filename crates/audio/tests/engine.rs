@@ -283,8 +283,9 @@ fn send_tone(engine: &Engine, encoder: &mut OpusEncoder, next: &mut u16, hz: f32
     }
 }
 
-/// How many 20 ms windows of `heard` have `hz` as the loudest of `candidates`, well above
-/// silence.
+/// How many 20 ms windows of `heard` have `hz` as the loudest of `candidates`, for a third of
+/// the window or more (a whole window of the tones is about -13.5 dBFS): the codec's overlap
+/// carries a few milliseconds of one frame's tone into the next, which is not a frame played.
 fn windows_of(heard: &[i16], hz: f32, candidates: &[f32]) -> usize {
     heard
         .chunks_exact(FRAME_SAMPLES)
@@ -296,7 +297,7 @@ fn windows_of(heard: &[i16], hz: f32, candidates: &[f32]) -> usize {
         })
         .filter(|window| {
             let level = |hz: f32| tone_level_dbfs(window, f64::from(hz));
-            level(hz) > -30.0
+            level(hz) > -18.0
                 && candidates
                     .iter()
                     .all(|&other| other == hz || level(other) < level(hz))
@@ -323,10 +324,19 @@ fn after_a_flush_the_cut_replys_late_packets_are_not_played_and_the_next_reply_i
     send_tone(engine, &mut encoder, &mut next, 1_320.0, 15);
     // The user's turn: the cut reply's last packets leave the jitter buffer (dropped). Then the
     // next reply's audio part names its item, and its packets follow.
-    // (Waited for as the decoded frames stopping for 100 ms.)
+    // (Waited for as each of the 15 late packets decoded, then no frame for 100 ms with the
+    // jitter buffer empty: a frame the flush overtook may count among the 15.)
     let mut decoded_after_flush = 0;
     let mut last_decoded = Instant::now();
-    while last_decoded.elapsed() < Duration::from_millis(100) {
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while decoded_after_flush < 15
+        || last_decoded.elapsed() < Duration::from_millis(100)
+        || engine.stats().jitter_depth_ms > 0
+    {
+        assert!(
+            Instant::now() < give_up,
+            "the cut reply's late packets are decoded: {decoded_after_flush} so far"
+        );
         if let Ok(EngineEvent::AssistantAudio(_)) =
             running.events.recv_timeout(Duration::from_millis(10))
         {
@@ -334,10 +344,6 @@ fn after_a_flush_the_cut_replys_late_packets_are_not_played_and_the_next_reply_i
             last_decoded = Instant::now();
         }
     }
-    assert!(
-        decoded_after_flush >= 13,
-        "the cut reply's late packets were decoded: {decoded_after_flush}"
-    );
     engine.reply_audio(&told(ReplyGate::FromSound, Some("item_next")));
     send_tone(engine, &mut encoder, &mut next, 880.0, 25);
     let events = running.events_until("the next reply to drain", Duration::from_secs(5), |event| {

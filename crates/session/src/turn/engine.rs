@@ -5,10 +5,10 @@
 //! and renewals, and none of that depends on the protocol. It feeds a turn engine the user's
 //! key, the call's data-channel text, the audio engine's reports and the time, and polls it for
 //! [`ControllerOutput`]s and session events; where the turn stands comes in those outputs
-//! ([`super::TurnState`]), so nothing above asks an engine about its state. [`TurnController`] is the Realtime API's engine,
-//! [`LiveTurns`](super::LiveTurns) the Live API's; a third family (a WebSocket provider, a local
-//! model server) implements this trait, declares its [`FamilyProfile`], and needs nothing else
-//! changed above it.
+//! ([`super::TurnState`]), so nothing above asks an engine about its state.
+//! [`TurnController`] is the Realtime API's engine, [`LiveTurns`](super::LiveTurns) the Live
+//! API's; a third family (a WebSocket provider, a local model server) implements this trait,
+//! declares its [`FamilyProfile`], and needs nothing else changed above it.
 
 use crate::audio::{AudioChunk, DeviceDirection};
 use crate::event::PartIndex;
