@@ -411,11 +411,7 @@ impl Conversation {
                 return self.finish("reconnecting was cancelled".to_owned(), now_ms);
             }
             (Phase::Redialing { .. } | Phase::Dialing { .. } | Phase::Renewing, Input::Press) => {
-                if self.carried_press {
-                    self.press_again_while_carried();
-                } else {
-                    self.carried_press = self.pushes_to_talk();
-                }
+                self.carry_key_down();
                 // A renewal is over in a moment; a redial may not be, and says so.
                 if self.phase != Phase::Renewing {
                     self.hint = Some(sentence::press_while_redialing());
@@ -435,7 +431,7 @@ impl Conversation {
         match input {
             // A press carried over starts when the call is ready; a second press (toggle mode)
             // takes it back.
-            Input::Press if self.carried_press => self.press_again_while_carried(),
+            Input::Press if self.carried_press => self.carry_key_down(),
             // The budget is spent: the reply under way plays out, and no turn starts.
             Input::Press if self.budget_spent => {
                 if let Some(budget_usd) = self.budget_usd {
@@ -1411,11 +1407,6 @@ impl Conversation {
         self.show(StatusEvent::new(state, detail));
     }
 
-    /// Whether the key is a turn control (push-to-talk), not only a way to stop a reply.
-    fn pushes_to_talk(&self) -> bool {
-        matches!(self.turn.mode, TurnMode::PushToTalk(_))
-    }
-
     /// Whether the talk key is down in hold mode (a press carried over to the next call, or
     /// capture open in this one): what a toggle from outside takes back up.
     fn press_is_held(&self) -> bool {
@@ -1426,19 +1417,25 @@ impl Conversation {
             }
     }
 
-    /// A second press before the next call was ready: in toggle mode it takes the first back.
-    fn press_again_while_carried(&mut self) {
-        if self.turn.mode == TurnMode::PushToTalk(PressMode::Toggle) {
-            self.carried_press = false;
-        }
+    /// A key-down before the next call is ready: carried to it, as the press mode's one rule
+    /// says ([`PressMode::held_after_key_down`]: a second press in toggle mode takes the first
+    /// back). Hands-free, the key starts no turn.
+    fn carry_key_down(&mut self) {
+        self.carried_press = self
+            .turn
+            .mode
+            .press_mode()
+            .is_some_and(|mode| mode.held_after_key_down(self.carried_press));
     }
 
     /// The key came up before the next call was ready: in hold mode the press is over (nothing
     /// was heard); in toggle mode a key-up changes nothing.
     fn release_carried_press(&mut self) {
-        if self.turn.mode == TurnMode::PushToTalk(PressMode::Hold) {
-            self.carried_press = false;
-        }
+        self.carried_press = self
+            .turn
+            .mode
+            .press_mode()
+            .is_some_and(|mode| mode.held_after_key_up(self.carried_press));
     }
 
     fn hands_free(&self) -> bool {

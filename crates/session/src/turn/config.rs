@@ -58,6 +58,28 @@ pub enum PressMode {
     Toggle,
 }
 
+impl PressMode {
+    /// Whether the key holds a press after a key-down, `held` whether it held one before: in
+    /// hold mode a key-down holds it (a repeat changes nothing); in toggle mode it starts or
+    /// ends it. The one rule of the two modes, for a press under way and one carried to the
+    /// next call alike.
+    pub fn held_after_key_down(self, held: bool) -> bool {
+        match self {
+            PressMode::Hold => true,
+            PressMode::Toggle => !held,
+        }
+    }
+
+    /// Whether the key holds a press after a key-up: in hold mode it ends it; in toggle mode
+    /// a key-up changes nothing.
+    pub fn held_after_key_up(self, held: bool) -> bool {
+        match self {
+            PressMode::Hold => false,
+            PressMode::Toggle => held,
+        }
+    }
+}
+
 /// Who decides where a user turn starts and ends.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnMode {

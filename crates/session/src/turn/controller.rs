@@ -51,7 +51,7 @@ use crate::event::{
 };
 use crate::session::Session;
 use crate::turn::audibility::Audibility;
-use crate::turn::config::{NEAR_SPEECH_HOLD_MS, PressMode, Transport, TurnConfig, TurnMode};
+use crate::turn::config::{NEAR_SPEECH_HOLD_MS, Transport, TurnConfig, TurnMode};
 use crate::turn::item_parts::{ItemParts, UserSlot};
 use crate::turn::ledger::{PairedCreate, ResponseLedger};
 use crate::turn::lifecycle::{Lifecycle, LifecycleDue};
@@ -59,7 +59,7 @@ use crate::turn::outbox::Outbox;
 use crate::turn::output::{
     AudioCommand, ControllerOutput, Diagnostic, ReplyGate, ToolCallRequest, TurnState, UiHint,
 };
-use crate::turn::press::{Capture, Press, PressDue};
+use crate::turn::press::{Capture, KeyDown, Press, PressDue};
 use crate::turn::tools::{ToolContext, ToolError, ToolRegistry, WallClock};
 use crate::turn::user_message::{MAX_ITEM_EVENT_BYTES, PartTooLarge, UserMessage, user_items};
 
@@ -320,12 +320,12 @@ impl TurnController {
         if !self.lifecycle.is_confirmed() {
             return self.hint(UiHint::NotReady);
         }
-        match (self.press, press_mode) {
-            (Press::Idle, _) => self.begin_press(now_ms),
-            (Press::Held { .. }, PressMode::Hold) => self.diagnose(Diagnostic::RepeatedKeyDown),
-            (Press::Held { .. }, PressMode::Toggle) => self.release(now_ms),
+        match self.press.key_down(press_mode) {
+            KeyDown::Begins => self.begin_press(now_ms),
+            KeyDown::Repeats => self.diagnose(Diagnostic::RepeatedKeyDown),
+            KeyDown::Releases => self.release(now_ms),
             // Pressed again within the tail: the same utterance goes on.
-            (Press::Tail { down_at_ms, .. }, _) => {
+            KeyDown::GoesOn { down_at_ms } => {
                 self.press = Press::Held {
                     down_at_ms,
                     speech_started: true,
@@ -340,17 +340,10 @@ impl TurnController {
     /// press is in progress.
     pub fn push_to_talk_up(&mut self, now_ms: u64) {
         self.advance(now_ms);
-        match (&self.config.mode, self.press) {
-            (TurnMode::PushToTalk(PressMode::Hold), Press::Held { .. })
-            | (
-                TurnMode::PushToTalk(PressMode::Toggle),
-                Press::Held {
-                    stopped_reply: true,
-                    speech_started: false,
-                    ..
-                },
-            ) => self.release(now_ms),
-            _ => {}
+        if let TurnMode::PushToTalk(press_mode) = self.config.mode
+            && self.press.released_by_key_up(press_mode)
+        {
+            self.release(now_ms);
         }
     }
 

@@ -43,9 +43,7 @@ use crate::event::{
     RealtimeSessionErrorEvent, SessionEvent, Speaker, ToolCallPart, ToolOutcome,
 };
 use crate::session::Session;
-use crate::turn::config::{
-    NEAR_SPEECH_HOLD_MS, PressMode, SESSION_CONFIRM_GRACE_MS, TurnConfig, TurnMode,
-};
+use crate::turn::config::{NEAR_SPEECH_HOLD_MS, SESSION_CONFIRM_GRACE_MS, TurnConfig, TurnMode};
 use crate::turn::controller::{ControllerStats, decode_error_code};
 use crate::turn::engine::TurnEngine;
 use crate::turn::family::{FamilyProfile, ProviderFamily};
@@ -54,7 +52,7 @@ use crate::turn::outbox::Outbox;
 use crate::turn::output::{
     AudioCommand, ControllerOutput, Diagnostic, ReplyGate, ToolCallRequest, TurnState, UiHint,
 };
-use crate::turn::press::{Capture, Press, PressDue};
+use crate::turn::press::{Capture, KeyDown, Press, PressDue};
 use crate::turn::tools::{
     ToolError, ToolRegistry, WallClock, show_tool_call, tool_answer, tool_context,
     tool_result_event,
@@ -990,11 +988,11 @@ impl TurnEngine for LiveTurns {
         if !self.ready {
             return self.hint(UiHint::NotReady);
         }
-        match (self.press, press_mode) {
-            (Press::Idle, _) => self.begin_press(now_ms),
-            (Press::Held { .. }, PressMode::Hold) => self.diagnose(Diagnostic::RepeatedKeyDown),
-            (Press::Held { .. }, PressMode::Toggle) => self.release(now_ms),
-            (Press::Tail { down_at_ms, .. }, _) => {
+        match self.press.key_down(press_mode) {
+            KeyDown::Begins => self.begin_press(now_ms),
+            KeyDown::Repeats => self.diagnose(Diagnostic::RepeatedKeyDown),
+            KeyDown::Releases => self.release(now_ms),
+            KeyDown::GoesOn { down_at_ms } => {
                 self.press = Press::Held {
                     down_at_ms,
                     speech_started: true,
@@ -1006,16 +1004,11 @@ impl TurnEngine for LiveTurns {
 
     fn push_to_talk_up(&mut self, now_ms: u64) {
         self.advance(now_ms);
-        match (&self.config.mode, self.press) {
-            (TurnMode::PushToTalk(PressMode::Hold), Press::Held { .. })
-            | (
-                TurnMode::PushToTalk(PressMode::Toggle),
-                Press::Held {
-                    speech_started: false,
-                    ..
-                },
-            ) => self.release(now_ms),
-            _ => {}
+        // A press that has not counted stopped a reply (others count at key-down).
+        if let TurnMode::PushToTalk(press_mode) = self.config.mode
+            && self.press.released_by_key_up(press_mode)
+        {
+            self.release(now_ms);
         }
     }
 

@@ -6,7 +6,7 @@
 //! change. The timing rules and the once-per-change bookkeeping live here; what a press does
 //! to the conversation stays with the controller.
 
-use crate::turn::config::TurnConfig;
+use crate::turn::config::{PressMode, TurnConfig};
 
 /// Where the push-to-talk key stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,6 +26,19 @@ pub(super) enum Press {
     Tail { down_at_ms: u64, ends_at_ms: u64 },
 }
 
+/// What a key-down does to the press under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum KeyDown {
+    /// No press: one begins.
+    Begins,
+    /// The key is held already (hold mode): nothing changes.
+    Repeats,
+    /// The press ends (toggle mode's second press).
+    Releases,
+    /// Pressed again within the tail: the same utterance goes on, from `down_at_ms`.
+    GoesOn { down_at_ms: u64 },
+}
+
 /// What is due of a press at a given time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum PressDue {
@@ -38,6 +51,30 @@ pub(super) enum PressDue {
 }
 
 impl Press {
+    /// What a key-down in `mode` does to this press ([`PressMode::held_after_key_down`]).
+    pub fn key_down(&self, mode: PressMode) -> KeyDown {
+        match *self {
+            Press::Idle => KeyDown::Begins,
+            Press::Tail { down_at_ms, .. } => KeyDown::GoesOn { down_at_ms },
+            Press::Held { .. } if mode.held_after_key_down(true) => KeyDown::Repeats,
+            Press::Held { .. } => KeyDown::Releases,
+        }
+    }
+
+    /// Whether a key-up in `mode` ends this press: any held press in hold mode
+    /// ([`PressMode::held_after_key_up`]); in toggle mode only a tap that stopped a reply and
+    /// has not counted as a turn (a toggled press goes on until the next press).
+    pub fn released_by_key_up(&self, mode: PressMode) -> bool {
+        match *self {
+            Press::Held {
+                stopped_reply,
+                speech_started,
+                ..
+            } => !mode.held_after_key_up(true) || (stopped_reply && !speech_started),
+            Press::Idle | Press::Tail { .. } => false,
+        }
+    }
+
     /// How long a press must be held to count as a turn: a press that stopped a reply longer
     /// than one that did not, so a tap to stop is not answered.
     pub fn counts_after_ms(config: &TurnConfig, stopped_reply: bool) -> u64 {
@@ -177,5 +214,54 @@ mod tests {
         assert!(!capture.set_gated(true), "gating again is not");
         assert!(capture.set_open(false), "closing is a change");
         assert!(!capture.is_open());
+    }
+
+    #[test]
+    fn a_key_down_begins_repeats_ends_or_goes_on_as_the_press_mode_says() {
+        let held = Press::Held {
+            down_at_ms: 0,
+            speech_started: true,
+            stopped_reply: false,
+        };
+        let tail = Press::Tail {
+            down_at_ms: 0,
+            ends_at_ms: 500,
+        };
+        for mode in [PressMode::Hold, PressMode::Toggle] {
+            assert_eq!(Press::Idle.key_down(mode), KeyDown::Begins);
+            assert_eq!(tail.key_down(mode), KeyDown::GoesOn { down_at_ms: 0 });
+        }
+        assert_eq!(held.key_down(PressMode::Hold), KeyDown::Repeats);
+        assert_eq!(held.key_down(PressMode::Toggle), KeyDown::Releases);
+    }
+
+    #[test]
+    fn a_key_up_ends_a_held_press_but_a_toggled_one_only_when_it_was_a_tap_that_stopped_a_reply() {
+        let counted = Press::Held {
+            down_at_ms: 0,
+            speech_started: true,
+            stopped_reply: false,
+        };
+        let tap_over_a_reply = Press::Held {
+            down_at_ms: 0,
+            speech_started: false,
+            stopped_reply: true,
+        };
+        assert!(counted.released_by_key_up(PressMode::Hold));
+        assert!(!counted.released_by_key_up(PressMode::Toggle));
+        assert!(tap_over_a_reply.released_by_key_up(PressMode::Toggle));
+        assert!(!Press::Idle.released_by_key_up(PressMode::Hold));
+    }
+
+    #[test]
+    fn a_press_carried_to_the_next_call_follows_the_same_rule() {
+        assert!(PressMode::Hold.held_after_key_down(true), "a repeat");
+        assert!(
+            !PressMode::Toggle.held_after_key_down(true),
+            "the second press"
+        );
+        assert!(PressMode::Toggle.held_after_key_down(false));
+        assert!(!PressMode::Hold.held_after_key_up(true));
+        assert!(PressMode::Toggle.held_after_key_up(true));
     }
 }
