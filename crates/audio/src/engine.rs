@@ -57,6 +57,7 @@ use crate::device::{
 };
 use crate::drift::ClockMark;
 use crate::echo::{EchoError, EchoEvent, EchoStage};
+use crate::health::{HealthCheck, Reopen, StreamCounts, StreamHealth, judge_listing};
 use crate::jitter::{JitterBuffer, JitterConfig, JitterStats, Playout};
 use crate::meter::{Level, LevelMeter};
 use crate::onset::SpeechOnset;
@@ -82,11 +83,6 @@ pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 15;
 /// only paces the steady work, which comes in 20 ms frames anyway; every wakeup costs CPU
 /// (docs/benchmarks.md).
 const WORKER_TICK: Duration = Duration::from_millis(20);
-/// How often the streams' health is checked, and how often the device list is read.
-const HEALTH_EVERY: Duration = Duration::from_millis(100);
-const DEVICE_LIST_EVERY: Duration = Duration::from_millis(1000);
-/// A stream whose callbacks stop for this long is dead (a removed PulseAudio sink says nothing).
-const STALL_AFTER: Duration = Duration::from_millis(400);
 /// Between attempts to open a device when none could be opened.
 const RETRY_OPEN_EVERY: Duration = Duration::from_millis(1000);
 /// At most one log line per kind of trouble in this interval.
@@ -896,12 +892,9 @@ struct DeviceSlot {
     fell_back: bool,
     unavailable_reported: bool,
     retry_at: Instant,
-    next_health: Instant,
-    next_list: Instant,
-    seen_callbacks: u64,
-    callbacks_moved_at: Instant,
-    seen_errors: u64,
-    seen_fatal: u64,
+    /// The open stream's watch, on milliseconds since `epoch`.
+    health: StreamHealth,
+    epoch: Instant,
     error_log: RateLimitedLog,
     open_log: RateLimitedLog,
 }
@@ -916,12 +909,8 @@ impl DeviceSlot {
             fell_back: false,
             unavailable_reported: false,
             retry_at: now,
-            next_health: now,
-            next_list: now + DEVICE_LIST_EVERY,
-            seen_callbacks: 0,
-            callbacks_moved_at: now,
-            seen_errors: 0,
-            seen_fatal: 0,
+            health: StreamHealth::opened(0),
+            epoch: now,
             error_log: RateLimitedLog::default(),
             open_log: RateLimitedLog::default(),
         }
@@ -955,11 +944,7 @@ impl DeviceSlot {
             }
         };
         self.unavailable_reported = false;
-        self.seen_callbacks = 0;
-        self.seen_errors = 0;
-        self.seen_fatal = 0;
-        self.callbacks_moved_at = now;
-        self.next_list = now + DEVICE_LIST_EVERY;
+        self.health = StreamHealth::opened(self.ms(now));
         let using = stream.device_id().to_owned();
         match (fell_back_because, &self.wanted) {
             (Some(reason), Some(wanted)) => {
@@ -1000,62 +985,46 @@ impl DeviceSlot {
         }
     }
 
-    /// Whether the open stream must be reopened: dead, stalled, its device gone, a better
-    /// device available (the chosen one back, or a new default). Errors alone only log:
-    /// PulseAudio's start-up bursts must not tear a stream down.
-    fn needs_reopen(&mut self, stream: &impl WatchedStream, now: Instant) -> Option<&'static str> {
-        if now < self.next_health {
-            return None;
-        }
-        self.next_health = now + HEALTH_EVERY;
+    /// `at` on the watch's clock.
+    fn ms(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64
+    }
+
+    /// Whether the open stream must be reopened, as [`StreamHealth`] judges what its counters
+    /// and the device list say; this reads them and logs the errors it counted.
+    fn needs_reopen(&mut self, stream: &impl WatchedStream, now: Instant) -> Option<Reopen> {
         let counters = stream.counters();
-        let errors = counters.errors.load(Ordering::Relaxed);
-        if errors > self.seen_errors {
-            let new_errors = errors - self.seen_errors;
-            self.seen_errors = errors;
+        let counts = StreamCounts {
+            callbacks: counters.callbacks.load(Ordering::Relaxed),
+            errors: counters.errors.load(Ordering::Relaxed),
+            fatal_errors: counters.fatal_errors.load(Ordering::Relaxed),
+        };
+        let (new_errors, list_due) = match self.health.look(self.ms(now), counts) {
+            HealthCheck::Reopen(why) => return Some(why),
+            HealthCheck::Fine { new_errors } => (new_errors, false),
+            HealthCheck::ListDue { new_errors } => (new_errors, true),
+        };
+        if new_errors > 0 {
             self.error_log.warn(
                 now,
                 format_args!("{new_errors} error(s) on the {} stream", self.direction),
             );
         }
-        let fatal = counters.fatal_errors.load(Ordering::Relaxed);
-        if fatal > self.seen_fatal {
-            self.seen_fatal = fatal;
-            return Some("the stream reported its device gone");
-        }
-        let callbacks = counters.callbacks.load(Ordering::Relaxed);
-        if callbacks != self.seen_callbacks {
-            self.seen_callbacks = callbacks;
-            self.callbacks_moved_at = now;
-        } else if now.duration_since(self.callbacks_moved_at) >= STALL_AFTER {
-            return Some("the stream stalled");
-        }
-        if now < self.next_list {
+        if !list_due {
             return None;
         }
-        self.next_list = now + DEVICE_LIST_EVERY;
         let direction = self.direction;
         let probe = self.probe.get_or_insert_with(DeviceProbe::new);
-        let Ok(devices) = probe.list(direction) else {
-            return None;
-        };
-        let listed = |id: &str| devices.iter().any(|device| device.id == id);
-        if let Some(wanted) = &self.wanted {
-            if self.fell_back && listed(wanted) {
-                return Some("the chosen device is back");
-            }
-            if !self.fell_back && !listed(wanted) {
-                return Some("the chosen device is gone");
-            }
-        }
-        if (self.wanted.is_none() || self.fell_back)
-            && probe
+        let devices = probe.list(direction).ok()?;
+        let chosen_listed = self
+            .wanted
+            .as_deref()
+            .map(|wanted| devices.iter().any(|device| device.id == wanted));
+        judge_listing(chosen_listed, self.fell_back, || {
+            probe
                 .default_id(direction)
                 .is_some_and(|default| default != stream.device_id())
-        {
-            return Some("the default device changed");
-        }
-        None
+        })
     }
 }
 
@@ -1324,8 +1293,8 @@ impl Uplink {
         let now = Instant::now();
         match &self.capture {
             Some(capture) => {
-                if let Some(reason) = self.slot.needs_reopen(capture, now) {
-                    log::info!("reopening the microphone: {reason}");
+                if let Some(why) = self.slot.needs_reopen(capture, now) {
+                    log::info!("reopening the microphone: {}", why.reason());
                     self.pump();
                     self.reopen();
                 }
@@ -2174,8 +2143,8 @@ impl Downlink {
     fn look_after_device(&mut self, now: Instant) {
         match &self.playback {
             Some(playback) => {
-                if let Some(reason) = self.slot.needs_reopen(playback, now) {
-                    log::info!("reopening the speaker: {reason}");
+                if let Some(why) = self.slot.needs_reopen(playback, now) {
+                    log::info!("reopening the speaker: {}", why.reason());
                     self.shared.stream_reopens.fetch_add(1, Ordering::Relaxed);
                     self.open_device();
                 }

@@ -23,4 +23,6 @@ mod pcm;
 mod pulse;
 
 pub use walkie_dsp::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
-pub use walkie_dsp::{codec, drift, echo, jitter, meter, onset, playout, preroll, resample};
+pub use walkie_dsp::{
+    codec, drift, echo, health, jitter, meter, onset, playout, preroll, resample,
+};

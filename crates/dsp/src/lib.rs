@@ -18,11 +18,13 @@
 //! - [`drift`]: the speaker's and the microphone's clocks against each other, and the echo
 //!   reference moved onto the microphone's;
 //! - [`echo`]: echo cancellation and noise suppression on the uplink (WebRTC's AEC3, by `sonora`);
+//! - [`health`]: when an open device stream is dead, stalled or on the wrong device;
 //! - `testkit` (feature): test signals and their measures.
 
 pub mod codec;
 pub mod drift;
 pub mod echo;
+pub mod health;
 pub mod jitter;
 pub mod meter;
 pub mod noise;
