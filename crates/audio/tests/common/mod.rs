@@ -254,6 +254,18 @@ pub fn pactl(args: &[&str]) {
     assert!(status.success(), "pactl {args:?} succeeds");
 }
 
+/// Whether the sound server keeps every sample a stream writes, as PulseAudio does; PipeWire
+/// may drop or zero-fill a whole quantum without telling the stream (docs/benchmarks.md,
+/// "PipeWire"), so a test that counts every sample heard allows for that there.
+pub fn server_keeps_every_sample() -> bool {
+    let info = Command::new("pactl")
+        .arg("info")
+        .output()
+        .expect("pactl runs");
+    assert!(info.status.success(), "pactl info succeeds");
+    !String::from_utf8_lossy(&info.stdout).contains("PipeWire")
+}
+
 /// How many times the thread named `name` has gone to sleep and been woken so far.
 pub fn wakeups_of(name: &str) -> u64 {
     std::fs::read_dir("/proc/self/task")
