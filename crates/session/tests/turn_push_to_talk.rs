@@ -557,14 +557,19 @@ fn a_barge_in_flushes_playback_before_any_data_channel_text_leaves() {
     );
 }
 
-/// The reply of the first utterance is audible from 2 300 ms over WebRTC.
-fn reply_audible(talk: &mut Conversation) {
+/// The reply of the first utterance (resp_R1, item_A1) is named at 2 300 ms, not yet audible.
+fn reply_named(talk: &mut Conversation) {
     talk.utterance(1_000, 2_000);
     talk.at(2_300)
         .server(&committed("item_U1"))
         .server(&response_created("resp_R1"))
-        .server(&audio_part_added("resp_R1", "item_A1"))
-        .server(&output_started("resp_R1"));
+        .server(&audio_part_added("resp_R1", "item_A1"));
+}
+
+/// The reply of the first utterance is audible from 2 300 ms over WebRTC.
+fn reply_audible(talk: &mut Conversation) {
+    reply_named(talk);
+    talk.server(&output_started("resp_R1"));
 }
 
 #[test]
@@ -624,11 +629,7 @@ fn the_engine_is_told_to_play_each_reply_under_its_item_and_nothing_of_a_cut_one
         [],
         "between replies, the first sound plays: as it starts"
     );
-    talk.utterance(1_000, 2_000);
-    talk.at(2_300)
-        .server(&committed("item_U1"))
-        .server(&response_created("resp_R1"))
-        .server(&audio_part_added("resp_R1", "item_A1"));
+    reply_named(&mut talk);
     assert_eq!(
         talk.reply_audio(),
         [told(ReplyGate::FromSound, Some("item_A1"))],
@@ -667,11 +668,7 @@ fn the_engine_is_told_to_play_each_reply_under_its_item_and_nothing_of_a_cut_one
 #[test]
 fn a_reply_that_would_start_under_the_held_key_is_not_played_at_all() {
     let mut talk = Conversation::ready_for_push_to_talk();
-    talk.utterance(1_000, 2_000);
-    talk.at(2_300)
-        .server(&committed("item_U1"))
-        .server(&response_created("resp_R1"))
-        .server(&audio_part_added("resp_R1", "item_A1"));
+    reply_named(&mut talk);
     talk.reply_audio();
     talk.at(2_500).key_down();
     talk.audio();
@@ -719,11 +716,7 @@ fn without_an_echo_canceller_the_mic_is_gated_between_presses_while_the_assistan
 #[test]
 fn a_reply_that_starts_while_the_key_is_held_is_cut_at_once_and_the_user_stays_heard() {
     let mut talk = Conversation::ready_for_push_to_talk();
-    talk.utterance(1_000, 2_000);
-    talk.at(2_300)
-        .server(&committed("item_U1"))
-        .server(&response_created("resp_R1"))
-        .server(&audio_part_added("resp_R1", "item_A1"));
+    reply_named(&mut talk);
     talk.sent();
     talk.audio();
     talk.events();
@@ -765,11 +758,7 @@ fn a_reply_that_starts_while_the_key_is_held_is_cut_at_once_and_the_user_stays_h
 #[test]
 fn a_reply_that_starts_during_the_tail_gates_the_rest_of_it() {
     let mut talk = Conversation::ready_for_push_to_talk();
-    talk.utterance(1_000, 2_000);
-    talk.at(2_300)
-        .server(&committed("item_U1"))
-        .server(&response_created("resp_R1"))
-        .server(&audio_part_added("resp_R1", "item_A1"));
+    reply_named(&mut talk);
     talk.at(2_500).key_down().at(3_000).key_up();
     talk.sent();
     talk.audio();
@@ -831,11 +820,7 @@ fn over_websocket_a_reply_whose_audio_arrives_under_the_held_key_is_dropped() {
     let mut config = TurnConfig::push_to_talk(SessionConfig::default());
     config.transport = Transport::WebSocket;
     let mut talk = Conversation::ready(config);
-    talk.utterance(1_000, 2_000);
-    talk.at(2_300)
-        .server(&committed("item_U1"))
-        .server(&response_created("resp_R1"))
-        .server(&audio_part_added("resp_R1", "item_A1"));
+    reply_named(&mut talk);
     talk.at(2_500).key_down();
     talk.sent();
     talk.audio();
