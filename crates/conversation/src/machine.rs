@@ -8,7 +8,7 @@ use walkie_session::transcript::{
 };
 use walkie_session::turn::{
     AudioCommand, ControllerOutput, HistoryRestore, PressMode, ToolError, ToolRegistry, Transport,
-    TurnConfig, TurnEngine, TurnMode, TurnState, UiHint, UserMessage, engine_for,
+    TurnConfig, TurnEngine, TurnInput, TurnMode, TurnState, UiHint, UserMessage, engine_for,
 };
 use walkie_session::{
     Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
@@ -310,13 +310,15 @@ impl Conversation {
             (_, Input::SetTypedRepliesInText(in_text)) => {
                 self.turn.typed_replies_in_text = in_text;
                 if self.phase == Phase::InCall {
-                    self.controller.set_typed_replies_in_text(in_text);
+                    self.controller
+                        .handle_input(TurnInput::TypedRepliesInText(in_text), now_ms);
                 }
             }
             (_, Input::SetTurnMode(mode)) => {
                 self.turn.mode = mode.clone();
                 if self.phase == Phase::InCall {
-                    self.controller.set_turn_mode(mode, now_ms);
+                    self.controller
+                        .handle_input(TurnInput::SetTurnMode(mode), now_ms);
                 }
             }
             (_, Input::NotSaving { reason, details }) => {
@@ -367,7 +369,9 @@ impl Conversation {
                     self.hint = Some(sentence::text_waits_for_the_call());
                 }
             }
-            (_, Input::WallClock(clock)) => self.controller.wall_clock(now_ms, clock),
+            (_, Input::WallClock(clock)) => self
+                .controller
+                .handle_input(TurnInput::WallClock(clock), now_ms),
             (_, Input::Engine(report)) => self.engine(report, now_ms),
             (Phase::InCall, Input::Health(sample)) => {
                 if let Some(health) = self.health.sample(sample, now_ms) {
@@ -440,33 +444,31 @@ impl Conversation {
             }
             Input::Press => {
                 self.outside.user_acted();
-                controller.push_to_talk_down(now_ms)
+                controller.handle_input(TurnInput::KeyDown, now_ms)
             }
             Input::Release if self.carried_press => self.release_carried_press(),
             Input::Release if self.budget_spent && !self.turn_state.capturing => {}
             Input::Release => {
-                controller.push_to_talk_up(now_ms);
+                controller.handle_input(TurnInput::KeyUp, now_ms);
                 self.turn_ended_at_ms = Some(now_ms);
                 self.commit_sent_at_ms = None;
             }
-            Input::CancelPress => {
-                if let Some(part) = controller.cancel_press(now_ms) {
-                    self.cancelled_part = Some(part);
-                    self.hint = Some(sentence::press_cancelled());
-                }
-            }
-            Input::ServerText(text) => controller.server_text(&text, now_ms),
+            Input::CancelPress => controller.handle_input(TurnInput::CancelPress, now_ms),
+            Input::ServerText(text) => controller.handle_input(TurnInput::ServerText(text), now_ms),
             Input::Transport(TransportInput::Open) => {
                 // Each call starts its own engine: it is told afresh.
                 self.echo_cancelling = None;
-                controller.data_channel_open(now_ms);
+                controller.handle_input(TurnInput::ChannelOpened, now_ms);
                 if std::mem::take(&mut self.restore_on_open)
                     && controller.profile().history == HistoryRestore::OverDataChannel
                 {
                     let so_far: Vec<(walkie_agui::Role, String)> =
                         self.bridge.restorable().collect();
                     let so_far = so_far.iter().map(|(role, text)| (*role, text.as_str()));
-                    controller.restore_items(restore_items(so_far, RESTORE_BUDGET_CHARS));
+                    controller.handle_input(
+                        TurnInput::ConversationSoFar(restore_items(so_far, RESTORE_BUDGET_CHARS)),
+                        now_ms,
+                    );
                 }
             }
             Input::Transport(TransportInput::Disconnected) => {
@@ -480,7 +482,7 @@ impl Conversation {
                 self.shown = None;
             }
             Input::CancelRedial if self.link_down => {
-                controller.data_channel_closed(now_ms);
+                controller.handle_input(TurnInput::ChannelClosed, now_ms);
                 self.drain(now_ms);
                 self.finish("reconnecting was cancelled".to_owned(), now_ms);
             }
@@ -493,18 +495,28 @@ impl Conversation {
                     self.outputs.push_back(Output::ApprovalClosed {
                         call_id: call_id.clone(),
                     });
-                    self.controller.tool_finished(&call_id, Err(denial), now_ms);
+                    self.controller.handle_input(
+                        TurnInput::ToolFinished {
+                            call_id,
+                            result: Err(denial),
+                        },
+                        now_ms,
+                    );
                 }
                 self.show_waiting_approval();
-                self.controller.tick(now_ms)
+                self.controller.handle_input(TurnInput::Tick, now_ms)
             }
             Input::ToolDecision { call_id, allowed } => {
                 self.outside.user_acted();
                 match self.outside.decide(&call_id, allowed) {
                     Some(Ok(request)) => self.outputs.push_back(Output::RunTool(request)),
-                    Some(Err((call_id, denial))) => {
-                        controller.tool_finished(&call_id, Err(denial), now_ms)
-                    }
+                    Some(Err((call_id, denial))) => controller.handle_input(
+                        TurnInput::ToolFinished {
+                            call_id,
+                            result: Err(denial),
+                        },
+                        now_ms,
+                    ),
                     None => return,
                 }
                 self.outputs.push_back(Output::ApprovalClosed { call_id });
@@ -517,7 +529,8 @@ impl Conversation {
                     self.hint = Some(sentence::tool_failed(&shown));
                     ToolError::Failed { message: failure }
                 });
-                self.controller.tool_finished(&call_id, result, now_ms);
+                self.controller
+                    .handle_input(TurnInput::ToolFinished { call_id, result }, now_ms);
             }
             // Handled for every phase, or meaningless during a call.
             Input::Health(_)
@@ -543,7 +556,8 @@ impl Conversation {
     /// The user leaves the conversation: the call winds down and the transcript closes.
     fn hang_up(&mut self, now_ms: u64) {
         if self.phase == Phase::InCall {
-            self.controller.data_channel_closed(now_ms);
+            self.controller
+                .handle_input(TurnInput::ChannelClosed, now_ms);
             self.flush(now_ms);
         }
         // The flush may have ended the conversation already (a session failure), transcript
@@ -596,7 +610,8 @@ impl Conversation {
         let cut_reply = self.bridge.reply_in_progress();
         // Failures the wind-down delivers belong to this call's end.
         self.phase = Phase::Renewing;
-        self.controller.data_channel_closed(now_ms);
+        self.controller
+            .handle_input(TurnInput::ChannelClosed, now_ms);
         self.drain(now_ms);
         if self.phase == Phase::Ended {
             return false;
@@ -742,7 +757,9 @@ impl Conversation {
     fn engine(&mut self, report: EngineInput, now_ms: u64) {
         let controller = &mut self.controller;
         match report {
-            EngineInput::AssistantAudio(chunk) => controller.assistant_audio(chunk, now_ms),
+            EngineInput::AssistantAudio(chunk) => {
+                controller.handle_input(TurnInput::AssistantAudio(chunk), now_ms)
+            }
             EngineInput::SentAudio(chunk) => {
                 self.outputs.push_back(Output::Record(Record::UserAudio {
                     unix_ms: now_ms as i64,
@@ -763,7 +780,8 @@ impl Conversation {
                         now_ms,
                     );
                 }
-                self.controller.playback_progress(&item_id, played_ms)
+                self.controller
+                    .handle_input(TurnInput::PlaybackProgress { item_id, played_ms }, now_ms)
             }
             EngineInput::ReplyHeard {
                 first_packet_ms,
@@ -797,7 +815,7 @@ impl Conversation {
                 self.outputs.push_back(Output::ReplyPlayout(playout))
             }
             EngineInput::Drained => {
-                controller.playback_drained(now_ms);
+                controller.handle_input(TurnInput::PlaybackDrained, now_ms);
                 self.rest_meter(DeviceDirection::Output);
             }
             EngineInput::DeviceFellBack {
@@ -806,13 +824,15 @@ impl Conversation {
                 reason,
             } => {
                 if direction == DeviceDirection::Input {
-                    controller.device_changed(DeviceDirection::Input, now_ms);
+                    controller
+                        .handle_input(TurnInput::DeviceChanged(DeviceDirection::Input), now_ms);
                 }
                 self.hint = Some(sentence::device_fell_back(direction, &using, &reason));
             }
             EngineInput::DeviceChanged { direction, using } => {
                 if direction == DeviceDirection::Input {
-                    controller.device_changed(DeviceDirection::Input, now_ms);
+                    controller
+                        .handle_input(TurnInput::DeviceChanged(DeviceDirection::Input), now_ms);
                 }
                 self.hint = Some(sentence::device_changed(direction, &using));
             }
@@ -823,12 +843,12 @@ impl Conversation {
                 if self.voice_barge_in {
                     // The canceller lives in the engine, across calls: the next call starts so.
                     self.turn.echo_canceller = converged;
-                    controller.echo_cancelled(converged, now_ms);
+                    controller.handle_input(TurnInput::EchoCancelled { converged }, now_ms);
                 }
             }
             EngineInput::NearSpeech => {
                 if self.voice_barge_in {
-                    controller.near_speech(now_ms);
+                    controller.handle_input(TurnInput::NearSpeech, now_ms);
                 }
             }
             EngineInput::Level { direction, level } => {
@@ -903,7 +923,7 @@ impl Conversation {
         if self.carried_press && self.phase == Phase::InCall && self.turn_state.ready {
             self.carried_press = false;
             self.hint = None;
-            self.controller.push_to_talk_down(now_ms);
+            self.controller.handle_input(TurnInput::KeyDown, now_ms);
             self.drain(now_ms);
         }
         // Once the budget is spent, what is typed waits, to be handed back when the call ends.
@@ -913,10 +933,8 @@ impl Conversation {
             && !self.budget_spent
         {
             while let Some(message) = self.typed.pop_front() {
-                if self.controller.send_user_message(&message, now_ms) {
-                    self.turn_ended_at_ms = Some(now_ms);
-                    self.commit_sent_at_ms = None;
-                }
+                self.controller
+                    .handle_input(TurnInput::UserMessage(message), now_ms);
             }
             self.drain(now_ms);
         }
@@ -1031,7 +1049,8 @@ impl Conversation {
 
     /// The budget is spent and the call is quiet: the conversation ends here.
     fn spend_out(&mut self, now_ms: u64) {
-        self.controller.data_channel_closed(now_ms);
+        self.controller
+            .handle_input(TurnInput::ChannelClosed, now_ms);
         self.drain(now_ms);
         if self.phase == Phase::Ended {
             return;
@@ -1104,9 +1123,13 @@ impl Conversation {
                         self.show_waiting_approval();
                     }
                     // Answered at once; what that sends follows in this same loop.
-                    Verdict::Refuse(call_id, error) => {
-                        self.controller.tool_finished(&call_id, Err(error), now_ms)
-                    }
+                    Verdict::Refuse(call_id, error) => self.controller.handle_input(
+                        TurnInput::ToolFinished {
+                            call_id,
+                            result: Err(error),
+                        },
+                        now_ms,
+                    ),
                 },
                 ControllerOutput::Billed(usage) => {
                     let (tokens, cost_usd) = self.spending.add(&usage);
@@ -1153,6 +1176,14 @@ impl Conversation {
                     }
                 }
                 ControllerOutput::RateLimits(limits) => self.rate_limits(&limits),
+                ControllerOutput::PressCancelled(part) => {
+                    self.cancelled_part = Some(part);
+                    self.hint = Some(sentence::press_cancelled());
+                }
+                ControllerOutput::MessageSent => {
+                    self.turn_ended_at_ms = Some(now_ms);
+                    self.commit_sent_at_ms = None;
+                }
             }
         }
         loop {
@@ -1209,7 +1240,8 @@ impl Conversation {
                     if redial_helps(&failure.source) {
                         self.lose_call(reason, now_ms);
                     } else {
-                        self.controller.data_channel_closed(now_ms);
+                        self.controller
+                            .handle_input(TurnInput::ChannelClosed, now_ms);
                         return self.finish(reason, now_ms);
                     }
                 }

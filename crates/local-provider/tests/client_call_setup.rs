@@ -18,7 +18,7 @@ use walkie_openai::{AudioConfig, AudioOutput, ServerEvent, SessionConfig};
 use walkie_rtc::{
     Auth, Call, CallConfig, CallEvent, CallForm, Endpoint, MAX_SESSION_BYTES, RtcError, Stage,
 };
-use walkie_session::turn::{ControllerOutput, ToolRegistry, TurnConfig, TurnController};
+use walkie_session::turn::{ControllerOutput, ToolRegistry, TurnConfig, TurnController, TurnInput};
 
 const KEY: &str = "sk-local-std";
 const WAIT: Duration = Duration::from_secs(10);
@@ -77,7 +77,7 @@ async fn created(call: &mut Call) -> Value {
 /// `session.updated`, not an `error`.
 async fn update_is_accepted(call: &mut Call, config: TurnConfig) -> Value {
     let mut controller = TurnController::new(config, ToolRegistry::with_builtins());
-    controller.data_channel_open(0);
+    controller.handle_input(TurnInput::ChannelOpened, 0);
     let update = std::iter::from_fn(|| controller.poll_output())
         .find_map(|output| match output {
             ControllerOutput::Send(outgoing) => Some(outgoing),

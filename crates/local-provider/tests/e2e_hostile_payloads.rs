@@ -11,7 +11,7 @@ use walkie_local::{LocalProvider, ProviderConfig};
 use walkie_openai::{AudioConfig, AudioInput, SessionConfig, Transcription};
 use walkie_rtc::{Call, CallConfig, CallEvent};
 use walkie_session::turn::{
-    ControllerOutput, Diagnostic, ToolRegistry, TurnConfig, TurnController,
+    ControllerOutput, Diagnostic, ToolRegistry, TurnConfig, TurnController, TurnInput,
 };
 use walkie_session::{
     AudioChunk, Delivery, EventIterator, Part, PartDelta, SessionEvent, SessionFailure, Speaker,
@@ -69,7 +69,9 @@ impl Driver {
             diagnostics: Vec::new(),
         };
         let now_ms = driver.now_ms();
-        driver.controller.data_channel_open(now_ms);
+        driver
+            .controller
+            .handle_input(TurnInput::ChannelOpened, now_ms);
         driver
             .run_until("session.updated", |driver| driver.controller.is_ready())
             .await;
@@ -104,6 +106,8 @@ impl Driver {
                 | ControllerOutput::Transcribed(_)
                 | ControllerOutput::RateLimits(_)
                 | ControllerOutput::SessionTime { .. }
+                | ControllerOutput::PressCancelled(_)
+                | ControllerOutput::MessageSent
                 | ControllerOutput::ToolCall(_) => {}
             }
         }
@@ -148,7 +152,7 @@ impl Driver {
             match tokio::time::timeout_at(timer.max(now).into(), self.call.next_event()).await {
                 Err(_) => {
                     let now_ms = self.now_ms();
-                    self.controller.tick(now_ms);
+                    self.controller.handle_input(TurnInput::Tick, now_ms);
                 }
                 Ok(None) => panic!("the call ended while waiting for {what}"),
                 Ok(Some(event)) => self.on_call_event(event),
@@ -159,7 +163,9 @@ impl Driver {
     fn on_call_event(&mut self, event: CallEvent) {
         let now_ms = self.now_ms();
         match event {
-            CallEvent::Text(text) => self.controller.server_text(&text, now_ms),
+            CallEvent::Text(text) => self
+                .controller
+                .handle_input(TurnInput::ServerText(text.clone()), now_ms),
             CallEvent::Audio(audio) => {
                 let mut pcm = vec![0i16; 960];
                 let samples = self
@@ -167,8 +173,10 @@ impl Driver {
                     .decode(&audio.payload, &mut pcm, false)
                     .expect("the provider sends valid Opus");
                 pcm.truncate(samples);
-                self.controller
-                    .assistant_audio(AudioChunk::from_samples(pcm), now_ms);
+                self.controller.handle_input(
+                    TurnInput::AssistantAudio(AudioChunk::from_samples(pcm)),
+                    now_ms,
+                );
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -197,7 +205,7 @@ impl Driver {
     async fn turn(&mut self, speech_ms: u64) {
         let completed = self.turns_complete();
         let now_ms = self.now_ms();
-        self.controller.push_to_talk_down(now_ms);
+        self.controller.handle_input(TurnInput::KeyDown, now_ms);
         self.flush().await;
         let frames = encode_opus(&speech_like(speech_ms)).expect("encodes");
         let mut tick = tokio::time::interval(Duration::from_millis(20));
@@ -206,7 +214,7 @@ impl Driver {
             self.call.send_audio(frame, 960).expect("the call is up");
         }
         let now_ms = self.now_ms();
-        self.controller.push_to_talk_up(now_ms);
+        self.controller.handle_input(TurnInput::KeyUp, now_ms);
         self.run_until("the turn's end", |driver| {
             driver.turns_complete() > completed
         })

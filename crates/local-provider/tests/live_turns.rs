@@ -13,7 +13,8 @@ use walkie_openai::SessionConfig;
 use walkie_openai::live::LiveSessionConfig;
 use walkie_rtc::{Auth, Call, CallConfig, CallEvent, Endpoint};
 use walkie_session::turn::{
-    ControllerOutput, LiveTurns, ProviderFamily, ToolRegistry, TurnConfig, TurnEngine, TurnState,
+    ControllerOutput, LiveTurns, ProviderFamily, ToolRegistry, TurnConfig, TurnEngine, TurnInput,
+    TurnState,
 };
 use walkie_session::{AudioChunk, Delivery, SessionEvent, Speaker};
 
@@ -59,7 +60,7 @@ impl LiveTurn {
             turn_state: None,
         };
         let now_ms = turn.now_ms();
-        turn.engine.data_channel_open(now_ms);
+        turn.engine.handle_input(TurnInput::ChannelOpened, now_ms);
         turn.flush().await;
         turn.run_until("session.started", |state, _| {
             state.is_some_and(|state| state.ready)
@@ -71,7 +72,7 @@ impl LiveTurn {
     /// Holds the key for a second of speech, sent in real time, then lets go.
     async fn pressed_second_of_speech(&mut self) {
         let now_ms = self.now_ms();
-        self.engine.push_to_talk_down(now_ms);
+        self.engine.handle_input(TurnInput::KeyDown, now_ms);
         self.flush().await;
         let mut pace = tokio::time::interval(Duration::from_millis(20));
         for frame in speech_frames(50) {
@@ -81,7 +82,7 @@ impl LiveTurn {
                 .expect("the call sends audio");
         }
         let now_ms = self.now_ms();
-        self.engine.push_to_talk_up(now_ms);
+        self.engine.handle_input(TurnInput::KeyUp, now_ms);
         self.flush().await;
     }
 
@@ -132,7 +133,7 @@ impl LiveTurn {
                     match event {
                         // Whatever the provider sends, the engine takes it (and tells what it
                         // cannot read).
-                        Some(CallEvent::Text(text)) => self.engine.server_text(&text, now_ms),
+                        Some(CallEvent::Text(text)) => self.engine.handle_input(TurnInput::ServerText(text.clone()), now_ms),
                         Some(CallEvent::Audio(audio)) => {
                             let mut pcm = vec![0_i16; 5_760];
                             let samples = self
@@ -142,14 +143,14 @@ impl LiveTurn {
                             pcm.truncate(samples);
                             self.assistant_chunks += 1;
                             self.engine
-                                .assistant_audio(AudioChunk::from_samples(pcm), now_ms);
+                                .handle_input(TurnInput::AssistantAudio(AudioChunk::from_samples(pcm)), now_ms);
                         }
                         other => panic!("unexpected {other:?} while waiting for {what}"),
                     }
                 }
                 () = tokio::time::sleep_until(wake.into()) => {
                     let now_ms = self.now_ms();
-                    self.engine.tick(now_ms);
+                    self.engine.handle_input(TurnInput::Tick, now_ms);
                 }
             }
             self.flush().await;
@@ -252,12 +253,12 @@ async fn a_tool_the_live_backend_calls_is_run_by_walkie_and_its_answer_is_what_t
     };
     let mut turn = LiveTurn::ready(endpoint, session).await;
     let now_ms = turn.now_ms();
-    turn.engine.wall_clock(
-        now_ms,
-        walkie_session::turn::WallClock {
+    turn.engine.handle_input(
+        TurnInput::WallClock(walkie_session::turn::WallClock {
             unix_ms: 1_765_000_000_000,
             utc_offset_minutes: 60,
-        },
+        }),
+        now_ms,
     );
     turn.pressed_second_of_speech().await;
     turn.run_until("the tool's answer said", |_, events| {

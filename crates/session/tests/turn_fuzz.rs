@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use proptest::prelude::*;
 use walkie_openai::{AudioConfig, AudioOutput, SessionConfig, decode_client_event};
 use walkie_session::DeviceDirection;
-use walkie_session::turn::{PressMode, Transport, TurnConfig, TurnMode};
+use walkie_session::turn::{PressMode, Transport, TurnConfig, TurnInput, TurnMode};
 use walkie_session::{AudioChunk, SessionEvent};
 
 use turn_support::*;
@@ -165,7 +165,7 @@ fn config(mode: u8) -> TurnConfig {
 
 fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
     let mut talk = Conversation::with(config(mode));
-    talk.controller.data_channel_open(0);
+    talk.controller.handle_input(TurnInput::ChannelOpened, 0);
     talk.at(1).server(&session_updated_with_transcription());
     // The update on open, before any audio: no model, the voice.
     let opened = talk.sent();
@@ -196,7 +196,7 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
                 talk.at(now_ms).key_up();
             }
             Step::Cancel => {
-                talk.controller.cancel_press(now_ms);
+                talk.cancel_press_at(now_ms);
             }
             Step::Wait(ms) => {
                 now_ms += ms;
@@ -222,22 +222,37 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
             Step::Text(text) => {
                 talk.at(now_ms).server(&text);
             }
-            Step::Audio(samples) => talk
+            Step::Audio(samples) => talk.controller.handle_input(
+                TurnInput::AssistantAudio(AudioChunk::from_samples(samples)),
+                now_ms,
+            ),
+            Step::Progress(played_ms) => talk.controller.handle_input(
+                TurnInput::PlaybackProgress {
+                    item_id: "item_A1".into(),
+                    played_ms,
+                },
+                talk.now_ms,
+            ),
+            Step::Drained => talk
                 .controller
-                .assistant_audio(AudioChunk::from_samples(samples), now_ms),
-            Step::Progress(played_ms) => talk.controller.playback_progress("item_A1", played_ms),
-            Step::Drained => talk.controller.playback_drained(now_ms),
-            Step::Device(input) => talk.controller.device_changed(
-                if input {
+                .handle_input(TurnInput::PlaybackDrained, now_ms),
+            Step::Device(input) => talk.controller.handle_input(
+                TurnInput::DeviceChanged(if input {
                     DeviceDirection::Input
                 } else {
                     DeviceDirection::Output
-                },
+                }),
                 now_ms,
             ),
-            Step::ChannelOpen => talk.controller.data_channel_open(now_ms),
-            Step::ChannelClosed => talk.controller.data_channel_closed(now_ms),
-            Step::SwitchMode(mode) => talk.controller.set_turn_mode(config(mode).mode, now_ms),
+            Step::ChannelOpen => talk
+                .controller
+                .handle_input(TurnInput::ChannelOpened, now_ms),
+            Step::ChannelClosed => talk
+                .controller
+                .handle_input(TurnInput::ChannelClosed, now_ms),
+            Step::SwitchMode(mode) => talk
+                .controller
+                .handle_input(TurnInput::SetTurnMode(config(mode).mode), now_ms),
         }
         for sent in talk.sent() {
             let text = sent.to_string();
@@ -280,10 +295,12 @@ fn run(mode: u8, steps: Vec<Step>) -> Result<(), TestCaseError> {
     }
     // Whatever happened, a reconnected key still makes a whole utterance. The drop ends any
     // press, so a mode switch still waiting for it takes effect first.
-    talk.controller.data_channel_closed(now_ms + 1);
+    talk.controller
+        .handle_input(TurnInput::ChannelClosed, now_ms + 1);
     if matches!(talk.controller.config().mode, TurnMode::PushToTalk(_)) {
         let toggle = talk.controller.config().mode == TurnMode::PushToTalk(PressMode::Toggle);
-        talk.controller.data_channel_open(now_ms + 1);
+        talk.controller
+            .handle_input(TurnInput::ChannelOpened, now_ms + 1);
         talk.at(now_ms + 2)
             .server(&session_updated_with_transcription());
         talk.sent();

@@ -7,7 +7,7 @@ use serde_json::json;
 use walkie_openai::SessionConfig;
 use walkie_session::turn::{
     AudioCommand, Diagnostic, LATE_AUDIO_GRACE_MS, NEAR_SPEECH_HOLD_MS, Transport, TurnConfig,
-    UiHint,
+    TurnInput, UiHint,
 };
 use walkie_session::{AudioChunk, PartDelta, PartDeltaEvent, PartIndex, SessionEvent, Speaker};
 
@@ -33,7 +33,7 @@ fn hands_free_configures_server_vad_and_keeps_the_capture_open() {
         SessionConfig::default(),
         server_vad(None),
     ));
-    talk.controller.data_channel_open(0);
+    talk.controller.handle_input(TurnInput::ChannelOpened, 0);
     let sent = talk.sent();
     assert_eq!(
         sent[0]["session"]["audio"]["input"]["turn_detection"],
@@ -86,7 +86,13 @@ fn server_speech_start_and_stop_are_the_users_speech_start_and_end() {
 fn a_server_speech_start_while_the_assistant_is_audible_barges_in_over_webrtc() {
     let mut talk = Conversation::ready_hands_free(Transport::WebRtc, true);
     assistant_audible_over_webrtc(&mut talk);
-    talk.controller.playback_progress("item_A1", 1_200);
+    talk.controller.handle_input(
+        TurnInput::PlaybackProgress {
+            item_id: "item_A1".into(),
+            played_ms: 1_200,
+        },
+        talk.now_ms,
+    );
     talk.events();
     talk.audio();
 
@@ -138,7 +144,13 @@ fn a_hands_free_barge_in_over_websocket_truncates_the_reply_to_what_was_played()
         ],
         "over WebSocket the client owns playback: the first audio makes the assistant audible"
     );
-    talk.controller.playback_progress("item_A1", 640);
+    talk.controller.handle_input(
+        TurnInput::PlaybackProgress {
+            item_id: "item_A1".into(),
+            played_ms: 640,
+        },
+        talk.now_ms,
+    );
 
     talk.at(2_900).server(&speech_started("item_U2", 2_850));
     assert_eq!(talk.audio(), [AudioCommand::FlushPlayback]);
@@ -221,7 +233,8 @@ fn without_an_echo_canceller_the_mic_is_gated_while_the_assistant_is_audible() {
         [],
         "the reply's last packets may still be playing: the mic stays gated"
     );
-    talk.controller.tick(4_000 + LATE_AUDIO_GRACE_MS);
+    talk.controller
+        .handle_input(TurnInput::Tick, 4_000 + LATE_AUDIO_GRACE_MS);
     assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: false }]);
     let events = talk.events();
     assert!(
@@ -247,7 +260,8 @@ fn once_the_echo_canceller_converges_the_gate_opens_and_the_user_can_talk_over_t
     assistant_audible_over_webrtc(&mut talk);
     assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: true }]);
 
-    talk.controller.echo_cancelled(true, 3_000);
+    talk.controller
+        .handle_input(TurnInput::EchoCancelled { converged: true }, 3_000);
     assert_eq!(
         talk.audio(),
         [AudioCommand::GateMic { gated: false }],
@@ -264,14 +278,17 @@ fn once_the_echo_canceller_converges_the_gate_opens_and_the_user_can_talk_over_t
 #[test]
 fn when_the_echo_canceller_must_learn_a_new_path_the_mic_is_gated_again_during_a_reply() {
     let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
-    talk.controller.echo_cancelled(true, 500);
+    talk.controller
+        .handle_input(TurnInput::EchoCancelled { converged: true }, 500);
     assistant_audible_over_webrtc(&mut talk);
     assert_eq!(talk.audio(), [], "a converged canceller needs no gate");
 
     // Another speaker or microphone: a new echo path, half duplex until it is learnt.
-    talk.controller.echo_cancelled(false, 3_000);
+    talk.controller
+        .handle_input(TurnInput::EchoCancelled { converged: false }, 3_000);
     assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: true }]);
-    talk.controller.echo_cancelled(false, 3_100);
+    talk.controller
+        .handle_input(TurnInput::EchoCancelled { converged: false }, 3_100);
     assert_eq!(talk.audio(), [], "told twice, gated once");
 }
 
@@ -279,17 +296,18 @@ fn when_the_echo_canceller_must_learn_a_new_path_the_mic_is_gated_again_during_a
 fn when_the_mic_hears_the_user_over_a_reply_it_is_held_at_once_and_the_providers_speech_start_cuts_it()
  {
     let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
-    talk.controller.echo_cancelled(true, 500);
+    talk.controller
+        .handle_input(TurnInput::EchoCancelled { converged: true }, 500);
     assistant_audible_over_webrtc(&mut talk);
     assert_eq!(talk.audio(), []);
 
-    talk.controller.near_speech(3_000);
+    talk.controller.handle_input(TurnInput::NearSpeech, 3_000);
     assert_eq!(
         talk.audio(),
         [AudioCommand::HoldPlayback { held: true }],
         "the reply is held the moment the user is heard"
     );
-    talk.controller.near_speech(3_100);
+    talk.controller.handle_input(TurnInput::NearSpeech, 3_100);
     assert_eq!(talk.audio(), [], "held once");
     assert_eq!(
         talk.sent(),
@@ -303,25 +321,29 @@ fn when_the_mic_hears_the_user_over_a_reply_it_is_held_at_once_and_the_providers
         [AudioCommand::FlushPlayback],
         "the provider heard the user: the held reply is dropped (the flush ends the hold)"
     );
-    talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS);
+    talk.controller
+        .handle_input(TurnInput::Tick, 3_000 + NEAR_SPEECH_HOLD_MS);
     assert_eq!(talk.audio(), [], "nothing is left to release");
 }
 
 #[test]
 fn a_hold_the_provider_does_not_confirm_lets_the_reply_go_on_where_it_stopped() {
     let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
-    talk.controller.echo_cancelled(true, 500);
+    talk.controller
+        .handle_input(TurnInput::EchoCancelled { converged: true }, 500);
     assistant_audible_over_webrtc(&mut talk);
-    talk.controller.near_speech(3_000);
+    talk.controller.handle_input(TurnInput::NearSpeech, 3_000);
     assert_eq!(talk.audio(), [AudioCommand::HoldPlayback { held: true }]);
     assert_eq!(
         talk.controller.next_deadline_ms(),
         Some(3_000 + NEAR_SPEECH_HOLD_MS)
     );
 
-    talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS - 1);
+    talk.controller
+        .handle_input(TurnInput::Tick, 3_000 + NEAR_SPEECH_HOLD_MS - 1);
     assert_eq!(talk.audio(), []);
-    talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS);
+    talk.controller
+        .handle_input(TurnInput::Tick, 3_000 + NEAR_SPEECH_HOLD_MS);
     assert_eq!(talk.audio(), [AudioCommand::HoldPlayback { held: false }]);
     assert!(
         talk.diagnostics()
@@ -336,12 +358,12 @@ fn a_hold_the_provider_does_not_confirm_lets_the_reply_go_on_where_it_stopped() 
 #[test]
 fn near_speech_holds_nothing_without_a_trusted_canceller_or_an_audible_reply() {
     let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
-    talk.controller.near_speech(600);
+    talk.controller.handle_input(TurnInput::NearSpeech, 600);
     assert_eq!(talk.audio(), [], "nothing audible");
 
     assistant_audible_over_webrtc(&mut talk);
     assert_eq!(talk.audio(), [AudioCommand::GateMic { gated: true }]);
-    talk.controller.near_speech(3_000);
+    talk.controller.handle_input(TurnInput::NearSpeech, 3_000);
     assert_eq!(
         talk.audio(),
         [],
@@ -352,18 +374,21 @@ fn near_speech_holds_nothing_without_a_trusted_canceller_or_an_audible_reply() {
 #[test]
 fn a_call_that_closes_while_a_reply_is_held_lets_the_speaker_go() {
     let mut talk = Conversation::ready_hands_free(Transport::WebRtc, false);
-    talk.controller.echo_cancelled(true, 500);
+    talk.controller
+        .handle_input(TurnInput::EchoCancelled { converged: true }, 500);
     assistant_audible_over_webrtc(&mut talk);
-    talk.controller.near_speech(3_000);
+    talk.controller.handle_input(TurnInput::NearSpeech, 3_000);
     assert_eq!(talk.audio(), [AudioCommand::HoldPlayback { held: true }]);
 
-    talk.controller.data_channel_closed(3_100);
+    talk.controller
+        .handle_input(TurnInput::ChannelClosed, 3_100);
     assert!(
         talk.audio()
             .contains(&AudioCommand::HoldPlayback { held: false }),
         "the engine outlives the call: the next one must not start held"
     );
-    talk.controller.tick(3_000 + NEAR_SPEECH_HOLD_MS);
+    talk.controller
+        .handle_input(TurnInput::Tick, 3_000 + NEAR_SPEECH_HOLD_MS);
     assert_eq!(talk.audio(), [], "no hold left to time out");
     assert!(
         !talk

@@ -6,7 +6,7 @@ mod turn_support;
 
 use serde_json::{Value, json};
 use walkie_openai::SessionConfig;
-use walkie_session::turn::{AudioCommand, PressMode, TurnConfig, TurnMode};
+use walkie_session::turn::{AudioCommand, PressMode, TurnConfig, TurnInput, TurnMode};
 
 use turn_support::*;
 
@@ -36,7 +36,8 @@ fn switching_to_hands_free_between_turns_turns_server_vad_on_and_opens_the_mic()
     talk.sent();
     talk.audio();
 
-    talk.controller.set_turn_mode(hands_free(), 3_000);
+    talk.controller
+        .handle_input(TurnInput::SetTurnMode(hands_free()), 3_000);
     let sent = talk.sent();
     assert_eq!(types(&sent), ["session.update"]);
     assert_eq!(turn_detection(&sent[0]), &json!({"type": "server_vad"}));
@@ -57,7 +58,8 @@ fn switching_to_hands_free_between_turns_turns_server_vad_on_and_opens_the_mic()
 fn switching_to_push_to_talk_between_turns_turns_server_vad_off_and_closes_the_mic() {
     let mut talk = Conversation::ready_hands_free(walkie_session::turn::Transport::WebRtc, true);
 
-    talk.controller.set_turn_mode(push_to_talk(), 1_000);
+    talk.controller
+        .handle_input(TurnInput::SetTurnMode(push_to_talk()), 1_000);
     let sent = talk.sent();
     assert_eq!(types(&sent), ["session.update"]);
     assert_eq!(turn_detection(&sent[0]), &Value::Null);
@@ -82,7 +84,8 @@ fn a_switch_asked_for_during_a_press_waits_until_the_utterance_is_committed() {
     talk.sent();
     talk.audio();
 
-    talk.controller.set_turn_mode(hands_free(), 1_200);
+    talk.controller
+        .handle_input(TurnInput::SetTurnMode(hands_free()), 1_200);
     assert_eq!(talk.sent(), nothing_sent(), "the press is not cut short");
     assert_eq!(talk.audio(), []);
     assert_eq!(talk.controller.pending_turn_mode(), Some(&hands_free()));
@@ -114,7 +117,8 @@ fn a_switch_asked_for_while_the_server_hears_the_user_waits_for_the_servers_comm
     let mut talk = Conversation::ready_hands_free(walkie_session::turn::Transport::WebRtc, true);
     talk.at(1_000).server(&speech_started("item_U1", 900));
 
-    talk.controller.set_turn_mode(push_to_talk(), 1_500);
+    talk.controller
+        .handle_input(TurnInput::SetTurnMode(push_to_talk()), 1_500);
     assert_eq!(talk.sent(), nothing_sent(), "the utterance is not cut off");
     assert_eq!(talk.audio(), [], "the mic stays open for the rest of it");
 
@@ -141,8 +145,10 @@ fn a_switch_asked_for_while_the_server_hears_the_user_waits_for_the_servers_comm
 #[test]
 fn hold_and_toggle_differ_only_on_this_side_and_the_server_is_not_told() {
     let mut talk = Conversation::ready_for_push_to_talk();
-    talk.controller
-        .set_turn_mode(TurnMode::PushToTalk(PressMode::Toggle), 500);
+    talk.controller.handle_input(
+        TurnInput::SetTurnMode(TurnMode::PushToTalk(PressMode::Toggle)),
+        500,
+    );
     assert_eq!(talk.sent(), nothing_sent());
     assert_eq!(talk.audio(), []);
 
@@ -159,11 +165,12 @@ fn hold_and_toggle_differ_only_on_this_side_and_the_server_is_not_told() {
 #[test]
 fn a_switch_while_disconnected_is_sent_with_the_next_connection() {
     let mut talk = Conversation::with(TurnConfig::push_to_talk(SessionConfig::default()));
-    talk.controller.set_turn_mode(hands_free(), 0);
+    talk.controller
+        .handle_input(TurnInput::SetTurnMode(hands_free()), 0);
     assert_eq!(talk.sent(), nothing_sent());
     assert_eq!(talk.audio(), [], "no mic before the session is confirmed");
 
-    talk.controller.data_channel_open(10);
+    talk.controller.handle_input(TurnInput::ChannelOpened, 10);
     let sent = talk.sent();
     assert_eq!(types(&sent), ["session.update"]);
     assert_eq!(turn_detection(&sent[0]), &json!({"type": "server_vad"}));

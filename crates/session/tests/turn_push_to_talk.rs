@@ -8,7 +8,7 @@ use walkie_openai::SessionConfig;
 use walkie_session::turn::{
     AudioCommand, CURRENT_LOCAL_TIME_TOOL, ControllerOutput, DEFAULT_TAIL_MS, Diagnostic,
     LATE_AUDIO_GRACE_MS, PressMode, ReplyAudio, ReplyGate, SESSION_CONFIRM_GRACE_MS, ToolRegistry,
-    Transport, TurnConfig, TurnController, TurnMode, UiHint,
+    Transport, TurnConfig, TurnController, TurnInput, TurnMode, UiHint,
 };
 use walkie_session::{SessionEvent, Speaker};
 
@@ -21,7 +21,7 @@ fn session_update_goes_out_when_the_channel_opens_and_the_key_waits_for_session_
     talk.at(0).key_down();
     assert_eq!(talk.hints(), [UiHint::NotReady]);
 
-    talk.controller.data_channel_open(10);
+    talk.controller.handle_input(TurnInput::ChannelOpened, 10);
     let sent = talk.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["type"], "session.update");
@@ -335,7 +335,13 @@ fn key_down_while_the_assistant_is_audible_barges_in() {
         .server(&audio_part_added("resp_R1", "item_A1"))
         .server(&output_started("resp_R1"))
         .server(&assistant_says("resp_R1", "item_A1", "Once upon a time"));
-    talk.controller.playback_progress("item_A1", 800);
+    talk.controller.handle_input(
+        TurnInput::PlaybackProgress {
+            item_id: "item_A1".into(),
+            played_ms: 800,
+        },
+        talk.now_ms,
+    );
     talk.sent();
     assert_eq!(
         talk.audio(),
@@ -578,7 +584,7 @@ fn where_the_turn_stands_is_told_as_it_changes_so_nobody_asks_the_controller() {
     let before = talk.turn_states();
     assert_eq!(before.len(), 1, "told once at the first look: {before:?}");
     assert!(!before[0].ready && before[0].press == Some(PressMode::Hold));
-    talk.controller.data_channel_open(0);
+    talk.controller.handle_input(TurnInput::ChannelOpened, 0);
     talk.at(50).server(&session_updated_with_transcription());
     assert!(talk.turn_states().last().is_some_and(|state| state.ready));
     assert_eq!(talk.turn_states(), [], "nothing changed, nothing told");
@@ -1280,8 +1286,10 @@ fn a_new_microphone_while_capturing_reopens_the_capture() {
     let mut talk = Conversation::ready_for_push_to_talk();
     talk.at(1_000).key_down();
     talk.audio();
-    talk.controller
-        .device_changed(walkie_session::DeviceDirection::Input, 1_200);
+    talk.controller.handle_input(
+        TurnInput::DeviceChanged(walkie_session::DeviceDirection::Input),
+        1_200,
+    );
     assert_eq!(
         talk.audio(),
         [
@@ -1289,8 +1297,10 @@ fn a_new_microphone_while_capturing_reopens_the_capture() {
             AudioCommand::OpenCapture { pre_roll_ms: 0 }
         ]
     );
-    talk.controller
-        .device_changed(walkie_session::DeviceDirection::Output, 1_300);
+    talk.controller.handle_input(
+        TurnInput::DeviceChanged(walkie_session::DeviceDirection::Output),
+        1_300,
+    );
     assert_eq!(talk.audio(), []);
 }
 
@@ -1311,7 +1321,7 @@ fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
         TurnConfig::push_to_talk(SessionConfig::default()),
         ToolRegistry::empty(),
     );
-    controller.push_to_talk_down(0);
+    controller.handle_input(TurnInput::KeyDown, 0);
     assert_eq!(
         next_decision(&mut controller),
         Some(ControllerOutput::Hint(UiHint::NotReady))
@@ -1321,7 +1331,7 @@ fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
         None,
         "nothing sent before open"
     );
-    controller.data_channel_open(0);
+    controller.handle_input(TurnInput::ChannelOpened, 0);
     let Some(ControllerOutput::Send(update)) = next_decision(&mut controller) else {
         panic!("session.update on open");
     };
@@ -1330,9 +1340,9 @@ fn nothing_is_sent_before_the_data_channel_opens_or_after_it_closes() {
         !update.to_json().contains("tools"),
         "no registry tools, no tools field"
     );
-    controller.push_to_talk_down(5);
-    controller.data_channel_closed(10);
-    controller.push_to_talk_down(20);
+    controller.handle_input(TurnInput::KeyDown, 5);
+    controller.handle_input(TurnInput::ChannelClosed, 10);
+    controller.handle_input(TurnInput::KeyDown, 20);
     assert_eq!(
         std::iter::from_fn(|| next_decision(&mut controller)).collect::<Vec<_>>(),
         [
@@ -1357,8 +1367,8 @@ fn reply_audio_arriving_after_response_done_stays_in_the_replys_speech_part() {
     talk.events();
     // Generation ran ahead of playback: more of the reply's audio comes after response.done.
     talk.at(2_400);
-    talk.controller.assistant_audio(
-        walkie_session::AudioChunk::from_samples(vec![100; 960]),
+    talk.controller.handle_input(
+        TurnInput::AssistantAudio(walkie_session::AudioChunk::from_samples(vec![100; 960])),
         2_400,
     );
     let late = talk.events();
@@ -1374,8 +1384,8 @@ fn reply_audio_arriving_after_response_done_stays_in_the_replys_speech_part() {
         "the server stopped sending, but its last packets may still be on their way"
     );
     // The last packets come out of the jitter buffer after the server's stop.
-    talk.controller.assistant_audio(
-        walkie_session::AudioChunk::from_samples(vec![100; 960]),
+    talk.controller.handle_input(
+        TurnInput::AssistantAudio(walkie_session::AudioChunk::from_samples(vec![100; 960])),
         2_700,
     );
     let late = talk.events();
@@ -1384,7 +1394,8 @@ fn reply_audio_arriving_after_response_done_stays_in_the_replys_speech_part() {
             .all(|event| !matches!(event, SessionEvent::PartStart(_))),
         "audio after the stop is still the reply's, in its own part: {late:?}"
     );
-    talk.controller.tick(2_700 + LATE_AUDIO_GRACE_MS - 1);
+    talk.controller
+        .handle_input(TurnInput::Tick, 2_700 + LATE_AUDIO_GRACE_MS - 1);
     assert_eq!(
         talk.events(),
         vec![],
@@ -1394,7 +1405,8 @@ fn reply_audio_arriving_after_response_done_stays_in_the_replys_speech_part() {
         talk.controller.next_deadline_ms(),
         Some(2_700 + LATE_AUDIO_GRACE_MS)
     );
-    talk.controller.tick(2_700 + LATE_AUDIO_GRACE_MS);
+    talk.controller
+        .handle_input(TurnInput::Tick, 2_700 + LATE_AUDIO_GRACE_MS);
     let end = talk.events();
     assert_eq!(end.first(), Some(&SessionEvent::OutputSpeechEnd));
     assert!(
@@ -1410,7 +1422,7 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
         TurnConfig::push_to_talk(SessionConfig::default()),
         ToolRegistry::empty(),
     );
-    controller.data_channel_open(1_000);
+    controller.handle_input(TurnInput::ChannelOpened, 1_000);
     assert!(
         matches!(
             next_decision(&mut controller),
@@ -1422,10 +1434,10 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
         controller.next_deadline_ms(),
         Some(1_000 + SESSION_CONFIRM_GRACE_MS)
     );
-    controller.tick(1_000 + SESSION_CONFIRM_GRACE_MS - 1);
+    controller.handle_input(TurnInput::Tick, 1_000 + SESSION_CONFIRM_GRACE_MS - 1);
     assert!(!controller.is_ready(), "still waiting for session.updated");
 
-    controller.tick(1_000 + SESSION_CONFIRM_GRACE_MS);
+    controller.handle_input(TurnInput::Tick, 1_000 + SESSION_CONFIRM_GRACE_MS);
     assert!(controller.is_ready(), "gone ahead without the confirmation");
     assert_eq!(
         next_decision(&mut controller),
@@ -1439,7 +1451,7 @@ fn a_server_that_never_confirms_the_session_does_not_leave_the_key_dead() {
         next_decision(&mut controller),
         Some(ControllerOutput::Hint(UiHint::Ready))
     );
-    controller.push_to_talk_down(7_000);
+    controller.handle_input(TurnInput::KeyDown, 7_000);
     assert!(
         std::iter::from_fn(|| next_decision(&mut controller)).any(|output| output
             == ControllerOutput::Audio(AudioCommand::OpenCapture { pre_roll_ms: 300 })),
@@ -1454,7 +1466,7 @@ fn a_confirmation_in_time_leaves_no_timer_behind() {
         talk.controller.next_deadline_ms().filter(|at| *at < 60_000),
         None
     );
-    talk.controller.tick(1_000_000);
+    talk.controller.handle_input(TurnInput::Tick, 1_000_000);
     assert_eq!(talk.diagnostics(), []);
 }
 
@@ -1502,7 +1514,7 @@ fn escape_while_the_key_is_held_takes_the_press_back_and_nothing_is_committed_or
     talk.audio();
     talk.events();
 
-    let cancelled = talk.controller.cancel_press(1_600);
+    let cancelled = talk.cancel_press_at(1_600);
     assert!(cancelled.is_some(), "the user part the press opened");
     assert_eq!(
         talk.sent(),
@@ -1539,7 +1551,7 @@ fn escape_in_the_tail_after_the_key_up_still_takes_the_press_back() {
     talk.audio();
     talk.events();
 
-    assert!(talk.controller.cancel_press(1_600).is_some());
+    assert!(talk.cancel_press_at(1_600).is_some());
     assert_eq!(talk.sent(), [clear_input()]);
     assert_eq!(talk.audio(), [AudioCommand::CloseCapture]);
     assert_eq!(talk.events(), [speech_ends(0, Speaker::User, None, None)]);
@@ -1554,7 +1566,7 @@ fn escape_with_no_press_under_way_does_nothing() {
     talk.sent();
     talk.audio();
     talk.events();
-    assert_eq!(talk.controller.cancel_press(2_000), None);
+    assert_eq!(talk.cancel_press_at(2_000), None);
     assert_eq!(talk.sent(), nothing_sent());
     assert_eq!(talk.audio(), []);
     assert_eq!(talk.events(), []);
@@ -1680,8 +1692,8 @@ fn reply_audio_that_outruns_its_start_event_is_held_then_played_whole_in_the_rep
     // A lost SCTP packet holds back content_part.added and output_audio_buffer.started while
     // the reply's RTP flows on.
     for at_ms in [2_320, 2_340, 2_360] {
-        talk.controller.assistant_audio(
-            walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+        talk.controller.handle_input(
+            TurnInput::AssistantAudio(walkie_session::AudioChunk::from_samples(vec![1_000; 960])),
             at_ms,
         );
     }
@@ -1716,15 +1728,16 @@ fn reply_audio_that_outruns_its_start_event_is_held_then_played_whole_in_the_rep
             .is_some_and(|part| part > speech_start),
         "its part opens after the reply's start: {started:?}"
     );
-    talk.controller.assistant_audio(
-        walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+    talk.controller.handle_input(
+        TurnInput::AssistantAudio(walkie_session::AudioChunk::from_samples(vec![1_000; 960])),
         2_420,
     );
     talk.at(2_500)
         .server(&assistant_says("resp_1", "item_A1", "Hello."))
         .server(&response_done("resp_1", "completed"))
         .server(&output_stopped("resp_1"));
-    talk.controller.tick(2_500 + LATE_AUDIO_GRACE_MS);
+    talk.controller
+        .handle_input(TurnInput::Tick, 2_500 + LATE_AUDIO_GRACE_MS);
     let rest = talk.events();
     assert_eq!(
         speech_parts(&rest),
@@ -1738,7 +1751,8 @@ fn silence_between_replies_opens_no_message_and_does_not_keep_a_stopped_reply_go
     let mut talk = Conversation::ready_for_push_to_talk();
     // A server without DTX sends silence all the time.
     let silence = || walkie_session::AudioChunk::from_samples(vec![3; 960]);
-    talk.controller.assistant_audio(silence(), 500);
+    talk.controller
+        .handle_input(TurnInput::AssistantAudio(silence()), 500);
     assert_eq!(speech_parts(&talk.events()), (0, 0), "nobody spoke");
     talk.utterance(1_000, 2_000);
     talk.at(2_300)
@@ -1752,15 +1766,17 @@ fn silence_between_replies_opens_no_message_and_does_not_keep_a_stopped_reply_go
     talk.events();
     // Silence keeps coming after the reply's stop: the reply ends after the grace all the same.
     for at_ms in (2_320..2_300 + LATE_AUDIO_GRACE_MS + 200).step_by(20) {
-        talk.controller.assistant_audio(silence(), at_ms);
-        talk.controller.tick(at_ms);
+        talk.controller
+            .handle_input(TurnInput::AssistantAudio(silence()), at_ms);
+        talk.controller.handle_input(TurnInput::Tick, at_ms);
     }
     let end = talk.events();
     assert!(
         end.contains(&SessionEvent::TurnComplete),
         "the reply ended though silence went on: {end:?}"
     );
-    talk.controller.assistant_audio(silence(), 3_000);
+    talk.controller
+        .handle_input(TurnInput::AssistantAudio(silence()), 3_000);
     assert_eq!(
         speech_parts(&talk.events()),
         (0, 0),
@@ -1777,12 +1793,12 @@ fn held_audio_whose_start_never_comes_plays_as_the_active_responses_after_half_a
         .server(&committed("item_U1"))
         .server(&response_created("resp_1"));
     talk.events();
-    talk.controller.assistant_audio(
-        walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+    talk.controller.handle_input(
+        TurnInput::AssistantAudio(walkie_session::AudioChunk::from_samples(vec![1_000; 960])),
         2_320,
     );
     assert_eq!(talk.controller.next_deadline_ms(), Some(2_820));
-    talk.controller.tick(2_820);
+    talk.controller.handle_input(TurnInput::Tick, 2_820);
     let events = talk.events();
     assert!(
         events.contains(&SessionEvent::OutputSpeechStart),
@@ -1807,7 +1823,8 @@ fn a_reply_whose_start_comes_after_the_hold_keeps_its_audio_and_words_in_one_mes
         .server(&assistant_says("resp_1", "item_A1", "One."))
         .server(&response_done("resp_1", "completed"))
         .server(&output_stopped("resp_1"));
-    talk.controller.tick(2_300 + LATE_AUDIO_GRACE_MS);
+    talk.controller
+        .handle_input(TurnInput::Tick, 2_300 + LATE_AUDIO_GRACE_MS);
     talk.utterance(4_000, 5_000);
     talk.at(5_300)
         .server(&committed("item_U2"))
@@ -1815,18 +1832,20 @@ fn a_reply_whose_start_comes_after_the_hold_keeps_its_audio_and_words_in_one_mes
     talk.events();
     // The second reply's audio outruns its events by more than the hold: it is played as the
     // active response's before anything names its item.
-    talk.controller.assistant_audio(
-        walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+    talk.controller.handle_input(
+        TurnInput::AssistantAudio(walkie_session::AudioChunk::from_samples(vec![1_000; 960])),
         5_320,
     );
-    talk.controller
-        .tick(5_320 + walkie_session::turn::EARLY_AUDIO_MAX_MS);
+    talk.controller.handle_input(
+        TurnInput::Tick,
+        5_320 + walkie_session::turn::EARLY_AUDIO_MAX_MS,
+    );
     talk.at(6_000)
         .server(&audio_part_added("resp_2", "item_A2"))
         .server(&output_started("resp_2"))
         .server(&assistant_says("resp_2", "item_A2", "Two."));
-    talk.controller.assistant_audio(
-        walkie_session::AudioChunk::from_samples(vec![1_000; 960]),
+    talk.controller.handle_input(
+        TurnInput::AssistantAudio(walkie_session::AudioChunk::from_samples(vec![1_000; 960])),
         6_020,
     );
     let events = talk.events();

@@ -7,7 +7,7 @@ mod turn_support;
 use serde_json::Value;
 use walkie_openai::{AudioConfig, AudioOutput, SessionConfig};
 use walkie_session::AudioChunk;
-use walkie_session::turn::{PressMode, ToolRegistry, TurnConfig, TurnMode};
+use walkie_session::turn::{PressMode, ToolRegistry, TurnConfig, TurnInput, TurnMode};
 
 use turn_support::*;
 
@@ -43,7 +43,7 @@ fn hands_free() -> TurnMode {
 
 /// Opens the channel and returns the `session.update` sent on open.
 fn opened(talk: &mut Conversation) -> Value {
-    talk.controller.data_channel_open(0);
+    talk.controller.handle_input(TurnInput::ChannelOpened, 0);
     let sent = talk.sent();
     let updates = updates(&sent);
     assert_eq!(updates.len(), 1, "one update on open: {sent:?}");
@@ -80,7 +80,8 @@ fn the_update_on_open_carries_the_voice_and_instructions_but_never_the_model() {
 fn a_mode_switch_before_any_audio_may_still_set_the_voice_and_never_the_model() {
     let mut talk = Conversation::with(configured());
     opened(&mut talk);
-    talk.controller.set_turn_mode(hands_free(), 500);
+    talk.controller
+        .handle_input(TurnInput::SetTurnMode(hands_free()), 500);
     let sent = talk.sent();
     let updates = updates(&sent);
     assert_eq!(updates.len(), 1);
@@ -98,7 +99,8 @@ fn after_the_first_assistant_audio_a_mode_switch_carries_neither_voice_nor_model
     opened(&mut talk);
     spoken_turn(&mut talk);
 
-    talk.controller.set_turn_mode(hands_free(), 4_000);
+    talk.controller
+        .handle_input(TurnInput::SetTurnMode(hands_free()), 4_000);
     let sent = talk.sent();
     let to_hands_free = updates(&sent);
     assert_eq!(to_hands_free.len(), 1, "{sent:?}");
@@ -112,8 +114,10 @@ fn after_the_first_assistant_audio_a_mode_switch_carries_neither_voice_nor_model
     // The rest of the session is restated.
     assert_eq!(session["instructions"], "Be brief.");
 
-    talk.controller
-        .set_turn_mode(TurnMode::PushToTalk(PressMode::Hold), 5_000);
+    talk.controller.handle_input(
+        TurnInput::SetTurnMode(TurnMode::PushToTalk(PressMode::Hold)),
+        5_000,
+    );
     let sent = talk.sent();
     let back = updates(&sent);
     assert_eq!(back.len(), 1);
@@ -134,9 +138,12 @@ fn after_the_first_assistant_audio_a_mode_switch_carries_neither_voice_nor_model
 fn assistant_audio_by_rtp_alone_also_fixes_the_voice() {
     let mut talk = Conversation::with(configured());
     opened(&mut talk);
+    talk.controller.handle_input(
+        TurnInput::AssistantAudio(AudioChunk::from_samples(vec![1_000i16; 480])),
+        600,
+    );
     talk.controller
-        .assistant_audio(AudioChunk::from_samples(vec![1_000i16; 480]), 600);
-    talk.controller.set_turn_mode(hands_free(), 700);
+        .handle_input(TurnInput::SetTurnMode(hands_free()), 700);
     let sent = talk.sent();
     let updates = updates(&sent);
     assert_eq!(updates.len(), 1);
@@ -153,8 +160,10 @@ fn a_new_data_channel_is_a_new_session_whose_voice_is_set_again() {
     let mut talk = Conversation::with(configured());
     opened(&mut talk);
     spoken_turn(&mut talk);
-    talk.controller.data_channel_closed(4_000);
-    talk.controller.data_channel_open(5_000);
+    talk.controller
+        .handle_input(TurnInput::ChannelClosed, 4_000);
+    talk.controller
+        .handle_input(TurnInput::ChannelOpened, 5_000);
     let sent = talk.sent();
     let updates = updates(&sent);
     assert_eq!(updates.len(), 1);

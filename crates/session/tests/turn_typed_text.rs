@@ -6,7 +6,7 @@ mod turn_support;
 
 use serde_json::json;
 use walkie_openai::SessionConfig;
-use walkie_session::turn::{MAX_USER_TEXT_BYTES, TurnConfig, UiHint};
+use walkie_session::turn::{MAX_USER_TEXT_BYTES, TurnConfig, TurnInput, UiHint};
 use walkie_session::{EnqueuedMessagesEvent, SessionEvent, UserContent};
 
 use turn_support::*;
@@ -61,6 +61,7 @@ fn a_typed_message_goes_out_as_the_users_input_text_item_then_asks_for_a_reply()
         "delivered under the id of the event that carried it"
     );
     assert_eq!(talk.audio(), [], "the microphone is not touched");
+    assert_eq!(talk.messages_sent(), 1, "the driver is told it went out");
 }
 
 #[test]
@@ -94,6 +95,7 @@ fn a_blank_message_sends_nothing_and_says_nothing() {
     let mut talk = Conversation::ready_for_push_to_talk();
     talk.at(1_000).types(" \n\t ");
     assert!(talk.sent().is_empty());
+    assert_eq!(talk.messages_sent(), 0);
     assert!(talk.hints().is_empty());
     assert!(delivered(&mut talk).is_empty());
 }
@@ -105,6 +107,11 @@ fn a_message_too_long_for_one_data_channel_message_is_refused_whole_and_said() {
     let quoted = "\"".repeat(MAX_USER_TEXT_BYTES / 2 + 1);
     talk.at(1_000).types(&quoted);
     assert!(talk.sent().is_empty());
+    assert_eq!(
+        talk.messages_sent(),
+        0,
+        "the driver is not told it went out"
+    );
     assert_eq!(
         talk.hints(),
         [UiHint::TextTooLong {
@@ -118,15 +125,17 @@ fn a_message_too_long_for_one_data_channel_message_is_refused_whole_and_said() {
         2,
         "the longest message that fits goes out"
     );
+    assert_eq!(talk.messages_sent(), 1);
 }
 
 #[test]
 fn a_message_typed_before_the_session_is_set_up_is_not_sent_and_says_so() {
     let mut talk = Conversation::with(TurnConfig::push_to_talk(SessionConfig::default()));
-    talk.controller.data_channel_open(0);
+    talk.controller.handle_input(TurnInput::ChannelOpened, 0);
     talk.sent();
     talk.at(10).types("Hello?");
     assert!(talk.sent().is_empty());
+    assert_eq!(talk.messages_sent(), 0);
     assert_eq!(talk.hints(), [UiHint::NotReady]);
 }
 

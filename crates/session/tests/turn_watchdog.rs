@@ -6,7 +6,7 @@
 mod turn_support;
 
 use walkie_session::turn::{
-    AudioCommand, Diagnostic, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS, Transport,
+    AudioCommand, Diagnostic, RESPONSE_DONE_WATCHDOG_MS, STOPPED_WATCHDOG_MS, Transport, TurnInput,
 };
 use walkie_session::{AudioChunk, SessionEvent};
 
@@ -39,8 +39,10 @@ fn a_missing_stopped_ends_the_reply_two_seconds_after_its_last_audio() {
         .server(&response_done("resp_R1", "completed"));
     // The reply's audio goes on arriving in real time after its response.done.
     for at_ms in (2_520..=4_000).step_by(20) {
-        talk.controller
-            .assistant_audio(AudioChunk::from_samples(vec![100; 480]), at_ms);
+        talk.controller.handle_input(
+            TurnInput::AssistantAudio(AudioChunk::from_samples(vec![100; 480])),
+            at_ms,
+        );
     }
     assert_eq!(
         talk.controller.next_deadline_ms(),

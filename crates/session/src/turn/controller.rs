@@ -52,6 +52,7 @@ use crate::event::{
 use crate::session::Session;
 use crate::turn::audibility::Audibility;
 use crate::turn::config::{NEAR_SPEECH_HOLD_MS, Transport, TurnConfig, TurnMode};
+use crate::turn::engine::TurnInput;
 use crate::turn::item_parts::{ItemParts, UserSlot};
 use crate::turn::ledger::{PairedCreate, ResponseLedger};
 use crate::turn::lifecycle::{Lifecycle, LifecycleDue};
@@ -234,9 +235,39 @@ impl TurnController {
     // Inputs
     // ----------------------------------------------------------------------------------------
 
+    /// Takes one input at `now_ms`: the one way in. What it decided is polled from
+    /// [`Self::poll_output`] (and the session's events from [`Self::session_mut`]).
+    pub fn handle_input(&mut self, input: TurnInput, now_ms: u64) {
+        match input {
+            TurnInput::ChannelOpened => self.data_channel_open(now_ms),
+            TurnInput::ChannelClosed => self.data_channel_closed(now_ms),
+            TurnInput::ConversationSoFar(items) => self.restore_items(items),
+            TurnInput::TypedRepliesInText(in_text) => self.set_typed_replies_in_text(in_text),
+            TurnInput::SetTurnMode(mode) => self.set_turn_mode(mode, now_ms),
+            TurnInput::KeyDown => self.push_to_talk_down(now_ms),
+            TurnInput::KeyUp => self.push_to_talk_up(now_ms),
+            TurnInput::CancelPress => self.cancel_press(now_ms),
+            TurnInput::UserMessage(message) => self.send_user_message(&message, now_ms),
+            TurnInput::ServerText(text) => self.server_text(&text, now_ms),
+            TurnInput::ToolFinished { call_id, result } => {
+                self.tool_finished(&call_id, result, now_ms)
+            }
+            TurnInput::AssistantAudio(chunk) => self.assistant_audio(chunk, now_ms),
+            TurnInput::PlaybackProgress { item_id, played_ms } => {
+                self.playback_progress(&item_id, played_ms)
+            }
+            TurnInput::PlaybackDrained => self.playback_drained(now_ms),
+            TurnInput::DeviceChanged(device) => self.device_changed(device, now_ms),
+            TurnInput::EchoCancelled { converged } => self.echo_cancelled(converged, now_ms),
+            TurnInput::NearSpeech => self.near_speech(now_ms),
+            TurnInput::WallClock(clock) => self.wall_clock(now_ms, clock),
+            TurnInput::Tick => self.advance(now_ms),
+        }
+    }
+
     /// The data channel opened: configure the session. The key stays gated until
     /// `session.updated`. The provider's session cap is counted from the first opening.
-    pub fn data_channel_open(&mut self, now_ms: u64) {
+    fn data_channel_open(&mut self, now_ms: u64) {
         self.advance(now_ms);
         // A new session's input buffer is empty.
         self.input_buffer_dirty = self.capture.is_open();
@@ -248,7 +279,7 @@ impl TurnController {
     /// Puts items into the provider's conversation, in order, after what it already holds:
     /// the conversation so far, when a new session carries it on. They go out after the
     /// `session.update` of [`TurnController::data_channel_open`] and before any turn.
-    pub fn restore_items(&mut self, items: impl IntoIterator<Item = walkie_openai::Item>) {
+    fn restore_items(&mut self, items: Vec<walkie_openai::Item>) {
         for item in items {
             self.send(ClientEvent::ConversationItemCreate {
                 previous_item_id: None,
@@ -259,7 +290,7 @@ impl TurnController {
 
     /// The data channel closed: capture stops, the key is gated again, unsent events are dropped
     /// (they would go to a session that no longer exists).
-    pub fn data_channel_closed(&mut self, now_ms: u64) {
+    fn data_channel_closed(&mut self, now_ms: u64) {
         self.advance(now_ms);
         self.drop_early_audio();
         self.lifecycle.closed();
@@ -288,11 +319,11 @@ impl TurnController {
     /// events it still sends under the old mode are ignored with a diagnostic.
     /// Typed messages are answered in text alone (`true`) or as the session says, from the
     /// next `response.create` on.
-    pub fn set_typed_replies_in_text(&mut self, in_text: bool) {
+    fn set_typed_replies_in_text(&mut self, in_text: bool) {
         self.config.typed_replies_in_text = in_text;
     }
 
-    pub fn set_turn_mode(&mut self, mode: TurnMode, now_ms: u64) {
+    fn set_turn_mode(&mut self, mode: TurnMode, now_ms: u64) {
         self.advance(now_ms);
         self.pending_mode = Some(mode);
         self.apply_pending_mode();
@@ -304,7 +335,7 @@ impl TurnController {
     }
 
     /// The push-to-talk key went down (hold mode), or was pressed (toggle mode).
-    pub fn push_to_talk_down(&mut self, now_ms: u64) {
+    fn push_to_talk_down(&mut self, now_ms: u64) {
         self.advance(now_ms);
         let TurnMode::PushToTalk(press_mode) = self.config.mode else {
             // Hands-free: the key is not a turn control, but it stops a reply the user does
@@ -338,7 +369,7 @@ impl TurnController {
     /// The push-to-talk key went up. In toggle mode it ends only a tap that stopped a reply
     /// (a press held long enough to count goes on until the next press); ignored when no
     /// press is in progress.
-    pub fn push_to_talk_up(&mut self, now_ms: u64) {
+    fn push_to_talk_up(&mut self, now_ms: u64) {
         self.advance(now_ms);
         if let TurnMode::PushToTalk(press_mode) = self.config.mode
             && self.press.released_by_key_up(press_mode)
@@ -350,12 +381,13 @@ impl TurnController {
     /// The user takes the press under way back (Escape) before it is sent: capture stops,
     /// what the provider buffered is cleared, and no commit or response follows. The user's
     /// speech part the press opened ends with no transcript; its index is returned, so the
-    /// message it became can be marked. Nothing happens when no press is under way (held, or
-    /// in its tail); in hands-free mode the provider, not a press, decides what is sent.
-    pub fn cancel_press(&mut self, now_ms: u64) -> Option<PartIndex> {
+    /// message it became can be marked ([`ControllerOutput::PressCancelled`]). Nothing
+    /// happens when no press is under way (held, or in its tail); in hands-free mode the
+    /// provider, not a press, decides what is sent.
+    fn cancel_press(&mut self, now_ms: u64) {
         self.advance(now_ms);
         let (opened_part, speaking) = match self.press {
-            Press::Idle => return None,
+            Press::Idle => return,
             Press::Held { speech_started, .. } => (speech_started, speech_started),
             // The key-up already ended the user's speech.
             Press::Tail { .. } => (true, false),
@@ -370,7 +402,9 @@ impl TurnController {
             .then(|| self.end_uncommitted_user_part(now_ms))
             .flatten();
         self.apply_pending_mode();
-        cancelled
+        if let Some(part) = cancelled {
+            self.outbox.answer(ControllerOutput::PressCancelled(part));
+        }
     }
 
     /// The user wrote a message during the call: its text and pictures join the conversation
@@ -381,21 +415,21 @@ impl TurnController {
     /// none: the user goes on to ask about them, typing or speaking. The session reports the
     /// message delivered ([`SessionEvent::EnqueuedMessages`], under the id of the last event
     /// that carried it), so the transcript shows it as the user's message in an exchange of
-    /// its own. Returns whether it went out: not before the session is set up
-    /// ([`UiHint::NotReady`]), not when empty, not when its text is longer than
+    /// its own. [`ControllerOutput::MessageSent`] says it went out: not before the session is
+    /// set up ([`UiHint::NotReady`]), not when empty, not when its text is longer than
     /// [`MAX_USER_TEXT_BYTES`] ([`UiHint::TextTooLong`]) or a picture larger than an item
     /// holds ([`UiHint::PictureTooLarge`]).
-    pub fn send_user_message(&mut self, message: &UserMessage, now_ms: u64) -> bool {
+    fn send_user_message(&mut self, message: &UserMessage, now_ms: u64) {
         self.advance(now_ms);
         if message.is_empty() {
-            return false;
+            return;
         }
         let text = message.text.trim();
         if !user_text_fits(text) {
             self.hint(UiHint::TextTooLong {
                 max_bytes: MAX_USER_TEXT_BYTES,
             });
-            return false;
+            return;
         }
         let items = match user_items(message) {
             Ok(items) => items,
@@ -404,12 +438,12 @@ impl TurnController {
                     bytes,
                     max_bytes: MAX_ITEM_EVENT_BYTES,
                 });
-                return false;
+                return;
             }
         };
         if !self.lifecycle.is_confirmed() {
             self.hint(UiHint::NotReady);
-            return false;
+            return;
         }
         let mut enqueue_id = String::new();
         for item in items {
@@ -436,7 +470,7 @@ impl TurnController {
             messages: vec![EnqueuedMessage { parts }],
         };
         self.emit(SessionEvent::EnqueuedMessages(Box::new(delivered)), now_ms);
-        true
+        self.outbox.answer(ControllerOutput::MessageSent);
     }
 
     /// Ends the user part of the press not yet committed (the newest with no item and no
@@ -448,7 +482,7 @@ impl TurnController {
 
     /// A data-channel message. Text that is not a server event becomes a recoverable session
     /// error and a diagnostic; the controller goes on.
-    pub fn server_text(&mut self, text: &str, now_ms: u64) {
+    fn server_text(&mut self, text: &str, now_ms: u64) {
         match decode_server_event(text) {
             Ok(event) => self.server_event(event, now_ms),
             Err(error) => {
@@ -471,7 +505,7 @@ impl TurnController {
     }
 
     /// A decoded server event.
-    pub fn server_event(&mut self, event: ServerEvent, now_ms: u64) {
+    fn server_event(&mut self, event: ServerEvent, now_ms: u64) {
         self.advance(now_ms);
         self.response_activity_ms = now_ms;
         if matches!(
@@ -492,7 +526,7 @@ impl TurnController {
     /// and which item its audio belongs to; while no reply is, silence is nobody's speech
     /// (a server may send it between replies) and sound is held until those events come,
     /// which a lost SCTP packet delays while RTP flows on.
-    pub fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
+    fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
         self.advance(now_ms);
         let sounding = is_sounding(&chunk);
         if self.config.transport == Transport::WebRtc && !self.audibility.is_audible() {
@@ -559,13 +593,13 @@ impl TurnController {
     }
 
     /// The audio driver played `played_ms` of the assistant item `item_id` so far.
-    pub fn playback_progress(&mut self, item_id: &str, played_ms: u64) {
+    fn playback_progress(&mut self, item_id: &str, played_ms: u64) {
         self.audibility.played(item_id, played_ms);
     }
 
     /// The local playback queue ran dry. Over WebSocket this is the end of the assistant being
     /// audible (over WebRTC `output_audio_buffer.stopped` says so).
-    pub fn playback_drained(&mut self, now_ms: u64) {
+    fn playback_drained(&mut self, now_ms: u64) {
         self.advance(now_ms);
         if self.config.transport == Transport::WebSocket && self.audibility.is_audible() {
             self.output_became_inaudible(now_ms);
@@ -574,7 +608,7 @@ impl TurnController {
 
     /// An audio device changed. A new microphone while capturing is reopened (no pre-roll: the
     /// warm buffer belongs to the old device).
-    pub fn device_changed(&mut self, device: DeviceDirection, now_ms: u64) {
+    fn device_changed(&mut self, device: DeviceDirection, now_ms: u64) {
         self.advance(now_ms);
         if device == DeviceDirection::Input && self.capture.is_open() {
             self.command(AudioCommand::CloseCapture);
@@ -587,7 +621,7 @@ impl TurnController {
     /// holds (`false`: a new device, a new path to learn). While it holds, nothing is gated:
     /// the user can talk over a reply and the server's voice detection hears them; until then,
     /// and without one, the mic is gated while the assistant is audible (half duplex).
-    pub fn echo_cancelled(&mut self, converged: bool, now_ms: u64) {
+    fn echo_cancelled(&mut self, converged: bool, now_ms: u64) {
         self.advance(now_ms);
         if self.config.echo_canceller == converged {
             return;
@@ -604,7 +638,7 @@ impl TurnController {
     /// while the reply plays. The reply is held at once (not dropped: a cough or a voice in
     /// the room is not a barge-in) until the provider's `speech_started` cuts it, or for
     /// [`NEAR_SPEECH_HOLD_MS`], after which it goes on where it stopped.
-    pub fn near_speech(&mut self, now_ms: u64) {
+    fn near_speech(&mut self, now_ms: u64) {
         self.advance(now_ms);
         if self.config.echo_canceller
             && self.config.mode.server_interrupts()
@@ -617,18 +651,13 @@ impl TurnController {
     }
 
     /// The shell's wall-clock reading at session time `now_ms`, for tools that need the date.
-    pub fn wall_clock(&mut self, now_ms: u64, clock: WallClock) {
+    fn wall_clock(&mut self, now_ms: u64, clock: WallClock) {
         self.advance(now_ms);
         self.wall_clock = Some((now_ms, clock));
     }
 
-    /// Time passed: run the timers due by `now_ms` (qualifying a press, the tail, the maximum
-    /// press, the session-limit warnings). Every other input does this first too.
-    pub fn tick(&mut self, now_ms: u64) {
-        self.advance(now_ms);
-    }
-
-    /// When the next timer is due, so the driver knows when to call [`TurnController::tick`].
+    /// When the next timer is due, so the driver knows when a [`TurnInput::Tick`] is due (qualifying a press, the tail,
+    /// the maximum press, the session-limit warnings).
     pub fn next_deadline_ms(&self) -> Option<u64> {
         [
             self.press.deadline_ms(&self.config),
@@ -1201,7 +1230,7 @@ impl TurnController {
     /// nothing: a denial, a crash, a timeout, each said to the model as an error) goes to the
     /// model, and once no other call waits, the reply is asked for. An answer for a call not
     /// waiting (answered already, or from a session that ended) is ignored.
-    pub fn tool_finished(
+    fn tool_finished(
         &mut self,
         call_id: &str,
         result: Result<serde_json::Value, ToolError>,

@@ -11,7 +11,6 @@
 //! declares its [`FamilyProfile`], and needs nothing else changed above it.
 
 use crate::audio::{AudioChunk, DeviceDirection};
-use crate::event::PartIndex;
 use crate::session::Session;
 use crate::turn::controller::TurnController;
 use crate::turn::family::FamilyProfile;
@@ -20,65 +19,80 @@ use crate::turn::tools::{ToolError, WallClock};
 use crate::turn::user_message::UserMessage;
 use crate::turn::{TurnMode, family::ProviderFamily};
 
-/// One call's turn machine, sans-IO: inputs carry the caller's time, outputs are polled in the
-/// order they were decided. See the module documentation.
+/// What a turn engine is told, each with the caller's time (`now_ms`, monotonic, the session's
+/// clock) beside it in [`TurnEngine::handle_input`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnInput {
+    /// The data channel opened.
+    ChannelOpened,
+    /// The data channel closed: capture stops, the key is gated, unsent events are dropped.
+    ChannelClosed,
+    /// The conversation so far, for a family that takes it over the data channel
+    /// ([`super::HistoryRestore::OverDataChannel`]); others ignore it. It goes out after the
+    /// session's configuration and before any turn.
+    ConversationSoFar(Vec<walkie_openai::Item>),
+    /// Typed messages are answered in text alone (`true`), or as the session says.
+    TypedRepliesInText(bool),
+    /// Push-to-talk (hold or toggle) or hands-free, from the end of the turn under way
+    /// ([`super::TurnState::press`] says when it applies).
+    SetTurnMode(TurnMode),
+    /// The talk key went down (hold) or was pressed (toggle).
+    KeyDown,
+    /// The talk key went up.
+    KeyUp,
+    /// The press under way is taken back (Escape); [`ControllerOutput::PressCancelled`] names
+    /// the user part it opened, if it opened one.
+    CancelPress,
+    /// A typed message (and pictures); [`ControllerOutput::MessageSent`] says it went out.
+    UserMessage(UserMessage),
+    /// A data-channel message from the provider.
+    ServerText(String),
+    /// The answer to a [`ControllerOutput::ToolCall`].
+    ToolFinished {
+        /// The call answered.
+        call_id: String,
+        /// What the tool gave, or why it gave nothing.
+        result: Result<serde_json::Value, ToolError>,
+    },
+    /// Decoded assistant audio (RTP).
+    AssistantAudio(AudioChunk),
+    /// The speaker played `played_ms` of `item_id` so far.
+    PlaybackProgress {
+        /// The assistant item played.
+        item_id: String,
+        /// How much of it, from its start.
+        played_ms: u64,
+    },
+    /// The speaker's queue ran dry.
+    PlaybackDrained,
+    /// An audio device changed.
+    DeviceChanged(DeviceDirection),
+    /// The echo canceller converged (`true`) or no longer holds.
+    EchoCancelled {
+        /// Whether it holds now.
+        converged: bool,
+    },
+    /// The microphone heard the user start talking.
+    NearSpeech,
+    /// The wall clock at this input's time, for tools.
+    WallClock(WallClock),
+    /// Time passed (due at [`TurnEngine::next_deadline_ms`]); every other input runs the
+    /// timers due by its time first too.
+    Tick,
+}
+
+/// One call's turn machine, sans-IO, in the house's one shape: inputs carry the caller's time,
+/// outputs are polled in the order they were decided. See the module documentation.
 pub trait TurnEngine: std::fmt::Debug + Send {
     /// What this engine's provider sends and expects.
     fn profile(&self) -> FamilyProfile;
-
-    /// The data channel opened.
-    fn data_channel_open(&mut self, now_ms: u64);
-    /// The data channel closed: capture stops, the key is gated, unsent events are dropped.
-    fn data_channel_closed(&mut self, now_ms: u64);
-    /// The conversation so far, for a family that takes it over the data channel
-    /// ([`super::HistoryRestore::OverDataChannel`]); others ignore it.
-    fn restore_items(&mut self, items: Vec<walkie_openai::Item>);
-    /// Typed messages are answered in text alone, or as the session says.
-    fn set_typed_replies_in_text(&mut self, in_text: bool);
-    /// Push-to-talk (hold or toggle) or hands-free, from the end of the turn under way
-    /// ([`super::TurnState::press`] says when it applies).
-    fn set_turn_mode(&mut self, mode: TurnMode, now_ms: u64);
-
-    /// The talk key went down (hold) or was pressed (toggle).
-    fn push_to_talk_down(&mut self, now_ms: u64);
-    /// The talk key went up.
-    fn push_to_talk_up(&mut self, now_ms: u64);
-    /// The press under way is taken back (Escape): the user part it opened, if any.
-    fn cancel_press(&mut self, now_ms: u64) -> Option<PartIndex>;
-    /// A typed message (and pictures); whether it went out.
-    fn send_user_message(&mut self, message: &UserMessage, now_ms: u64) -> bool;
-    /// A data-channel message from the provider.
-    fn server_text(&mut self, text: &str, now_ms: u64);
-    /// The answer to a [`ControllerOutput::ToolCall`].
-    fn tool_finished(
-        &mut self,
-        call_id: &str,
-        result: Result<serde_json::Value, ToolError>,
-        now_ms: u64,
-    );
-
-    /// Decoded assistant audio (RTP).
-    fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64);
-    /// The speaker played `played_ms` of `item_id` so far.
-    fn playback_progress(&mut self, item_id: &str, played_ms: u64);
-    /// The speaker's queue ran dry.
-    fn playback_drained(&mut self, now_ms: u64);
-    /// An audio device changed.
-    fn device_changed(&mut self, device: DeviceDirection, now_ms: u64);
-    /// The echo canceller converged (`true`) or no longer holds.
-    fn echo_cancelled(&mut self, converged: bool, now_ms: u64);
-    /// The microphone heard the user start talking.
-    fn near_speech(&mut self, now_ms: u64);
-    /// The wall clock at session time `now_ms`, for tools.
-    fn wall_clock(&mut self, now_ms: u64, clock: WallClock);
-    /// Time passed.
-    fn tick(&mut self, now_ms: u64);
-    /// When [`Self::tick`] is next due.
+    /// Takes one input at `now_ms`; what it decided is polled from [`Self::poll_output`].
+    fn handle_input(&mut self, input: TurnInput, now_ms: u64);
+    /// When a [`TurnInput::Tick`] is next due.
     fn next_deadline_ms(&self) -> Option<u64>;
-
     /// The next output.
     fn poll_output(&mut self) -> Option<ControllerOutput>;
-    /// The session the engine feeds.
+    /// The session the engine feeds (its events are the second thing a driver reads).
     fn session_mut(&mut self) -> &mut Session;
 }
 
@@ -94,67 +108,8 @@ impl TurnEngine for TurnController {
     fn profile(&self) -> FamilyProfile {
         ProviderFamily::Realtime.profile()
     }
-    fn data_channel_open(&mut self, now_ms: u64) {
-        TurnController::data_channel_open(self, now_ms)
-    }
-    fn data_channel_closed(&mut self, now_ms: u64) {
-        TurnController::data_channel_closed(self, now_ms)
-    }
-    fn restore_items(&mut self, items: Vec<walkie_openai::Item>) {
-        TurnController::restore_items(self, items)
-    }
-    fn set_typed_replies_in_text(&mut self, in_text: bool) {
-        TurnController::set_typed_replies_in_text(self, in_text)
-    }
-    fn set_turn_mode(&mut self, mode: TurnMode, now_ms: u64) {
-        TurnController::set_turn_mode(self, mode, now_ms)
-    }
-    fn push_to_talk_down(&mut self, now_ms: u64) {
-        TurnController::push_to_talk_down(self, now_ms)
-    }
-    fn push_to_talk_up(&mut self, now_ms: u64) {
-        TurnController::push_to_talk_up(self, now_ms)
-    }
-    fn cancel_press(&mut self, now_ms: u64) -> Option<PartIndex> {
-        TurnController::cancel_press(self, now_ms)
-    }
-    fn send_user_message(&mut self, message: &UserMessage, now_ms: u64) -> bool {
-        TurnController::send_user_message(self, message, now_ms)
-    }
-    fn server_text(&mut self, text: &str, now_ms: u64) {
-        TurnController::server_text(self, text, now_ms)
-    }
-    fn tool_finished(
-        &mut self,
-        call_id: &str,
-        result: Result<serde_json::Value, ToolError>,
-        now_ms: u64,
-    ) {
-        TurnController::tool_finished(self, call_id, result, now_ms)
-    }
-    fn assistant_audio(&mut self, chunk: AudioChunk, now_ms: u64) {
-        TurnController::assistant_audio(self, chunk, now_ms)
-    }
-    fn playback_progress(&mut self, item_id: &str, played_ms: u64) {
-        TurnController::playback_progress(self, item_id, played_ms)
-    }
-    fn playback_drained(&mut self, now_ms: u64) {
-        TurnController::playback_drained(self, now_ms)
-    }
-    fn device_changed(&mut self, device: DeviceDirection, now_ms: u64) {
-        TurnController::device_changed(self, device, now_ms)
-    }
-    fn echo_cancelled(&mut self, converged: bool, now_ms: u64) {
-        TurnController::echo_cancelled(self, converged, now_ms)
-    }
-    fn near_speech(&mut self, now_ms: u64) {
-        TurnController::near_speech(self, now_ms)
-    }
-    fn wall_clock(&mut self, now_ms: u64, clock: WallClock) {
-        TurnController::wall_clock(self, now_ms, clock)
-    }
-    fn tick(&mut self, now_ms: u64) {
-        TurnController::tick(self, now_ms)
+    fn handle_input(&mut self, input: TurnInput, now_ms: u64) {
+        TurnController::handle_input(self, input, now_ms)
     }
     fn next_deadline_ms(&self) -> Option<u64> {
         TurnController::next_deadline_ms(self)

@@ -45,7 +45,7 @@ use crate::event::{
 use crate::session::Session;
 use crate::turn::config::{NEAR_SPEECH_HOLD_MS, SESSION_CONFIRM_GRACE_MS, TurnConfig, TurnMode};
 use crate::turn::controller::{ControllerStats, decode_error_code};
-use crate::turn::engine::TurnEngine;
+use crate::turn::engine::{TurnEngine, TurnInput};
 use crate::turn::family::{FamilyProfile, ProviderFamily};
 use crate::turn::openai_map::{MAX_TRANSCRIPT_BYTES, fitting};
 use crate::turn::outbox::Outbox;
@@ -913,11 +913,8 @@ impl LiveTurns {
     }
 }
 
-impl TurnEngine for LiveTurns {
-    fn profile(&self) -> FamilyProfile {
-        ProviderFamily::Live.profile()
-    }
-
+/// The inputs, each taken by [`TurnEngine::handle_input`].
+impl LiveTurns {
     /// The session was configured when the call was placed: nothing is sent but, for
     /// push-to-talk, the mute the key lifts.
     fn data_channel_open(&mut self, now_ms: u64) {
@@ -1014,27 +1011,28 @@ impl TurnEngine for LiveTurns {
 
     /// The model heard the press as it was spoken: it cannot be taken back, only ended. The
     /// input is muted at once and the user's message ends as it stands.
-    fn cancel_press(&mut self, now_ms: u64) -> Option<PartIndex> {
+    fn cancel_press(&mut self, now_ms: u64) {
         self.advance(now_ms);
         if self.press == Press::Idle {
-            return None;
+            return;
         }
         self.press = Press::Idle;
         self.close_capture();
         self.user_speech_ended(now_ms);
         let ended = self.end_user_message(now_ms);
         self.apply_pending_mode();
-        ended
+        if let Some(part) = ended {
+            self.outbox.answer(ControllerOutput::PressCancelled(part));
+        }
     }
 
     /// The Live API's data channel takes no user messages from a WebRTC client: said, and
     /// nothing is sent.
-    fn send_user_message(&mut self, message: &UserMessage, now_ms: u64) -> bool {
+    fn send_user_message(&mut self, message: &UserMessage, now_ms: u64) {
         self.advance(now_ms);
         if !message.is_empty() {
             self.hint(UiHint::TypedMessagesNotTaken);
         }
-        false
     }
 
     fn server_text(&mut self, text: &str, now_ms: u64) {
@@ -1165,9 +1163,39 @@ impl TurnEngine for LiveTurns {
         self.advance(now_ms);
         self.wall_clock = Some((now_ms, clock));
     }
+}
 
-    fn tick(&mut self, now_ms: u64) {
-        self.advance(now_ms);
+impl TurnEngine for LiveTurns {
+    fn profile(&self) -> FamilyProfile {
+        ProviderFamily::Live.profile()
+    }
+
+    fn handle_input(&mut self, input: TurnInput, now_ms: u64) {
+        match input {
+            TurnInput::ChannelOpened => self.data_channel_open(now_ms),
+            TurnInput::ChannelClosed => self.data_channel_closed(now_ms),
+            TurnInput::ConversationSoFar(items) => self.restore_items(items),
+            TurnInput::TypedRepliesInText(in_text) => self.set_typed_replies_in_text(in_text),
+            TurnInput::SetTurnMode(mode) => self.set_turn_mode(mode, now_ms),
+            TurnInput::KeyDown => self.push_to_talk_down(now_ms),
+            TurnInput::KeyUp => self.push_to_talk_up(now_ms),
+            TurnInput::CancelPress => self.cancel_press(now_ms),
+            TurnInput::UserMessage(message) => self.send_user_message(&message, now_ms),
+            TurnInput::ServerText(text) => self.server_text(&text, now_ms),
+            TurnInput::ToolFinished { call_id, result } => {
+                self.tool_finished(&call_id, result, now_ms)
+            }
+            TurnInput::AssistantAudio(chunk) => self.assistant_audio(chunk, now_ms),
+            TurnInput::PlaybackProgress { item_id, played_ms } => {
+                self.playback_progress(&item_id, played_ms)
+            }
+            TurnInput::PlaybackDrained => self.playback_drained(now_ms),
+            TurnInput::DeviceChanged(device) => self.device_changed(device, now_ms),
+            TurnInput::EchoCancelled { converged } => self.echo_cancelled(converged, now_ms),
+            TurnInput::NearSpeech => self.near_speech(now_ms),
+            TurnInput::WallClock(clock) => self.wall_clock(now_ms, clock),
+            TurnInput::Tick => self.advance(now_ms),
+        }
     }
 
     fn next_deadline_ms(&self) -> Option<u64> {

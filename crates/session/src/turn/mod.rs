@@ -6,20 +6,14 @@
 //! sits next to the stream it feeds, and stays as pure as the stream: inputs with the caller's
 //! time in, outputs polled, no clock, no I/O, no runtime.
 //!
-//! Wiring, in one place:
-//! - inputs: [`TurnController::data_channel_open`] / [`TurnController::data_channel_closed`],
-//!   [`TurnController::push_to_talk_down`] / [`TurnController::push_to_talk_up`],
-//!   [`TurnController::server_text`] (or [`TurnController::server_event`]),
-//!   [`TurnController::send_user_message`], [`TurnController::tool_finished`] (the answer to a
-//!   [`ControllerOutput::ToolCall`]),
-//!   [`TurnController::assistant_audio`] (decoded RTP), [`TurnController::playback_progress`],
-//!   [`TurnController::playback_drained`], [`TurnController::device_changed`],
-//!   [`TurnController::wall_clock`], [`TurnController::tick`] (at
-//!   [`TurnController::next_deadline_ms`]);
-//! - outputs: [`TurnController::poll_output`], one queue in causal order of client events with
-//!   their `event_id` (for the data channel), audio commands (capture, playback flush, mic
-//!   gate), hints (for the user) and diagnostics (for the log); and the session events of
-//!   [`TurnController::session_mut`].
+//! Wiring, in one place (the house's one machine shape): every input is a [`TurnInput`] given
+//! with the caller's time to [`TurnEngine::handle_input`] (a [`TurnInput::Tick`] when
+//! [`TurnEngine::next_deadline_ms`] is due); the outputs come from [`TurnEngine::poll_output`],
+//! one queue in causal order of client events with their `event_id` (for the data channel),
+//! audio commands (capture, playback flush, mic gate), what the audio driver does with the reply
+//! audio it decodes, where the turn stands, hints (for the user), diagnostics (for the log) and
+//! the answers to inputs that ask something; and the session events of
+//! [`TurnEngine::session_mut`].
 
 mod audibility;
 mod config;
@@ -48,7 +42,7 @@ pub use controller::{
     ControllerStats, EARLY_AUDIO_MAX_MS, MAX_USER_TEXT_BYTES, RESPONSE_DONE_WATCHDOG_MS,
     STOPPED_WATCHDOG_MS, TurnController, is_sounding, user_text_fits,
 };
-pub use engine::{TurnEngine, engine_for};
+pub use engine::{TurnEngine, TurnInput, engine_for};
 pub use family::{FamilyProfile, HistoryRestore, ProviderFamily};
 pub use item_parts::MAX_OPEN_USER_PARTS;
 pub use live::{LIVE_AUDIO_QUIET_MS, LIVE_QUIET_MS, LiveTurns, SILENCE_PEAK};

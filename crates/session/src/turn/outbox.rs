@@ -158,6 +158,12 @@ impl Outbox {
         self.outputs.push_back(ControllerOutput::ToolCall(request));
     }
 
+    /// Queues the answer to an input ([`ControllerOutput::PressCancelled`],
+    /// [`ControllerOutput::MessageSent`]): never dropped.
+    pub fn answer(&mut self, answer: ControllerOutput) {
+        self.outputs.push_back(answer);
+    }
+
     /// Queues a hint or diagnostic; when too many wait, the oldest of them gives way.
     /// Returns whether one was dropped.
     pub fn note(&mut self, note: ControllerOutput) -> bool {

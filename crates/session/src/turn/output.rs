@@ -115,8 +115,14 @@ pub enum ControllerOutput {
         paused_seconds: f64,
     },
     /// The model called a tool run outside the controller: decide and run it, then answer
-    /// with [`crate::turn::TurnController::tool_finished`]. The reply waits for the answer.
+    /// with [`crate::turn::TurnInput::ToolFinished`]. The reply waits for the answer.
     ToolCall(ToolCallRequest),
+    /// The press taken back ([`crate::turn::TurnInput::CancelPress`]) had opened this user
+    /// part, which ended with no words.
+    PressCancelled(crate::event::PartIndex),
+    /// A typed message ([`crate::turn::TurnInput::UserMessage`]) went out: the user's turn
+    /// ended with it. (One that did not go out says why in a [`UiHint`].)
+    MessageSent,
 }
 
 /// A call of an outside tool, as the model made it.

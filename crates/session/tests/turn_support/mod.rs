@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use walkie_openai::{SessionConfig, TurnDetection};
 use walkie_session::turn::{
     AudioCommand, ControllerOutput, Diagnostic, OutgoingEvent, ToolRegistry, Transport, TurnConfig,
-    TurnController, UiHint, WallClock,
+    TurnController, TurnInput, UiHint, WallClock,
 };
 use walkie_session::{
     Delivery, EventIterator, Part, PartDelta, PartDeltaEvent, PartEndEvent, PartIndex,
@@ -57,6 +57,10 @@ pub struct Polled {
     pub rate_limits: Vec<Vec<walkie_openai::RateLimit>>,
     /// Calls of outside tools asked of the caller, in order.
     pub tool_calls: Vec<walkie_session::turn::ToolCallRequest>,
+    /// The user parts presses taken back had opened, in order.
+    pub cancelled_parts: Vec<PartIndex>,
+    /// How many typed messages went out.
+    pub messages_sent: usize,
 }
 
 impl Conversation {
@@ -92,7 +96,9 @@ impl Conversation {
 
     pub fn ready(config: TurnConfig) -> Self {
         let mut conversation = Self::with(config);
-        conversation.controller.data_channel_open(0);
+        conversation
+            .controller
+            .handle_input(TurnInput::ChannelOpened, 0);
         conversation
             .at(50)
             .server(&session_updated_with_transcription());
@@ -109,12 +115,13 @@ impl Conversation {
     }
 
     pub fn key_down(&mut self) -> &mut Self {
-        self.controller.push_to_talk_down(self.now_ms);
+        self.controller
+            .handle_input(TurnInput::KeyDown, self.now_ms);
         self
     }
 
     pub fn key_up(&mut self) -> &mut Self {
-        self.controller.push_to_talk_up(self.now_ms);
+        self.controller.handle_input(TurnInput::KeyUp, self.now_ms);
         self
     }
 
@@ -126,18 +133,37 @@ impl Conversation {
     /// The user sends `message` (text, pictures or both) at the current time.
     pub fn sends(&mut self, message: &walkie_session::turn::UserMessage) -> &mut Self {
         let now = self.now_ms;
-        self.controller.send_user_message(message, now);
+        self.controller
+            .handle_input(TurnInput::UserMessage(message.clone()), now);
         self
     }
 
+    /// The user takes the press under way back (Escape) at `now_ms`: the user part it had
+    /// opened, as the controller names it.
+    pub fn cancel_press_at(&mut self, now_ms: u64) -> Option<PartIndex> {
+        self.controller.handle_input(TurnInput::CancelPress, now_ms);
+        let cancelled = std::mem::take(&mut self.poll().cancelled_parts);
+        assert!(
+            cancelled.len() <= 1,
+            "one press opens one part: {cancelled:?}"
+        );
+        cancelled.into_iter().next()
+    }
+
+    /// How many typed messages went out since the last call.
+    pub fn messages_sent(&mut self) -> usize {
+        std::mem::take(&mut self.poll().messages_sent)
+    }
+
     pub fn tick(&mut self) -> &mut Self {
-        self.controller.tick(self.now_ms);
+        self.controller.handle_input(TurnInput::Tick, self.now_ms);
         self
     }
 
     /// One data-channel message.
     pub fn server(&mut self, text: &str) -> &mut Self {
-        self.controller.server_text(text, self.now_ms);
+        self.controller
+            .handle_input(TurnInput::ServerText(text.to_owned()), self.now_ms);
         self
     }
 
@@ -184,6 +210,8 @@ impl Conversation {
                 ControllerOutput::ToolCall(request) => self.polled.tool_calls.push(request),
                 ControllerOutput::Transcribed(usage) => self.polled.transcribed.push(usage),
                 ControllerOutput::RateLimits(limits) => self.polled.rate_limits.push(limits),
+                ControllerOutput::PressCancelled(part) => self.polled.cancelled_parts.push(part),
+                ControllerOutput::MessageSent => self.polled.messages_sent += 1,
                 ControllerOutput::SessionTime { .. } => {
                     panic!("the Realtime controller reports tokens, never session time")
                 }
@@ -324,7 +352,8 @@ impl Conversation {
     }
 
     pub fn set_wall_clock(&mut self, clock: WallClock) -> &mut Self {
-        self.controller.wall_clock(self.now_ms, clock);
+        self.controller
+            .handle_input(TurnInput::WallClock(clock), self.now_ms);
         self
     }
 }
