@@ -24,5 +24,5 @@ mod pulse;
 
 pub use walkie_dsp::{CALL_RATE_HZ, FRAME_MS, FRAME_SAMPLES};
 pub use walkie_dsp::{
-    codec, drift, echo, health, jitter, meter, onset, playout, preroll, resample,
+    codec, drift, echo, health, jitter, meter, onset, playout, preroll, reply_report, resample,
 };

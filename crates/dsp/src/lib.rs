@@ -19,6 +19,7 @@
 //!   reference moved onto the microphone's;
 //! - [`echo`]: echo cancellation and noise suppression on the uplink (WebRTC's AEC3, by `sonora`);
 //! - [`health`]: when an open device stream is dead, stalled or on the wrong device;
+//! - [`reply_report`]: how each reply played on the speaker (dropouts, delay, losses);
 //! - `testkit` (feature): test signals and their measures.
 
 pub mod codec;
@@ -31,6 +32,7 @@ pub mod noise;
 pub mod onset;
 pub mod playout;
 pub mod preroll;
+pub mod reply_report;
 pub mod resample;
 #[cfg(feature = "testkit")]
 pub mod testkit;
