@@ -11,28 +11,25 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use walkie_conversation::{
-    ConversationsInput, ConversationsOutput, DialFailure, DialStage, Input, Placement,
-    RedialPolicy, Request,
+    ConversationsInput, ConversationsOutput, DialFailure, Input, Placement, RedialPolicy, Request,
 };
 use walkie_rtc::Call;
-use walkie_session::turn::ProviderFamily;
 
+pub use crate::dialler::Dialler;
 use crate::edges::{Clock, Edges, Machine, jitter_seed};
 pub use crate::edges::{Command, Ui};
 use crate::history::Continuing;
-use crate::plan::{Plan, PlanChange, Provider};
+use crate::plan::{Plan, PlanChange};
 use crate::recording::Saving;
-use crate::tool_servers::ToolServers;
 
 /// A call being placed; its outcome comes back to the machine.
 type Placing = Pin<Box<dyn Future<Output = Result<Call, DialFailure>> + Send>>;
 
 /// Runs Walkie's conversations until the command channel closes: the machine places the first
-/// call at once. Each conversation is saved through `saving` (after its data folder's
+/// call at once, through `dialler` (the app's one, which Settings' tests place theirs through). Each conversation is saved through `saving` (after its data folder's
 /// repair); when the channel closes, the call is hung up and its conversation closed on disk
 /// before this returns.
 pub async fn run(
@@ -40,11 +37,11 @@ pub async fn run(
     ui: impl Ui,
     mut commands: mpsc::UnboundedReceiver<Command>,
     saving: Saving,
+    dialler: Dialler,
 ) {
     let clock = Clock::start();
     let mut machine = Machine::new(plan, RedialPolicy::default(), jitter_seed(), clock.now_ms());
     let mut edges = Edges::new(ui, clock);
-    let dialler = Dialler::default();
     // The first call or new settings' call being placed, and the call it answered with until
     // the machine begins a conversation on it.
     let mut placing: Option<(Placement, Placing)> = None;
@@ -194,94 +191,5 @@ fn input_of(command: Option<Command>) -> ConversationsInput<Plan, Box<Continuing
             minute_prices,
             budget_usd,
         })),
-    }
-}
-
-/// Places calls: the app's local provider (started the first time a call goes to it) and the
-/// tool servers a Live session declares when it is placed, shared by the calls being placed.
-#[derive(Clone, Default)]
-struct Dialler {
-    local: Arc<tokio::sync::OnceCell<walkie_local::LocalProvider>>,
-    tool_servers: Arc<tokio::sync::Mutex<ToolServers>>,
-}
-
-impl Dialler {
-    /// Places a call for a new conversation (or new settings), given the saved conversation it
-    /// goes on with when its family takes that at call setup.
-    async fn place(
-        self,
-        plan: Plan,
-        continuing: Option<Box<Continuing>>,
-    ) -> Result<Call, DialFailure> {
-        let history = match (continuing, plan.family()) {
-            (Some(saved), ProviderFamily::Live) => {
-                walkie_conversation::call_setup_history(saved.earlier)
-            }
-            _ => Vec::new(),
-        };
-        self.connect(plan, history, false).await
-    }
-
-    /// Places a call for the conversation under way, whose call dropped.
-    async fn redial(
-        self,
-        plan: Plan,
-        history: Vec<walkie_openai::Item>,
-    ) -> Result<Call, DialFailure> {
-        self.connect(plan, history, true).await
-    }
-
-    async fn connect(
-        self,
-        mut plan: Plan,
-        history: Vec<walkie_openai::Item>,
-        answered_before: bool,
-    ) -> Result<Call, DialFailure> {
-        let provider = plan
-            .provider
-            .clone()
-            .map_err(|reason| DialFailure::settings(reason.to_string()))?;
-        let local = match provider {
-            Provider::Local => Some(self.local_provider().await?.endpoint()),
-            _ => None,
-        };
-        let endpoint = provider
-            .endpoint(local)
-            .map_err(|reason| DialFailure::settings(reason.to_string()))?;
-        if plan.family() == ProviderFamily::Live {
-            // A Live session declares its tools when it is placed: the servers are asked first.
-            let (servers, _) = self
-                .tool_servers
-                .lock()
-                .await
-                .for_list(&plan.tool_servers)
-                .await;
-            plan.live_outside_tools = servers
-                .map(|servers| crate::tool_servers::outside_tools(&servers, &plan.tool_servers))
-                .unwrap_or_default()
-                .into_iter()
-                .map(|tool| tool.definition)
-                .collect();
-        }
-        Call::connect(plan.call_config_with_history(endpoint, history))
-            .await
-            .map_err(|error| {
-                log::warn!("could not connect to {}: {error}", provider.label());
-                provider.dial_failure(&error, answered_before)
-            })
-    }
-
-    /// The app's local provider, started the first time a call goes to it; it lives as long
-    /// as the app, so reconnecting reuses it.
-    async fn local_provider(&self) -> Result<&walkie_local::LocalProvider, DialFailure> {
-        self.local
-            .get_or_try_init(|| {
-                walkie_local::LocalProvider::start(walkie_local::ProviderConfig::from_env())
-            })
-            .await
-            .map_err(|error| DialFailure {
-                stage: DialStage::LocalProvider,
-                ..DialFailure::settings(format!("the local provider could not start: {error}"))
-            })
     }
 }

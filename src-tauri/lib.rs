@@ -10,6 +10,7 @@ mod autostart;
 pub mod closing;
 pub mod conversation;
 pub mod desktop;
+pub mod dialler;
 mod edges;
 pub mod history;
 #[cfg(test)]
@@ -292,6 +293,7 @@ fn start_conversation(app: &AppHandle) {
         lock(&settings.migrated).take(),
     );
     let ui = WindowUi { app: app.clone() };
+    let dialler = app.state::<dialler::Dialler>().inner().clone();
     let task = async move {
         // Dropped when this task ends (returns, panics or is cancelled): the exit waits for it.
         let _ended = ended_sender;
@@ -300,7 +302,7 @@ fn start_conversation(app: &AppHandle) {
                 .await
                 .expect("resolving the settings does not panic");
         plan.settings_notice = settings_notice;
-        conversation::run(plan, ui, receiver, saving).await;
+        conversation::run(plan, ui, receiver, saving, dialler).await;
     };
     let app = app.clone();
     tauri::async_runtime::spawn(supervise(task, move |why| {
@@ -667,7 +669,8 @@ pub fn run(hidden: bool) {
             app.manage(pictures::Attachments::default());
             app.manage(LatestStatus::default());
             app.manage(mic_test::MicTest::default());
-            app.manage(voice_preview::VoicePreview::default());
+            app.manage(voice_preview::Previewing::default());
+            app.manage(dialler::Dialler::default());
             if let Err(error) = shortcut::register(app.handle(), "", &initial_shortcut) {
                 log::warn!("{error}");
             }

@@ -242,6 +242,7 @@ pub(crate) async fn form_plan(
 #[tauri::command]
 pub(crate) async fn test_connection(
     state: tauri::State<'_, SettingsState>,
+    dialler: tauri::State<'_, crate::dialler::Dialler>,
     settings: Settings,
     key: Option<TypedKey>,
 ) -> Result<String, SaveError> {
@@ -253,12 +254,18 @@ pub(crate) async fn test_connection(
     if matches!(provider, crate::plan::Provider::Local) {
         return Ok("The local provider runs inside Walkie: there is nothing to test.".to_owned());
     }
-    let endpoint = provider
+    let automatic = provider
         .endpoint(None)
-        .map_err(|error| CommandError::TestCall(format!("Not tested: {error}.")))?;
-    let automatic = endpoint.form() == walkie_rtc::CallForm::Automatic;
+        .map_err(|error| CommandError::TestCall(format!("Not tested: {error}.")))?
+        .form()
+        == walkie_rtc::CallForm::Automatic;
     let started = std::time::Instant::now();
-    match walkie_rtc::Call::connect(plan.call_config(endpoint)).await {
+    match dialler
+        .inner()
+        .clone()
+        .connect(plan, Vec::new(), false)
+        .await
+    {
         Ok(call) => {
             let connected_ms = started.elapsed().as_millis();
             let form = call.form();
@@ -278,15 +285,12 @@ pub(crate) async fn test_connection(
                 }
             ))
         }
-        Err(error) => {
-            log::info!("the test call failed: {error}");
-            Err(CommandError::TestCall(format!(
-                "The test call to {} failed. {}",
-                provider.label(),
-                error.user_sentence()
-            ))
-            .into())
-        }
+        Err(failure) => Err(CommandError::TestCall(format!(
+            "The test call to {} failed. {}",
+            provider.label(),
+            failure.sentence
+        ))
+        .into()),
     }
 }
 

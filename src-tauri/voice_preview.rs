@@ -2,37 +2,32 @@
 //! speaker, from a call of its own placed beside any call under way and hung up after it.
 //!
 //! Why a call of its own: a session's voice is fixed once it has spoken, and a preview must
-//! not touch the conversation. The reply is out of band (`conversation: "none"`), so it is not
-//! even part of the preview call's own conversation. The microphone is never opened: the
-//! engine starts with it closed and is never asked to capture.
+//! not touch the conversation. The call is placed through the app's one [`Dialler`]; what the
+//! preview asks, when it is over and what it says are [`walkie_conversation::VoicePreview`]'s
+//! decisions; this task carries them. The microphone is never opened: the engine starts with
+//! it closed and is never asked to capture.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::Instant;
 
 use tokio::sync::{Notify, oneshot};
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
-use walkie_openai::{ClientEvent, Modality, ResponseConfig, ServerEvent};
+use walkie_conversation::{PreviewInput, PreviewOutput, VoicePreview};
 use walkie_rtc::{Call, CallEvent};
 
 use crate::CommandError;
+use crate::dialler::Dialler;
 use crate::plan::Provider;
 use crate::settings::Settings;
 use crate::settings_commands::{SaveError, SettingsState, TypedKey, form_plan};
 
-/// What the model is asked to say.
-const PREVIEW_INSTRUCTIONS: &str = "Say, in one short friendly sentence and nothing else, \
-    that this is how you sound.";
-/// Once its reply is asked for, a preview ends by itself after this long, however it is going
-/// (placing the call and hanging up are bounded by the call's own timeouts).
-const LONGEST_PREVIEW: Duration = Duration::from_secs(30);
-
 /// The preview playing now, if any: sending on it stops it.
 #[derive(Default)]
-pub(crate) struct VoicePreview {
+pub(crate) struct Previewing {
     playing: Mutex<Option<oneshot::Sender<()>>>,
 }
 
-impl VoicePreview {
+impl Previewing {
     /// Stops the preview playing, if any, and keeps `next` as the one playing now.
     fn replace(&self, next: Option<oneshot::Sender<()>>) {
         let mut playing = self
@@ -46,26 +41,14 @@ impl VoicePreview {
     }
 }
 
-/// How a preview went.
-#[derive(Debug)]
-enum Preview {
-    /// The reply played: what it said, and how much of its audio went to the speaker.
-    Played { transcript: String, played_ms: u64 },
-    /// The user stopped it (or started another).
-    Stopped,
-}
-
-/// Why a preview did not play: a sentence that says what to do.
-#[derive(Debug)]
-struct PreviewFailed(String);
-
 /// Plays one short reply in the form's voice on the form's speaker, with the provider and key
 /// the form holds (nothing is saved, the call under way is not touched). A preview already
 /// playing is stopped first. The answer is a sentence for the form.
 #[tauri::command]
 pub(crate) async fn preview_voice(
     state: tauri::State<'_, SettingsState>,
-    preview: tauri::State<'_, VoicePreview>,
+    previewing: tauri::State<'_, Previewing>,
+    dialler: tauri::State<'_, Dialler>,
     settings: Settings,
     key: Option<TypedKey>,
 ) -> Result<String, SaveError> {
@@ -85,172 +68,125 @@ pub(crate) async fn preview_voice(
             "GPT-Live has no preview: save, then hold the key and say hello to hear {voice}."
         ));
     }
-    let endpoint = provider
-        .endpoint(None)
-        .map_err(|error| not_played(error.to_string()))?;
     let (stop, stopped) = oneshot::channel();
-    preview.replace(Some(stop));
+    previewing.replace(Some(stop));
     let engine = EngineConfig {
         privacy_mic: true,
         echo_cancellation: false,
         ..plan.engine.clone()
     };
-    let outcome = play(plan.call_config(endpoint), engine, stopped).await;
-    match outcome {
-        Ok(Preview::Played {
-            transcript,
-            played_ms,
-        }) => {
-            let seconds = played_ms as f64 / 1000.0;
-            let said = transcript.trim();
-            Ok(if said.is_empty() {
-                format!("Played {seconds:.1} s of {voice}.")
-            } else {
-                format!("{voice} ({seconds:.1} s): “{said}”")
-            })
+    let machine = VoicePreview::new(voice, provider.label());
+    let call = dialler
+        .inner()
+        .clone()
+        .connect(plan, Vec::new(), false)
+        .await;
+    let answer = match call {
+        Ok(mut call) => {
+            let answer = play(&mut call, machine, engine, stopped).await;
+            if let Err(error) = call.hangup().await {
+                log::info!("the preview call did not hang up cleanly: {error}");
+            }
+            answer
         }
-        Ok(Preview::Stopped) => Ok("Stopped.".to_owned()),
-        Err(PreviewFailed(why)) => {
-            log::info!("the voice preview failed: {why}");
-            Err(CommandError::TestCall(format!(
-                "The preview of {voice} from {} failed. {why}",
-                provider.label()
-            ))
-            .into())
-        }
-    }
+        Err(failure) => Err(format!(
+            "The preview from {} failed. {}",
+            provider.label(),
+            failure.sentence
+        )),
+    };
+    answer.map_err(|why| {
+        log::info!("the voice preview failed: {why}");
+        CommandError::TestCall(why).into()
+    })
 }
 
 /// Stops the preview playing, if any.
 #[tauri::command]
-pub(crate) fn stop_voice_preview(preview: tauri::State<'_, VoicePreview>) {
-    preview.replace(None);
+pub(crate) fn stop_voice_preview(previewing: tauri::State<'_, Previewing>) {
+    previewing.replace(None);
 }
 
-/// Places the call, asks for the reply and plays it until it has all been heard (or the user
-/// stops it, or [`LONGEST_PREVIEW`] passes), then hangs up.
+/// Carries the preview machine's outputs on the answered call and its engine, and feeds it
+/// what they report, until it finishes: its answer for the form.
 async fn play(
-    config: walkie_rtc::CallConfig,
-    engine: EngineConfig,
-    stopped: oneshot::Receiver<()>,
-) -> Result<Preview, PreviewFailed> {
-    let mut call = Call::connect(config)
-        .await
-        .map_err(|error| PreviewFailed(error.user_sentence()))?;
-    let outcome = listen(&mut call, engine, stopped).await;
-    if let Err(error) = call.hangup().await {
-        log::info!("the preview call did not hang up cleanly: {error}");
-    }
-    outcome
-}
-
-async fn listen(
     call: &mut Call,
+    mut machine: VoicePreview,
     engine: EngineConfig,
     mut stopped: oneshot::Receiver<()>,
-) -> Result<Preview, PreviewFailed> {
+) -> Result<String, String> {
+    let started = Instant::now();
+    let now_ms = move || started.elapsed().as_millis() as u64;
     let woken = Arc::new(Notify::new());
     let waker = woken.clone();
-    let (engine, events) = Engine::start(engine, |_: &[u8], _: u32| {}, move || waker.notify_one())
-        .map_err(|error| PreviewFailed(format!("The speaker could not be used: {error}.")))?;
-    let reply = ClientEvent::ResponseCreate {
-        response: Some(ResponseConfig {
-            conversation: Some("none".to_owned()),
-            output_modalities: Some(vec![Modality::Audio]),
-            instructions: Some(PREVIEW_INSTRUCTIONS.to_owned()),
-            ..ResponseConfig::default()
-        }),
-    };
-    call.send(&reply, Some("walkie_voice_preview"))
-        .await
-        .map_err(|error| PreviewFailed(format!("Walkie could not ask for the reply: {error}.")))?;
-    let give_up = tokio::time::sleep(LONGEST_PREVIEW);
-    tokio::pin!(give_up);
-    let mut transcript = String::new();
-    let mut played_ms = 0;
-    // The provider has sent the whole reply (its audio ended, or the response is done).
-    let mut all_sent = false;
-    loop {
-        tokio::select! {
-            _ = &mut stopped => return Ok(Preview::Stopped),
-            () = &mut give_up => {
-                return if played_ms > 0 {
-                    Ok(Preview::Played { transcript, played_ms })
-                } else {
-                    Err(PreviewFailed(
-                        "No audio came within 30 seconds: try again, or check the provider's \
-                         status page."
-                            .to_owned(),
-                    ))
+    let (engine, events) =
+        match Engine::start(engine, |_: &[u8], _: u32| {}, move || waker.notify_one()) {
+            Ok(started) => started,
+            Err(error) => {
+                let reason = error.to_string();
+                machine.handle_input(PreviewInput::SpeakerUnavailable { reason }, now_ms());
+                return match machine.poll_output() {
+                    Some(PreviewOutput::Finished(answer)) => answer,
+                    other => unreachable!("a preview with no speaker is over, not {other:?}"),
                 };
             }
+        };
+    machine.handle_input(PreviewInput::Answered, now_ms());
+    loop {
+        while let Some(output) = machine.poll_output() {
+            match output {
+                PreviewOutput::Send { event, event_id } => {
+                    if let Err(error) = call.send(&event, Some(event_id)).await {
+                        let reason = Some(format!("the reply could not be asked for: {error}"));
+                        machine.handle_input(PreviewInput::CallEnded { reason }, now_ms());
+                    }
+                }
+                PreviewOutput::Finished(answer) => return answer,
+            }
+        }
+        let deadline_ms = machine.next_deadline_ms();
+        let input = tokio::select! {
+            _ = &mut stopped => PreviewInput::Stop,
+            () = sleep_until(deadline_ms, now_ms()) => PreviewInput::Tick,
             event = call.next_event() => match event {
-                Some(CallEvent::Text(text)) => match walkie_openai::decode_server_event(&text) {
-                    Ok(ServerEvent::OutputAudioTranscriptDelta { delta, .. }) => {
-                        transcript.push_str(&delta);
-                    }
-                    Ok(ServerEvent::OutputAudioBufferStopped { .. }) => all_sent = true,
-                    Ok(ServerEvent::ResponseDone { .. }) if played_ms == 0 => {
-                        // Done before any audio played: the rest is what is in flight.
-                        all_sent = true;
-                    }
-                    Ok(ServerEvent::Error { error }) => {
-                        return Err(PreviewFailed(format!(
-                            "The provider refused the reply: {}",
-                            error.message
-                        )));
-                    }
-                    // The preview is only its reply; other events, and text Walkie cannot
-                    // read, change nothing here.
-                    _ => {}
-                },
+                Some(CallEvent::Text(text)) => PreviewInput::ServerText(text),
                 Some(CallEvent::Audio(audio)) => {
-                    engine.receive_rtp(
-                        audio.sequence_number,
-                        audio.timestamp,
-                        &audio.payload,
-                        audio.received_at,
-                    );
+                    let (sequence, timestamp) = (audio.sequence_number, audio.timestamp);
+                    engine.receive_rtp(sequence, timestamp, &audio.payload, audio.received_at);
+                    continue;
                 }
-                Some(CallEvent::Ended(_)) | None if played_ms > 0 => {
-                    return Ok(Preview::Played { transcript, played_ms });
-                }
-                Some(CallEvent::Ended(reason)) => {
-                    return Err(PreviewFailed(format!(
-                        "The call ended before the reply ({}): try again.",
-                        crate::edges::describe(&reason)
-                    )));
-                }
-                None => {
-                    return Err(PreviewFailed(
-                        "The call ended before the reply: try again.".to_owned(),
-                    ));
-                }
-                Some(_) => {}
+                Some(CallEvent::Ended(reason)) => PreviewInput::CallEnded {
+                    reason: Some(crate::edges::describe(&reason)),
+                },
+                None => PreviewInput::CallEnded { reason: None },
+                Some(_) => continue,
             },
             () = woken.notified() => {
                 for event in events.try_iter() {
-                    match event {
-                        // The engine plays what it decodes, from the reply's first sound on;
-                        // decoded call audio is 48 kHz mono.
-                        EngineEvent::AssistantAudio(chunk)
-                            if played_ms > 0 || walkie_session::turn::is_sounding(&chunk) =>
-                        {
-                            played_ms += chunk.samples().len() as u64 * 1000 / 48_000;
-                        }
-                        EngineEvent::PlaybackDrained if all_sent && played_ms > 0 => {
-                            return Ok(Preview::Played { transcript, played_ms });
-                        }
+                    let input = match event {
+                        EngineEvent::AssistantAudio(chunk) => PreviewInput::AssistantAudio(chunk),
+                        EngineEvent::PlaybackDrained => PreviewInput::Drained,
                         EngineEvent::DeviceUnavailable { reason, .. } => {
-                            return Err(PreviewFailed(format!(
-                                "The speaker could not be opened ({reason}): choose another \
-                                 in Settings."
-                            )));
+                            PreviewInput::SpeakerUnavailable { reason }
                         }
-                        _ => {}
-                    }
+                        _ => continue,
+                    };
+                    machine.handle_input(input, now_ms());
                 }
+                continue;
             }
+        };
+        machine.handle_input(input, now_ms());
+    }
+}
+
+/// Waits until `deadline_ms` (forever without one), `now_ms` being now.
+async fn sleep_until(deadline_ms: Option<u64>, now_ms: u64) {
+    match deadline_ms {
+        Some(deadline_ms) => {
+            let wait_ms = deadline_ms.saturating_sub(now_ms);
+            tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await
         }
+        None => std::future::pending().await,
     }
 }

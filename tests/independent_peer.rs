@@ -282,7 +282,13 @@ async fn talk_to(peer: &Peer, name: &str, settings: Settings) -> Talk {
     let (ui, shown) = mpsc::unbounded_channel();
     let (commands, received) = mpsc::unbounded_channel();
     let saving = Saving::new(CurrentConversation::default());
-    let driver = tokio::spawn(conversation::run(plan, CollectingUi(ui), received, saving));
+    let driver = tokio::spawn(conversation::run(
+        plan,
+        CollectingUi(ui),
+        received,
+        saving,
+        conversation::Dialler::default(),
+    ));
     let mut window = Window {
         shown,
         transcript: Vec::new(),

@@ -288,6 +288,7 @@ async fn run(scenario: &Scenario, replies: usize) -> Measured {
         CollectingUi(ui),
         received,
         Saving::new(CurrentConversation::default()),
+        conversation::Dialler::default(),
     ));
     let mut window = Window {
         shown,

@@ -202,7 +202,13 @@ async fn start(name: &str, session_limit_ms: Option<u64>) -> Bench {
     let (ui, shown) = mpsc::unbounded_channel();
     let (commands, received) = mpsc::unbounded_channel();
     let saving = Saving::new(CurrentConversation::default());
-    let driver = tokio::spawn(conversation::run(plan, CollectingUi(ui), received, saving));
+    let driver = tokio::spawn(conversation::run(
+        plan,
+        CollectingUi(ui),
+        received,
+        saving,
+        conversation::Dialler::default(),
+    ));
     let window = Window {
         shown,
         transcript: Vec::new(),

@@ -18,6 +18,7 @@ mod machine;
 mod meters;
 mod output;
 mod outside_text;
+mod preview;
 mod redial;
 mod restore;
 mod spending;
@@ -33,6 +34,10 @@ pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
 pub use output::{LatencySplit, Output, Record, ReplyPlayout};
 pub use outside_text::{MAX_OUTSIDE_TEXT_CHARS, outside_text};
+pub use preview::{
+    LONGEST_PREVIEW_MS, PREVIEW_EVENT_ID, PREVIEW_INSTRUCTIONS, PreviewInput, PreviewOutput,
+    VoicePreview,
+};
 pub use redial::{DialFailure, DialStage, FirstDial, RedialPolicy, Retry};
 pub use restore::{
     RESTORE_BUDGET_CHARS, RESTORE_MESSAGE_CHARS, call_setup_history, restore_items,
