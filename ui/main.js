@@ -6,6 +6,7 @@ import {
   failureStatus,
   renderBanner,
   renderStatus,
+  statusView,
   talkControl,
 } from "./status.js";
 import { createTranscript } from "./transcript.js";
@@ -18,17 +19,16 @@ import { createCompose } from "./compose.js";
 import { createSpending } from "./spending.js";
 import { createApprovals } from "./approvals.js";
 import { connectionShown, renderHealth } from "./health.js";
+import { createPageState } from "./page.js";
 
 const { invoke, convertFileSrc } = window.__TAURI__.core;
 const { listen } = window.__TAURI__.event;
 
 const statusLine = document.getElementById("status");
 const connectionBadge = document.getElementById("connection");
-/** The call's latest connection health, shown while a call is up. */
-let lastHealth = null;
 const pttButton = document.getElementById("ptt");
-/** The microphone's latest level reading, for the talk control's ring. */
-let lastMicReading = null;
+/** What Rust last said and how the user talks: every view below renders from it. */
+const page = createPageState();
 const handsFree = document.getElementById("hands-free");
 const settingsDialog = createSettingsDialog(document.getElementById("settings"), invoke, {
   onSaved: (settings) => showTalkMode(settings),
@@ -56,7 +56,7 @@ const compose = createCompose(document.getElementById("compose"), {
   detach: (id) => invoke(COMMANDS.detachPicture, { id }),
   screenshotTargets: () => invoke(COMMANDS.screenshotTargets),
   screenshot: (target) => invoke(COMMANDS.attachScreenshot, { target }),
-  state: () => statusLine.dataset.state,
+  state: () => page.get().status.state,
 });
 listen(EVENTS.pictureDropped, (event) => compose.dropped(event.payload));
 const approvals = createApprovals(document.getElementById("approvals"), {
@@ -75,9 +75,9 @@ const connectButton = document.getElementById("connect");
 const banner = document.getElementById("banner");
 // How the user talks (from the settings) and the conversation's state (from Rust): together
 // they say what the big control and its hint read.
-let talkMode = { handsFree: false, pressMode: "hold" };
 function showTalkControl() {
-  const control = talkControl(statusLine.dataset.state, talkMode);
+  const { status, talkMode } = page.get();
+  const control = talkControl(status.state, talkMode);
   pttButton.querySelector(".ptt-label").textContent = control.label;
   pttButton.disabled = control.disabled && !talk.pressed;
   // "Space" and "Esc" are keys: shown as such.
@@ -92,20 +92,28 @@ function showTalkControl() {
 }
 // The Connect button follows the status: Cancel while a call is being placed.
 // A problem's sentence and its one action go to the banner under the header.
-let shownStatus = { state: "unknown", detail: "" };
 function showStatus(status) {
-  if (!renderStatus(statusLine, status)) return;
-  shownStatus = status;
-  connectionBadge.hidden = !(lastHealth && connectionShown(status.state));
-  // Readings come only when the level moves, so a press shows the last one at once.
-  const ring = status.state === "listening" && lastMicReading ? ringLevel(lastMicReading) : 0;
-  pttButton.style.setProperty("--mic-level", ring.toFixed(2));
+  if (!page.showStatus(status)) return;
+  renderStatus(statusLine, status);
+  showHealth();
+  showMicRing();
   renderBanner(banner, status);
   const action = connectAction(status);
   connectButton.textContent = action.label;
   connectButton.title = action.title;
-  connectButton.dataset.command = action.command;
   showTalkControl();
+}
+function showHealth() {
+  const { health, status } = page.get();
+  if (health) renderHealth(connectionBadge, health);
+  connectionBadge.hidden = !(health && connectionShown(status.state));
+}
+// While listening, a ring around the talk control follows the microphone's level. Readings
+// come only when the level moves, so a press shows the last one at once.
+function showMicRing() {
+  const { micReading } = page.get();
+  const ring = page.listening() && micReading ? ringLevel(micReading) : 0;
+  pttButton.style.setProperty("--mic-level", ring.toFixed(2));
 }
 banner.querySelector("[data-action=copy-details]").addEventListener("click", (event) => {
   const button = event.currentTarget;
@@ -116,8 +124,8 @@ banner.querySelector("[data-action=copy-details]").addEventListener("click", (ev
     })
     .catch(reportFailure);
 });
-banner.querySelector("[data-role=action]").addEventListener("click", (event) => {
-  const command = event.currentTarget.dataset.command;
+banner.querySelector("[data-role=action]").addEventListener("click", () => {
+  const command = statusView(page.get().status).banner?.action.command;
   if (command === "open_settings") settingsDialog.open();
   else if (command === "dismiss") banner.hidden = true;
   else invoke(COMMANDS.connect).catch(reportFailure);
@@ -126,13 +134,11 @@ await listen(EVENTS.status, (event) => showStatus(event.payload));
 // Statuses emitted before this page listened (the app connects while the page loads).
 const latest = await invoke(COMMANDS.status);
 if (latest) showStatus(latest);
-// While listening, a ring around the talk control follows the microphone's level.
 await listen(EVENTS.level, (event) => {
   renderLevel(meters, event.payload);
   if (event.payload.direction !== "input") return;
-  lastMicReading = event.payload;
-  const level = statusLine.dataset.state === "listening" ? ringLevel(event.payload) : 0;
-  pttButton.style.setProperty("--mic-level", level.toFixed(2));
+  page.setMicReading(event.payload);
+  showMicRing();
 });
 // Transcript events are applied in their order, at most about ten batches a second (pace.js);
 // anything that marks or reads the transcript first applies what waits.
@@ -140,9 +146,8 @@ const transcriptEvents = createPacer((events) => transcript.applyAll(events, rep
 const spending = createSpending(document.querySelector("#spending"));
 await listen(EVENTS.spending, (event) => spending.show(event.payload));
 await listen(EVENTS.connectionHealth, (event) => {
-  lastHealth = event.payload;
-  renderHealth(connectionBadge, event.payload);
-  connectionBadge.hidden = !connectionShown(statusLine.dataset.state);
+  page.setHealth(event.payload);
+  showHealth();
 });
 await listen(EVENTS.transcript, (event) => transcriptEvents.push(event.payload));
 
@@ -157,7 +162,7 @@ pttButton.addEventListener("pointercancel", () => talk.release("pointer"));
 
 document.addEventListener("keydown", (event) => {
   // Escape takes a recording back before it is sent.
-  if (isCancelKey(event) && statusLine.dataset.state === "listening") {
+  if (isCancelKey(event) && page.listening()) {
     event.preventDefault();
     invoke(COMMANDS.cancelPress).catch(reportFailure);
     return;
@@ -178,7 +183,10 @@ window.addEventListener("blur", () => talk.releaseAll());
 function copy(text, what) {
   invoke(COMMANDS.copyText, { text })
     // The same state, and the same Cancel while a call is being placed.
-    .then(() => showStatus({ state: shownStatus.state, cancellable: shownStatus.cancellable, detail: `Copied ${what}.` }))
+    .then(() => {
+      const shown = page.get().status;
+      showStatus({ state: shown.state, cancellable: shown.cancellable, detail: `Copied ${what}.` });
+    })
     .catch(reportFailure);
 }
 // Messages in the live transcript and in an opened past conversation alike.
@@ -196,7 +204,7 @@ document.getElementById("copy-transcript").addEventListener("click", () => {
 // How the talk control behaves follows the settings: hold or toggle, or hands-free.
 function showTalkMode(settings) {
   handsFree.checked = settings.handsFree;
-  talkMode = { handsFree: settings.handsFree, pressMode: settings.pressMode };
+  page.setTalkMode(settings);
   showTalkControl();
 }
 // A switch flipped with the mouse gives the focus back: Space is the talk key, and on a
@@ -244,7 +252,7 @@ invoke(COMMANDS.getSettings)
   .catch(reportFailure);
 
 connectButton.addEventListener("click", () => {
-  invoke(connectButton.dataset.command ?? COMMANDS.connect).catch(reportFailure);
+  invoke(connectAction(page.get().status).command).catch(reportFailure);
 });
 document.getElementById("open-settings").addEventListener("click", () => settingsDialog.open());
 const history = createHistoryPanel({

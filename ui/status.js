@@ -54,20 +54,14 @@ export function statusView(status) {
 }
 
 /**
- * Applies one status event to the status element: its headline shown, the rest of its text
- * kept for screen readers only (the banner shows it). Unknown states still show their text,
- * marked "unknown", so a newer backend never leaves the line blank. A status carrying a `seq`
- * older than the one shown is stale (the page asked for the latest while a newer event was on
- * its way) and is ignored; returns whether the status was shown.
+ * Shows one status on the status element: its headline shown, the rest of its text kept for
+ * screen readers only (the banner shows it). Unknown states still show their text, marked
+ * "unknown", so a newer backend never leaves the line blank. (Which status is shown, and which
+ * is stale, is the page state's: page.js.)
  * @param {{ dataset: Record<string, string>, title: string, ownerDocument: Document, replaceChildren: Function }} element
- * @param {{ state: string, detail: string, action?: string, seq?: number }} status
+ * @param {{ state: string, detail: string, action?: string }} status
  */
 export function renderStatus(element, status) {
-  const shownSeq = Number(element.dataset.seq ?? 0);
-  if (typeof status.seq === "number") {
-    if (status.seq <= shownSeq) return false;
-    element.dataset.seq = String(status.seq);
-  }
   element.dataset.state = KNOWN_STATES.has(status.state) ? status.state : "unknown";
   const view = statusView(status);
   const headline = element.ownerDocument.createElement("span");
@@ -77,7 +71,6 @@ export function renderStatus(element, status) {
   rest.textContent = view.rest;
   element.replaceChildren(headline, rest);
   element.title = status.detail;
-  return true;
 }
 
 /**

@@ -58,15 +58,6 @@ test("a state this page does not know still shows its text, marked unknown", () 
   assert.equal(line.dataset.state, "unknown");
 });
 
-test("a status older than the one shown is ignored", () => {
-  const line = statusElement();
-  assert.equal(renderStatus(line, { seq: 3, state: "ready", detail: "Ready" }), true);
-  assert.equal(renderStatus(line, { seq: 2, state: "connecting", detail: "Connecting…" }), false);
-  assert.equal(line.textContent, "Ready");
-  assert.equal(renderStatus(line, { seq: 4, state: "listening", detail: "Listening…" }), true);
-  assert.equal(line.dataset.state, "listening");
-});
-
 test("a command's error object shows its message, never [object Object]", () => {
   assert.equal(describeError({ message: "the conversation has stopped", field: null }), "the conversation has stopped");
   assert.equal(failureStatus({ message: "no key" }).detail, "Something went wrong: no key");
