@@ -17,6 +17,11 @@ cd "$(dirname "$0")/.."
 
 scripts/deps.sh test
 export PATH="$HOME/.cargo/bin:$PATH"
+# A bare clone (CI) compiles everything once: incremental caches would only take disk (about
+# 3 GB). A checkout that has built before keeps them, for the next change.
+if [[ ! -d "${CARGO_TARGET_DIR:-target}/debug" ]]; then
+  export CARGO_INCREMENTAL=0
+fi
 
 step() {
   local name=$1
@@ -67,13 +72,15 @@ step pipewire-audio scripts/on-pipewire.sh
 # build instead of after the other tests (not beside the webview tests, whose windows they
 # slow): the long idle call (crates/local-provider/tests/slow_call.rs, two minutes) and the
 # impaired network's scenarios (tests/slow_impaired_network.rs, two replies each).
+# Their executables, from the workspace's test build above (a build of one package would
+# unify features differently and compile many dependencies a second time).
 test_binary() {
-  cargo test "$@" --locked --no-run --message-format=json |
-    grep '"kind":\["test"\]' | grep "\"name\":\"${*: -1}\"" |
+  cargo test --workspace --locked --no-run --message-format=json |
+    grep '"kind":\["test"\]' | grep "\"name\":\"$1\"" |
     sed -n 's/.*"executable":"\([^"]*\)".*/\1/p'
 }
-slow_call=$(test_binary -p walkie-local --test slow_call)
-impaired=$(test_binary -p walkie --test slow_impaired_network)
+slow_call=$(test_binary slow_call)
+impaired=$(test_binary slow_impaired_network)
 slow_call_log="${CARGO_TARGET_DIR:-target}/slow_call.log"
 impaired_log="${CARGO_TARGET_DIR:-target}/slow_impaired_network.log"
 echo "==> slow-call and impaired-network: beside the package's build, their output in $slow_call_log and $impaired_log" >&2
