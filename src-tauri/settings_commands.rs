@@ -371,25 +371,23 @@ pub(crate) async fn save_settings(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings.clone();
     log::info!("settings saved to {}", state.file.path().display());
-    if before.needs_reconnect(&settings) {
+    let change = before.change_to(&settings);
+    if change.new_call {
         let data_dir = state.data_dir.clone();
         let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
         conversation.send(Command::Apply(Box::new(plan)))?;
     } else {
-        if before.turn_mode_changed(&settings) {
+        if change.turn_mode {
             conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
         }
-        if before.budget_usd != settings.budget_usd
-            || before.prices != settings.prices
-            || before.minute_prices != settings.minute_prices
-        {
+        if change.costing {
             conversation.send(Command::SetCosting {
                 prices: settings.prices.clone(),
                 minute_prices: settings.minute_prices.clone(),
                 budget_usd: settings.budget_usd,
             })?;
         }
-        if before.typed_replies_changed(&settings) {
+        if change.typed_replies {
             conversation.send(Command::SetTypedRepliesInText(
                 settings.typed_replies_in_text,
             ))?;
@@ -426,11 +424,12 @@ pub(crate) async fn set_turn_mode(
         (before, settings)
     };
     log::info!("hands-free {}", if hands_free { "on" } else { "off" });
-    if before.needs_reconnect(&settings) {
+    let change = before.change_to(&settings);
+    if change.new_call {
         let data_dir = state.data_dir.clone();
         let plan = blocking(move || Plan::resolve(&settings, data_dir)).await?;
         conversation.send(Command::Apply(Box::new(plan)))?;
-    } else if before.turn_mode_changed(&settings) {
+    } else if change.turn_mode {
         conversation.send(Command::SetTurnMode(crate::plan::turn_mode(&settings)))?;
     }
     settings_view(&app, &state).await

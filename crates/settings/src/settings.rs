@@ -607,69 +607,131 @@ impl Settings {
         problems
     }
 
-    /// Whether a change from `self` to `other` needs a new connection to take effect (the
-    /// provider, the session or the audio devices changed). The data folder takes effect at the
-    /// next start, so the history and the recorder never look at two different folders. The
-    /// turn mode does not need one ([`Self::turn_mode_changed`]): the call switches in place.
-    pub fn needs_reconnect(&self, other: &Settings) -> bool {
-        let connection = |s: &Settings| {
-            (
+    /// What changing the settings from `self` to `after` asks of the conversation, by when
+    /// each setting takes effect. The settings are grouped here by that, every field named (no
+    /// `..`), so a new setting does not compile until it is placed in a group.
+    pub fn change_to(&self, after: &Settings) -> SettingsChange {
+        let groups = |settings: &Settings| {
+            let Settings {
+                // A new call: the provider, the session it is placed with, the audio devices
+                // and what the engine does with them, the tools declared.
+                provider,
+                azure_resource_url,
+                azure_deployment,
+                custom_base_url,
+                custom_call_form,
+                model,
+                voice,
+                instructions,
+                live_tools_model,
+                transcription_model,
+                noise_reduction,
+                reasoning_effort,
+                parallel_tool_calls,
+                truncation_retention_ratio,
+                speech_speed,
+                transcription_delay,
+                transcription_keywords,
+                push_to_talk_tail_ms,
+                pre_roll_ms,
+                warm_mic,
+                echo_cancellation,
+                voice_barge_in,
+                input_device,
+                output_device,
+                tool_servers,
+                // The call switches in place: how turns end.
+                press_mode,
+                hands_free,
+                voice_detection,
+                eagerness,
+                idle_timeout_ms,
+                live_idle_timeout_s,
+                // In place: how typed messages are answered.
+                typed_replies_in_text,
+                // At once, for the conversation under way too: what it costs.
+                budget_usd,
+                prices,
+                minute_prices,
+                // Not the call's: the next call's renewal (`session_limit_minutes`), the next
+                // start (`data_folder`: the history and the recorder never look at two
+                // folders), the app's own commands (the shortcut, the tray, the login entry),
+                // the history's clean-up, and the file's own bookkeeping.
+                session_limit_minutes: _,
+                data_folder: _,
+                global_shortcut: _,
+                close_to_tray: _,
+                start_on_login: _,
+                retention_days: _,
+                published_prices_of: _,
+                kept_deprecated_models: _,
+            } = settings.clone();
+            let new_call = (
                 (
-                    s.provider,
-                    s.azure_resource_url.clone(),
-                    s.azure_deployment.clone(),
-                    s.custom_base_url.clone(),
-                    s.custom_call_form,
-                ),
-                s.model.clone(),
-                s.voice.clone(),
-                s.instructions.clone(),
-                s.live_tools_model.clone(),
-                s.transcription_model.clone(),
-                s.noise_reduction,
-                (
-                    s.reasoning_effort,
-                    s.parallel_tool_calls,
-                    s.truncation_retention_ratio.map(f64::to_bits),
-                    s.speech_speed.to_bits(),
-                    s.transcription_delay,
-                    s.transcription_keywords.clone(),
+                    provider,
+                    azure_resource_url,
+                    azure_deployment,
+                    custom_base_url,
+                    custom_call_form,
                 ),
                 (
-                    s.push_to_talk_tail_ms,
-                    s.pre_roll_ms,
-                    s.warm_mic,
-                    s.echo_cancellation,
-                    s.voice_barge_in,
+                    model,
+                    voice,
+                    instructions,
+                    live_tools_model,
+                    transcription_model,
+                    noise_reduction,
                 ),
-                (s.input_device.clone(), s.output_device.clone()),
-                s.tool_servers.clone(),
-            )
+                (
+                    reasoning_effort,
+                    parallel_tool_calls,
+                    truncation_retention_ratio.map(f64::to_bits),
+                    speech_speed.to_bits(),
+                    transcription_delay,
+                    transcription_keywords,
+                ),
+                (
+                    push_to_talk_tail_ms,
+                    pre_roll_ms,
+                    warm_mic,
+                    echo_cancellation,
+                    voice_barge_in,
+                ),
+                (input_device, output_device, tool_servers),
+            );
+            let turn_mode = (
+                press_mode,
+                hands_free,
+                voice_detection,
+                eagerness,
+                idle_timeout_ms,
+                live_idle_timeout_s,
+            );
+            let costing = (budget_usd.map(f64::to_bits), prices, minute_prices);
+            (new_call, turn_mode, typed_replies_in_text, costing)
         };
-        connection(self) != connection(other)
+        let (before, after) = (groups(self), groups(after));
+        SettingsChange {
+            new_call: before.0 != after.0,
+            turn_mode: before.1 != after.1,
+            typed_replies: before.2 != after.2,
+            costing: before.3 != after.3,
+        }
     }
+}
 
-    /// Whether the way typed messages are answered changed: the call in progress switches
-    /// without hanging up.
-    pub fn typed_replies_changed(&self, other: &Settings) -> bool {
-        self.typed_replies_in_text != other.typed_replies_in_text
-    }
-
-    /// Whether push-to-talk (hold or toggle) or hands-free changed: the call in progress
-    /// switches without hanging up, so the provider keeps the conversation.
-    pub fn turn_mode_changed(&self, other: &Settings) -> bool {
-        let mode = |s: &Settings| {
-            (
-                s.press_mode,
-                s.hands_free,
-                s.voice_detection,
-                s.eagerness,
-                s.idle_timeout_ms,
-                s.live_idle_timeout_s,
-            )
-        };
-        mode(self) != mode(other)
-    }
+/// What a change of the settings asks of the conversation ([`Settings::change_to`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SettingsChange {
+    /// A new call is needed (make-before-break); the other changes then come with it.
+    pub new_call: bool,
+    /// Push-to-talk (hold or toggle), hands-free, or how voices are detected: the call under
+    /// way switches in place, so the provider keeps the conversation.
+    pub turn_mode: bool,
+    /// Whether typed messages are answered in text alone: in place.
+    pub typed_replies: bool,
+    /// The prices or the budget: at once, for the conversation under way too.
+    pub costing: bool,
 }
 
 /// What [`Settings::migrate`] did: whether the settings changed (and should be saved), and the
@@ -1293,13 +1355,14 @@ mod tests {
             eagerness: Eagerness::High,
             ..base.clone()
         };
-        assert!(eager.turn_mode_changed(&base));
-        assert!(!eager.needs_reconnect(&base));
+        let change = base.change_to(&eager);
+        assert!(change.turn_mode);
+        assert!(!change.new_call);
         let quieter = Settings {
             noise_reduction: NoiseReduction::FarField,
             ..base.clone()
         };
-        assert!(quieter.needs_reconnect(&base));
+        assert!(base.change_to(&quieter).new_call);
     }
 
     #[test]
@@ -1634,12 +1697,56 @@ mod tests {
             global_shortcut: "Ctrl+Alt+W".to_owned(),
             ..before.clone()
         };
-        assert!(!before.needs_reconnect(&retention));
+        assert_eq!(
+            before.change_to(&retention),
+            SettingsChange::default(),
+            "neither the call nor the conversation is told"
+        );
         let voice = Settings {
             voice: "ash".to_owned(),
             ..before.clone()
         };
-        assert!(before.needs_reconnect(&voice));
+        assert!(before.change_to(&voice).new_call);
+    }
+
+    #[test]
+    fn typed_replies_and_costs_change_in_place_each_told_on_its_own() {
+        let before = Settings::default();
+        let in_text = Settings {
+            typed_replies_in_text: !before.typed_replies_in_text,
+            ..before.clone()
+        };
+        assert_eq!(
+            before.change_to(&in_text),
+            SettingsChange {
+                typed_replies: true,
+                ..SettingsChange::default()
+            }
+        );
+        let budget = Settings {
+            budget_usd: Some(2.5),
+            ..before.clone()
+        };
+        let mut repriced = before.clone();
+        repriced.prices[0].prices.audio_in += 1.0;
+        for after in [&budget, &repriced] {
+            assert_eq!(
+                before.change_to(after),
+                SettingsChange {
+                    costing: true,
+                    ..SettingsChange::default()
+                }
+            );
+        }
+        let renewal = Settings {
+            session_limit_minutes: before.session_limit_minutes + 5,
+            ..before.clone()
+        };
+        assert_eq!(
+            before.change_to(&renewal),
+            SettingsChange::default(),
+            "the next call takes the session limit"
+        );
     }
 
     #[test]
@@ -1654,9 +1761,10 @@ mod tests {
             ..before.clone()
         };
         for after in [&hands_free, &toggle] {
-            assert!(!before.needs_reconnect(after));
-            assert!(before.turn_mode_changed(after));
+            let change = before.change_to(after);
+            assert!(!change.new_call);
+            assert!(change.turn_mode);
         }
-        assert!(!before.turn_mode_changed(&before.clone()));
+        assert_eq!(before.change_to(&before.clone()), SettingsChange::default());
     }
 }
