@@ -190,7 +190,7 @@ fn cannot_continue(error: StoreError) -> HistoryError {
             "it is the conversation going on now; just keep talking".to_owned()
         }
         StoreError::InvalidId { .. } => format!("{error}; choose one from the list"),
-        StoreError::OthersCanWrite { .. } => error.to_string(),
+        StoreError::OthersCanWrite { .. } | StoreError::OwnedByAnother { .. } => error.to_string(),
         _ => format!("{error}; check its folder, then press Continue again"),
     };
     HistoryError::CannotContinue(sentence)

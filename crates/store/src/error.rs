@@ -35,6 +35,19 @@ pub enum StoreError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The data folder belongs to another user of this computer, who can change what it holds
+    /// whatever its mode says.
+    #[error(
+        "{} belongs to another user of this computer (user id {owner_uid}): choose a folder of \
+         your own in Settings",
+        path.display()
+    )]
+    OwnedByAnother {
+        /// The folder.
+        path: PathBuf,
+        /// Its owner's user id.
+        owner_uid: u32,
+    },
     /// A WAV file could not be written or read by the WAV codec.
     #[error("WAV file {}: {message}", path.display())]
     Wav {

@@ -36,20 +36,25 @@ pub fn create_private_dir_all(path: &Path) -> std::io::Result<()> {
     private_dir_builder().recursive(true).create(path)
 }
 
-/// Refuses a data folder that every user of the computer can change (others may write it,
-/// without the sticky bit that would keep them to their own files): whatever Walkie saves or
-/// reads back there could be replaced under it. A folder its group may write is left alone:
-/// on desktops that give each user a group of their own, that is how the user's own folders
-/// are made.
+/// Refuses a data folder that another user could change: one that belongs to another user (not
+/// this process's, nor root's), or that every user may write (others may write it, without the
+/// sticky bit that would keep them to their own files). Whatever Walkie saves or reads back
+/// there could be replaced under it. A folder its group may write is left alone: on desktops
+/// that give each user a group of their own, that is how the user's own folders are made.
 pub fn check_private_dir(path: &Path) -> Result<(), StoreError> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = fs::metadata(path)
-            .map_err(|error| StoreError::io("read the permissions of", path, error))?
-            .permissions()
-            .mode()
-            & 0o7777;
+        use std::os::unix::fs::MetadataExt;
+        let metadata = fs::metadata(path)
+            .map_err(|error| StoreError::io("read the permissions of", path, error))?;
+        let owner_uid = metadata.uid();
+        if owner_uid != 0 && owner_uid != rustix::process::geteuid().as_raw() {
+            return Err(StoreError::OwnedByAnother {
+                path: path.to_owned(),
+                owner_uid,
+            });
+        }
+        let mode = metadata.mode() & 0o7777;
         let sticky = mode & 0o1000 != 0;
         if mode & 0o002 != 0 && !sticky {
             return Err(StoreError::OthersCanWrite {
@@ -61,6 +66,19 @@ pub fn check_private_dir(path: &Path) -> Result<(), StoreError> {
     #[cfg(not(unix))]
     let _ = path;
     Ok(())
+}
+
+/// Options that open a file only if it is no symbolic link (on Unix; the open fails otherwise):
+/// what Walkie rewrites in the data folder is its own file, never one a link points at.
+pub fn no_follow_options() -> OpenOptions {
+    #[cfg_attr(not(unix), allow(unused_mut))]
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        rustix::fs::OFlags::NOFOLLOW.bits() as i32,
+    );
+    options
 }
 
 /// Creates the folder `path` (0700 on Unix); fails if it exists.
@@ -76,11 +94,11 @@ fn private_dir_builder() -> DirBuilder {
     builder
 }
 
-/// Options that create a file 0600 on Unix (the mode applies only when the file is created);
-/// add `write`, `append`, `create`… as needed.
+/// Options that create a file 0600 on Unix (the mode applies only when the file is created)
+/// and never open one through a symbolic link; add `write`, `append`, `create`… as needed.
 pub fn private_file_options() -> OpenOptions {
     #[cfg_attr(not(unix), allow(unused_mut))]
-    let mut options = OpenOptions::new();
+    let mut options = no_follow_options();
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
     options

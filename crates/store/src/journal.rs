@@ -10,7 +10,7 @@
 //! to its last whole line and keeps the records in memory; [`JournalFile::resume`] writes them
 //! once the disk takes them again, so no record is lost and no torn line is left in the middle.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -330,14 +330,14 @@ impl JournalFile {
     /// [`parse_journal`] found it: a torn tail is cut off, and a last record that only lacks its
     /// newline gets one.
     pub fn open_for_repair(path: &Path, parsed: &ParsedJournal) -> Result<JournalFile, StoreError> {
-        let file = OpenOptions::new()
+        let file = crate::files::no_follow_options()
             .write(true)
             .open(path)
             .map_err(|error| StoreError::io("open", path, error))?;
         file.set_len(parsed.intact_len_bytes)
             .map_err(|error| StoreError::io("truncate the torn tail of", path, error))?;
         drop(file);
-        let mut file = OpenOptions::new()
+        let mut file = crate::files::no_follow_options()
             .append(true)
             .open(path)
             .map_err(|error| StoreError::io("open", path, error))?;
@@ -428,14 +428,14 @@ impl JournalFile {
             return if self.sync_owed { self.sync() } else { Ok(()) };
         }
         if self.file.is_none() {
-            let file = OpenOptions::new()
+            let file = crate::files::no_follow_options()
                 .write(true)
                 .open(&self.path)
                 .map_err(|error| StoreError::io("reopen", &self.path, error))?;
             file.set_len(self.written_len_bytes)
                 .map_err(|error| StoreError::io("truncate", &self.path, error))?;
             drop(file);
-            let file = OpenOptions::new()
+            let file = crate::files::no_follow_options()
                 .append(true)
                 .open(&self.path)
                 .map_err(|error| StoreError::io("reopen", &self.path, error))?;

@@ -210,7 +210,8 @@ impl Recorder {
         fs::create_dir_all(&turns).map_err(|error| StoreError::io("create", &turns, error))?;
         // Marked before the journal changes: a stop from now on is repaired at the next start.
         let marker = dir.join(WRITING_MARKER_FILE);
-        fs::write(&marker, b"").map_err(|error| StoreError::io("create", &marker, error))?;
+        crate::files::create_private_file(&marker)
+            .map_err(|error| StoreError::io("create", &marker, error))?;
         let mut journal = JournalFile::open_for_repair(&journal_path, &parsed)?;
         let reopened = Record::Reopened(Reopened {
             unix_ms: now_unix_ms,

@@ -9,7 +9,7 @@
 //!
 //! Files are mono 16-bit PCM with hound's canonical 44-byte header.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -132,7 +132,7 @@ pub fn plan_wav_repair(
 /// Repairs a WAV file in place: the header is set to the whole samples present, a torn odd byte
 /// is dropped. Returns what it did. See [`plan_wav_repair`].
 pub fn repair_wav(path: &Path, fallback_rate_hz: u32) -> Result<WavRepair, StoreError> {
-    let mut file = OpenOptions::new()
+    let mut file = crate::files::no_follow_options()
         .read(true)
         .write(true)
         .open(path)
@@ -166,7 +166,7 @@ pub fn repair_wav(path: &Path, fallback_rate_hz: u32) -> Result<WavRepair, Store
 
 /// Sets a (closed) WAV file to its first `sample_count` samples: a barge-in's cut.
 fn cut_wav(path: &Path, sample_rate_hz: u32, sample_count: u64) -> Result<(), StoreError> {
-    let mut file = OpenOptions::new()
+    let mut file = crate::files::no_follow_options()
         .write(true)
         .open(path)
         .map_err(|error| StoreError::io("open", path, error))?;

@@ -424,3 +424,88 @@ fn running_as_root() -> bool {
         .map(|output| output.stdout.starts_with(b"0\n"))
         .unwrap_or(false)
 }
+
+#[cfg(unix)]
+#[test]
+fn a_journal_that_is_a_link_is_not_repaired_through_it_nor_goes_on() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let outside = tempfile::tempdir().expect("a folder outside the data folder");
+    let store = Store::new(root.path());
+    let (recorder, _feed) = record_script(&store);
+    let (id, dir) = (recorder.id().to_owned(), recorder.dir().to_path_buf());
+    // The process dies, and the journal is then replaced by a link to a file elsewhere that
+    // reads as a journal with a torn tail: a repair through the link would cut and append to it.
+    drop(recorder);
+    let journal = dir.join(JOURNAL_FILE);
+    let elsewhere = outside.path().join("journal.jsonl");
+    let mut planted = fs::read(&journal).expect("the journal");
+    planted.extend_from_slice(b"{\"torn");
+    fs::write(&elsewhere, &planted).expect("the file elsewhere");
+    fs::remove_file(&journal).expect("the journal goes");
+    std::os::unix::fs::symlink(&elsewhere, &journal).expect("the link");
+
+    let reports = store
+        .recover(LATER_UNIX_MS, None)
+        .expect("the data folder is listed");
+    assert!(
+        reports.iter().any(Result::is_err),
+        "the linked journal is not repaired: {reports:?}"
+    );
+    assert!(
+        store
+            .continue_conversation(&id, None, config(), LATER_UNIX_MS)
+            .is_err(),
+        "nor does the conversation go on through the link"
+    );
+    assert!(
+        fs::read(&elsewhere).expect("the file elsewhere") == planted,
+        "the file the link points at is untouched"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_data_folder_that_belongs_to_another_user_is_refused_and_one_of_roots_is_not() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let (mut recorder, mut feed) = record_script(&store);
+    feed.close(&mut recorder, START_UNIX_MS + 60_000)
+        .expect("the close saves");
+    let id = recorder.id().to_owned();
+    drop(recorder);
+
+    // 65534: the user "nobody". Giving a folder away takes root, as the tests run here.
+    std::os::unix::fs::chown(root.path(), Some(65_534), None)
+        .expect("the tests run as root, which can give a folder to another user");
+    let refused = store.start(config(), LATER_UNIX_MS);
+    let Err(refusal) = refused else {
+        panic!("a folder of another user's was used")
+    };
+    assert!(
+        matches!(
+            refusal,
+            StoreError::OwnedByAnother {
+                owner_uid: 65_534,
+                ..
+            }
+        ),
+        "{refusal:?}"
+    );
+    let said = refusal.to_string();
+    assert!(said.contains("belongs to another user"), "{said}");
+    assert!(
+        said.contains("choose a folder of your own in Settings"),
+        "{said}"
+    );
+    assert!(
+        matches!(
+            store.continue_conversation(&id, None, config(), LATER_UNIX_MS),
+            Err(StoreError::OwnedByAnother { .. })
+        ),
+        "its conversations are not restated to the model either"
+    );
+
+    // Root's own folders (the system's, a mount point) are no other user's.
+    std::os::unix::fs::chown(root.path(), Some(0), None).expect("back to root");
+    assert!(store.start(config(), LATER_UNIX_MS + 1_000).is_ok());
+}
