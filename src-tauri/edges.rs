@@ -57,8 +57,9 @@ pub struct Edges<U> {
     pub ui: U,
     /// The MCP servers whose tools the conversation declares, if any.
     pub tool_servers: Option<Arc<walkie_mcp::Servers>>,
-    /// Why servers of the list could not be used (told to the conversation when it begins).
-    pub tool_server_problems: Vec<String>,
+    /// Why servers of the list could not be used, or only in part (told to the conversation
+    /// when it begins).
+    pub tool_server_problems: Vec<walkie_conversation::ToolServerProblem>,
     /// The outcomes of tool calls run off this task, as the machine's inputs.
     tool_results: (mpsc::UnboundedSender<Input>, mpsc::UnboundedReceiver<Input>),
     /// When the connection's health is next read (during a call).
@@ -165,8 +166,8 @@ impl<U: Ui> Edges<U> {
         );
         self.call_started(machine);
         if !self.tool_server_problems.is_empty() {
-            let missing = Input::ToolServersMissing(self.tool_server_problems.clone());
-            self.feed(machine, missing);
+            let problems = Input::ToolServerProblems(self.tool_server_problems.clone());
+            self.feed(machine, problems);
         }
         Ok(())
     }

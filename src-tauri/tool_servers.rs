@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use walkie_conversation::{Input, OutsideTool, ToolPolicy};
+use walkie_conversation::{Input, OutsideTool, ToolPolicy, ToolServerProblem};
 use walkie_mcp::{Reach, ServerSpec, Servers};
 use walkie_openai::Tool;
 use walkie_session::turn::ToolCallRequest;
@@ -29,15 +29,18 @@ struct Running {
     /// The enabled servers of the list they were started for.
     listed: Vec<ToolServer>,
     servers: Arc<Servers>,
-    /// Why some of them could not be used, each naming its server.
-    problems: Vec<String>,
+    /// Why some of them could not be used, or only in part, each naming its server.
+    problems: Vec<ToolServerProblem>,
 }
 
 impl ToolServers {
     /// The servers of `listed` (the enabled ones), started now (together) unless they already
     /// run, and why any of them could not be used (said again for every conversation until
     /// the list changes); `None` when none is enabled. A server that cannot start is left out.
-    pub async fn for_list(&mut self, listed: &[ToolServer]) -> (Option<Arc<Servers>>, Vec<String>) {
+    pub async fn for_list(
+        &mut self,
+        listed: &[ToolServer],
+    ) -> (Option<Arc<Servers>>, Vec<ToolServerProblem>) {
         let enabled: Vec<ToolServer> = listed
             .iter()
             .filter(|server| server.enabled)
@@ -56,12 +59,18 @@ impl ToolServers {
         }
         let specs = enabled.iter().filter_map(spec_of).collect();
         let (servers, problems) = Servers::start(specs, START_DEADLINE).await;
-        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let problems: Vec<ToolServerProblem> = problems
+            .iter()
+            .map(|problem| ToolServerProblem {
+                said: problem.to_string(),
+                server_used: problem.leaves_the_server_in(),
+            })
+            .collect();
         for problem in &problems {
             log::warn!(
                 "tool server: {}",
                 walkie_conversation::outside_text(
-                    problem,
+                    &problem.said,
                     walkie_conversation::MAX_OUTSIDE_TEXT_CHARS
                 )
             );
@@ -124,7 +133,11 @@ pub async fn check_tool_server(server: ToolServer) -> Result<Vec<CheckedTool>, S
     let spec = spec_of(&named).ok_or_else(|| "Its command has an unclosed quote".to_owned())?;
     let (servers, problems) = Servers::start(vec![spec], START_DEADLINE).await;
     servers.stop().await;
-    if let Some(problem) = problems.into_iter().next() {
+    // A server used without some of its tools shows the tools it is used with.
+    if let Some(problem) = problems
+        .into_iter()
+        .find(|problem| !problem.leaves_the_server_in())
+    {
         return Err(problem.to_string());
     }
     Ok(servers

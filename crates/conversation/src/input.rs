@@ -9,6 +9,15 @@ use walkie_session::{AudioChunk, DeviceDirection};
 
 use crate::redial::DialFailure;
 
+/// A tool server's problem, as the conversation is told it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolServerProblem {
+    /// The problem in words, naming its server.
+    pub said: String,
+    /// The server is used all the same, without some of its tools.
+    pub server_used: bool,
+}
+
 /// One input, with the caller's time passed beside it.
 #[derive(Debug, Clone)]
 pub enum Input {
@@ -83,9 +92,10 @@ pub enum Input {
         sentence: String,
         details: Option<String>,
     },
-    /// Tool servers of the settings' list that could not be started or listed no tools (each
-    /// problem in words, naming its server): their tools are not offered in this conversation.
-    ToolServersMissing(Vec<String>),
+    /// What went wrong with tool servers of the settings' list: servers that could not be
+    /// started or listed no tools (their tools are not offered in this conversation), and
+    /// servers used without some of their tools.
+    ToolServerProblems(Vec<ToolServerProblem>),
     /// Time passed (at [`crate::Conversation::next_deadline_ms`]).
     Tick,
 }

@@ -29,7 +29,7 @@ pub use conversations::{
     CallPlan, Conversations, ConversationsInput, ConversationsOutput, Placement, Request,
 };
 pub use health::{ConnectionHealth, HealthLevel, HealthSample, HealthWatch};
-pub use input::{EngineInput, Input, LevelReading, TransportInput};
+pub use input::{EngineInput, Input, LevelReading, ToolServerProblem, TransportInput};
 pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
 pub use output::{LatencySplit, Output, Record, ReplyPlayout};

@@ -172,6 +172,8 @@ pub struct Conversation {
     budget_spent: bool,
     /// Why tool servers of the list could not be used, each naming its server.
     servers_missing: Vec<String>,
+    /// Why servers are used without some of their tools, each naming its server.
+    servers_cut: Vec<String>,
     /// The outside tools (their titles) left out, as all would not fit in a session.
     tools_left_out: Vec<String>,
     outputs: VecDeque<Output>,
@@ -234,6 +236,7 @@ impl Conversation {
             budget_warned: false,
             budget_spent: false,
             servers_missing: Vec::new(),
+            servers_cut: Vec::new(),
             tools_left_out: left_out.into_iter().map(|tool| tool.title).collect(),
         }
         .showing_tool_problems()
@@ -247,9 +250,11 @@ impl Conversation {
     }
 
     fn show_tool_problems(&mut self) {
-        if let Some((sentence, details)) =
-            sentence::tools_unavailable(&self.servers_missing, &self.tools_left_out)
-        {
+        if let Some((sentence, details)) = sentence::tools_unavailable(
+            &self.servers_missing,
+            &self.servers_cut,
+            &self.tools_left_out,
+        ) {
             self.notice = Some(Notice {
                 sentence,
                 details: Some(details),
@@ -354,11 +359,15 @@ impl Conversation {
                     action: StatusAction::OpenSettings,
                 });
             }
-            (_, Input::ToolServersMissing(problems)) => {
-                self.servers_missing = problems
-                    .iter()
-                    .map(|problem| outside_text(problem, MAX_OUTSIDE_TEXT_CHARS))
-                    .collect();
+            (_, Input::ToolServerProblems(problems)) => {
+                let said = |used: bool| {
+                    problems
+                        .iter()
+                        .filter(|problem| problem.server_used == used)
+                        .map(|problem| outside_text(&problem.said, MAX_OUTSIDE_TEXT_CHARS))
+                        .collect()
+                };
+                (self.servers_missing, self.servers_cut) = (said(false), said(true));
                 self.show_tool_problems();
             }
             (_, Input::SendMessage(message)) => {
@@ -543,7 +552,7 @@ impl Conversation {
             | Input::SavingResumed { .. }
             | Input::NewCallDialling { .. }
             | Input::NewCallRefused { .. }
-            | Input::ToolServersMissing(_)
+            | Input::ToolServerProblems(_)
             | Input::SendMessage(_)
             | Input::WallClock(_)
             | Input::Engine(_)

@@ -487,14 +487,17 @@ pub mod sentence {
     }
 
     /// The conversation goes without some tools: servers that could not be started
-    /// (`servers_missing`, each problem naming its server) and tools left out as all would not
-    /// fit in a session (`left_out`, their titles). The sentence, and the details behind it;
-    /// `None` when it has every tool.
+    /// (`servers_missing`, each problem naming its server), servers used without some of their
+    /// tools (`servers_cut`, likewise) and tools left out as all would not fit in a session
+    /// (`left_out`, their titles). The sentence, and the details behind it; `None` when it has
+    /// every tool.
     pub fn tools_unavailable(
         servers_missing: &[String],
+        servers_cut: &[String],
         left_out: &[String],
     ) -> Option<(String, String)> {
         let mut details: Vec<String> = servers_missing.to_vec();
+        details.extend(servers_cut.iter().cloned());
         if !left_out.is_empty() {
             details.push(format!(
                 "Left out, as all would not fit in one call: {}.",
@@ -502,12 +505,21 @@ pub mod sentence {
             ));
         }
         let sentence = match (servers_missing, left_out.len()) {
-            ([], 0) => return None,
-            ([one], 0) => format!(
+            ([], 0) => match servers_cut {
+                [] => return None,
+                [one] => format!(
+                    "Some tools left out: {}. Its other tools are used.",
+                    one.trim_end_matches('.')
+                ),
+                _ => "Some tools are left out (details below); the conversation goes on with \
+                      the rest. Check the tool servers in Settings."
+                    .to_owned(),
+            },
+            ([one], 0) if servers_cut.is_empty() => format!(
                 "{NOT_AVAILABLE}: {}. Its tools are left out of this conversation.",
                 one.trim_end_matches('.')
             ),
-            ([], count) => format!(
+            ([], count) if servers_cut.is_empty() => format!(
                 "{count} tool{} left out: all would not fit in one call (details below). Use \
                  fewer tool servers in Settings.",
                 if count == 1 { " is" } else { "s are" }

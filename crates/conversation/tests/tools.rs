@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use support::*;
 use turn_support::{function_arguments_done, function_call_added, response_created, response_done};
 use walkie_conversation::{
-    APPROVAL_TIMEOUT_MS, Input, Output, OutsideTool, ToolPolicy, TransportInput,
+    APPROVAL_TIMEOUT_MS, Input, Output, OutsideTool, ToolPolicy, ToolServerProblem, TransportInput,
 };
 use walkie_openai::{ClientEvent, Item, Tool};
 
@@ -507,6 +507,52 @@ fn a_tool_call_and_its_answer_are_in_the_transcript_and_told_to_the_next_session
     assert!(told.contains("[The tool answered: 5]"), "{told}");
 }
 
+fn missing(said: &str) -> ToolServerProblem {
+    ToolServerProblem {
+        said: said.to_owned(),
+        server_used: false,
+    }
+}
+
+/// A server used without some of its tools is said to be used, not left out; beside one left
+/// out, both are in the details.
+#[test]
+fn a_tool_server_whose_tool_list_was_cut_is_said_to_be_used_with_the_rest() {
+    let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
+    let cut = ToolServerProblem {
+        said: "many offers tools Walkie leaves out (it lists more than 128 tools: the first 128 \
+               are used)"
+            .to_owned(),
+        server_used: true,
+    };
+    let outputs = call.input(100, Input::ToolServerProblems(vec![cut.clone()]));
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert_eq!(
+        shown.detail,
+        "Some tools left out: many offers tools Walkie leaves out (it lists more than 128 \
+         tools: the first 128 are used). Its other tools are used."
+    );
+    assert!(!shown.detail.contains("Not available"), "{}", shown.detail);
+
+    let outputs = call.input(
+        200,
+        Input::ToolServerProblems(vec![missing("files did not answer"), cut]),
+    );
+    let shown = statuses(&outputs).pop().expect("a status");
+    assert!(
+        shown
+            .detail
+            .starts_with("Some tools are not available (details below)"),
+        "{}",
+        shown.detail
+    );
+    let details = shown.details.expect("the details");
+    assert!(
+        details.starts_with("files did not answer\nmany offers"),
+        "{details}"
+    );
+}
+
 /// A tool server that could not be started is named in the status line while the conversation
 /// is idle, with Settings to fix it; the problems behind it are its details.
 #[test]
@@ -514,9 +560,9 @@ fn a_tool_server_that_could_not_start_is_named_with_settings_to_fix_it() {
     let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
     let outputs = call.input(
         100,
-        Input::ToolServersMissing(vec![
-            "files could not be started (No such file or directory (os error 2))".to_owned(),
-        ]),
+        Input::ToolServerProblems(vec![missing(
+            "files could not be started (No such file or directory (os error 2))",
+        )]),
     );
     let shown = statuses(&outputs).pop().expect("a status");
     assert_eq!(
@@ -531,9 +577,9 @@ fn a_tool_server_that_could_not_start_is_named_with_settings_to_fix_it() {
 
     let outputs = call.input(
         200,
-        Input::ToolServersMissing(vec![
-            "a did not answer".to_owned(),
-            "b did not answer".to_owned(),
+        Input::ToolServerProblems(vec![
+            missing("a did not answer"),
+            missing("b did not answer"),
         ]),
     );
     let shown = statuses(&outputs).pop().expect("a status");

@@ -16,7 +16,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -27,6 +27,14 @@ use tokio::sync::Mutex;
 
 /// The longest name the Realtime API takes for a function tool.
 pub const MAX_TOOL_NAME_CHARS: usize = 64;
+/// At most this many pages of a server's tool list are read: a server that pages on and on is
+/// cut off there, within its start's deadline.
+pub const MAX_TOOL_PAGES: usize = 16;
+/// At most this many of one server's tools are offered to the model.
+pub const MAX_TOOLS_PER_SERVER: usize = 128;
+/// A tool whose input schema takes more than this as JSON is left out: every tool declared goes
+/// to the provider in the session's one data-channel message (64 KiB).
+pub const MAX_TOOL_SCHEMA_BYTES: usize = 16 * 1024;
 
 /// A server the user listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +76,16 @@ pub enum ServerError {
     NoHandshake { server: String, reason: String },
     #[error("{server} did not list its tools ({reason})")]
     NoTools { server: String, reason: String },
+    /// The server is used, without some of its tools.
+    #[error("{server} offers tools Walkie leaves out ({reason})")]
+    ToolsCut { server: String, reason: String },
+}
+
+impl ServerError {
+    /// Whether the server is used all the same, only some of its tools left out.
+    pub fn leaves_the_server_in(&self) -> bool {
+        matches!(self, ServerError::ToolsCut { .. })
+    }
 }
 
 /// Why a call gave no result. Each is said to the model as the tool's error, and to the user.
@@ -352,9 +370,15 @@ impl Servers {
             };
             match listed {
                 Ok(listed) => {
+                    if let Some(reason) = listed.cut {
+                        problems.push(ServerError::ToolsCut {
+                            server: server.spec.name.clone(),
+                            reason,
+                        });
+                    }
                     let index = servers.servers.len();
                     servers.servers.push(server.clone());
-                    for (tool, description, input_schema) in listed {
+                    for (tool, description, input_schema) in listed.tools {
                         let offered_name =
                             offered_name(&server.spec.name, &tool, &servers.by_offered_name);
                         servers
@@ -458,32 +482,104 @@ impl Servers {
     }
 }
 
-/// A server's tools: (name, description, input schema).
-async fn list_tools(
-    server: &Server,
-    deadline: Duration,
-) -> Result<Vec<(String, Option<String>, Value)>, ServerError> {
+/// A server's tools as Walkie takes them: (name, description, input schema), and why some
+/// were left out, if some were.
+struct Listed {
+    tools: Vec<(String, Option<String>, Value)>,
+    cut: Option<String>,
+}
+
+/// A server's tools, page by page within `deadline` in all: at most [`MAX_TOOL_PAGES`] pages
+/// and [`MAX_TOOLS_PER_SERVER`] tools, none whose schema is over [`MAX_TOOL_SCHEMA_BYTES`].
+async fn list_tools(server: &Server, deadline: Duration) -> Result<Listed, ServerError> {
     let peer = server.peer(deadline).await?;
-    let listed = tokio::time::timeout(deadline, peer.list_all_tools())
+    let no_tools = |reason: String| ServerError::NoTools {
+        server: server.spec.name.clone(),
+        reason,
+    };
+    let mut listed = Listed {
+        tools: Vec::new(),
+        cut: None,
+    };
+    let mut over_count = 0_usize;
+    let mut too_large = Vec::new();
+    let mut pages_left_unread = false;
+    let reading = async {
+        let mut cursor = None;
+        for page in 0.. {
+            if page == MAX_TOOL_PAGES {
+                pages_left_unread = true;
+                break;
+            }
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let result = peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|error| no_tools(scrubbed(error.to_string(), &server.spec.reach)))?;
+            for tool in result.tools {
+                let schema = Value::Object((*tool.input_schema).clone());
+                let schema_bytes =
+                    serde_json::to_vec(&schema).map_or(usize::MAX, |json| json.len());
+                if schema_bytes > MAX_TOOL_SCHEMA_BYTES {
+                    too_large.push(outside_name(&tool.name));
+                } else if listed.tools.len() == MAX_TOOLS_PER_SERVER {
+                    over_count += 1;
+                } else {
+                    let description = tool.description.map(|description| description.to_string());
+                    listed
+                        .tools
+                        .push((tool.name.to_string(), description, schema));
+                }
+            }
+            // Full: the rest is not read, however many pages it has.
+            let full = listed.tools.len() == MAX_TOOLS_PER_SERVER;
+            match result.next_cursor {
+                Some(_) if full => {
+                    over_count += 1;
+                    break;
+                }
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok::<(), ServerError>(())
+    };
+    tokio::time::timeout(deadline, reading)
         .await
-        .map_err(|_| ServerError::NoTools {
-            server: server.spec.name.clone(),
-            reason: format!("no answer within {} s", deadline.as_secs()),
-        })?
-        .map_err(|error| ServerError::NoTools {
-            server: server.spec.name.clone(),
-            reason: scrubbed(error.to_string(), &server.spec.reach),
-        })?;
-    Ok(listed
-        .into_iter()
-        .map(|tool| {
-            (
-                tool.name.to_string(),
-                tool.description.map(|description| description.to_string()),
-                Value::Object((*tool.input_schema).clone()),
-            )
-        })
-        .collect())
+        .map_err(|_| no_tools(format!("no answer within {} s", deadline.as_secs())))??;
+    let mut why = Vec::new();
+    if !too_large.is_empty() {
+        why.push(format!(
+            "{} described at over {} KiB: {}",
+            too_large.len(),
+            MAX_TOOL_SCHEMA_BYTES / 1024,
+            too_large.join(", ")
+        ));
+    }
+    if over_count > 0 {
+        why.push(format!(
+            "it lists more than {MAX_TOOLS_PER_SERVER} tools: the first {MAX_TOOLS_PER_SERVER} \
+             are used"
+        ));
+    } else if pages_left_unread {
+        why.push(format!(
+            "its list goes on past {MAX_TOOL_PAGES} pages: the {} tools of those are used",
+            listed.tools.len()
+        ));
+    }
+    if !why.is_empty() {
+        listed.cut = Some(why.join("; "));
+    }
+    Ok(listed)
+}
+
+/// A tool's name as the server gave it, made safe to show: at most 64 characters, no control
+/// characters.
+fn outside_name(name: &str) -> String {
+    name.chars()
+        .filter(|character| !character.is_control())
+        .take(MAX_TOOL_NAME_CHARS)
+        .collect()
 }
 
 /// `server__tool`, with every character the API refuses made `_`, at most

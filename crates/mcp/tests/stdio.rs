@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use walkie_mcp::{CallError, Reach, ServerError, ServerSpec, Servers};
+use walkie_mcp::{
+    CallError, MAX_TOOL_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER, Reach, ServerError, ServerSpec, Servers,
+};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -279,4 +281,58 @@ fn walkies_api_keys_are_never_passed_to_a_server() {
             ("HOME", "/home/me")
         ]
     );
+}
+
+#[tokio::test]
+async fn a_server_whose_tool_list_never_ends_is_used_with_its_first_tools_and_said_so() {
+    let endless = ServerSpec {
+        name: "endless".to_owned(),
+        reach: Reach::Command {
+            program: env!("CARGO_BIN_EXE_walkie-mcp-test-server").to_owned(),
+            args: vec!["--endless-tools".to_owned()],
+        },
+    };
+    let started = std::time::Instant::now();
+    let (servers, problems) = Servers::start(vec![endless], DEADLINE).await;
+    assert!(
+        started.elapsed() < DEADLINE / 2,
+        "the list is cut off once full, not at the deadline ({:?})",
+        started.elapsed()
+    );
+    assert_eq!(servers.tools().len(), MAX_TOOLS_PER_SERVER);
+    assert!(
+        servers
+            .tools()
+            .iter()
+            .all(|tool| serde_json::to_vec(&tool.input_schema).unwrap().len()
+                <= MAX_TOOL_SCHEMA_BYTES),
+        "no tool with an oversized schema is offered"
+    );
+    assert_eq!(
+        servers.tools()[0].tool,
+        "tool_0_1",
+        "the tool described at 64 KiB is left out"
+    );
+    let [problem] = problems.as_slice() else {
+        panic!("one problem, the cut: {problems:?}");
+    };
+    assert!(problem.leaves_the_server_in(), "{problem:?}");
+    assert!(matches!(problem, ServerError::ToolsCut { .. }));
+    let said = problem.to_string();
+    assert!(
+        said.starts_with("endless offers tools Walkie leaves out"),
+        "{said}"
+    );
+    assert!(
+        said.contains("1 described at over 16 KiB: tool_0_0"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "it lists more than {MAX_TOOLS_PER_SERVER} tools: the first {MAX_TOOLS_PER_SERVER} \
+             are used"
+        )),
+        "{said}"
+    );
+    servers.stop().await;
 }

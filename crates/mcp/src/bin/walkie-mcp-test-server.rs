@@ -8,13 +8,20 @@
 //!
 //! `--http` serves the same tools over streamable HTTP instead, on a free port of 127.0.0.1;
 //! its first line on stdout is the address (`http://127.0.0.1:PORT/mcp`).
+//!
+//! `--endless-tools` is a hostile server instead: its tool list pages on without end, 50 tools a
+//! page, the first of them described by a 64 KiB schema; every page asked for is counted on
+//! stderr ("listed page N").
 
 use std::io::Write as _;
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
 use rmcp::transport::stdio;
-use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -105,11 +112,65 @@ impl ServerHandler for TestServer {
     }
 }
 
+/// A server whose tool list never ends.
+#[derive(Clone)]
+struct EndlessTools;
+
+/// Tools on each page of [`EndlessTools`]' list.
+const TOOLS_PER_PAGE: usize = 50;
+
+impl ServerHandler for EndlessTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("walkie-endless-tools", "0.1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let page: usize = request
+            .and_then(|params| params.cursor)
+            .and_then(|cursor| cursor.parse().ok())
+            .unwrap_or(0);
+        eprintln!("walkie-mcp-test-server: listed page {page}");
+        let schema = |padding: usize| {
+            let mut schema = serde_json::Map::new();
+            schema.insert("type".to_owned(), "object".into());
+            schema.insert("description".to_owned(), "x".repeat(padding).into());
+            schema
+        };
+        let tools = (0..TOOLS_PER_PAGE)
+            .map(|number| {
+                let padding = if page == 0 && number == 0 {
+                    64 * 1024
+                } else {
+                    8
+                };
+                Tool::new(
+                    format!("tool_{page}_{number}"),
+                    "One of many",
+                    schema(padding),
+                )
+            })
+            .collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = Some((page + 1).to_string());
+        Ok(result)
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("walkie-mcp-test-server: started");
     if std::env::args().any(|arg| arg == "--http") {
         return serve_http().await;
+    }
+    if std::env::args().any(|arg| arg == "--endless-tools") {
+        let service = EndlessTools.serve(stdio()).await?;
+        service.waiting().await?;
+        return Ok(());
     }
     let service = TestServer.serve(stdio()).await?;
     service.waiting().await?;
