@@ -39,6 +39,7 @@ const APP_COMMANDS: &[&str] = &[
     "history_open_folder",
     "history_retention",
     "history_set_retention",
+    "history_expiring",
 ];
 
 fn main() {

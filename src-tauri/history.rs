@@ -361,6 +361,15 @@ impl History {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// How many conversations `retention` would delete now (never the current one).
+    pub fn expiring(&self, retention: Retention, now_unix_ms: i64) -> Result<usize, HistoryError> {
+        let store = self.store()?;
+        let current = self.current.lock();
+        Ok(store
+            .expiring(retention, now_unix_ms, current.as_deref())?
+            .len())
+    }
+
     /// Makes `retention` the one in force and applies it now: deletes the conversations it
     /// does not keep (never the current one). Returns the ids deleted.
     pub fn apply_retention(
@@ -491,6 +500,16 @@ pub fn history_open_folder(
 #[tauri::command]
 pub fn history_retention(history: tauri::State<'_, History>) -> Retention {
     history.retention()
+}
+
+/// How many saved conversations `retention` would delete if chosen now: the panel says so
+/// before it deletes anything.
+#[tauri::command]
+pub fn history_expiring(
+    history: tauri::State<'_, History>,
+    retention: Retention,
+) -> Result<usize, HistoryError> {
+    history.expiring(retention, now_unix_ms())
 }
 
 /// Changes the retention and applies it at once. Returns the ids deleted.

@@ -747,6 +747,7 @@ pub fn run(hidden: bool) {
             history::history_open_folder,
             history::history_retention,
             history::history_set_retention,
+            history::history_expiring,
         ])
         .build(tauri::generate_context!())
         .expect("the Tauri runtime failed to start")

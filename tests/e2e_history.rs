@@ -505,13 +505,34 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
         );
         assert!(conversations.join(&current).exists());
 
-        // Keeping a week deletes the seeded conversations (from 2024) at once, never the
-        // current one.
+        // Keeping a week would delete the seeded conversations (from 2024), never the current
+        // one: how many is said first, and kept from, nothing goes.
         click(&client, "#history-back").await;
         wait_for_list(&client, &remaining).await;
         let retention = client.find(Locator::Id("history-retention")).await.unwrap();
         assert_eq!(retention.prop("value").await.unwrap().as_deref(), Some("forever"));
         retention.select_by_value("7").await.unwrap();
+        wait_for(&client, "#retention-confirm-text", |text| {
+            text.starts_with("2 conversations are older than 7 days")
+        })
+        .await;
+        support::screenshot(&client, "history-retention-confirm").await;
+        let keep = client
+            .find(Locator::Css("#retention-confirm button[value=cancel]"))
+            .await
+            .unwrap();
+        keep.click().await.unwrap();
+        wait_for_text(&client, "#history-notice", "Nothing was deleted.").await;
+        let retention = client.find(Locator::Id("history-retention")).await.unwrap();
+        assert_eq!(retention.prop("value").await.unwrap().as_deref(), Some("forever"));
+        assert!(conversations.join(&seeded[0]).exists());
+        // Chosen again and confirmed, they go at once.
+        retention.select_by_value("7").await.unwrap();
+        wait_for(&client, "#retention-confirm-text", |text| {
+            text.starts_with("2 conversations are older than 7 days")
+        })
+        .await;
+        click(&client, "#retention-confirm-delete").await;
         wait_for_text(&client, "#history-notice", "2 older conversations deleted.").await;
         wait_for_list(&client, std::slice::from_ref(&current)).await;
         assert!(!conversations.join(&seeded[0]).exists());

@@ -151,6 +151,16 @@ export function retentionFromValue(value) {
   return days;
 }
 
+/**
+ * What choosing a shorter retention deletes, said before it does.
+ * @param {number} count conversations older than the retention
+ * @param {number} days the retention chosen
+ */
+export function expiringSentence(count, days) {
+  const conversations = count === 1 ? "1 conversation is" : `${count} conversations are`;
+  return `${conversations} older than ${retentionLabel(days).replace(/^for /, "")}: keeping conversations ${retentionLabel(days)} deletes ${count === 1 ? "it" : "them"} from disk now, transcripts and recordings. This cannot be undone.`;
+}
+
 /** The words of a retention choice. */
 export function retentionLabel(days) {
   if (days === null) return "forever";
@@ -188,11 +198,15 @@ export function createHistoryPanel({
   const transcriptBox = byId("history-transcript");
   const errorLine = byId("history-error");
   const notice = byId("history-notice");
-  const retention = byId("history-retention");
+  let retention = byId("history-retention");
   const deleteButton = byId("history-delete");
   const continueButton = byId("history-continue");
   const confirm = byId("history-confirm");
   const confirmText = byId("history-confirm-text");
+  const retentionConfirm = byId("retention-confirm");
+  const retentionConfirmText = byId("retention-confirm-text");
+  /** The retention in force, as the select shows it: where a change the user keeps from goes back to. */
+  let keptValue = "forever";
   /** The conversation open in the detail view. */
   let opened = null;
   /** Object URLs of the open conversation's WAVs, released when it closes. */
@@ -394,6 +408,7 @@ export function createHistoryPanel({
       retention.append(option);
     }
     retention.value = value;
+    keptValue = value;
   }
 
   async function act(work) {
@@ -439,15 +454,44 @@ export function createHistoryPanel({
     await refreshList();
     notice.textContent = "Conversation deleted.";
   }));
-  retention.addEventListener("change", () => act(async () => {
-    const deleted = await invoke(COMMANDS.historySetRetention, {
-      retention: retentionFromValue(retention.value),
-    });
+  // A shorter retention deletes at once: how many go is said, and asked, first.
+  async function chooseRetention(chosen) {
+    const deleted = await invoke(COMMANDS.historySetRetention, { retention: chosen });
+    setRetention(chosen);
     await refreshList();
     notice.textContent =
       deleted.length === 0
         ? "Nothing to delete."
         : `${deleted.length} older conversation${deleted.length === 1 ? "" : "s"} deleted.`;
+  }
+  const onRetentionChange = () => act(async () => {
+    const chosen = retentionFromValue(retention.value);
+    const expiring = await invoke(COMMANDS.historyExpiring, { retention: chosen });
+    if (expiring === 0) return chooseRetention(chosen);
+    retentionConfirmText.textContent = expiringSentence(expiring, chosen);
+    retentionConfirm.returnValue = "";
+    retentionConfirm.showModal();
+  });
+  retention.addEventListener("change", onRetentionChange);
+  // Puts the retention in force back on the select. WebKit fires no change for an option
+  // chosen again after a script set its select back, so the user's next choice would do
+  // nothing: a fresh copy of the select has no memory of the choice taken back.
+  function showKeptRetention() {
+    const fresh = retention.cloneNode(true);
+    fresh.value = keptValue;
+    retention.replaceWith(fresh);
+    retention = fresh;
+    retention.addEventListener("change", onRetentionChange);
+    retention.focus();
+  }
+  retentionConfirm.addEventListener("close", () => act(async () => {
+    retentionConfirmText.textContent = "";
+    if (retentionConfirm.returnValue !== "delete") {
+      showKeptRetention();
+      notice.textContent = "Nothing was deleted.";
+      return;
+    }
+    await chooseRetention(retentionFromValue(retention.value));
   }));
 
   return { open, openConversation, refreshList };

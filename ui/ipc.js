@@ -39,6 +39,7 @@ export const COMMANDS = Object.freeze({
   historyOpenFolder: "history_open_folder",
   historyRetention: "history_retention",
   historySetRetention: "history_set_retention",
+  historyExpiring: "history_expiring",
 });
 
 /** The shell's events, as `listen` takes them. */

@@ -12,7 +12,7 @@ import {
   formatStarted,
   retentionFromValue,
   retentionLabel,
-  retentionToValue, interruptedReplies, cancelledRecordings } from "../history.js";
+  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence } from "../history.js";
 
 test("durations read in seconds, minutes or hours, never as raw milliseconds", () => {
   assert.equal(formatDurationMs(0), "0 s");
@@ -279,4 +279,15 @@ test("the recordings the user took back are marked in an opened conversation", (
   ];
   assert.deepEqual(cancelledRecordings(turns), ["user-2"]);
   assert.deepEqual(cancelledRecordings([]), []);
+});
+
+test("a shorter retention says how many conversations it deletes, and that it cannot be undone", () => {
+  assert.equal(
+    expiringSentence(12, 7),
+    "12 conversations are older than 7 days: keeping conversations for 7 days deletes them from disk now, transcripts and recordings. This cannot be undone."
+  );
+  assert.equal(
+    expiringSentence(1, 365),
+    "1 conversation is older than a year: keeping conversations for a year deletes it from disk now, transcripts and recordings. This cannot be undone."
+  );
 });

@@ -268,18 +268,33 @@ impl Store {
         now_unix_ms: i64,
         current: Option<&str>,
     ) -> Result<Vec<String>, StoreError> {
-        let mut deleted = Vec::new();
-        let Some(days) = retention.days() else {
-            return Ok(deleted);
-        };
-        for summary in self.list()? {
-            let too_old = now_unix_ms - summary.started_unix_ms > i64::from(days) * MS_PER_DAY;
-            if too_old && Some(summary.id.as_str()) != current {
-                self.delete(&summary.id, current)?;
-                deleted.push(summary.id);
-            }
+        let expiring = self.expiring(retention, now_unix_ms, current)?;
+        for id in &expiring {
+            self.delete(id, current)?;
         }
-        Ok(deleted)
+        Ok(expiring)
+    }
+
+    /// The conversations `retention` would delete now (never `current`), newest first: what
+    /// [`Self::apply_retention`] deletes, told before it does.
+    pub fn expiring(
+        &self,
+        retention: Retention,
+        now_unix_ms: i64,
+        current: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let Some(days) = retention.days() else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .list()?
+            .into_iter()
+            .filter(|summary| {
+                now_unix_ms - summary.started_unix_ms > i64::from(days) * MS_PER_DAY
+                    && Some(summary.id.as_str()) != current
+            })
+            .map(|summary| summary.id)
+            .collect())
     }
 
     /// Copies a conversation's folder (journal, transcripts, WAVs) to `destination`, which must

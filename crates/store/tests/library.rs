@@ -84,8 +84,11 @@ fn retention_keeps_the_recent_and_always_the_current() {
     assert_eq!(deleted, Vec::<String>::new());
 
     // Keep 2 days: the conversations from 3 days and from 2 days and a second ago go, but
-    // the oldest is current and stays.
+    // the oldest is current and stays. What goes is told first, and telling deletes nothing.
     let two_days = Retention::try_from(Some(2)).expect("two days");
+    let expiring = store.expiring(two_days, now, Some(&ids[0])).expect("lists");
+    assert_eq!(expiring, [ids[1].clone()]);
+    assert_eq!(store.list().expect("lists").len(), 4, "nothing deleted yet");
     let deleted = store
         .apply_retention(two_days, now, Some(&ids[0]))
         .expect("prunes");
