@@ -387,6 +387,11 @@ pub(crate) async fn save_settings(
                 budget_usd: settings.budget_usd,
             })?;
         }
+        if change.next_calls {
+            conversation.send(Command::SetSessionLimit {
+                session_limit_ms: u64::from(settings.session_limit_minutes) * 60_000,
+            })?;
+        }
         if change.typed_replies {
             conversation.send(Command::SetTypedRepliesInText(
                 settings.typed_replies_in_text,

@@ -28,7 +28,7 @@ use crate::status::StatusEvent;
 /// provider's name and the changes the user makes during a call that later calls keep too.
 pub trait CallPlan: Clone {
     /// A setting changed from the window without a new call (the turn mode, how typed messages
-    /// are answered, the prices and the budget).
+    /// are answered, the prices and the budget, what only the next calls take).
     type Change: Clone;
 
     /// The provider as the status line names it; `None` when the settings name none that can
@@ -36,8 +36,8 @@ pub trait CallPlan: Clone {
     fn provider_label(&self) -> Option<String>;
 
     /// Keeps `change` for the calls placed with this plan from now on, and says it as the
-    /// conversation's input (for the conversation under way).
-    fn keep(&mut self, change: &Self::Change) -> Input;
+    /// conversation's input (for the conversation under way), if that takes it too.
+    fn keep(&mut self, change: &Self::Change) -> Option<Input>;
 
     /// The plan's one-time notice about its settings was shown by a conversation.
     fn notice_shown(&mut self);
@@ -301,7 +301,8 @@ impl<P: CallPlan, C: Clone> Conversations<P, C> {
                 if let Some(next_plan) = self.next_plan.as_mut() {
                     next_plan.keep(&change);
                 }
-                if let Phase::Talking { conversation, .. } = &mut self.phase {
+                if let (Phase::Talking { conversation, .. }, Some(input)) = (&mut self.phase, input)
+                {
                     conversation.handle_input(input, now_ms);
                     self.drain();
                 }

@@ -41,9 +41,9 @@ impl CallPlan for Plan {
         self.provider.map(str::to_owned)
     }
 
-    fn keep(&mut self, mode: &TurnMode) -> Input {
+    fn keep(&mut self, mode: &TurnMode) -> Option<Input> {
         self.mode = mode.clone();
-        Input::SetTurnMode(mode.clone())
+        Some(Input::SetTurnMode(mode.clone()))
     }
 
     fn notice_shown(&mut self) {

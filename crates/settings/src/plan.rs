@@ -180,6 +180,11 @@ pub enum PlanChange {
     TurnMode(TurnMode),
     /// Typed messages are answered in text alone.
     TypedRepliesInText(bool),
+    /// How long the provider lets a session last: the next calls renew theirs before it.
+    SessionLimit {
+        /// The limit, in milliseconds.
+        session_limit_ms: u64,
+    },
     /// The price tables and the budget.
     Costing {
         prices: Vec<crate::prices::PriceRow>,
@@ -195,9 +200,9 @@ impl walkie_conversation::CallPlan for Plan {
         self.provider.as_ref().ok().map(Provider::label)
     }
 
-    fn keep(&mut self, change: &PlanChange) -> walkie_conversation::Input {
+    fn keep(&mut self, change: &PlanChange) -> Option<walkie_conversation::Input> {
         use walkie_conversation::Input;
-        match change.clone() {
+        Some(match change.clone() {
             PlanChange::TurnMode(mode) => {
                 self.mode = mode.clone();
                 Input::SetTurnMode(mode)
@@ -205,6 +210,11 @@ impl walkie_conversation::CallPlan for Plan {
             PlanChange::TypedRepliesInText(in_text) => {
                 self.typed_replies_in_text = in_text;
                 Input::SetTypedRepliesInText(in_text)
+            }
+            // The call under way keeps the session it was given.
+            PlanChange::SessionLimit { session_limit_ms } => {
+                self.session_limit_ms = session_limit_ms;
+                return None;
             }
             PlanChange::Costing {
                 prices,
@@ -220,7 +230,7 @@ impl walkie_conversation::CallPlan for Plan {
                     budget_usd,
                 }
             }
-        }
+        })
     }
 
     fn notice_shown(&mut self) {
@@ -652,6 +662,25 @@ fn session(settings: &Settings) -> SessionConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_session_limit_is_kept_for_the_next_calls_and_the_call_under_way_is_not_told() {
+        use walkie_conversation::CallPlan;
+        let mut plan = Plan::resolve(&Settings::default(), Ok(PathBuf::from("/tmp/w")));
+        let said = plan.keep(&PlanChange::SessionLimit {
+            session_limit_ms: 30 * 60_000,
+        });
+        assert!(said.is_none(), "{said:?}");
+        assert_eq!(plan.session_limit_ms, 30 * 60_000);
+        let said = plan.keep(&PlanChange::TypedRepliesInText(true));
+        assert!(
+            matches!(
+                said,
+                Some(walkie_conversation::Input::SetTypedRepliesInText(true))
+            ),
+            "{said:?}"
+        );
+    }
 
     #[test]
     fn a_refused_call_offers_the_settings_when_they_are_at_fault_and_calling_again_otherwise() {

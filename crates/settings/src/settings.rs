@@ -653,11 +653,12 @@ impl Settings {
                 budget_usd,
                 prices,
                 minute_prices,
-                // Not the call's: the next call's renewal (`session_limit_minutes`), the next
-                // start (`data_folder`: the history and the recorder never look at two
-                // folders), the app's own commands (the shortcut, the tray, the login entry),
-                // the history's clean-up, and the file's own bookkeeping.
-                session_limit_minutes: _,
+                // The next calls: when they renew their session.
+                session_limit_minutes,
+                // Not the conversation's: the next start (`data_folder`: the history and the
+                // recorder never look at two folders), the app's own commands (the shortcut,
+                // the tray, the login entry), the history's clean-up, and the file's own
+                // bookkeeping.
                 data_folder: _,
                 global_shortcut: _,
                 close_to_tray: _,
@@ -708,7 +709,14 @@ impl Settings {
                 live_idle_timeout_s,
             );
             let costing = (budget_usd.map(f64::to_bits), prices, minute_prices);
-            (new_call, turn_mode, typed_replies_in_text, costing)
+            let next_calls = session_limit_minutes;
+            (
+                new_call,
+                turn_mode,
+                typed_replies_in_text,
+                costing,
+                next_calls,
+            )
         };
         let (before, after) = (groups(self), groups(after));
         SettingsChange {
@@ -716,6 +724,7 @@ impl Settings {
             turn_mode: before.1 != after.1,
             typed_replies: before.2 != after.2,
             costing: before.3 != after.3,
+            next_calls: before.4 != after.4,
         }
     }
 }
@@ -732,6 +741,9 @@ pub struct SettingsChange {
     pub typed_replies: bool,
     /// The prices or the budget: at once, for the conversation under way too.
     pub costing: bool,
+    /// What only the next calls take (the session limit): kept for them, the call under way
+    /// goes on as it was placed.
+    pub next_calls: bool,
 }
 
 /// What [`Settings::migrate`] did: whether the settings changed (and should be saved), and the
@@ -1744,8 +1756,11 @@ mod tests {
         };
         assert_eq!(
             before.change_to(&renewal),
-            SettingsChange::default(),
-            "the next call takes the session limit"
+            SettingsChange {
+                next_calls: true,
+                ..SettingsChange::default()
+            },
+            "the next calls take the session limit"
         );
     }
 
