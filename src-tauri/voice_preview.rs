@@ -75,7 +75,7 @@ pub(crate) async fn preview_voice(
         echo_cancellation: false,
         ..plan.engine.clone()
     };
-    let machine = VoicePreview::new(voice, provider.label());
+    let machine = VoicePreview::new(voice.clone(), provider.label());
     let call = dialler
         .inner()
         .clone()
@@ -90,7 +90,7 @@ pub(crate) async fn preview_voice(
             answer
         }
         Err(failure) => Err(format!(
-            "The preview from {} failed. {}",
+            "The preview of {voice} from {} failed. {}",
             provider.label(),
             failure.sentence
         )),
