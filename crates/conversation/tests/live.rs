@@ -465,3 +465,26 @@ fn an_outside_tool_the_backend_calls_asks_the_user_first_and_its_answer_lets_the
     );
     assert_eq!(sent[0]["item"]["output"], r#"{"text":"hi"}"#);
 }
+
+#[test]
+fn every_frame_of_a_live_reply_is_counted_against_its_item_the_first_too() {
+    let (mut call, _) = ready_live(hands_free());
+    call.server(1_000, &user_words("Tell me a story.", 0));
+    call.speaker.played();
+    for chunk in 0..3 {
+        call.assistant_audio(1_520 + chunk * 20);
+    }
+    assert_eq!(
+        call.speaker.played(),
+        ["live_reply_1", "live_reply_1", "live_reply_1"],
+        "its first frame opens the reply, and is counted against it as it plays"
+    );
+    call.tick(1_560 + LIVE_QUIET_MS);
+    call.speaker.played();
+    call.assistant_audio(5_000);
+    assert_eq!(
+        call.speaker.played(),
+        ["live_reply_2"],
+        "the next reply is its own item"
+    );
+}

@@ -76,6 +76,11 @@ pub const SILENCE_PEAK: i16 = 64;
 /// The reply item ids the engine makes up, for the speaker's played-time reports.
 const REPLY_ITEM_PREFIX: &str = "live_reply_";
 
+/// The item of the `number`th reply (from 1).
+fn reply_item_id(number: u64) -> String {
+    format!("{REPLY_ITEM_PREFIX}{number}")
+}
+
 /// One side's open message.
 #[derive(Debug)]
 struct OpenMessage {
@@ -122,6 +127,8 @@ pub struct LiveTurns {
     user_speaking: bool,
     reply: Option<Reply>,
     replies: u64,
+    /// The item the next reply opens (it is named before its first frame plays).
+    next_reply_item_id: String,
     paused: bool,
     held_until_ms: Option<u64>,
     /// A barge-in cut the reply: what the model still sends of it (until its audio has been
@@ -153,6 +160,7 @@ impl LiveTurns {
             user_speaking: false,
             reply: None,
             replies: 0,
+            next_reply_item_id: reply_item_id(1),
             paused: false,
             held_until_ms: None,
             cut_reply_heard_ms: None,
@@ -506,6 +514,10 @@ impl LiveTurns {
             {
                 Ok(index) => {
                     self.replies += 1;
+                    let item_id = std::mem::replace(
+                        &mut self.next_reply_item_id,
+                        reply_item_id(self.replies + 1),
+                    );
                     self.reply = Some(Reply {
                         message: OpenMessage {
                             index,
@@ -513,7 +525,7 @@ impl LiveTurns {
                             cut: false,
                             last_activity_ms: now_ms,
                         },
-                        item_id: format!("{REPLY_ITEM_PREFIX}{}", self.replies),
+                        item_id,
                         audible_until_ms: None,
                         played_ms: 0,
                         spoken_from_ms: None,
@@ -1219,8 +1231,13 @@ impl TurnEngine for LiveTurns {
         let state = self.turn_state();
         self.outbox.turn_state(state);
         let gate = self.reply_gate();
-        let item_id = self.reply.as_ref().map(|reply| reply.item_id.as_str());
-        self.outbox.reply_audio(gate, item_id);
+        // Between replies the next one's first sound is played: counted against the item it
+        // opens (named ahead here), so the reply's played time has its first frame too.
+        let item_id = match &self.reply {
+            Some(reply) => reply.item_id.as_str(),
+            None => self.next_reply_item_id.as_str(),
+        };
+        self.outbox.reply_audio(gate, Some(item_id));
         self.outbox.pop()
     }
 
