@@ -182,6 +182,9 @@ fn input_of(command: Option<Command>) -> ConversationsInput<Plan, Box<Continuing
         Command::SetTypedRepliesInText(in_text) => {
             request(Request::Keep(PlanChange::TypedRepliesInText(in_text)))
         }
+        Command::SetAutomaticToolRounds(rounds) => {
+            request(Request::Keep(PlanChange::AutomaticToolRounds(rounds)))
+        }
         Command::SetSessionLimit { session_limit_ms } => {
             request(Request::Keep(PlanChange::SessionLimit { session_limit_ms }))
         }

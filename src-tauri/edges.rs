@@ -664,6 +664,8 @@ pub enum Command {
     SetTurnMode(TurnMode),
     /// Typed messages are answered in text alone (or as the session says) from now on.
     SetTypedRepliesInText(bool),
+    /// This many rounds of always-allowed tool calls run without asking, from now on.
+    SetAutomaticToolRounds(u32),
     /// The next calls renew their session before this limit (the call under way keeps its own).
     SetSessionLimit { session_limit_ms: u64 },
     /// New prices or a new budget, from now on (in the call under way too).

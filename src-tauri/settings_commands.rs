@@ -387,6 +387,11 @@ pub(crate) async fn save_settings(
                 budget_usd: settings.budget_usd,
             })?;
         }
+        if change.tool_rounds {
+            conversation.send(Command::SetAutomaticToolRounds(
+                settings.automatic_tool_rounds,
+            ))?;
+        }
         if change.next_calls {
             conversation.send(Command::SetSessionLimit {
                 session_limit_ms: u64::from(settings.session_limit_minutes) * 60_000,

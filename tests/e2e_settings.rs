@@ -634,6 +634,7 @@ async fn e2e_every_error_fits_a_360_px_window_and_a_wide_one() {
             ("preRollMs", "lots"),
             ("pushToTalkTailMs", "99999"),
             ("dataFolder", "my talks"),
+            ("automaticToolRounds", "0"),
         ];
         set_field(&client, "provider", "custom".into()).await;
         for (name, value) in bad {
@@ -681,6 +682,15 @@ async fn e2e_every_error_fits_a_360_px_window_and_a_wide_one() {
             assert!(save_past <= 0.0, "{width} px: Save is {save_past} px off the window");
             support::screenshot(&client, label).await;
         }
+        // The last field of the dialog, with its error, as a user scrolled to it reads it.
+        client
+            .execute(
+                "document.getElementById('settings-automaticToolRounds').scrollIntoView({block: 'center'});",
+                vec![],
+            )
+            .await
+            .unwrap();
+        support::screenshot(&client, "settings-errors-tool-rounds").await;
     })
     .await;
 }

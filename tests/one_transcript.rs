@@ -66,6 +66,7 @@ fn the_saved_transcript_is_the_one_the_webview_showed_after_a_barge_in_and_a_lat
             transcription_pricing: None,
             budget_usd: None,
             outside_tools: Vec::new(),
+            automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
             settings_notice: None,
         },
         ToolRegistry::with_builtins,

@@ -69,7 +69,7 @@ export function keyringMissingText(environmentVariable) {
   return `No keyring is running, so a key cannot be saved here: start your desktop's keyring and restart Walkie${instead}.`;
 }
 
-const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes", "speechSpeed"]);
+const NUMBER_FIELDS = new Set(["pushToTalkTailMs", "preRollMs", "sessionLimitMinutes", "speechSpeed", "automaticToolRounds"]);
 const BOOLEAN_FIELDS = new Set([
   "handsFree",
   "typedRepliesInText",
@@ -739,6 +739,7 @@ export function createSettingsDialog(
       ["pushToTalkTailMs", "milliseconds, e.g. 300"],
       ["preRollMs", "milliseconds, e.g. 300"],
       ["sessionLimitMinutes", "minutes, e.g. 60"],
+      ["automaticToolRounds", "rounds, e.g. 8"],
     ]) {
       const element = field(name);
       const reason = wholeNumberProblem(element.value, element.validity?.badInput, example);

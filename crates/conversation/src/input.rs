@@ -92,6 +92,8 @@ pub enum Input {
         sentence: String,
         details: Option<String>,
     },
+    /// From now on, this many rounds of calls of tools allowed always run without asking.
+    SetAutomaticToolRounds(u32),
     /// What went wrong with tool servers of the settings' list: servers that could not be
     /// started or listed no tools (their tools are not offered in this conversation), and
     /// servers used without some of their tools.

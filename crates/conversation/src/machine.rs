@@ -53,6 +53,9 @@ pub struct ConversationConfig {
     /// Tools served outside the app (MCP servers'), declared to every call's session, with
     /// what the user allows of each.
     pub outside_tools: Vec<OutsideTool>,
+    /// How many rounds of calls of tools allowed always run one after another without the
+    /// user ([`crate::AUTOMATIC_TOOL_ROUNDS`] by default).
+    pub automatic_tool_rounds: u32,
     /// What the user should read once about their settings (a model moved off one that shuts
     /// down): shown as a notice with Open Settings while the conversation is idle.
     pub settings_notice: Option<String>,
@@ -185,7 +188,7 @@ impl Conversation {
     pub fn new(config: ConversationConfig, tools: fn() -> ToolRegistry) -> Self {
         let (declared, left_out) =
             crate::tools::fitting(&config.turn, tools().definitions(), config.outside_tools);
-        let outside = Tools::new(declared);
+        let outside = Tools::new(declared, config.automatic_tool_rounds);
         let (controller, iterator) = new_controller(config.turn.clone(), tools, &outside);
         let spending = Spending::new(config.pricing, config.transcription_pricing);
         let turn_state = TurnState::before_the_call(&config.turn.mode);
@@ -359,6 +362,7 @@ impl Conversation {
                     action: StatusAction::OpenSettings,
                 });
             }
+            (_, Input::SetAutomaticToolRounds(rounds)) => self.outside.set_round_limit(rounds),
             (_, Input::ToolServerProblems(problems)) => {
                 let said = |used: bool| {
                     problems
@@ -553,6 +557,7 @@ impl Conversation {
             | Input::NewCallDialling { .. }
             | Input::NewCallRefused { .. }
             | Input::ToolServerProblems(_)
+            | Input::SetAutomaticToolRounds(_)
             | Input::SendMessage(_)
             | Input::WallClock(_)
             | Input::Engine(_)

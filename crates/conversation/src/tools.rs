@@ -95,9 +95,10 @@ pub(crate) enum Verdict {
     Refuse(String, ToolError),
 }
 
-/// How many rounds of tool calls allowed always may run one after another without the user:
-/// each answer asks for another response, so text a tool answered could otherwise chain calls,
-/// or loop and spend, with no click. Past it, the next call asks first.
+/// How many rounds of tool calls allowed always may run one after another without the user,
+/// unless the settings say otherwise: each answer asks for another response, so text a tool
+/// answered could otherwise chain calls, or loop and spend, with no click. Past it, the next
+/// call asks first.
 pub const AUTOMATIC_TOOL_ROUNDS: u32 = 8;
 
 /// The conversation's outside tools and the calls waiting for the user.
@@ -111,14 +112,22 @@ pub(crate) struct Tools {
     automatic_rounds: u32,
     /// Calls run without asking whose answers have not come back.
     automatic_running: Vec<String>,
+    /// How many rounds may run without asking.
+    round_limit: u32,
 }
 
 impl Tools {
-    pub fn new(declared: Vec<OutsideTool>) -> Tools {
+    pub fn new(declared: Vec<OutsideTool>, round_limit: u32) -> Tools {
         Tools {
             declared,
+            round_limit,
             ..Tools::default()
         }
+    }
+
+    /// From now on, this many rounds may run without asking.
+    pub fn set_round_limit(&mut self, round_limit: u32) {
+        self.round_limit = round_limit;
     }
 
     /// The user spoke, wrote or decided: tools allowed always may run again without asking.
@@ -149,7 +158,7 @@ impl Tools {
         };
         let policy = match tool.policy {
             ToolPolicy::Always if self.automatic_running.is_empty() => {
-                if self.automatic_rounds >= AUTOMATIC_TOOL_ROUNDS {
+                if self.automatic_rounds >= self.round_limit {
                     ToolPolicy::Ask
                 } else {
                     self.automatic_rounds += 1;

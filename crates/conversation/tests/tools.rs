@@ -839,3 +839,35 @@ fn tools_allowed_always_run_a_bounded_number_of_rounds_without_the_user_then_the
         "a decision of the user's starts a new count"
     );
 }
+
+#[test]
+fn a_round_bound_set_during_the_call_applies_to_the_next_rounds() {
+    let mut call = Call::ready_with_tools(vec![tool("add", ToolPolicy::Always)]);
+    call.utterance(500, 700);
+    call.input(800, Input::SetAutomaticToolRounds(2));
+    let mut now_ms = 1_000;
+    for round in 1..=2 {
+        let call_id = format!("call_{round}");
+        let outputs = model_calls(&mut call, now_ms, &call_id, "add", "{}");
+        assert_eq!(runs(&outputs).len(), 1, "round {round} runs without asking");
+        call.input(
+            now_ms + 10,
+            Input::ToolFinished {
+                call_id,
+                result: Ok(json!("2")),
+            },
+        );
+        now_ms += 100;
+    }
+    let outputs = model_calls(&mut call, now_ms, "call_3", "add", "{}");
+    assert!(
+        runs(&outputs).is_empty(),
+        "the third round waits for the user"
+    );
+    assert!(
+        outputs.iter().any(
+            |output| matches!(output, Output::AskApproval(approval) if approval.call_id == "call_3")
+        ),
+        "and asks"
+    );
+}

@@ -180,6 +180,8 @@ pub enum PlanChange {
     TurnMode(TurnMode),
     /// Typed messages are answered in text alone.
     TypedRepliesInText(bool),
+    /// How many rounds of always-allowed tool calls run without asking.
+    AutomaticToolRounds(u32),
     /// How long the provider lets a session last: the next calls renew theirs before it.
     SessionLimit {
         /// The limit, in milliseconds.
@@ -210,6 +212,10 @@ impl walkie_conversation::CallPlan for Plan {
             PlanChange::TypedRepliesInText(in_text) => {
                 self.typed_replies_in_text = in_text;
                 Input::SetTypedRepliesInText(in_text)
+            }
+            PlanChange::AutomaticToolRounds(rounds) => {
+                self.automatic_tool_rounds = rounds;
+                Input::SetAutomaticToolRounds(rounds)
             }
             // The call under way keeps the session it was given.
             PlanChange::SessionLimit { session_limit_ms } => {
@@ -288,6 +294,8 @@ pub struct Plan {
     pub voice_barge_in: bool,
     /// What one conversation may cost, in US dollars.
     pub budget_usd: Option<f64>,
+    /// How many rounds of always-allowed tool calls run without asking.
+    pub automatic_tool_rounds: u32,
     /// A typed message is answered in text alone.
     pub typed_replies_in_text: bool,
     /// What each model costs, per million tokens and per minute.
@@ -351,6 +359,7 @@ impl Plan {
             transcription_pricing: self.transcription_pricing(),
             budget_usd: self.budget_usd,
             outside_tools,
+            automatic_tool_rounds: self.automatic_tool_rounds,
             settings_notice: self.settings_notice.clone(),
         }
     }
@@ -407,6 +416,7 @@ impl Plan {
             data_dir,
             voice_barge_in: settings.voice_barge_in && settings.echo_cancellation,
             budget_usd: settings.budget_usd,
+            automatic_tool_rounds: settings.automatic_tool_rounds,
             typed_replies_in_text: settings.typed_replies_in_text,
             prices: settings.prices.clone(),
             minute_prices: settings.minute_prices.clone(),

@@ -224,12 +224,17 @@ pub struct Settings {
     pub kept_deprecated_models: Vec<String>,
     /// The MCP servers whose tools the assistant may use, and what each tool may do.
     pub tool_servers: Vec<crate::tool_servers::ToolServer>,
+    /// How many rounds of calls of tools allowed always may run one after another without the
+    /// user; past it, the next call asks first.
+    pub automatic_tool_rounds: u32,
 }
 
 /// The limits the dialog enforces, here so the file cannot bypass them.
 pub const TAIL_RANGE_MS: std::ops::RangeInclusive<u32> = 0..=2_000;
 pub const PRE_ROLL_RANGE_MS: std::ops::RangeInclusive<u32> = 0..=2_000;
 pub const RETENTION_RANGE_DAYS: std::ops::RangeInclusive<u32> = 1..=36_500;
+/// At least one round of always-allowed calls (else "Always allow" would ask), at most 50.
+pub const AUTOMATIC_TOOL_ROUNDS_RANGE: std::ops::RangeInclusive<u32> = 1..=50;
 /// Shorter than 2 minutes would spend a session renewing it; 4 hours is past any provider's.
 pub const SESSION_LIMIT_RANGE_MINUTES: std::ops::RangeInclusive<u32> = 2..=240;
 pub const INSTRUCTIONS_MAX_CHARS: usize = 20_000;
@@ -308,6 +313,7 @@ impl Default for Settings {
             start_on_login: false,
             retention_days: None,
             session_limit_minutes: 60,
+            automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
             budget_usd: None,
             prices: crate::prices::published_prices(),
             minute_prices: crate::prices::published_minute_prices(),
@@ -384,6 +390,7 @@ pub fn label(field: &str) -> &'static str {
         "budgetUsd" => "Budget per conversation (US$)",
         "prices" => "Prices per million tokens (US$)",
         "toolServers" => "Tool servers (MCP)",
+        "automaticToolRounds" => "Tool rounds without asking",
         _ => "A setting",
     }
 }
@@ -506,6 +513,16 @@ impl Settings {
         }
         if let Some(reason) = out_of_range_ms(self.pre_roll_ms, &PRE_ROLL_RANGE_MS) {
             refuse("preRollMs", reason);
+        }
+        if !AUTOMATIC_TOOL_ROUNDS_RANGE.contains(&self.automatic_tool_rounds) {
+            refuse(
+                "automaticToolRounds",
+                format!(
+                    "enter {} to {} rounds (8 is Walkie's default)",
+                    AUTOMATIC_TOOL_ROUNDS_RANGE.start(),
+                    AUTOMATIC_TOOL_ROUNDS_RANGE.end()
+                ),
+            );
         }
         if !SESSION_LIMIT_RANGE_MINUTES.contains(&self.session_limit_minutes) {
             refuse(
@@ -655,6 +672,8 @@ impl Settings {
                 minute_prices,
                 // The next calls: when they renew their session.
                 session_limit_minutes,
+                // At once, for the conversation under way too: what tools may do unasked.
+                automatic_tool_rounds,
                 // Not the conversation's: the next start (`data_folder`: the history and the
                 // recorder never look at two folders), the app's own commands (the shortcut,
                 // the tray, the login entry), the history's clean-up, and the file's own
@@ -716,6 +735,7 @@ impl Settings {
                 typed_replies_in_text,
                 costing,
                 next_calls,
+                automatic_tool_rounds,
             )
         };
         let (before, after) = (groups(self), groups(after));
@@ -725,6 +745,7 @@ impl Settings {
             typed_replies: before.2 != after.2,
             costing: before.3 != after.3,
             next_calls: before.4 != after.4,
+            tool_rounds: before.5 != after.5,
         }
     }
 }
@@ -744,6 +765,8 @@ pub struct SettingsChange {
     /// What only the next calls take (the session limit): kept for them, the call under way
     /// goes on as it was placed.
     pub next_calls: bool,
+    /// How many rounds of tool calls run without asking: at once.
+    pub tool_rounds: bool,
 }
 
 /// What [`Settings::migrate`] did: whether the settings changed (and should be saved), and the
@@ -1443,6 +1466,20 @@ mod tests {
             ),
             (
                 Settings {
+                    automatic_tool_rounds: 0,
+                    ..Settings::default()
+                },
+                "automaticToolRounds",
+            ),
+            (
+                Settings {
+                    automatic_tool_rounds: 51,
+                    ..Settings::default()
+                },
+                "automaticToolRounds",
+            ),
+            (
+                Settings {
                     retention_days: Some(0),
                     ..Settings::default()
                 },
@@ -1750,6 +1787,18 @@ mod tests {
                 }
             );
         }
+        let rounds = Settings {
+            automatic_tool_rounds: 3,
+            ..before.clone()
+        };
+        assert_eq!(
+            before.change_to(&rounds),
+            SettingsChange {
+                tool_rounds: true,
+                ..SettingsChange::default()
+            },
+            "the conversation under way takes the round bound"
+        );
         let renewal = Settings {
             session_limit_minutes: before.session_limit_minutes + 5,
             ..before.clone()

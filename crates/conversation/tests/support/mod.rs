@@ -218,6 +218,7 @@ impl Call {
                 transcription_pricing,
                 budget_usd,
                 outside_tools,
+                automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
                 settings_notice,
             },
             ToolRegistry::with_builtins,
