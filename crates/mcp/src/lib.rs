@@ -482,6 +482,9 @@ impl Servers {
     }
 }
 
+/// At most this many tools left out for their size are named.
+const NAMED_LEFT_OUT: usize = 3;
+
 /// A server's tools as Walkie takes them: (name, description, input schema), and why some
 /// were left out, if some were.
 struct Listed {
@@ -549,12 +552,7 @@ async fn list_tools(server: &Server, deadline: Duration) -> Result<Listed, Serve
         .map_err(|_| no_tools(format!("no answer within {} s", deadline.as_secs())))??;
     let mut why = Vec::new();
     if !too_large.is_empty() {
-        why.push(format!(
-            "{} described at over {} KiB: {}",
-            too_large.len(),
-            MAX_TOOL_SCHEMA_BYTES / 1024,
-            too_large.join(", ")
-        ));
+        why.push(left_out_for_size(&too_large));
     }
     if over_count > 0 {
         why.push(format!(
@@ -571,6 +569,22 @@ async fn list_tools(server: &Server, deadline: Duration) -> Result<Listed, Serve
         listed.cut = Some(why.join("; "));
     }
     Ok(listed)
+}
+
+/// The tools left out for their size, in words: how many, and the first few by name (a
+/// hostile list is not repeated whole).
+fn left_out_for_size(names: &[String]) -> String {
+    let named = names.len().min(NAMED_LEFT_OUT);
+    let more = match names.len() - named {
+        0 => String::new(),
+        more => format!(" and {more} more"),
+    };
+    format!(
+        "{} described at over {} KiB: {}{more}",
+        names.len(),
+        MAX_TOOL_SCHEMA_BYTES / 1024,
+        names[..named].join(", ")
+    )
 }
 
 /// A tool's name as the server gave it, made safe to show: at most 64 characters, no control
@@ -619,6 +633,19 @@ pub fn offered_name<V>(server: &str, tool: &str, taken: &BTreeMap<String, V>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_left_out_for_their_size_are_counted_and_only_the_first_few_named() {
+        let names: Vec<String> = (0..40).map(|n| format!("huge_{n}")).collect();
+        assert_eq!(
+            left_out_for_size(&names[..1]),
+            "1 described at over 16 KiB: huge_0"
+        );
+        assert_eq!(
+            left_out_for_size(&names),
+            "40 described at over 16 KiB: huge_0, huge_1, huge_2 and 37 more"
+        );
+    }
 
     #[test]
     fn an_offered_name_is_valid_for_the_api_short_enough_and_unique() {
