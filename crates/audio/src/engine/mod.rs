@@ -210,18 +210,18 @@ impl Events {
 /// What the engine tells the app.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EngineEvent {
-    /// 20 ms of decoded assistant audio (48 kHz mono), in order: for
-    /// `TurnController::assistant_audio`. It is played only when it comes back through the
-    /// [`Player`] as a session delta.
+    /// 20 ms of decoded assistant audio (48 kHz mono), every frame in order, for the turn
+    /// engine's `TurnInput::AssistantAudio` (the transcript's and the turn WAV's deltas). The
+    /// downlink has played it already, or dropped it, as [`Engine::reply_audio`] last said.
     AssistantAudio(AudioChunk),
-    /// The device has taken `played_ms` of the item's audio so far: for
-    /// `TurnController::playback_progress`.
+    /// The device has taken `played_ms` of the item's audio so far: for the turn engine's
+    /// `TurnInput::PlaybackProgress`.
     PlaybackProgress { item_id: Arc<str>, played_ms: u64 },
     /// 20 ms of microphone audio (48 kHz mono) exactly as it was encoded and sent: what the
     /// saved user turn holds.
     SentAudio(AudioChunk),
-    /// Everything queued was played and nothing more came: for
-    /// `TurnController::playback_drained`.
+    /// Everything queued was played and nothing more came: for the turn engine's
+    /// `TurnInput::PlaybackDrained`.
     PlaybackDrained,
     /// A reply's first sample reached the device (`at_device`, the callback that took it);
     /// `first_packet_at` is when its talkspurt's first RTP packet arrived (`None` for a reply

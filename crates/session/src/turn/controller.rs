@@ -278,7 +278,7 @@ impl TurnController {
 
     /// Puts items into the provider's conversation, in order, after what it already holds:
     /// the conversation so far, when a new session carries it on. They go out after the
-    /// `session.update` of [`TurnController::data_channel_open`] and before any turn.
+    /// `session.update` sent when the channel opens, and before any turn.
     fn restore_items(&mut self, items: Vec<walkie_openai::Item>) {
         for item in items {
             self.send(ClientEvent::ConversationItemCreate {

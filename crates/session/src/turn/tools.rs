@@ -4,12 +4,12 @@
 //! server serves) is only declared here, and a call to it goes out of the controller
 //! ([`ControllerOutput::ToolCall`](crate::turn::ControllerOutput::ToolCall)) to be decided and
 //! run by the caller, whose answer comes back in
-//! [`TurnController::tool_finished`](crate::turn::TurnController::tool_finished).
+//! [`TurnInput::ToolFinished`](crate::turn::TurnInput::ToolFinished).
 //!
 //! Why tools are synchronous and take a [`ToolContext`]: the controller is sans-IO, so a tool
 //! runs inside the input that delivered its call and must not read a clock or touch the world.
 //! What a tool needs from outside (the wall-clock time, for the built-in [`CurrentLocalTime`])
-//! comes in as an input ([`crate::turn::TurnController::wall_clock`]) and reaches the tool here.
+//! comes in as an input ([`crate::turn::TurnInput::WallClock`]) and reaches the tool here.
 
 use serde_json::{Value, json};
 use walkie_openai::Tool;
