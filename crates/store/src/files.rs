@@ -48,7 +48,7 @@ pub fn check_private_dir(path: &Path) -> Result<(), StoreError> {
         let metadata = fs::metadata(path)
             .map_err(|error| StoreError::io("read the permissions of", path, error))?;
         let owner_uid = metadata.uid();
-        if owner_uid != 0 && owner_uid != rustix::process::geteuid().as_raw() {
+        if belongs_to_another(owner_uid, rustix::process::geteuid().as_raw()) {
             return Err(StoreError::OwnedByAnother {
                 path: path.to_owned(),
                 owner_uid,
@@ -66,6 +66,12 @@ pub fn check_private_dir(path: &Path) -> Result<(), StoreError> {
     #[cfg(not(unix))]
     let _ = path;
     Ok(())
+}
+
+/// Whether a folder owned by `owner_uid` belongs to another user than the process's
+/// (`process_uid`): root's folders (the system's, a mount point) are no other user's.
+fn belongs_to_another(owner_uid: u32, process_uid: u32) -> bool {
+    owner_uid != 0 && owner_uid != process_uid
 }
 
 /// Options that open a file only if it is no symbolic link (on Unix; the open fails otherwise):
@@ -149,4 +155,19 @@ pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|handle| handle.sync_all())
         .map_err(|error| StoreError::io("sync", dir, error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::belongs_to_another;
+
+    #[test]
+    fn a_folder_belongs_to_another_unless_it_is_the_processs_or_roots() {
+        assert!(belongs_to_another(65_534, 1_000), "nobody's, to a user");
+        assert!(belongs_to_another(1_001, 1_000), "another user's");
+        assert!(!belongs_to_another(1_000, 1_000), "the user's own");
+        assert!(!belongs_to_another(0, 1_000), "root's, to a user");
+        assert!(belongs_to_another(1_000, 0), "a user's, to root");
+        assert!(!belongs_to_another(0, 0), "root's own");
+    }
 }
