@@ -90,8 +90,7 @@ pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 15;
 
 /// How long a worker sleeps at most between looks at its rings: one Opus frame. Messages wake
 /// a worker at once (a press, a delta to play, a packet that starts a talkspurt), so the tick
-/// only paces the steady work, which comes in 20 ms frames anyway; every wakeup costs CPU
-/// (docs/benchmarks.md).
+/// only paces the steady work, which comes in 20 ms frames anyway; every wakeup costs CPU.
 const WORKER_TICK: Duration = Duration::from_millis(20);
 /// Between attempts to open a device when none could be opened.
 const RETRY_OPEN_EVERY: Duration = Duration::from_millis(1000);
