@@ -95,7 +95,7 @@ function showTalkControl() {
 function showStatus(status) {
   if (!page.showStatus(status)) return;
   renderStatus(statusLine, status);
-  showHealth();
+  showHealthBadge();
   showMicRing();
   renderBanner(banner, status);
   const action = connectAction(status);
@@ -103,9 +103,9 @@ function showStatus(status) {
   connectButton.title = action.title;
   showTalkControl();
 }
-function showHealth() {
+// The badge shows while a call is up and its health was said; it is drawn when health comes.
+function showHealthBadge() {
   const { health, status } = page.get();
-  if (health) renderHealth(connectionBadge, health);
   connectionBadge.hidden = !(health && connectionShown(status.state));
 }
 // While listening, a ring around the talk control follows the microphone's level. Readings
@@ -147,7 +147,8 @@ const spending = createSpending(document.querySelector("#spending"));
 await listen(EVENTS.spending, (event) => spending.show(event.payload));
 await listen(EVENTS.connectionHealth, (event) => {
   page.setHealth(event.payload);
-  showHealth();
+  renderHealth(connectionBadge, event.payload);
+  showHealthBadge();
 });
 await listen(EVENTS.transcript, (event) => transcriptEvents.push(event.payload));
 
