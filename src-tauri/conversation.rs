@@ -104,6 +104,9 @@ pub async fn run(
                     edges.close().await;
                     machine.handle_input(ConversationsInput::Closed, edges.clock.now_ms());
                 }
+                ConversationsOutput::StopToolServers => {
+                    dialler.tool_servers.lock().await.stop().await
+                }
                 ConversationsOutput::Quit => return,
             }
         }

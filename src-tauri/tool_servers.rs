@@ -51,9 +51,7 @@ impl ToolServers {
         {
             return (Some(running.servers.clone()), running.problems.clone());
         }
-        if let Some(old) = self.running.take() {
-            old.servers.stop().await;
-        }
+        self.stop().await;
         if enabled.is_empty() {
             return (None, Vec::new());
         }
@@ -82,6 +80,14 @@ impl ToolServers {
             problems: problems.clone(),
         });
         (Some(servers), problems)
+    }
+
+    /// Stops the servers that run (their process groups end); the next conversation starts
+    /// them again.
+    pub async fn stop(&mut self) {
+        if let Some(old) = self.running.take() {
+            old.servers.stop().await;
+        }
     }
 }
 

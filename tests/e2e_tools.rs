@@ -71,7 +71,9 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
                 "name": "test",
                 "command": command,
                 "enabled": true,
-                "permission": "ask",
+                // Settings from before: "always" said of the server. It covers no tool without
+                // a choice of its own (echo asks, below).
+                "permission": "always",
                 "tools": {"add": "always", "big": "always", "crash": "always", "sleep": "never"}
             }]
         })
@@ -242,6 +244,69 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
     );
 }
 
+/// A server started by its command (which starts a helper of its own, as `npx` starts `node`)
+/// is not given Walkie's API key, and neither it nor its helper outlives Walkie.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_servers_processes_never_get_the_api_key_and_end_when_walkie_quits() {
+    require_test_audio();
+    let name = "mcp_processes";
+    let dirs = support::AppDirs::fresh(name);
+    let tag = format!("walkie-e2e-{}-{name}", std::process::id());
+    let _leftovers = support::KillTagged(tag.clone());
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        serde_json::json!({
+            "provider": "local",
+            "toolServers": [{
+                "name": "test",
+                "command": format!("'{}' --with-child {tag}", test_server().display()),
+                "enabled": true,
+                "permission": "ask",
+                "tools": {"environment": "always"}
+            }]
+        })
+        .to_string(),
+    )
+    .expect("writing the settings");
+    let mut launch = support::Launch::in_dirs(&dirs, None);
+    launch
+        .env
+        .push(("OPENAI_API_KEY", "sk-walkie-e2e-not-a-key".to_owned()));
+    let app = WebviewApp::launch_with(name, launch).await;
+    let pid = app.walkie_pid();
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        assert_eq!(
+            support::processes_with_arg(&tag).len(),
+            2,
+            "the server and its helper run"
+        );
+        say(&client, "use test__environment").await;
+        let transcript = wait_for(&client, "#transcript", |text| {
+            text.contains("The test__environment tool answered:")
+        })
+        .await;
+        assert!(transcript.contains("PATH"), "{transcript}");
+        assert!(
+            !transcript.contains("OPENAI_API_KEY"),
+            "Walkie's key reached the server: {transcript}"
+        );
+
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .expect("signalling Walkie");
+        support::wait_until_exited(pid, std::time::Duration::from_secs(15)).await;
+        assert_eq!(
+            support::processes_with_arg(&tag),
+            Vec::<u32>::new(),
+            "a process Walkie started is left after it quit"
+        );
+    })
+    .await;
+}
+
 /// Adds the `number`th server in Settings as a user would: Add a server (its name field takes
 /// the focus), the name, the command, then Check.
 async fn add_server(client: &fantoccini::Client, number: usize, name: &str, command: &str) {
@@ -357,7 +422,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         );
         click(&client, "#settings [aria-label='Remove web']").await;
 
-        // A third at an address, over streamable HTTP, its tools allowed always.
+        // A third at an address, over streamable HTTP, its add allowed always.
         add_server(&client, 3, "web", &web_url).await;
         wait_for(
             &client,
@@ -365,12 +430,25 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
             |text| text.starts_with("It works: 8 tools"),
         )
         .await;
+        let web_choices = client
+            .execute(
+                r##"return [...document.querySelector("#settings [aria-label='What the tools of web may do']").options]
+                   .map((option) => option.value);"##,
+                vec![],
+            )
+            .await
+            .expect("the choices for web's tools");
+        assert_eq!(
+            web_choices,
+            serde_json::json!(["ask", "never"]),
+            "always is chosen per tool: said of a server, it would cover tools it adds later"
+        );
         client
             .find(fantoccini::Locator::Css(
-                "#settings [aria-label='What the tools of web may do']",
+                "#settings [aria-label='What add of web may do']",
             ))
             .await
-            .expect("web's permission")
+            .expect("add's permission")
             .select_by_value("always")
             .await
             .expect("choosing Always allow");
@@ -406,7 +484,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
                 {"name": "broken", "command": "/nonexistent/mcp-server", "enabled": true,
                  "permission": "ask", "tools": {}},
                 {"name": "web", "command": web_url, "enabled": true,
-                 "permission": "always", "tools": {}},
+                 "permission": "ask", "tools": {"add": "always"}},
             ])
         );
         support::press(&client, fantoccini::key::Key::Escape).await;

@@ -5,12 +5,22 @@
 // starts the server as typed and lists its tools, so each can be given its own permission.
 import { COMMANDS } from "./ipc.js";
 
-/** What a server's tools may do, as the settings spell it, and the words for it. */
+/** What a tool may do, as the settings spell it, and the words for it. */
 export const PERMISSIONS = [
   ["ask", "Ask me first"],
   ["always", "Always allow"],
   ["never", "Never"],
 ];
+
+/**
+ * What a server's tools without a choice of their own may do. Always is a choice per tool: said
+ * of a server, it would cover tools the server adds later, which the user has never seen.
+ */
+export const SERVER_PERMISSIONS = PERMISSIONS.filter(([value]) => value !== "always");
+
+/** The note of a server whose settings allow all its tools always (settings from before). */
+export const ALWAYS_IS_PER_TOOL =
+  "Always allow is chosen per tool now: press Check, then choose it for each tool you trust; the others ask first.";
 
 /** A tool's own choice that defers to its server's. */
 const AS_THE_SERVER = "";
@@ -28,7 +38,7 @@ export function serverForSettings(row) {
     name: String(row.name ?? "").trim(),
     command: String(row.command ?? "").trim(),
     enabled: Boolean(row.enabled),
-    permission: PERMISSIONS.some(([value]) => value === row.permission) ? row.permission : "ask",
+    permission: SERVER_PERMISSIONS.some(([value]) => value === row.permission) ? row.permission : "ask",
     tools,
   };
 }
@@ -180,7 +190,7 @@ export function createToolServerList({ list, hidden, add, invoke }) {
     const policyLabel = doc.createElement("label");
     policyLabel.append(doc.createTextNode("Its tools: "));
     policyLabel.append(
-      select(PERMISSIONS, row.permission, `What the tools of ${name} may do`, (value) => (row.permission = value)),
+      select(SERVER_PERMISSIONS, row.permission, `What the tools of ${name} may do`, (value) => (row.permission = value)),
     );
     const note = doc.createElement("p");
     note.className = "tool-server-note";
@@ -204,7 +214,7 @@ export function createToolServerList({ list, hidden, add, invoke }) {
         label.className = "tool-name";
         label.textContent = tool.missing ? `${tool.name} (no longer offered)` : tool.name;
         if (tool.description) label.title = tool.description;
-        const serverWords = PERMISSIONS.find(([value]) => value === row.permission)?.[1] ?? "";
+        const serverWords = SERVER_PERMISSIONS.find(([value]) => value === row.permission)?.[1] ?? "";
         const choices = [[AS_THE_SERVER, `As the server (${serverWords.toLowerCase()})`], ...PERMISSIONS];
         line.append(
           label,
@@ -244,7 +254,7 @@ export function createToolServerList({ list, hidden, add, invoke }) {
         ...serverForSettings(saved),
         tools: { ...(saved.tools ?? {}) },
         found: null,
-        note: "",
+        note: saved.permission === "always" ? ALWAYS_IS_PER_TOOL : "",
         noteKind: "info",
       }));
       render();

@@ -861,6 +861,36 @@ pub async fn wait_until_exited(pid: u32, within: Duration) {
     }
 }
 
+/// The processes one of whose arguments is `arg` (a zombie has none: it is gone but for its
+/// reaping).
+pub fn processes_with_arg(arg: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            cmdline
+                .split(|byte| *byte == 0)
+                .any(|word| word == arg.as_bytes())
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// Kills the processes [`processes_with_arg`] finds when dropped: what a failed test leaves
+/// would hold its output open, and the run would wait on it.
+pub struct KillTagged(pub String);
+
+impl Drop for KillTagged {
+    fn drop(&mut self) {
+        for pid in processes_with_arg(&self.0) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+    }
+}
+
 /// Every process in process group `group`, its leader included.
 pub fn group_pids(group: u32) -> Vec<u32> {
     let mut pids = Vec::new();

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkedText, serverForSettings, toolRows } from "../tool-servers.js";
+import { SERVER_PERMISSIONS, checkedText, serverForSettings, toolRows } from "../tool-servers.js";
 import { formValues, settingsFromForm } from "../settings.js";
 
 const files = {
@@ -19,6 +19,20 @@ test("a server goes to the settings trimmed, in Rust's field order, its tools so
   assert.equal(saved.command, "npx server");
   assert.deepEqual(Object.keys(saved.tools), ["read_file", "write_file"], "sorted, as a BTreeMap writes them");
   assert.equal(serverForSettings({ name: "x", permission: "sometimes" }).permission, "ask", "an unknown permission asks");
+});
+
+test("a server cannot allow every tool always: that choice is made per tool", () => {
+  assert.deepEqual(
+    SERVER_PERMISSIONS.map(([value]) => value),
+    ["ask", "never"],
+    "always would cover tools the server adds later",
+  );
+  assert.equal(
+    serverForSettings({ ...files, permission: "always" }).permission,
+    "ask",
+    "settings from before that allowed a whole server are saved as they are read: asking",
+  );
+  assert.deepEqual(serverForSettings({ ...files, permission: "always" }).tools, files.tools, "each tool keeps its own choice");
 });
 
 test("the list reads back into the same settings, and an untouched list is no change", () => {

@@ -127,6 +127,9 @@ pub enum ConversationsOutput<P, C> {
     /// Close the conversation on disk and hang up its call; answer
     /// [`ConversationsInput::Closed`].
     Close,
+    /// Stop the tool servers (their processes end): no conversation is under way or on its
+    /// way, as after the user hung up, and before Walkie quits. The next call starts them.
+    StopToolServers,
     /// Nothing is left to do: the app may quit.
     Quit,
 }
@@ -275,6 +278,7 @@ impl<P: CallPlan, C: Clone> Conversations<P, C> {
                 Phase::Placing { .. } | Phase::BackingOff { .. } | Phase::WaitingToDial { .. } => {
                     self.stop_placing();
                     self.say(StatusEvent::hung_up());
+                    self.outputs.push_back(ConversationsOutput::StopToolServers);
                     self.phase = Phase::Idle;
                 }
                 _ => {}
@@ -318,6 +322,7 @@ impl<P: CallPlan, C: Clone> Conversations<P, C> {
                 _ => {
                     self.stop_placing();
                     self.phase = Phase::Gone;
+                    self.outputs.push_back(ConversationsOutput::StopToolServers);
                     self.outputs.push_back(ConversationsOutput::Quit);
                 }
             },
@@ -506,8 +511,11 @@ impl<P: CallPlan, C: Clone> Conversations<P, C> {
             self.dial_not_before_ms = None;
         }
         match then {
-            AfterClose::Idle => {}
-            AfterClose::HungUp => self.say(StatusEvent::hung_up()),
+            AfterClose::Idle => self.outputs.push_back(ConversationsOutput::StopToolServers),
+            AfterClose::HungUp => {
+                self.say(StatusEvent::hung_up());
+                self.outputs.push_back(ConversationsOutput::StopToolServers);
+            }
             AfterClose::Call(continuing) => {
                 if continuing.is_some() {
                     self.continuing = continuing;
@@ -517,6 +525,7 @@ impl<P: CallPlan, C: Clone> Conversations<P, C> {
             AfterClose::Begin(placement) => self.begin(placement),
             AfterClose::Quit => {
                 self.phase = Phase::Gone;
+                self.outputs.push_back(ConversationsOutput::StopToolServers);
                 self.outputs.push_back(ConversationsOutput::Quit);
             }
         }

@@ -208,6 +208,7 @@ fn kinds(outputs: &[Out]) -> Vec<String> {
             ConversationsOutput::Begin { .. } => "begin".to_owned(),
             ConversationsOutput::Redial { .. } => "redial".to_owned(),
             ConversationsOutput::Close => "close".to_owned(),
+            ConversationsOutput::StopToolServers => "stop tool servers".to_owned(),
             ConversationsOutput::Quit => "quit".to_owned(),
             ConversationsOutput::Conversation(output) => match output {
                 Output::Status(_) => "conversation status".to_owned(),
@@ -600,6 +601,10 @@ fn hanging_up_closes_the_conversation_and_a_new_settings_call_under_way_is_dropp
     );
     let outputs = walkie.input(1_200, ConversationsInput::Closed);
     assert_eq!(last_status(&outputs), StatusEvent::hung_up());
+    assert!(
+        self::kinds(&outputs).contains(&"stop tool servers".to_owned()),
+        "with no conversation, no tool server runs: {outputs:?}"
+    );
     // A press now has no call to go to.
     let outputs = walkie.conversation(1_300, Input::Press);
     assert_eq!(
@@ -666,7 +671,11 @@ fn a_conversation_that_ends_is_closed_and_the_user_asks_for_the_next_call() {
         Some(StatusAction::OpenSettings)
     );
     let outputs = walkie.input(due_ms + 20, ConversationsInput::Closed);
-    assert!(outputs.is_empty(), "the user decides: {outputs:?}");
+    assert_eq!(
+        self::kinds(&outputs),
+        ["stop tool servers"],
+        "nothing more: the user decides"
+    );
     assert_eq!(walkie.machine.next_deadline_ms(), None);
     let outputs = walkie.request(due_ms + 30, Request::Connect);
     assert_eq!(placed_calls(&outputs).len(), 1);
@@ -738,11 +747,41 @@ fn quitting_closes_the_conversation_before_walkie_quits() {
     assert_eq!(kinds(&outputs).last().map(String::as_str), Some("close"));
     assert!(!kinds(&outputs).contains(&"quit".to_owned()));
     let outputs = walkie.input(1_100, ConversationsInput::Closed);
-    assert_eq!(kinds(&outputs), ["quit"]);
+    assert_eq!(kinds(&outputs), ["stop tool servers", "quit"]);
 
     let (mut walkie, _) = Walkie::launch(Plan::to("OpenAI"));
     let outputs = walkie.request(10, Request::Quit);
-    assert_eq!(kinds(&outputs), ["stop placing", "quit"]);
+    assert_eq!(
+        kinds(&outputs),
+        ["stop placing", "stop tool servers", "quit"]
+    );
+}
+
+#[test]
+fn hanging_up_while_the_first_call_is_placed_stops_the_tool_servers_too() {
+    let (mut walkie, _) = Walkie::launch(Plan::to("OpenAI"));
+    let outputs = walkie.request(10, Request::HangUp);
+    assert_eq!(
+        kinds(&outputs),
+        ["stop placing", "status", "stop tool servers"]
+    );
+}
+
+#[test]
+fn new_settings_keep_the_tool_servers_running_into_the_next_conversation() {
+    let mut walkie = Walkie::talking(Plan::to("OpenAI"));
+    let outputs = walkie.request(1_000, Request::Apply(Plan::to("Azure")));
+    let placement = placement(&outputs);
+    let mut outputs = walkie.placed(1_100, placement, Ok(()));
+    outputs.extend(walkie.input(1_200, ConversationsInput::Closed));
+    assert!(
+        kinds(&outputs).contains(&"begin".to_owned()),
+        "the new settings' conversation begins: {outputs:?}"
+    );
+    assert!(
+        !kinds(&outputs).contains(&"stop tool servers".to_owned()),
+        "the next conversation uses them at once: {outputs:?}"
+    );
 }
 
 #[test]

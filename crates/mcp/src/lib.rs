@@ -16,7 +16,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
+use process_wrap::tokio::{CommandWrap, ProcessGroup};
+use rmcp::model::{CallToolRequestParams, ContentBlock, PaginatedRequestParams, ResourceContents};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -107,6 +108,9 @@ pub enum CallError {
 
 struct Connection {
     service: RunningService<RoleClient, ()>,
+    /// The process group of a server started by its command: its own, led by it, so that
+    /// what it starts in turn (`npx` starts `node`) is stopped with it.
+    process_group: Option<rustix::process::Pid>,
 }
 
 impl Connection {
@@ -122,12 +126,20 @@ impl Connection {
 struct Server {
     spec: ServerSpec,
     connection: Mutex<Option<Connection>>,
+    /// Stopped for good ([`Servers::stop`]): a call still on its way does not start it again.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Server {
     /// A live connection: the one there is, or a new one (the server started again).
     async fn peer(&self, deadline: Duration) -> Result<Peer<RoleClient>, ServerError> {
         let mut connection = self.connection.lock().await;
+        if self.stopped.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(ServerError::NotStarted {
+                server: self.spec.name.clone(),
+                reason: "it was stopped with the conversation".to_owned(),
+            });
+        }
         if let Some(live) = connection.as_ref().filter(|live| live.is_alive()) {
             return Ok(live.peer());
         }
@@ -141,11 +153,74 @@ impl Server {
         Ok(peer)
     }
 
+    /// Ends the server: its input closed (how MCP asks a stdio server to exit) and, past
+    /// [`POLITE_EXIT`], its whole process group sent SIGTERM, then SIGKILL past
+    /// [`TERM_EXIT`]; it returns when no process of the group is left, or past that.
     async fn stop(&self) {
-        if let Some(live) = self.connection.lock().await.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(2), live.service.cancel()).await;
+        let mut connection = self.connection.lock().await;
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Release);
+        let Some(live) = connection.take() else {
+            return;
+        };
+        drop(connection);
+        let group = live.process_group;
+        // rmcp's own shutdown waits 3 s at each step, longer than an exit may take: it goes on
+        // in the background (reaping the leader), and the group is ended here on our bounds.
+        let closing = tokio::spawn(live.service.cancel());
+        let Some(group) = group else {
+            let _ = tokio::time::timeout(POLITE_EXIT, closing).await;
+            return;
+        };
+        // What the leader started may stay when it goes: the rest of the group is ended at once.
+        if gone_within(group, POLITE_EXIT, |group| {
+            rustix::process::test_kill_process(group).is_err()
+        })
+        .await
+            && group_gone_within(group, Duration::ZERO).await
+        {
+            return;
+        }
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
+        if group_gone_within(group, TERM_EXIT).await {
+            return;
+        }
+        log::warn!("{} did not end on SIGTERM; killing it", self.spec.name);
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        if !group_gone_within(group, TERM_EXIT).await {
+            log::warn!("{} is still there after SIGKILL", self.spec.name);
         }
     }
+}
+
+/// How long a stdio server has to exit once its input is closed (its leader; what it started
+/// is ended as soon as it is gone).
+const POLITE_EXIT: Duration = Duration::from_millis(500);
+/// How long a server's process group has to end after SIGTERM (and after SIGKILL).
+const TERM_EXIT: Duration = Duration::from_millis(500);
+
+/// Whether no process of `group` is left within `bound` (a zombie counts until it is reaped).
+async fn group_gone_within(group: rustix::process::Pid, bound: Duration) -> bool {
+    gone_within(group, bound, |group| {
+        rustix::process::test_kill_process_group(group).is_err()
+    })
+    .await
+}
+
+/// Whether `gone` holds of `group` within `bound`, asked every 10 ms.
+async fn gone_within(
+    group: rustix::process::Pid,
+    bound: Duration,
+    gone: impl Fn(rustix::process::Pid) -> bool,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + bound;
+    while !gone(group) {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
 }
 
 async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, ServerError> {
@@ -153,6 +228,7 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
         server: spec.name.clone(),
         reason: scrubbed(reason, &spec.reach),
     };
+    let mut process_group = None;
     let handshake = match &spec.reach {
         Reach::Command { program, args } => {
             let mut command = Command::new(program);
@@ -160,10 +236,15 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
                 .args(args)
                 .env_clear()
                 .envs(passed_environment(std::env::vars_os()));
+            let mut command = CommandWrap::from(command);
+            command.wrap(ProcessGroup::leader());
             let (transport, _) = TokioChildProcess::builder(command)
                 .stderr(Stdio::inherit())
                 .spawn()
                 .map_err(|error| not_started(error.to_string()))?;
+            process_group = transport
+                .id()
+                .and_then(|id| rustix::process::Pid::from_raw(id as i32));
             tokio::time::timeout(deadline, ().serve(transport)).await
         }
         Reach::Address { url } => {
@@ -190,7 +271,10 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
             });
         }
     };
-    Ok(Connection { service })
+    Ok(Connection {
+        service,
+        process_group,
+    })
 }
 
 /// `address` as error messages and the log may show it: scheme, host, port and path, with a
@@ -334,6 +418,7 @@ impl Servers {
             let server = Arc::new(Server {
                 spec,
                 connection: Mutex::new(None),
+                stopped: std::sync::atomic::AtomicBool::new(false),
             });
             let task = starting.spawn(async move {
                 let listed = list_tools(&server, deadline).await;
@@ -458,13 +543,7 @@ impl Servers {
             }
             Ok(Ok(result)) => result,
         };
-        let text = result
-            .content
-            .iter()
-            .filter_map(|block| block.as_text())
-            .map(|text| text.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = content_text(&result.content);
         if result.is_error == Some(true) {
             return Err(CallError::ToolFailed {
                 tool: tool.clone(),
@@ -474,11 +553,15 @@ impl Servers {
         Ok(result.structured_content.unwrap_or(Value::String(text)))
     }
 
-    /// Stops every server (their processes end).
+    /// Stops every server, all at once (their process groups end); a call still on its way
+    /// fails instead of starting one again.
     pub async fn stop(&self) {
+        let mut stopping = tokio::task::JoinSet::new();
         for server in &self.servers {
-            server.stop().await;
+            let server = server.clone();
+            stopping.spawn(async move { server.stop().await });
         }
+        while stopping.join_next().await.is_some() {}
     }
 }
 
@@ -630,9 +713,107 @@ pub fn offered_name<V>(server: &str, tool: &str, taken: &BTreeMap<String, V>) ->
         .expect("some numbered name is free")
 }
 
+/// A tool's answer as the text the model is given: text as it is, a text resource's text
+/// under its address; what is not text (an image, audio, a binary resource) named with its
+/// type and size instead — a function's output is text only.
+fn content_text(content: &[ContentBlock]) -> String {
+    const MAX_NAMED_CHARS: usize = 200;
+    let named = |text: &str| -> String {
+        let mut named: String = text
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(MAX_NAMED_CHARS)
+            .collect();
+        if text.chars().count() > MAX_NAMED_CHARS {
+            named.push('…');
+        }
+        named
+    };
+    let kib = |base64: &str| (base64.len() * 3 / 4).div_ceil(1024);
+    content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => text.text.clone(),
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                ResourceContents::TextResourceContents { uri, text, .. } => {
+                    format!("[resource {}]\n{text}", named(uri))
+                }
+                ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob,
+                    ..
+                } => format!(
+                    "[a binary resource Walkie does not pass on: {}, {}, {} KiB]",
+                    named(uri),
+                    named(mime_type.as_deref().unwrap_or("of no stated type")),
+                    kib(blob)
+                ),
+                _ => "[a resource of a kind Walkie does not know, not passed on]".to_owned(),
+            },
+            ContentBlock::ResourceLink(link) => {
+                format!(
+                    "[a link to resource {}: {}]",
+                    named(&link.name),
+                    named(&link.uri)
+                )
+            }
+            ContentBlock::Image(image) => format!(
+                "[an image Walkie does not pass on: {}, {} KiB]",
+                named(&image.mime_type),
+                kib(&image.data)
+            ),
+            ContentBlock::Audio(audio) => format!(
+                "[audio Walkie does not pass on: {}, {} KiB]",
+                named(&audio.mime_type),
+                kib(&audio.data)
+            ),
+            _ => "[content of a kind Walkie does not know, not passed on]".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_that_is_not_text_is_named_with_its_type_and_size_and_text_passes_as_it_is() {
+        let png_4_kib = "A".repeat(4 * 1024 * 4 / 3);
+        let content = [
+            ContentBlock::text("two files:"),
+            ContentBlock::embedded_text("file:///notes.txt", "buy milk"),
+            ContentBlock::image(png_4_kib, "image/png"),
+            ContentBlock::audio("UklGRg==", "audio/wav"),
+            ContentBlock::resource(ResourceContents::BlobResourceContents {
+                uri: "file:///a.zip".to_owned(),
+                mime_type: None,
+                blob: "UEsDBA==".to_owned(),
+                meta: None,
+            }),
+        ];
+        assert_eq!(
+            content_text(&content),
+            "two files:\n\
+             [resource file:///notes.txt]\nbuy milk\n\
+             [an image Walkie does not pass on: image/png, 4 KiB]\n\
+             [audio Walkie does not pass on: audio/wav, 1 KiB]\n\
+             [a binary resource Walkie does not pass on: file:///a.zip, of no stated type, 1 KiB]"
+        );
+    }
+
+    #[test]
+    fn a_servers_words_about_what_it_sent_are_one_line_and_cut() {
+        let content = [ContentBlock::image(
+            "",
+            format!("image/png\n{}", "x".repeat(300)),
+        )];
+        let text = content_text(&content);
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.chars().count() < 300, "{text}");
+        assert!(text.contains("x…, 0 KiB]"), "{text}");
+    }
 
     #[test]
     fn tools_left_out_for_their_size_are_counted_and_only_the_first_few_named() {

@@ -336,3 +336,89 @@ async fn a_server_whose_tool_list_never_ends_is_used_with_its_first_tools_and_sa
     );
     servers.stop().await;
 }
+
+/// A server started with `args`, tagged for [`processes_tagged`].
+fn tagged_server(args: &[&str], tag: &str) -> ServerSpec {
+    let mut spec = test_server("tagged");
+    let Reach::Command {
+        args: spec_args, ..
+    } = &mut spec.reach
+    else {
+        unreachable!("the test server is started by its command");
+    };
+    spec_args.extend(args.iter().map(|arg| (*arg).to_owned()));
+    spec_args.push(tag.to_owned());
+    spec
+}
+
+/// The processes whose arguments hold `tag` (a zombie has none: it is gone but for its
+/// reaping).
+fn processes_tagged(tag: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("the process table")
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            cmdline
+                .split(|byte| *byte == 0)
+                .any(|arg| arg == tag.as_bytes())
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// Kills what is left of the tagged processes when a test ends, failed or not: one left
+/// holds the test's output open, and the run would wait on it.
+struct EndTagged(String);
+
+impl Drop for EndTagged {
+    fn drop(&mut self) {
+        for pid in processes_tagged(&self.0) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn stopping_a_server_ends_the_processes_it_started_too() {
+    let tag = format!("walkie-mcp-test-{}-with-child", std::process::id());
+    let _end = EndTagged(tag.clone());
+    let (servers, problems) =
+        Servers::start(vec![tagged_server(&["--with-child"], &tag)], DEADLINE).await;
+    assert_eq!(problems, []);
+    assert_eq!(
+        processes_tagged(&tag).len(),
+        2,
+        "the server and the helper it started run"
+    );
+    servers.stop().await;
+    assert_eq!(
+        processes_tagged(&tag),
+        Vec::<u32>::new(),
+        "neither the server nor its helper is left"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_its_input_closing_and_sigterm_is_killed() {
+    let tag = format!("walkie-mcp-test-{}-stubborn", std::process::id());
+    let _end = EndTagged(tag.clone());
+    let (servers, problems) =
+        Servers::start(vec![tagged_server(&["--stubborn"], &tag)], DEADLINE).await;
+    assert_eq!(problems, []);
+    assert_eq!(processes_tagged(&tag).len(), 1);
+    servers.stop().await;
+    assert_eq!(processes_tagged(&tag), Vec::<u32>::new());
+    assert!(
+        matches!(
+            servers
+                .call("tagged__echo", json!({"text": "again?"}), DEADLINE)
+                .await,
+            Err(CallError::Server(ServerError::NotStarted { .. }))
+        ),
+        "a stopped server is not started again by a late call"
+    );
+}

@@ -39,7 +39,9 @@ pub struct ToolServer {
     pub command: String,
     /// Off: kept in the list, not started.
     pub enabled: bool,
-    /// What a tool not in `tools` may do (one the server added since).
+    /// What a tool not in `tools` may do (one the server added since): ask or never. Always is
+    /// a choice per tool only: said of a server, it would cover tools the user has never seen,
+    /// so a saved `always` here (settings from before) reads as ask.
     pub permission: ToolPermission,
     /// Per tool, by its name on the server.
     pub tools: BTreeMap<String, ToolPermission>,
@@ -68,9 +70,16 @@ impl ToolServer {
         Some((program, words.collect()))
     }
 
-    /// What the user allows of `tool`.
+    /// What the user allows of `tool`: its own choice, else the server's (where always is
+    /// ask).
     pub fn permission_of(&self, tool: &str) -> ToolPermission {
-        self.tools.get(tool).copied().unwrap_or(self.permission)
+        self.tools
+            .get(tool)
+            .copied()
+            .unwrap_or(match self.permission {
+                ToolPermission::Always => ToolPermission::Ask,
+                other => other,
+            })
     }
 }
 
@@ -265,5 +274,20 @@ mod tests {
             .insert("read".to_owned(), ToolPermission::Always);
         assert_eq!(files.permission_of("read"), ToolPermission::Always);
         assert_eq!(files.permission_of("delete"), ToolPermission::Never);
+    }
+
+    #[test]
+    fn a_server_allowed_always_still_asks_for_a_tool_without_its_own_choice() {
+        let mut files = server("files", "npx");
+        files.permission = ToolPermission::Always;
+        files
+            .tools
+            .insert("read".to_owned(), ToolPermission::Always);
+        assert_eq!(files.permission_of("read"), ToolPermission::Always);
+        assert_eq!(
+            files.permission_of("delete"),
+            ToolPermission::Ask,
+            "a tool the user never chose for (one added since) asks first"
+        );
     }
 }

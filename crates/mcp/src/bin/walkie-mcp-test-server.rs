@@ -9,6 +9,11 @@
 //! `--http` serves the same tools over streamable HTTP instead, on a free port of 127.0.0.1;
 //! its first line on stdout is the address (`http://127.0.0.1:PORT/mcp`).
 //!
+//! `--with-child` starts a helper process first (this program again, with `--helper`: it waits
+//! for ever), as `npx` starts `node`; `--stubborn` ignores SIGTERM and stays after its input
+//! closes; each prints its process id on stderr ("helper pid N", "stubborn pid N"). Any
+//! other argument is ignored, so a test can tag the processes it will look for.
+//!
 //! `--endless-tools` is a hostile server instead: its tool list pages on without end, 50 tools a
 //! page, the first of them described by a 64 KiB schema; every page asked for is counted on
 //! stderr ("listed page N").
@@ -163,7 +168,34 @@ impl ServerHandler for EndlessTools {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let flag = |name: &str| std::env::args().any(|arg| arg == name);
+    if flag("--helper") {
+        eprintln!("walkie-mcp-test-server: helper pid {}", std::process::id());
+        std::future::pending::<()>().await;
+        return Ok(());
+    }
     eprintln!("walkie-mcp-test-server: started");
+    if flag("--with-child") {
+        // Its standard streams are not the protocol's: the helper writes nothing on them.
+        let helper = std::process::Command::new(std::env::current_exe()?)
+            .arg("--helper")
+            .args(std::env::args().skip(1).filter(|arg| arg != "--with-child"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()?;
+        // Not waited for: it is meant to outlive this process unless its group is ended.
+        std::mem::forget(helper);
+    }
+    let mut term = None;
+    if flag("--stubborn") {
+        eprintln!(
+            "walkie-mcp-test-server: stubborn pid {}",
+            std::process::id()
+        );
+        term = Some(tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::terminate(),
+        )?);
+    }
     if std::env::args().any(|arg| arg == "--http") {
         return serve_http().await;
     }
@@ -174,6 +206,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let service = TestServer.serve(stdio()).await?;
     service.waiting().await?;
+    if let Some(mut term) = term {
+        loop {
+            term.recv().await;
+            eprintln!("walkie-mcp-test-server: SIGTERM ignored");
+        }
+    }
     Ok(())
 }
 
