@@ -17,6 +17,8 @@ const APP_COMMANDS: &[&str] = &[
     "attach_screenshot",
     "tool_decision",
     "check_tool_server",
+    "tool_server_secrets",
+    "save_tool_server_secrets",
     "copy_text",
     "get_settings",
     "list_devices",

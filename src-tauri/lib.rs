@@ -725,6 +725,8 @@ pub fn run(hidden: bool) {
             pictures::attach_screenshot,
             tool_decision,
             tool_servers::check_tool_server,
+            tool_servers::tool_server_secrets,
+            tool_servers::save_tool_server_secrets,
             copy_text,
             settings_commands::get_settings,
             settings_commands::list_devices,

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use walkie_conversation::{Input, OutsideTool, ToolPolicy, ToolServerProblem};
-use walkie_mcp::{Reach, ServerSpec, Servers};
+use walkie_mcp::{Reach, ServerSecrets, ServerSpec, Servers};
 use walkie_openai::Tool;
 use walkie_session::turn::ToolCallRequest;
+use walkie_settings::secrets::{ToolServerSecrets, ToolServerSecretsSummary};
 use walkie_settings::tool_servers::{ToolPermission, ToolServer};
 
 /// How long a server has to start and list its tools.
@@ -26,6 +27,8 @@ pub struct ToolServers {
 }
 
 struct Running {
+    /// The secrets of one of them changed since: the next conversation starts them anew.
+    secrets_changed: bool,
     /// The enabled servers of the list they were started for.
     listed: Vec<ToolServer>,
     servers: Arc<Servers>,
@@ -48,6 +51,7 @@ impl ToolServers {
             .collect();
         if let Some(running) = &self.running
             && running.listed == enabled
+            && !running.secrets_changed
         {
             return (Some(running.servers.clone()), running.problems.clone());
         }
@@ -55,7 +59,10 @@ impl ToolServers {
         if enabled.is_empty() {
             return (None, Vec::new());
         }
-        let specs = enabled.iter().filter_map(spec_of).collect();
+        let mut specs = Vec::with_capacity(enabled.len());
+        for server in &enabled {
+            specs.extend(spec_of(server).await);
+        }
         let (servers, problems) = Servers::start(specs, START_DEADLINE).await;
         let problems: Vec<ToolServerProblem> = problems
             .iter()
@@ -75,11 +82,20 @@ impl ToolServers {
         }
         let servers = Arc::new(servers);
         self.running = Some(Running {
+            secrets_changed: false,
             listed: enabled,
             servers: servers.clone(),
             problems: problems.clone(),
         });
         (Some(servers), problems)
+    }
+
+    /// The secrets of a server changed: the next conversation starts the servers anew (the one
+    /// under way keeps those it has).
+    pub fn secrets_changed(&mut self) {
+        if let Some(running) = self.running.as_mut() {
+            running.secrets_changed = true;
+        }
     }
 
     /// Stops the servers that run (their process groups end); the next conversation starts
@@ -92,8 +108,31 @@ impl ToolServers {
 }
 
 /// How the listed `server` is reached: its address, or its command line split; `None` when
-/// neither can be read (the settings refuse such a server).
-fn spec_of(server: &ToolServer) -> Option<ServerSpec> {
+/// neither can be read (the settings refuse such a server). Its secrets are read from the
+/// keyring: a keyring that cannot be read gives none (logged; the server says what it misses).
+async fn spec_of(server: &ToolServer) -> Option<ServerSpec> {
+    let name = server.name.clone();
+    let secrets = tauri::async_runtime::spawn_blocking(move || {
+        walkie_settings::secrets::tool_server_secrets(&name)
+    })
+    .await
+    .map_err(|error| walkie_settings::secrets::SecretError::Refused(error.to_string()))
+    .and_then(|read| read)
+    .unwrap_or_else(|problem| {
+        log::warn!(
+            "the keyring's secrets for tool server {} could not be read: {problem}",
+            server.name
+        );
+        Default::default()
+    });
+    spec_with(server, secrets)
+}
+
+/// `server` reached as its command or address says, given `secrets`.
+fn spec_with(
+    server: &ToolServer,
+    secrets: walkie_settings::secrets::ToolServerSecrets,
+) -> Option<ServerSpec> {
     let reach = match server.address() {
         Some(url) => Reach::Address {
             url: url.to_owned(),
@@ -106,6 +145,10 @@ fn spec_of(server: &ToolServer) -> Option<ServerSpec> {
     Some(ServerSpec {
         name: server.name.clone(),
         reach,
+        secrets: ServerSecrets {
+            environment: secrets.environment.into_iter().collect(),
+            authorization: secrets.authorization,
+        },
     })
 }
 
@@ -136,7 +179,9 @@ pub async fn check_tool_server(server: ToolServer) -> Result<Vec<CheckedTool>, S
     if let Some(problem) = named.address_problem() {
         return Err(format!("Its address {problem}"));
     }
-    let spec = spec_of(&named).ok_or_else(|| "Its command has an unclosed quote".to_owned())?;
+    let spec = spec_of(&named)
+        .await
+        .ok_or_else(|| "Its command has an unclosed quote".to_owned())?;
     let (servers, problems) = Servers::start(vec![spec], START_DEADLINE).await;
     servers.stop().await;
     // A server used without some of its tools shows the tools it is used with.
@@ -154,6 +199,47 @@ pub async fn check_tool_server(server: ToolServer) -> Result<Vec<CheckedTool>, S
             description: tool.description.clone(),
         })
         .collect())
+}
+
+/// What the keyring keeps for the tool server named `name`: the variables' names and whether
+/// there is a header, never a value.
+#[tauri::command]
+pub async fn tool_server_secrets(name: String) -> Result<ToolServerSecretsSummary, String> {
+    tauri::async_runtime::spawn_blocking(move || {
+        walkie_settings::secrets::tool_server_secrets_summary(name.trim())
+    })
+    .await
+    .map_err(|error| error.to_string())
+}
+
+/// Keeps what the user typed for the tool server named `name` in the keyring (NAME=value and
+/// `Authorization:` lines), replacing what was kept; nothing typed removes it. The servers
+/// are started anew, with it, for the next conversation.
+#[tauri::command]
+pub async fn save_tool_server_secrets(
+    dialler: tauri::State<'_, crate::dialler::Dialler>,
+    name: String,
+    typed: String,
+) -> Result<ToolServerSecretsSummary, String> {
+    let secrets = ToolServerSecrets::parse(&typed).map_err(|error| error.to_string())?;
+    let name = name.trim().to_owned();
+    if name.is_empty() {
+        return Err("Name the server first: its secrets are kept under its name".to_owned());
+    }
+    let variables = secrets.environment.len();
+    let summary = tauri::async_runtime::spawn_blocking({
+        let name = name.clone();
+        move || walkie_settings::secrets::store_tool_server_secrets(&name, &secrets)
+    })
+    .await
+    .map_err(|error| error.to_string())?
+    .map_err(|error| error.to_string())?;
+    log::info!(
+        "the secrets of tool server {name} were saved in the keyring ({variables} variables, {} header)",
+        if summary.authorization { "a" } else { "no" }
+    );
+    dialler.tool_servers.lock().await.secrets_changed();
+    Ok(summary)
 }
 
 /// The servers' tools as the conversation declares them, each with the user's permission.

@@ -39,34 +39,6 @@ async fn field_value(client: &Client, name: &str) -> serde_json::Value {
         .unwrap()
 }
 
-/// Every file under `dir` (recursively) whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &str) -> (Vec<String>, usize) {
-    let mut found = Vec::new();
-    let mut files = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                files += 1;
-                if !needle.is_empty()
-                    && bytes
-                        .windows(needle.len())
-                        .any(|window| window == needle.as_bytes())
-                {
-                    found.push(path.display().to_string());
-                }
-            }
-        }
-    }
-    (found, files)
-}
-
 const TEST: &str = "settings_restart";
 
 #[tokio::test(flavor = "multi_thread")]
@@ -216,9 +188,9 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
     let settings = std::fs::read_to_string(dirs.config.join("settings.json")).unwrap();
     assert!(settings.contains("\"voice\": \"cedar\""), "{settings}");
     assert!(settings.contains("\"retentionDays\": 30"), "{settings}");
-    let (_, log_files) = files_containing(&dirs.log, "");
+    let (_, log_files) = support::files_containing(&dirs.log, "");
     assert!(log_files >= 1, "the app wrote its log under WALKIE_LOG_DIR");
-    let (mentions, _) = files_containing(&dirs.log, "settings saved to");
+    let (mentions, _) = support::files_containing(&dirs.log, "settings saved to");
     assert_eq!(mentions.len(), 1, "the log records the save: {mentions:?}");
     // What the app created is the user's alone: the settings and window files, the log file,
     // the conversations folder.
@@ -237,7 +209,7 @@ async fn e2e_settings_survive_a_restart_and_the_key_lives_only_in_the_keyring() 
         assert_eq!(mode(&dirs.data.join("conversations")), 0o700);
     }
     for dir in [&dirs.config, &dirs.data, &dirs.log] {
-        let (found, _) = files_containing(dir, &key);
+        let (found, _) = support::files_containing(dir, &key);
         assert!(found.is_empty(), "the key is written in {found:?}");
     }
     drop(secrets);
@@ -291,7 +263,7 @@ async fn e2e_a_key_in_the_environment_is_used_and_never_shown() {
     })
     .await;
     for dir in [&dirs.config, &dirs.data, &dirs.log] {
-        let (found, _) = files_containing(dir, &key);
+        let (found, _) = support::files_containing(dir, &key);
         assert!(found.is_empty(), "the key is written in {found:?}");
     }
 }
@@ -407,7 +379,7 @@ async fn e2e_enter_after_typing_a_key_saves_it_in_the_keyring() {
     let settings = std::fs::read_to_string(dirs.config.join("settings.json")).unwrap();
     assert!(settings.contains("\"provider\": \"custom\""), "{settings}");
     for dir in [&dirs.config, &dirs.data, &dirs.log] {
-        let (found, _) = files_containing(dir, &key);
+        let (found, _) = support::files_containing(dir, &key);
         assert!(found.is_empty(), "the key is written in {found:?}");
     }
     drop(secrets);

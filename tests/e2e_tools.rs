@@ -12,6 +12,13 @@ use support::{WebviewApp, mcp_test_server as test_server, wait_for, wait_for_tex
 
 const READY: &str = "Ready (the local provider): hold Space or the button to talk.";
 
+/// How long a hundred tool calls in one response may take to be answered and shown.
+const HUNDRED_CALLS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// One app of this file at a time: each runs a tool server, and one of them a hundred calls,
+/// on a machine of 2 cores.
+static ONE_APP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The test server over streamable HTTP on loopback, and its address; ended when dropped.
 struct HttpTestServer {
     child: std::process::Child,
@@ -61,6 +68,7 @@ async fn click(client: &fantoccini::Client, css: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_crash() {
     require_test_audio();
+    let _one_app = ONE_APP.lock().await;
     let dirs = support::AppDirs::fresh("mcp_tools");
     let command = format!("'{}'", test_server().display());
     std::fs::write(
@@ -174,7 +182,8 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
 
         // A hundred calls in one response: a hundred answers, then the reply.
         say(&client, r#"use test__add 100 times with {"a": 1, "b": 1}"#).await;
-        wait_for(&client, "#transcript", |text| {
+        // Two hundred messages drawn on 2 cores: more than the usual wait.
+        support::wait_for_within(&client, "#transcript", HUNDRED_CALLS_TIMEOUT, |text| {
             text.contains(r#"100 tool calls were answered; the last, test__add, answered: "2""#)
         })
         .await;
@@ -249,6 +258,7 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_a_servers_processes_never_get_the_api_key_and_end_when_walkie_quits() {
     require_test_audio();
+    let _one_app = ONE_APP.lock().await;
     let name = "mcp_processes";
     let dirs = support::AppDirs::fresh(name);
     let tag = format!("walkie-e2e-{}-{name}", std::process::id());
@@ -307,6 +317,96 @@ async fn e2e_a_servers_processes_never_get_the_api_key_and_end_when_walkie_quits
     .await;
 }
 
+/// A variable typed for a server in Settings is kept in the keyring (in no file, never shown
+/// back), and the server is given it from the next conversation.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_servers_variable_typed_in_settings_is_kept_in_the_keyring_and_reaches_it() {
+    require_test_audio();
+    let _one_app = ONE_APP.lock().await;
+    let name = "mcp_secrets";
+    let dirs = support::AppDirs::fresh(name);
+    let keyring = support::SecretService::start(&dirs);
+    let value = "walkie-e2e-not-a-token";
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        serde_json::json!({
+            "provider": "local",
+            "toolServers": [{
+                "name": "test",
+                "command": format!("'{}'", test_server().display()),
+                "enabled": true,
+                "permission": "ask",
+                "tools": {"environment": "always"}
+            }]
+        })
+        .to_string(),
+    )
+    .expect("writing the settings");
+    let app = WebviewApp::launch_with(name, support::Launch::in_dirs(&dirs, Some(&keyring))).await;
+    app.run(|client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        support::open_settings(&client).await;
+        support::open_advanced(&client).await;
+        click(&client, "#settings .tool-server-secrets summary").await;
+        wait_for(&client, "#settings .tool-server-secrets-state", |text| {
+            text == "Nothing is kept."
+        })
+        .await;
+        let field = client
+            .find(fantoccini::Locator::Css(
+                "#settings [aria-label='Variables and header of test']",
+            ))
+            .await
+            .expect("the server's variables field");
+        field.send_keys("WALKIE_E2E_TOKEN=").await.expect("typing");
+        field.send_keys(value).await.expect("typing");
+        click(&client, "#settings button[value=save]").await;
+        wait_for(&client, "#settings [data-role=message]", |text| {
+            text.starts_with("Saved")
+        })
+        .await;
+        wait_for(&client, "#settings .tool-server-secrets-state", |text| {
+            text == "Kept: WALKIE_E2E_TOKEN."
+        })
+        .await;
+        support::screenshot(&client, "settings-tool-server-secrets").await;
+        assert!(
+            !client.source().await.expect("the page").contains(value),
+            "the value is never shown back"
+        );
+        support::press(&client, fantoccini::key::Key::Escape).await;
+
+        // The next conversation starts the server anew, with the variable.
+        support::watch_statuses(&client).await;
+        click(&client, "#connect").await;
+        let deadline = std::time::Instant::now() + support::UI_TIMEOUT;
+        while !support::statuses_seen(&client)
+            .await
+            .iter()
+            .any(|status| status.starts_with("Connecting"))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no new call was placed"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        wait_for_text(&client, "#status", READY).await;
+        say(&client, "use test__environment").await;
+        let transcript = wait_for(&client, "#transcript", |text| {
+            text.contains("The test__environment tool answered:")
+        })
+        .await;
+        assert!(transcript.contains("WALKIE_E2E_TOKEN"), "{transcript}");
+    })
+    .await;
+    for dir in [&dirs.config, &dirs.data, &dirs.log] {
+        let (found, _) = support::files_containing(dir, value);
+        assert!(found.is_empty(), "the value is written in {found:?}");
+    }
+    drop(keyring);
+}
+
 /// Adds the `number`th server in Settings as a user would: Add a server (its name field takes
 /// the focus), the name, the command, then Check.
 async fn add_server(client: &fantoccini::Client, number: usize, name: &str, command: &str) {
@@ -342,6 +442,7 @@ async fn add_server(client: &fantoccini::Client, number: usize, name: &str, comm
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
     require_test_audio();
+    let _one_app = ONE_APP.lock().await;
     let app = WebviewApp::launch("mcp_settings").await;
     let config = app.dirs().config.clone();
     let server = test_server().display().to_string();
@@ -359,7 +460,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         .await;
         assert_eq!(
             note,
-            "It works: 8 tools (add, big, crash, echo, environment, fail, garble, sleep)."
+            "It works: 9 tools (add, authorization, big, crash, echo, environment, fail, garble, sleep)."
         );
         client
             .find(fantoccini::Locator::Css(
@@ -427,7 +528,7 @@ async fn e2e_tool_servers_are_added_checked_and_saved_in_settings() {
         wait_for(
             &client,
             "#settings .tool-server:nth-child(3) .tool-server-note",
-            |text| text.starts_with("It works: 8 tools"),
+            |text| text.starts_with("It works: 9 tools"),
         )
         .await;
         let web_choices = client

@@ -18,6 +18,8 @@ export const COMMANDS = Object.freeze({
   attachScreenshot: "attach_screenshot",
   toolDecision: "tool_decision",
   checkToolServer: "check_tool_server",
+  toolServerSecrets: "tool_server_secrets",
+  saveToolServerSecrets: "save_tool_server_secrets",
   copyText: "copy_text",
   getSettings: "get_settings",
   listDevices: "list_devices",

@@ -727,7 +727,7 @@ export function createSettingsDialog(
   }
 
   function unsaved() {
-    return changedFields(saved, snapshot()).length > 0;
+    return changedFields(saved, snapshot()).length > 0 || toolServerList.hasUnkeptSecrets();
   }
 
   /** The settings the form holds, and what the form itself found wrong. */
@@ -879,9 +879,15 @@ export function createSettingsDialog(
       return false;
     }
     keyInput.value = "";
+    // The settings are saved; variables typed for a tool server are kept in the keyring too.
+    const secretsProblem = await toolServerList.keepTypedSecrets();
     render();
     saved = snapshot();
     await loadDevices();
+    if (secretsProblem) {
+      showProblems([{ field: "toolServers", reason: secretsProblem }]);
+      return false;
+    }
     say("Saved.");
     onSaved?.(view.settings);
     return true;

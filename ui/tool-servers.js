@@ -63,6 +63,23 @@ export function toolRows(saved, found) {
   return rows;
 }
 
+/**
+ * What the keyring keeps for a server, as its part of the list says it: the variables' names and
+ * whether there is a header, never a value.
+ * @param {{ variables: string[], authorization: boolean, keyringProblem?: string | null } | null | undefined} kept
+ */
+export function secretsStateText(kept) {
+  if (!kept) return "Open to see what is kept.";
+  if (kept.keyringProblem) return `The keyring cannot be read: ${kept.keyringProblem}`;
+  const names = [...kept.variables, ...(kept.authorization ? ["the Authorization header"] : [])];
+  return names.length === 0 ? "Nothing is kept." : `Kept: ${names.join(", ")}.`;
+}
+
+/** The words of a command's error. */
+function errorText(error) {
+  return typeof error === "string" ? error : (error?.message ?? String(error));
+}
+
 /** What Check says of a server: how many tools, and their names. */
 export function checkedText(tools) {
   if (tools.length === 0) return "It started, but offers no tools.";
@@ -201,7 +218,7 @@ export function createToolServerList({ list, hidden, add, invoke }) {
     checkButton.dataset.action = "check-tool-server";
     policy.append(policyLabel, checkButton);
 
-    item.append(top, command, policy, note);
+    item.append(top, command, policy, note, secretsPart(row, index));
 
     const tools = toolRows(row.tools, row.found);
     if (tools.length > 0) {
@@ -230,6 +247,81 @@ export function createToolServerList({ list, hidden, add, invoke }) {
     return item;
   }
 
+  /**
+   * The server's variables and header, kept in the keyring: what is kept is named (never its
+   * values); what is typed is kept with Keep (or the dialog's Save), replacing it.
+   */
+  function secretsPart(row, index) {
+    const name = nameOf(row, index);
+    const part = doc.createElement("details");
+    part.className = "tool-server-secrets";
+    part.open = row.secretsOpen === true;
+    const summary = doc.createElement("summary");
+    summary.textContent = "Variables and header (kept in the keyring)";
+    const state = doc.createElement("p");
+    state.className = "tool-server-secrets-state";
+    state.textContent = secretsStateText(row.secretsKept);
+    const typed = doc.createElement("textarea");
+    typed.rows = 3;
+    typed.spellcheck = false;
+    typed.autocomplete = "off";
+    typed.value = row.secretsTyped ?? "";
+    typed.placeholder = "GITHUB_TOKEN=… (one per line; for an address: Authorization: Bearer …)";
+    typed.setAttribute("aria-label", `Variables and header of ${name}`);
+    typed.addEventListener("input", () => (row.secretsTyped = typed.value));
+    const secretsNote = doc.createElement("p");
+    secretsNote.className = "tool-server-note";
+    secretsNote.setAttribute("role", "status");
+    const keep = button("Keep", `Keep the variables and header of ${name}`, async () => {
+      const problem = await keepSecrets(row, index);
+      secretsNote.textContent = problem ?? "Kept. The next conversation starts the server with them.";
+      secretsNote.dataset.kind = problem ? "error" : "info";
+      state.textContent = secretsStateText(row.secretsKept);
+      typed.value = row.secretsTyped ?? "";
+    });
+    const forget = button("Forget", `Forget the variables and header of ${name}`, async () => {
+      row.secretsTyped = "";
+      typed.value = "";
+      const problem = await keepSecrets(row, index, { forget: true });
+      secretsNote.textContent = problem ?? "Forgotten.";
+      secretsNote.dataset.kind = problem ? "error" : "info";
+      state.textContent = secretsStateText(row.secretsKept);
+    });
+    const actions = doc.createElement("div");
+    actions.className = "row";
+    actions.append(keep, forget);
+    part.addEventListener("toggle", async () => {
+      row.secretsOpen = part.open;
+      if (!part.open || row.secretsKept) return;
+      const serverName = String(row.name ?? "").trim();
+      if (!serverName) return;
+      try {
+        row.secretsKept = await invoke(COMMANDS.toolServerSecrets, { name: serverName });
+      } catch (error) {
+        row.secretsKept = { variables: [], authorization: false, keyringProblem: errorText(error) };
+      }
+      state.textContent = secretsStateText(row.secretsKept);
+    });
+    part.append(summary, state, typed, actions, secretsNote);
+    return part;
+  }
+
+  /** Keeps what is typed for `row` in the keyring (or, with `forget`, nothing); the problem, or null. */
+  async function keepSecrets(row, index, { forget = false } = {}) {
+    const serverName = String(row.name ?? "").trim();
+    if (!serverName) return `Name ${nameOf(row, index)} first: its secrets are kept under its name.`;
+    try {
+      row.secretsKept = await invoke(COMMANDS.saveToolServerSecrets, {
+        name: serverName,
+        typed: forget ? "" : (row.secretsTyped ?? ""),
+      });
+      row.secretsTyped = "";
+      return null;
+    } catch (error) {
+      return `${errorText(error).replace(/[.;]?$/, "")}. Fix it, then press Keep again.`;
+    }
+  }
+
   function render() {
     list.replaceChildren(...rows.map(server));
   }
@@ -242,6 +334,26 @@ export function createToolServerList({ list, hidden, add, invoke }) {
   });
 
   return {
+    /** Whether variables or a header are typed and not kept yet. */
+    hasUnkeptSecrets() {
+      return rows.some((row) => (row.secretsTyped ?? "").trim() !== "");
+    },
+    /**
+     * Keeps what is typed for every server (the dialog's Save); the first problem, naming its
+     * server, or null.
+     */
+    async keepTypedSecrets() {
+      for (const [index, row] of rows.entries()) {
+        if ((row.secretsTyped ?? "").trim() === "") continue;
+        const problem = await keepSecrets(row, index);
+        if (problem) {
+          render();
+          return `${nameOf(row, index)}: ${problem}`;
+        }
+      }
+      render();
+      return null;
+    },
     /** Shows the servers the form's field holds (after the dialog filled it). */
     load() {
       let listed = [];
@@ -250,13 +362,21 @@ export function createToolServerList({ list, hidden, add, invoke }) {
       } catch {
         listed = [];
       }
-      rows = (Array.isArray(listed) ? listed : []).map((saved) => ({
-        ...serverForSettings(saved),
-        tools: { ...(saved.tools ?? {}) },
-        found: null,
-        note: saved.permission === "always" ? ALWAYS_IS_PER_TOOL : "",
-        noteKind: "info",
-      }));
+      // What was typed for a server's secrets and not kept stays (a reload after Save).
+      const before = new Map(rows.map((row) => [String(row.name ?? "").trim(), row]));
+      rows = (Array.isArray(listed) ? listed : []).map((saved) => {
+        const earlier = before.get(String(saved.name ?? "").trim());
+        return {
+          ...serverForSettings(saved),
+          tools: { ...(saved.tools ?? {}) },
+          found: null,
+          note: saved.permission === "always" ? ALWAYS_IS_PER_TOOL : "",
+          noteKind: "info",
+          secretsTyped: earlier?.secretsTyped ?? "",
+          secretsKept: earlier?.secretsKept ?? null,
+          secretsOpen: earlier?.secretsOpen ?? false,
+        };
+      });
       render();
     },
   };

@@ -861,6 +861,34 @@ pub async fn wait_until_exited(pid: u32, within: Duration) {
     }
 }
 
+/// Every file under `dir` (recursively) whose bytes contain `needle`.
+pub fn files_containing(dir: &Path, needle: &str) -> (Vec<String>, usize) {
+    let mut found = Vec::new();
+    let mut files = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                files += 1;
+                if !needle.is_empty()
+                    && bytes
+                        .windows(needle.len())
+                        .any(|window| window == needle.as_bytes())
+                {
+                    found.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    (found, files)
+}
+
 /// The processes one of whose arguments is `arg` (a zombie has none: it is gone but for its
 /// reaping).
 pub fn processes_with_arg(arg: &str) -> Vec<u32> {

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { SERVER_PERMISSIONS, checkedText, serverForSettings, toolRows } from "../tool-servers.js";
+import { SERVER_PERMISSIONS, checkedText, secretsStateText, serverForSettings, toolRows } from "../tool-servers.js";
 import { formValues, settingsFromForm } from "../settings.js";
 
 const files = {
@@ -69,4 +69,17 @@ test("Check says how many tools a server offers and names them", () => {
   assert.equal(checkedText([]), "It started, but offers no tools.");
   assert.equal(checkedText([{ name: "echo" }]), "It works: 1 tool (echo).");
   assert.equal(checkedText([{ name: "echo" }, { name: "add" }]), "It works: 2 tools (echo, add).");
+});
+
+test("what the keyring keeps for a server is said by name, never by value", () => {
+  assert.equal(secretsStateText(null), "Open to see what is kept.");
+  assert.equal(secretsStateText({ variables: [], authorization: false }), "Nothing is kept.");
+  assert.equal(
+    secretsStateText({ variables: ["GITHUB_TOKEN", "LOG_LEVEL"], authorization: true }),
+    "Kept: GITHUB_TOKEN, LOG_LEVEL, the Authorization header.",
+  );
+  assert.equal(
+    secretsStateText({ variables: [], authorization: false, keyringProblem: "no secret store is running" }),
+    "The keyring cannot be read: no secret store is running",
+  );
 });

@@ -43,6 +43,34 @@ pub struct ServerSpec {
     /// The user's name for it (shown, and the first part of its tools' names).
     pub name: String,
     pub reach: Reach,
+    /// What the user gives this server alone (from the keyring).
+    pub secrets: ServerSecrets,
+}
+
+/// What the user gives one server alone: variables added to the environment of one started by
+/// its command, the `Authorization` header of every request to one at an address. `Debug`
+/// prints only the variables' names.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ServerSecrets {
+    pub environment: Vec<(String, String)>,
+    pub authorization: Option<String>,
+}
+
+impl std::fmt::Debug for ServerSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self
+            .environment
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        f.debug_struct("ServerSecrets")
+            .field("environment", &names)
+            .field(
+                "authorization",
+                &self.authorization.as_ref().map(|_| "<hidden>"),
+            )
+            .finish()
+    }
 }
 
 /// How a server is reached.
@@ -235,7 +263,8 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
             command
                 .args(args)
                 .env_clear()
-                .envs(passed_environment(std::env::vars_os()));
+                .envs(passed_environment(std::env::vars_os()))
+                .envs(spec.secrets.environment.iter().cloned());
             let mut command = CommandWrap::from(command);
             command.wrap(ProcessGroup::leader());
             let (transport, _) = TokioChildProcess::builder(command)
@@ -249,10 +278,21 @@ async fn start(spec: &ServerSpec, deadline: Duration) -> Result<Connection, Serv
         }
         Reach::Address { url } => {
             let client = http_client(url, deadline).map_err(not_started)?;
-            let transport = StreamableHttpClientTransport::with_client(
-                client,
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()),
-            );
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(authorization) = &spec.secrets.authorization {
+                let mut value =
+                    reqwest::header::HeaderValue::from_str(authorization).map_err(|_| {
+                        not_started(
+                            "its Authorization header cannot be sent as typed; type it again"
+                                .to_owned(),
+                        )
+                    })?;
+                value.set_sensitive(true);
+                config
+                    .custom_headers
+                    .insert(reqwest::header::AUTHORIZATION, value);
+            }
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             tokio::time::timeout(deadline, ().serve(transport)).await
         }
     };

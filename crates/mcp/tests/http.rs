@@ -49,6 +49,7 @@ fn at(name: &str, url: &str) -> ServerSpec {
         reach: Reach::Address {
             url: url.to_owned(),
         },
+        secrets: walkie_mcp::ServerSecrets::default(),
     }
 }
 
@@ -185,4 +186,47 @@ async fn a_key_in_an_address_never_reaches_the_words_of_its_error() {
     assert!(!words.contains("also-secret"), "{words}");
     assert!(words.contains("keyed"), "the server is named: {words}");
     servers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_authorization_header_goes_with_its_calls_and_only_its() {
+    let server = HttpServer::start();
+    let mut with_header = at("keyed", &server.url);
+    with_header.secrets.authorization = Some("Bearer walkie-test-not-a-token".to_owned());
+    let (servers, problems) = Servers::start(
+        vec![with_header.clone(), at("plain", &server.url)],
+        DEADLINE,
+    )
+    .await;
+    assert_eq!(problems, []);
+    assert_eq!(
+        servers
+            .call("keyed__authorization", json!({}), DEADLINE)
+            .await,
+        Ok(json!("Bearer walkie-test-not-a-token"))
+    );
+    assert_eq!(
+        servers
+            .call("plain__authorization", json!({}), DEADLINE)
+            .await,
+        Ok(json!("none")),
+        "another server is not given it"
+    );
+    servers.stop().await;
+    assert!(
+        !format!("{with_header:?}").contains("not-a-token"),
+        "the header never prints: {with_header:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_header_that_cannot_be_sent_is_said_without_its_value() {
+    let server = HttpServer::start();
+    let mut with_header = at("keyed", &server.url);
+    with_header.secrets.authorization = Some("Bearer secret\u{7f}value".to_owned());
+    let (_servers, problems) = Servers::start(vec![with_header], DEADLINE).await;
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let said = problems[0].to_string();
+    assert!(said.contains("Authorization header"), "{said}");
+    assert!(!said.contains("secret"), "{said}");
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use walkie_mcp::{
-    CallError, MAX_TOOL_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER, Reach, ServerError, ServerSpec, Servers,
+    CallError, MAX_TOOL_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER, Reach, ServerError, ServerSecrets,
+    ServerSpec, Servers,
 };
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -18,6 +19,7 @@ fn test_server(name: &str) -> ServerSpec {
             program: env!("CARGO_BIN_EXE_walkie-mcp-test-server").to_owned(),
             args: Vec::new(),
         },
+        secrets: ServerSecrets::default(),
     }
 }
 
@@ -40,6 +42,7 @@ async fn a_servers_tools_are_listed_under_names_the_api_takes_with_their_schemas
         names,
         [
             "test__add",
+            "test__authorization",
             "test__big",
             "test__crash",
             "test__echo",
@@ -196,6 +199,7 @@ async fn a_server_that_cannot_start_or_is_not_mcp_is_reported_and_the_others_are
             program: "/nonexistent/walkie-mcp-server".to_owned(),
             args: Vec::new(),
         },
+        secrets: ServerSecrets::default(),
     };
     let not_mcp = ServerSpec {
         name: "chatty".to_owned(),
@@ -203,6 +207,7 @@ async fn a_server_that_cannot_start_or_is_not_mcp_is_reported_and_the_others_are
             program: "sh".to_owned(),
             args: vec!["-c".to_owned(), "echo hello; exit 0".to_owned()],
         },
+        secrets: ServerSecrets::default(),
     };
     let (servers, problems) = Servers::start(
         vec![missing, not_mcp, test_server("test")],
@@ -249,6 +254,44 @@ async fn a_server_started_by_its_command_gets_the_users_paths_and_language_and_n
     servers.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_own_variables_are_added_to_its_environment_and_only_its() {
+    let mut own = test_server("own");
+    own.secrets.environment = vec![("WALKIE_TEST_TOKEN".to_owned(), "not-a-token".to_owned())];
+    let (servers, problems) = Servers::start(vec![own, test_server("other")], DEADLINE).await;
+    assert_eq!(problems, []);
+    let names_of = |answer: Value| -> Vec<String> {
+        answer
+            .as_str()
+            .expect("a text answer")
+            .split(' ')
+            .map(str::to_owned)
+            .collect()
+    };
+    let own_names = names_of(
+        servers
+            .call("own__environment", json!({}), DEADLINE)
+            .await
+            .expect("own names its environment"),
+    );
+    assert!(
+        own_names.contains(&"WALKIE_TEST_TOKEN".to_owned()),
+        "{own_names:?}"
+    );
+    assert!(own_names.contains(&"PATH".to_owned()), "{own_names:?}");
+    let other_names = names_of(
+        servers
+            .call("other__environment", json!({}), DEADLINE)
+            .await
+            .expect("other names its environment"),
+    );
+    assert!(
+        !other_names.contains(&"WALKIE_TEST_TOKEN".to_owned()),
+        "{other_names:?}"
+    );
+    servers.stop().await;
+}
+
 #[test]
 fn walkies_api_keys_are_never_passed_to_a_server() {
     let parent = [
@@ -291,6 +334,7 @@ async fn a_server_whose_tool_list_never_ends_is_used_with_its_first_tools_and_sa
             program: env!("CARGO_BIN_EXE_walkie-mcp-test-server").to_owned(),
             args: vec!["--endless-tools".to_owned()],
         },
+        secrets: ServerSecrets::default(),
     };
     let started = std::time::Instant::now();
     let (servers, problems) = Servers::start(vec![endless], DEADLINE).await;

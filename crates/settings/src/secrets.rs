@@ -232,9 +232,258 @@ pub fn summary(account: KeyAccount) -> KeySummary {
     }
 }
 
+/// The most variables one tool server's secrets hold.
+pub const MAX_TOOL_SERVER_VARIABLES: usize = 32;
+/// The longest value of one of them (or of the `Authorization` header).
+pub const MAX_TOOL_SERVER_SECRET_CHARS: usize = 4_096;
+
+/// What one tool server is given besides what everyone's is: environment variables for a
+/// server started by its command, an `Authorization` header for one at an address. Kept in
+/// the keyring as one entry per server (a token is what they usually hold); `Debug` prints
+/// only the names.
+#[derive(Clone, Default, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolServerSecrets {
+    pub environment: std::collections::BTreeMap<String, String>,
+    pub authorization: Option<String>,
+}
+
+impl std::fmt::Debug for ToolServerSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolServerSecrets")
+            .field("environment", &self.environment.keys().collect::<Vec<_>>())
+            .field(
+                "authorization",
+                &self.authorization.as_ref().map(|_| "<hidden>"),
+            )
+            .finish()
+    }
+}
+
+/// What the webview may know of a server's secrets: the variables' names, and whether there
+/// is a header.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolServerSecretsSummary {
+    pub variables: Vec<String>,
+    pub authorization: bool,
+    /// Why the keyring could not be read, when it could not.
+    pub keyring_problem: Option<String>,
+}
+
+/// Why what the user typed for a server's secrets was refused: the line and what to do.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ToolServerSecretsError {
+    #[error("Line {line}: write NAME=value, or Authorization: and the header's value")]
+    NotAnEntry { line: usize },
+    #[error("Line {line}: a variable's name is letters, digits and _, not starting with a digit")]
+    BadName { line: usize },
+    #[error("Line {line}: the value is longer than {MAX_TOOL_SERVER_SECRET_CHARS} characters")]
+    TooLong { line: usize },
+    #[error("Line {line}: the value holds a control character; remove it")]
+    ControlCharacter { line: usize },
+    #[error("Line {line}: {name} is given twice; keep one")]
+    Twice { line: usize, name: String },
+    #[error("Give at most {MAX_TOOL_SERVER_VARIABLES} variables")]
+    TooMany,
+}
+
+impl ToolServerSecrets {
+    /// Reads what the user typed: one `NAME=value` or `Authorization: value` per line; blank
+    /// lines and lines starting with `#` are skipped.
+    pub fn parse(typed: &str) -> Result<ToolServerSecrets, ToolServerSecretsError> {
+        let mut secrets = ToolServerSecrets::default();
+        for (index, text) in typed.lines().enumerate() {
+            let line = index + 1;
+            let trimmed = text.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let header = trimmed
+                .split_once(':')
+                .filter(|(name, _)| name.trim().eq_ignore_ascii_case("authorization"));
+            let (name, value) = match header {
+                Some((_, value)) => (None, value.trim()),
+                None => {
+                    let (name, value) = trimmed
+                        .split_once('=')
+                        .ok_or(ToolServerSecretsError::NotAnEntry { line })?;
+                    (Some(name.trim()), value)
+                }
+            };
+            if value.chars().count() > MAX_TOOL_SERVER_SECRET_CHARS {
+                return Err(ToolServerSecretsError::TooLong { line });
+            }
+            if value.chars().any(char::is_control) {
+                return Err(ToolServerSecretsError::ControlCharacter { line });
+            }
+            let Some(name) = name else {
+                if value.is_empty() {
+                    return Err(ToolServerSecretsError::NotAnEntry { line });
+                }
+                if secrets.authorization.replace(value.to_owned()).is_some() {
+                    return Err(ToolServerSecretsError::Twice {
+                        line,
+                        name: "Authorization".to_owned(),
+                    });
+                }
+                continue;
+            };
+            let name_ok = name
+                .chars()
+                .next()
+                .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !name_ok {
+                return Err(ToolServerSecretsError::BadName { line });
+            }
+            if secrets
+                .environment
+                .insert(name.to_owned(), value.to_owned())
+                .is_some()
+            {
+                return Err(ToolServerSecretsError::Twice {
+                    line,
+                    name: name.to_owned(),
+                });
+            }
+            if secrets.environment.len() > MAX_TOOL_SERVER_VARIABLES {
+                return Err(ToolServerSecretsError::TooMany);
+            }
+        }
+        Ok(secrets)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.environment.is_empty() && self.authorization.is_none()
+    }
+
+    fn summary(&self) -> ToolServerSecretsSummary {
+        ToolServerSecretsSummary {
+            variables: self.environment.keys().cloned().collect(),
+            authorization: self.authorization.is_some(),
+            keyring_problem: None,
+        }
+    }
+}
+
+fn tool_server_entry(server: &str) -> Result<keyring::Entry, SecretError> {
+    keyring::Entry::new(SERVICE, &format!("tool-server/{server}")).map_err(classify)
+}
+
+/// The secrets kept for the tool server named `server` (none when none are kept).
+pub fn tool_server_secrets(server: &str) -> Result<ToolServerSecrets, SecretError> {
+    match tool_server_entry(server)?.get_password() {
+        Ok(json) => serde_json::from_str(&json).map_err(|_| {
+            SecretError::Refused(format!(
+                "what the keyring holds for {server} cannot be read; save it again"
+            ))
+        }),
+        Err(keyring::Error::NoEntry) => Ok(ToolServerSecrets::default()),
+        Err(error) => Err(classify(error)),
+    }
+}
+
+/// Keeps `secrets` for the tool server named `server`, replacing what was kept; none removes
+/// the entry.
+pub fn store_tool_server_secrets(
+    server: &str,
+    secrets: &ToolServerSecrets,
+) -> Result<ToolServerSecretsSummary, SecretError> {
+    let entry = tool_server_entry(server)?;
+    if secrets.is_empty() {
+        match entry.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => {}
+            Err(error) => return Err(classify(error)),
+        }
+    } else {
+        let json = serde_json::to_string(secrets).map_err(|error| {
+            SecretError::Refused(format!("the secrets could not be written: {error}"))
+        })?;
+        entry.set_password(&json).map_err(classify)?;
+    }
+    Ok(secrets.summary())
+}
+
+/// What the webview may see of the secrets kept for `server`.
+pub fn tool_server_secrets_summary(server: &str) -> ToolServerSecretsSummary {
+    match tool_server_secrets(server) {
+        Ok(secrets) => secrets.summary(),
+        Err(problem) => ToolServerSecretsSummary {
+            keyring_problem: Some(problem.to_string()),
+            ..ToolServerSecretsSummary::default()
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_servers_secrets_are_read_one_per_line_and_never_print_their_values() {
+        let secrets = ToolServerSecrets::parse(
+            "# for the GitHub server\nGITHUB_TOKEN=fake token = with an equals sign\n\n\
+             authorization:  Bearer fake-bearer-value \n_DEBUG=\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            secrets.environment.get("GITHUB_TOKEN").map(String::as_str),
+            Some("fake token = with an equals sign")
+        );
+        assert_eq!(
+            secrets.environment.get("_DEBUG").map(String::as_str),
+            Some("")
+        );
+        assert_eq!(
+            secrets.authorization.as_deref(),
+            Some("Bearer fake-bearer-value")
+        );
+        let printed = format!("{secrets:?}");
+        assert!(printed.contains("GITHUB_TOKEN"), "{printed}");
+        assert!(!printed.contains("fake"), "{printed}");
+        assert_eq!(
+            secrets.summary(),
+            ToolServerSecretsSummary {
+                variables: vec!["GITHUB_TOKEN".to_owned(), "_DEBUG".to_owned()],
+                authorization: true,
+                keyring_problem: None,
+            }
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_not_a_secret_is_refused_by_its_number() {
+        use ToolServerSecretsError::*;
+        let refused = |typed: &str| ToolServerSecrets::parse(typed).unwrap_err();
+        assert_eq!(refused("A=1\njust words"), NotAnEntry { line: 2 });
+        assert_eq!(refused("1ABC=x"), BadName { line: 1 });
+        assert_eq!(refused("MY-VAR=x"), BadName { line: 1 });
+        assert_eq!(refused("Authorization:"), NotAnEntry { line: 1 });
+        assert_eq!(
+            refused("A=1\nA=2"),
+            Twice {
+                line: 2,
+                name: "A".to_owned()
+            }
+        );
+        assert_eq!(refused("A=\u{7}"), ControlCharacter { line: 1 });
+        assert_eq!(
+            refused(&format!(
+                "A={}",
+                "x".repeat(MAX_TOOL_SERVER_SECRET_CHARS + 1)
+            )),
+            TooLong { line: 1 }
+        );
+        let many: String = (0..=MAX_TOOL_SERVER_VARIABLES)
+            .map(|n| format!("V{n}=x\n"))
+            .collect();
+        assert_eq!(refused(&many), TooMany);
+        assert_eq!(
+            refused("A=1\nA=2").to_string(),
+            "Line 2: A is given twice; keep one"
+        );
+    }
 
     #[test]
     fn a_key_never_prints_itself() {

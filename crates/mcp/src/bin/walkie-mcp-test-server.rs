@@ -1,7 +1,7 @@
 //! An MCP server for Walkie's tests, over stdio, built with the official SDK (rmcp): the tools
 //! a desktop assistant meets in the wild, well-behaved and not. `echo` and `add` answer; `big`
 //! answers with as many KiB as asked (a file read whole); `environment` names the variables it was
-//! started with;
+//! started with; `authorization` says the `Authorization` header of the call (over HTTP);
 //! `sleep` answers late (a hung server, for timeouts); `crash` ends the process mid-call; `garble`
 //! writes a line that is not JSON-RPC onto the protocol stream before it answers; `fail`
 //! answers with a tool error. Its stderr says when it starts, so a test can count restarts.
@@ -72,6 +72,16 @@ impl TestServer {
     #[tool(description = "Answers with kib KiB of text, like a large file read whole")]
     async fn big(&self, Parameters(BigArgs { kib }): Parameters<BigArgs>) -> String {
         "0123456789abcde\n".repeat(kib.min(16 * 1024) * 64)
+    }
+
+    #[tool(description = "Says the Authorization header the call came with (over HTTP)")]
+    async fn authorization(&self, context: RequestContext<RoleServer>) -> String {
+        context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|parts| parts.headers.get(hyper::http::header::AUTHORIZATION))
+            .and_then(|value| value.to_str().ok())
+            .map_or_else(|| "none".to_owned(), str::to_owned)
     }
 
     #[tool(description = "Names the environment variables it was started with")]
