@@ -1284,8 +1284,10 @@ fn a_paused_echo_canceller_sends_what_the_mic_hears_and_is_never_trusted() {
     let Heard { sent, trusted, .. } = reply_heard_by_its_own_microphone(Canceller::Paused, None);
     let at_speech_level = frames_at_speech_level(&sent);
     assert_eq!(trusted, [], "a paused canceller is never trusted");
+    // As a share of what was sent: on a loaded PipeWire the reply reaches the microphone a few
+    // frames later than on PulseAudio, which a count of frames read as the canceller at work.
     assert!(
-        at_speech_level > 200,
+        at_speech_level * 2 > sent.len(),
         "paused, the canceller takes nothing out: {at_speech_level} of {} frames at speech level",
         sent.len()
     );
