@@ -300,6 +300,7 @@ impl Recording {
 
 /// Hands one record of the conversation machine to the recorder; returns its time.
 fn save(recorder: &mut Recorder, record: Record) -> i64 {
+    let at = |unix_ms: walkie_conversation::UnixMs| unix_ms.get();
     match record {
         Record::Event {
             unix_ms,
@@ -307,26 +308,26 @@ fn save(recorder: &mut Recorder, record: Record) -> i64 {
             note,
             transcript,
         } => {
-            recorder.record(&event, note, &transcript, unix_ms);
-            unix_ms
+            recorder.record(&event, note, &transcript, at(unix_ms));
+            at(unix_ms)
         }
         Record::Transcript {
             unix_ms,
             transcript,
         } => {
-            recorder.transcript(&transcript, unix_ms);
-            unix_ms
+            recorder.transcript(&transcript, at(unix_ms));
+            at(unix_ms)
         }
         Record::UserAudio { unix_ms, chunk } => {
-            recorder.user_audio(chunk.samples(), unix_ms);
-            unix_ms
+            recorder.user_audio(chunk.samples(), at(unix_ms));
+            at(unix_ms)
         }
         Record::Cancelled {
             unix_ms,
             message_id,
         } => {
-            recorder.message_cancelled(&message_id, unix_ms);
-            unix_ms
+            recorder.message_cancelled(&message_id, at(unix_ms));
+            at(unix_ms)
         }
         Record::Billed {
             unix_ms,
@@ -336,13 +337,13 @@ fn save(recorder: &mut Recorder, record: Record) -> i64 {
             transcribed_seconds,
         } => {
             recorder.billed(walkie_store::Billed {
-                unix_ms,
+                unix_ms: at(unix_ms),
                 tokens,
                 cost_usd,
                 model,
                 transcribed_seconds,
             });
-            unix_ms
+            at(unix_ms)
         }
     }
 }

@@ -32,7 +32,7 @@ pub use health::{ConnectionHealth, HealthLevel, HealthSample, HealthWatch};
 pub use input::{EngineInput, Input, LevelReading, ToolServerProblem, TransportInput};
 pub use machine::{Conversation, ConversationConfig, SLOW_REPLY_MS};
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
-pub use output::{LatencySplit, Output, Record, ReplyPlayout};
+pub use output::{LatencySplit, Output, Record, ReplyPlayout, UnixMs};
 pub use outside_text::{MAX_OUTSIDE_TEXT_CHARS, outside_text};
 pub use preview::{
     LONGEST_PREVIEW_MS, PREVIEW_EVENT_ID, PREVIEW_INSTRUCTIONS, PreviewInput, PreviewOutput,

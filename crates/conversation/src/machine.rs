@@ -18,7 +18,7 @@ use walkie_session::{
 use crate::health::HealthWatch;
 use crate::input::{EngineInput, Input, TransportInput};
 use crate::meters::Meters;
-use crate::output::{LatencySplit, Output, Record};
+use crate::output::{LatencySplit, Output, Record, UnixMs};
 use crate::outside_text::{MAX_OUTSIDE_TEXT_CHARS, outside_text};
 use crate::redial::{DialFailure, Jitter, RedialPolicy, Retry};
 use crate::restore::{RESTORE_BUDGET_CHARS, restore_items, restore_items_within};
@@ -281,7 +281,9 @@ impl Conversation {
         conversation.bridge = TranscriptBridge::continuing(thread_id, earlier);
         conversation.restore_on_open = true;
         let mut restated = Vec::new();
-        conversation.bridge.restate(now_ms as i64, &mut restated);
+        conversation
+            .bridge
+            .restate(UnixMs::of_clock(now_ms).get(), &mut restated);
         for event in &restated {
             conversation
                 .outputs
@@ -290,7 +292,7 @@ impl Conversation {
         conversation
             .outputs
             .push_back(Output::Record(Record::Transcript {
-                unix_ms: now_ms as i64,
+                unix_ms: UnixMs::of_clock(now_ms),
                 transcript: restated,
             }));
         conversation
@@ -634,21 +636,22 @@ impl Conversation {
         if let Some(message_id) = cut_reply {
             // Marked after its END, inside its run, which the call's end finishes.
             self.bridge
-                .close_open_messages(now_ms as i64, &mut transcript);
+                .close_open_messages(UnixMs::of_clock(now_ms).get(), &mut transcript);
             let fields = walkie_agui::JsonObject::new();
             self.bridge.mark(
-                now_ms as i64,
+                UnixMs::of_clock(now_ms).get(),
                 &message_id,
                 MARK_INTERRUPTED,
                 &fields,
                 &mut transcript,
             );
         }
-        self.bridge.call_ended(now_ms as i64, &mut transcript);
+        self.bridge
+            .call_ended(UnixMs::of_clock(now_ms).get(), &mut transcript);
         self.outputs
             .extend(transcript.iter().cloned().map(Output::Transcript));
         self.outputs.push_back(Output::Record(Record::Transcript {
-            unix_ms: now_ms as i64,
+            unix_ms: UnixMs::of_clock(now_ms),
             transcript,
         }));
         self.playing_item = None;
@@ -776,7 +779,7 @@ impl Conversation {
             }
             EngineInput::SentAudio(chunk) => {
                 self.outputs.push_back(Output::Record(Record::UserAudio {
-                    unix_ms: now_ms as i64,
+                    unix_ms: UnixMs::of_clock(now_ms),
                     chunk,
                 }))
             }
@@ -1149,7 +1152,7 @@ impl Conversation {
                     let (tokens, cost_usd) = self.spending.add(&usage);
                     let model = model_of(self.spending.pricing.as_ref());
                     self.billed(Record::Billed {
-                        unix_ms: now_ms as i64,
+                        unix_ms: UnixMs::of_clock(now_ms),
                         tokens,
                         cost_usd,
                         model,
@@ -1160,7 +1163,7 @@ impl Conversation {
                     let bill = self.spending.add_transcription(&usage);
                     let model = model_of(self.spending.transcription_pricing.as_ref());
                     self.billed(Record::Billed {
-                        unix_ms: now_ms as i64,
+                        unix_ms: UnixMs::of_clock(now_ms),
                         tokens: bill.tokens,
                         cost_usd: bill.cost_usd,
                         model,
@@ -1181,7 +1184,7 @@ impl Conversation {
                         .add_session_usage(&format!("call-{}", self.calls), reported);
                     if bill.added.active > 0.0 || bill.added.paused > 0.0 {
                         self.billed(Record::Billed {
-                            unix_ms: now_ms as i64,
+                            unix_ms: UnixMs::of_clock(now_ms),
                             tokens: Default::default(),
                             cost_usd: bill.cost_usd,
                             model: model_of(self.spending.pricing.as_ref()),
@@ -1216,10 +1219,10 @@ impl Conversation {
                     }
                     self.route(&stamped.event);
                     let mut transcript = Vec::new();
-                    let unix_ms = stamped.at_ms as i64;
-                    let note = self
-                        .bridge
-                        .on_event_noted(unix_ms, &stamped.event, &mut transcript);
+                    let unix_ms = UnixMs::of_clock(stamped.at_ms);
+                    let note =
+                        self.bridge
+                            .on_event_noted(unix_ms.get(), &stamped.event, &mut transcript);
                     let interrupted = interrupted_reply(&stamped.event, &note);
                     let cancelled = self.cancelled_message(&stamped.event, &note);
                     let marks = [
@@ -1229,8 +1232,13 @@ impl Conversation {
                     for (message_id, name) in marks {
                         if let Some(message_id) = message_id {
                             let fields = walkie_agui::JsonObject::new();
-                            self.bridge
-                                .mark(unix_ms, message_id, name, &fields, &mut transcript);
+                            self.bridge.mark(
+                                unix_ms.get(),
+                                message_id,
+                                name,
+                                &fields,
+                                &mut transcript,
+                            );
                         }
                     }
                     self.outputs
@@ -1315,7 +1323,7 @@ impl Conversation {
         split: Option<LatencySplit>,
         now_ms: u64,
     ) {
-        let unix_ms = now_ms as i64;
+        let unix_ms = UnixMs::of_clock(now_ms);
         let mut fields = walkie_agui::JsonObject::new();
         fields.insert("latencyMs".into(), latency_ms.into());
         if let Some(split) = split
@@ -1324,8 +1332,13 @@ impl Conversation {
             fields.insert("split".into(), split);
         }
         let mut transcript = Vec::new();
-        self.bridge
-            .mark(unix_ms, &message_id, MARK_LATENCY, &fields, &mut transcript);
+        self.bridge.mark(
+            unix_ms.get(),
+            &message_id,
+            MARK_LATENCY,
+            &fields,
+            &mut transcript,
+        );
         self.outputs
             .extend(transcript.iter().cloned().map(Output::Transcript));
         self.outputs.push_back(Output::Record(Record::Transcript {
@@ -1342,9 +1355,9 @@ impl Conversation {
     /// The call is over: the transcript's open messages and run close, on the screen and on
     /// disk alike.
     fn close_transcript(&mut self, now_ms: u64) {
-        let unix_ms = now_ms as i64;
+        let unix_ms = UnixMs::of_clock(now_ms);
         let mut transcript = Vec::new();
-        self.bridge.finish(unix_ms, &mut transcript);
+        self.bridge.finish(unix_ms.get(), &mut transcript);
         self.outputs
             .extend(transcript.iter().cloned().map(Output::Transcript));
         self.outputs.push_back(Output::Record(Record::Transcript {

@@ -81,13 +81,35 @@ pub enum Output {
     ApprovalClosed { call_id: String },
 }
 
-/// What the store saves, at wall time `unix_ms`.
+/// A time of day: milliseconds since the Unix epoch, UTC, as records are stamped.
+///
+/// Why a type: the machines take one clock, the driver's (`now_ms`), which never goes back
+/// and reads the time of day because the driver starts it from the wall clock; deadlines are
+/// compared on it as it is. A record's time is a reading of that clock and nothing else (not a
+/// duration, not the provider's audio time), and [`UnixMs::of_clock`] is the one way to make
+/// one from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UnixMs(i64);
+
+impl UnixMs {
+    /// The time of day at `clock_ms`, a reading of the driver's clock.
+    pub const fn of_clock(clock_ms: u64) -> UnixMs {
+        UnixMs(clock_ms as i64)
+    }
+
+    /// Milliseconds since the Unix epoch, as the store takes them.
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+/// What the store saves, at the time of day `unix_ms`.
 #[derive(Debug, Clone)]
 pub enum Record {
     /// A session event, what the transcript bridge made of it, and the AG-UI events it
     /// produced: the very events the webview was sent.
     Event {
-        unix_ms: i64,
+        unix_ms: UnixMs,
         event: Box<StampedEvent>,
         note: BridgeNote,
         transcript: Vec<Event>,
@@ -95,19 +117,19 @@ pub enum Record {
     /// Transcript events no session event caused: the messages and run the bridge closed when
     /// the call ended (also sent to the webview).
     Transcript {
-        unix_ms: i64,
+        unix_ms: UnixMs,
         transcript: Vec<Event>,
     },
     /// Microphone audio exactly as it was sent.
-    UserAudio { unix_ms: i64, chunk: AudioChunk },
+    UserAudio { unix_ms: UnixMs, chunk: AudioChunk },
     /// The user took the recording of this message back before it was sent (after the
     /// record of its end).
-    Cancelled { unix_ms: i64, message_id: String },
+    Cancelled { unix_ms: UnixMs, message_id: String },
     /// A response was billed `tokens` (its own), which cost `cost_usd` at `model`'s prices
     /// (`None`: unknown); or, with `transcribed_seconds`, a transcription of the user's speech
     /// was (its seconds, zero when billed by tokens).
     Billed {
-        unix_ms: i64,
+        unix_ms: UnixMs,
         tokens: TokenTotals,
         cost_usd: Option<f64>,
         model: Option<String>,

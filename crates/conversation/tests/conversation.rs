@@ -12,7 +12,7 @@ use turn_support::{
 };
 use walkie_conversation::{
     ConnectionState, DeviceDirection, EngineInput, Input, LevelReading, METER_FLOOR_DBFS,
-    METER_STEP_DB, Output, Record, StatusAction, StatusEvent, TransportInput, sentence,
+    METER_STEP_DB, Output, Record, StatusAction, StatusEvent, TransportInput, UnixMs, sentence,
 };
 use walkie_openai::SessionConfig;
 use walkie_session::AudioChunk;
@@ -681,7 +681,7 @@ fn sent_audio_goes_to_the_store_and_levels_to_the_meters() {
     );
     assert!(matches!(
         outputs.as_slice(),
-        [Output::Record(Record::UserAudio { unix_ms: 100, .. })]
+        [Output::Record(Record::UserAudio { unix_ms, .. })] if *unix_ms == UnixMs::of_clock(100)
     ));
     let level = LevelReading {
         rms_dbfs: -20.0,
