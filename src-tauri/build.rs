@@ -34,6 +34,7 @@ const APP_COMMANDS: &[&str] = &[
     "set_api_key",
     "forget_api_key",
     "history_list",
+    "history_search",
     "history_open",
     "history_continue",
     "history_delete",

@@ -21,7 +21,7 @@ use serde::Serialize;
 use tauri::{AppHandle, Manager};
 use walkie_agui::{EarlierMessage, Message};
 use walkie_store::files::write_atomically;
-use walkie_store::{Retention, Store, StoreError, WavInfo, conversations_dir};
+use walkie_store::{Retention, SearchIndex, Store, StoreError, WavInfo, conversations_dir};
 
 /// Which conversation is being recorded right now (its id), shared by the recorder, which sets
 /// it, and the history, which must not delete it. Cloning shares the same slot.
@@ -201,6 +201,22 @@ pub struct History {
     store: Result<Store, String>,
     current: CurrentConversation,
     retention: Mutex<Retention>,
+    /// The search index, opened at the first search; when it was last brought up to date.
+    search: Mutex<Option<(SearchIndex, std::time::Instant)>>,
+}
+
+/// The most hits a search shows.
+const MAX_SEARCH_HITS: usize = 50;
+/// How long a search trusts the index before it looks for conversations that changed (a
+/// conversation going on is findable this long after its messages closed).
+const SEARCH_REFRESH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What a search found, and a line to say once about the index itself.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResults {
+    pub hits: Vec<walkie_store::SearchHit>,
+    pub notice: Option<String>,
 }
 
 impl History {
@@ -210,6 +226,7 @@ impl History {
             store: Ok(Store::new(conversations_dir(data_dir))),
             current,
             retention: Mutex::new(Retention::default()),
+            search: Mutex::new(None),
         }
     }
 
@@ -219,6 +236,7 @@ impl History {
             store: Err(reason),
             current,
             retention: Mutex::new(Retention::default()),
+            search: Mutex::new(None),
         }
     }
 
@@ -261,6 +279,59 @@ impl History {
                 open: summary.open,
             })
             .collect())
+    }
+
+    /// The messages of every saved conversation that hold what the user typed, best first.
+    /// The index is opened (or built again, said once) at the first search and brought up to
+    /// date when it is older than [`SEARCH_REFRESH`]; a conversation that cannot be read is
+    /// said, not fatal.
+    pub fn search(&self, typed: &str) -> Result<SearchResults, HistoryError> {
+        let store = self.store()?;
+        let mut slot = self
+            .search
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut notices = Vec::new();
+        let (index, refreshed) = match slot.as_mut() {
+            Some(open) => open,
+            None => {
+                let (index, rebuilt) = SearchIndex::open(store)?;
+                if let Some(reason) = rebuilt {
+                    log::warn!("the search index was damaged ({reason}); it is built again");
+                    notices
+                        .push("The search index was damaged and has been built again.".to_owned());
+                }
+                let never = std::time::Instant::now()
+                    .checked_sub(SEARCH_REFRESH * 2)
+                    .unwrap_or_else(std::time::Instant::now);
+                slot.insert((index, never))
+            }
+        };
+        if refreshed.elapsed() >= SEARCH_REFRESH {
+            let report = index.refresh(store)?;
+            *refreshed = std::time::Instant::now();
+            if !report.unreadable.is_empty() {
+                notices.push(format!(
+                    "{} conversation{} could not be read and {} left out of the search: {}.",
+                    report.unreadable.len(),
+                    if report.unreadable.len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    if report.unreadable.len() == 1 {
+                        "is"
+                    } else {
+                        "are"
+                    },
+                    report.unreadable.join(", ")
+                ));
+            }
+        }
+        Ok(SearchResults {
+            hits: index.search(typed, MAX_SEARCH_HITS)?,
+            notice: (!notices.is_empty()).then(|| notices.join(" ")),
+        })
     }
 
     /// One conversation, to read and play.
@@ -412,6 +483,15 @@ pub fn history_list(
     history: tauri::State<'_, History>,
 ) -> Result<Vec<ListedConversation>, HistoryError> {
     history.list()
+}
+
+/// The messages of every saved conversation that hold `query`, best first (off the main
+/// thread: the first search builds the index).
+#[tauri::command]
+pub async fn history_search(app: AppHandle, query: String) -> Result<SearchResults, HistoryError> {
+    tauri::async_runtime::spawn_blocking(move || app.state::<History>().search(&query))
+        .await
+        .map_err(|error| HistoryError::Conversation(format!("the search stopped: {error}")))?
 }
 
 /// One conversation: its messages and its turn WAVs.

@@ -742,6 +742,7 @@ pub fn run(hidden: bool) {
             settings_commands::set_api_key,
             settings_commands::forget_api_key,
             history::history_list,
+            history::history_search,
             history::history_open,
             history::history_continue,
             history::history_delete,

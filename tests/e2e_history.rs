@@ -547,3 +547,130 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
     })
     .await;
 }
+
+/// Whether the focused element is the saved message `message_id` of the open conversation.
+async fn focused_message(client: &Client) -> Option<String> {
+    let focused = client
+        .execute(
+            "const element = document.activeElement;
+             return element?.matches('#history-transcript article.message.found')
+                 ? element.dataset.messageId : null;",
+            vec![],
+        )
+        .await
+        .expect("reading the focus");
+    focused.as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_word_said_in_an_old_conversation_is_found_opened_at_its_message_and_playable() {
+    let app = WebviewApp::launch("history_search").await;
+    let data_dir = app.data_dir().to_path_buf();
+    let seeded: Vec<String> = SEEDS.iter().map(|s| seed(&data_dir, s)).collect();
+    app.run(move |client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        click(&client, "#open-history").await;
+        wait_for(&client, "#history-list", |text| {
+            text.contains(SEEDS[0].question)
+        })
+        .await;
+
+        // Typed as a user types it: the first letters of a word already find it.
+        let field = client.find(Locator::Id("history-search")).await.unwrap();
+        field.click().await.unwrap();
+        field.send_keys("tomat").await.unwrap();
+        wait_for_text(&client, "#history-search-status", "1 message found.").await;
+        assert_eq!(
+            rendered_text(&client, "#history-hits .history-hit-text")
+                .await
+                .as_deref(),
+            Some(SEEDS[1].question)
+        );
+        assert_eq!(
+            rendered_text(&client, "#history-hits mark")
+                .await
+                .as_deref(),
+            Some("tomatoes"),
+            "the matched word is marked"
+        );
+        assert!(
+            rendered_text(&client, "#history-hits .history-item-meta")
+                .await
+                .is_some_and(|meta| meta.ends_with(" · You")),
+            "who said it"
+        );
+        let listing_hidden = client
+            .execute(
+                "return document.getElementById('history-list').hidden;",
+                vec![],
+            )
+            .await
+            .expect("reading the listing");
+        assert_eq!(
+            listing_hidden,
+            Value::Bool(true),
+            "the hits stand in for the listing"
+        );
+        support::screenshot(&client, "history-search").await;
+
+        // The keyboard alone: Tab to the hit, Enter opens its conversation at that message.
+        support::press(&client, fantoccini::key::Key::Tab).await;
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        wait_for_text(&client, "#history-detail-title", SEEDS[1].question).await;
+        let deadline = Instant::now() + UI_TIMEOUT;
+        while focused_message(&client).await.as_deref() != Some("user-1") {
+            assert!(
+                Instant::now() < deadline,
+                "the message found is not focused"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Its turn's audio is one click away.
+        let played = audio_outcome(
+            &client,
+            "#history-transcript article[data-message-id='user-1'] audio",
+        )
+        .await
+        .expect("the WAV of the message found loads");
+        assert_close_ms(played, SEEDS[1].user_ms as f64, "the turn found");
+
+        // Back: the hits are still there; a phrase finds the assistant's words.
+        click(&client, "#history-back").await;
+        let field = client.find(Locator::Id("history-search")).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys("\"384 thousand\"").await.unwrap();
+        wait_for_text(&client, "#history-search-status", "1 message found.").await;
+        assert!(
+            rendered_text(&client, "#history-hits .history-item-meta")
+                .await
+                .is_some_and(|meta| meta.ends_with(" · Assistant"))
+        );
+        click(&client, "#history-hits .history-hit").await;
+        wait_for_text(&client, "#history-detail-title", SEEDS[2].question).await;
+        click(&client, "#history-back").await;
+
+        // Nothing said matches: said, and clearing the field shows the listing again.
+        let field = client.find(Locator::Id("history-search")).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys("walrus").await.unwrap();
+        wait_for_text(
+            &client,
+            "#history-search-status",
+            "Nothing said matches “walrus”.",
+        )
+        .await;
+        field.clear().await.unwrap();
+        field.send_keys(" ").await.unwrap();
+        wait_for(&client, "#history-list", |text| {
+            text.contains(SEEDS[2].question)
+        })
+        .await;
+        assert_eq!(
+            support::accessibility_violations(&client).await,
+            Vec::<String>::new(),
+            "the history panel with its search"
+        );
+    })
+    .await;
+    drop(seeded);
+}

@@ -74,6 +74,32 @@ export function conversationTitle(conversation) {
 }
 
 /**
+ * What a search says under its field: how many messages it found, or that none matches.
+ * @param {number} count
+ * @param {string} typed
+ * @param {number} limit the most hits a search returns
+ */
+export function searchStatus(count, typed, limit) {
+  if (count === 0) return `Nothing said matches “${typed.trim()}”.`;
+  if (count >= limit) return `The first ${count} messages found; type more words to narrow it.`;
+  return `${count} message${count === 1 ? "" : "s"} found.`;
+}
+
+/**
+ * The line above a hit: when its conversation started and who spoke.
+ * @param {{ role: string }} hit
+ * @param {{ startedUnixMs: number } | undefined} conversation its listing, when known
+ * @param {{ locale?: string, timeZone?: string }} [options]
+ */
+export function hitMeta(hit, conversation, options = {}) {
+  const who = hit.role === "user" ? "You" : hit.role === "assistant" ? "Assistant" : hit.role;
+  return conversation ? `${formatStarted(conversation.startedUnixMs, options)} · ${who}` : who;
+}
+
+/** The most hits one search shows (src-tauri/history.rs MAX_SEARCH_HITS). */
+export const MAX_SEARCH_HITS = 50;
+
+/**
  * The replies the user talked over, by message id, marked as the live window marks them.
  * @param {Array<{assistantMessageId: string, interrupted: boolean}>} turns
  */
@@ -209,6 +235,14 @@ export function createHistoryPanel({
   let keptValue = "forever";
   /** The conversation open in the detail view. */
   let opened = null;
+  const searchField = byId("history-search");
+  const searchStatusLine = byId("history-search-status");
+  const hitsList = byId("history-hits");
+  /** The listing by id, for the date of a hit's conversation. */
+  let listed = new Map();
+  /** The search under way, and the text typed since it began (searched when it ends). */
+  let searching = false;
+  let searchAgain = false;
   /** Object URLs of the open conversation's WAVs, released when it closes. */
   let audioUrls = [];
 
@@ -345,15 +379,85 @@ export function createHistoryPanel({
     return item;
   }
 
+  /** One found message: its conversation's date and speaker, and the words around the match. */
+  function hitItem(hit) {
+    const item = doc.createElement("li");
+    const button = doc.createElement("button");
+    button.type = "button";
+    button.className = "history-item history-hit";
+    button.dataset.id = hit.conversationId;
+    button.dataset.messageId = hit.messageId;
+    const line = doc.createElement("span");
+    line.className = "history-item-meta";
+    line.textContent = hitMeta(hit, listed.get(hit.conversationId));
+    const text = doc.createElement("span");
+    text.className = "history-hit-text";
+    for (const part of hit.snippet) {
+      if (part.matched) {
+        const mark = doc.createElement("mark");
+        mark.textContent = part.text;
+        text.append(mark);
+      } else {
+        text.append(doc.createTextNode(part.text));
+      }
+    }
+    button.append(line, text);
+    button.addEventListener("click", () => openConversation(hit.conversationId, hit.messageId));
+    item.append(button);
+    return item;
+  }
+
+  /** Searches for what the field holds (a blank field shows the listing again). */
+  async function search() {
+    if (searching) {
+      searchAgain = true;
+      return;
+    }
+    searching = true;
+    try {
+      do {
+        searchAgain = false;
+        const typed = searchField.value;
+        if (typed.trim() === "") {
+          hitsList.replaceChildren();
+          hitsList.hidden = true;
+          list.hidden = listed.size === 0;
+          empty.hidden = listed.size > 0;
+          searchStatusLine.textContent = "";
+          continue;
+        }
+        let found;
+        try {
+          found = await invoke(COMMANDS.historySearch, { query: typed });
+        } catch (error) {
+          showError(error);
+          continue;
+        }
+        if (searchField.value !== typed) continue;
+        if (found.notice) notice.textContent = found.notice;
+        hitsList.replaceChildren(...found.hits.map(hitItem));
+        hitsList.hidden = found.hits.length === 0;
+        list.hidden = true;
+        empty.hidden = true;
+        searchStatusLine.textContent = searchStatus(found.hits.length, typed, MAX_SEARCH_HITS);
+      } while (searchAgain);
+    } finally {
+      searching = false;
+    }
+  }
+
+  searchField.addEventListener("input", () => search());
+
   async function refreshList() {
     const conversations = await invoke(COMMANDS.historyList);
+    listed = new Map(conversations.map((conversation) => [conversation.id, conversation]));
     list.replaceChildren(...conversations.map(listItem));
     empty.hidden = conversations.length > 0;
     list.hidden = conversations.length === 0;
     return conversations;
   }
 
-  async function openConversation(id) {
+  async function openConversation(id, messageId = null) {
     clearMessages();
     let conversation;
     try {
@@ -384,7 +488,20 @@ export function createHistoryPanel({
     listView.hidden = true;
     detail.hidden = false;
     back.hidden = false;
-    back.focus();
+    const found = messageId
+      ? [...transcriptBox.querySelectorAll("article.message")].find(
+          (article) => article.dataset.messageId === messageId,
+        )
+      : null;
+    if (found) {
+      // Opened at the message found: shown, marked, and its turn's player a Tab away.
+      found.classList.add("found");
+      found.tabIndex = -1;
+      found.scrollIntoView({ block: "center" });
+      found.focus({ preventScroll: true });
+    } else {
+      back.focus();
+    }
   }
 
   async function open() {
@@ -393,6 +510,8 @@ export function createHistoryPanel({
     try {
       const [, kept] = await Promise.all([refreshList(), invoke(COMMANDS.historyRetention)]);
       setRetention(kept);
+      // A search typed before stays: its hits, not the listing, are what the panel shows.
+      if (searchField.value.trim() !== "") await search();
     } catch (error) {
       showError(error);
     }

@@ -34,6 +34,7 @@ export const COMMANDS = Object.freeze({
   setApiKey: "set_api_key",
   forgetApiKey: "forget_api_key",
   historyList: "history_list",
+  historySearch: "history_search",
   historyOpen: "history_open",
   historyContinue: "history_continue",
   historyDelete: "history_delete",

@@ -12,7 +12,7 @@ import {
   formatStarted,
   retentionFromValue,
   retentionLabel,
-  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence } from "../history.js";
+  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence, searchStatus, hitMeta } from "../history.js";
 
 test("durations read in seconds, minutes or hours, never as raw milliseconds", () => {
   assert.equal(formatDurationMs(0), "0 s");
@@ -290,4 +290,19 @@ test("a shorter retention says how many conversations it deletes, and that it ca
     expiringSentence(1, 365),
     "1 conversation is older than a year: keeping conversations for a year deletes it from disk now, transcripts and recordings. This cannot be undone."
   );
+});
+
+test("a search says how many messages it found, that none matches, or that it shows the first", () => {
+  assert.equal(searchStatus(0, " walrus ", 50), "Nothing said matches “walrus”.");
+  assert.equal(searchStatus(1, "whale", 50), "1 message found.");
+  assert.equal(searchStatus(7, "whale", 50), "7 messages found.");
+  assert.equal(searchStatus(50, "a", 50), "The first 50 messages found; type more words to narrow it.");
+});
+
+test("a hit says when its conversation started and who spoke", () => {
+  const conversation = { startedUnixMs: Date.UTC(2026, 11, 6, 9, 30) };
+  const options = { locale: "en-GB", timeZone: "UTC" };
+  assert.equal(hitMeta({ role: "user" }, conversation, options), "6 Dec 2026, 09:30 · You");
+  assert.equal(hitMeta({ role: "assistant" }, conversation, options), "6 Dec 2026, 09:30 · Assistant");
+  assert.equal(hitMeta({ role: "assistant" }, undefined, options), "Assistant", "a conversation not listed");
 });

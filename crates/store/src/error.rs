@@ -74,6 +74,15 @@ pub enum StoreError {
         /// Why the line was rejected.
         reason: String,
     },
+    /// The search index could not be read or written (it is a cache: rebuilt when it fails to
+    /// open).
+    #[error("the search index {} failed: {reason}", path.display())]
+    Index {
+        /// The index file.
+        path: PathBuf,
+        /// What SQLite said.
+        reason: String,
+    },
     /// The folder has no journal, or its journal has no start record: not a conversation.
     #[error("{} is not a conversation folder: {reason}", path.display())]
     NotAConversation {

@@ -33,6 +33,7 @@ pub mod library;
 pub mod logfile;
 pub mod recorder;
 pub mod recovery;
+pub mod search;
 pub mod wav;
 
 pub use conversation::{
@@ -46,4 +47,5 @@ pub use library::{
 };
 pub use recorder::{Recorder, RecorderConfig, SaveState};
 pub use recovery::{RecoveryReport, needs_recovery, recover_conversation};
+pub use search::{RefreshReport, SearchHit, SearchIndex, SnippetPart};
 pub use wav::{plan_wav_repair, repair_wav};

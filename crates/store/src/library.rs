@@ -321,7 +321,7 @@ impl Store {
     }
 
     /// (id, folder) of every folder under the root, sorted by id.
-    fn folders(&self) -> Result<Vec<(String, PathBuf)>, StoreError> {
+    pub(crate) fn folders(&self) -> Result<Vec<(String, PathBuf)>, StoreError> {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -1,0 +1,404 @@
+//! Full-text search over every saved conversation: SQLite's FTS5 (through rusqlite, SQLite
+//! bundled), in one file beside the conversations.
+//!
+//! Why a cache and not a second truth: the journals stay what a conversation is. The index
+//! keeps, for each conversation, the size of the journal it read; [`SearchIndex::refresh`]
+//! reads again a conversation whose journal changed size (a new one, one still being written,
+//! one repaired), drops one that is gone, and an index file that cannot be opened is thrown
+//! away and built again. A journal that cannot be read is left out and counted, never fatal.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::StoreError;
+use crate::journal::JOURNAL_FILE;
+use crate::library::Store;
+
+/// The index's file, in the conversations folder (a file: the store lists folders only).
+pub const INDEX_FILE: &str = ".search-index.sqlite3";
+
+/// What the schema is; an index of another version is built again.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Marks around a matched word in [`SearchHit::snippet`]'s text as SQLite returns it.
+const MATCH_START: char = '\u{2}';
+const MATCH_END: char = '\u{3}';
+
+/// Words of context a hit shows around its match.
+const SNIPPET_WORDS: i64 = 12;
+
+/// The index over one store's conversations.
+pub struct SearchIndex {
+    connection: Connection,
+    path: PathBuf,
+}
+
+/// One message that matches, and where.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    pub conversation_id: String,
+    pub message_id: String,
+    /// "user", "assistant", … as the message's role is spelt.
+    pub role: String,
+    /// The words around the match, the matched ones marked.
+    pub snippet: Vec<SnippetPart>,
+}
+
+/// A piece of a hit's context: matched words, or the text between them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnippetPart {
+    pub text: String,
+    pub matched: bool,
+}
+
+/// What a refresh did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RefreshReport {
+    /// Conversations read (again).
+    pub indexed: usize,
+    /// Conversations gone from the folder, dropped from the index.
+    pub dropped: usize,
+    /// Conversations whose journal could not be read: not findable until it can.
+    pub unreadable: Vec<String>,
+}
+
+impl SearchIndex {
+    /// Opens the index of `store`, or makes it. One that cannot be opened (damaged, of another
+    /// version) is removed and made anew: the reason comes back to be said once.
+    pub fn open(store: &Store) -> Result<(SearchIndex, Option<String>), StoreError> {
+        let path = store.root().join(INDEX_FILE);
+        match Self::open_at(&path) {
+            Ok(index) => Ok((index, None)),
+            Err(reason) => {
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    let file = PathBuf::from(format!("{}{suffix}", path.display()));
+                    match std::fs::remove_file(&file) {
+                        Ok(()) => {}
+                        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(error) => return Err(StoreError::io("remove", &file, error)),
+                    }
+                }
+                let index = Self::open_at(&path).map_err(|reason| StoreError::Index {
+                    path: path.clone(),
+                    reason,
+                })?;
+                Ok((index, Some(reason)))
+            }
+        }
+    }
+
+    fn open_at(path: &Path) -> Result<SearchIndex, String> {
+        // Made the user's alone before SQLite opens it (its WAL files take its mode).
+        if !path.exists() {
+            crate::files::create_private_file(path).map_err(|error| error.to_string())?;
+        }
+        let connection = Connection::open(path).map_err(|error| error.to_string())?;
+        let index = SearchIndex {
+            connection,
+            path: path.to_owned(),
+        };
+        index.prepare().map_err(|error| error.to_string())?;
+        Ok(index)
+    }
+
+    /// Makes the tables, or checks that the ones there are this version's.
+    fn prepare(&self) -> rusqlite::Result<()> {
+        let version: i64 = self
+            .connection
+            .query_row("PRAGMA user_version", [], |row| row.get(0))?;
+        let tables: i64 = self.connection.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |row| row.get(0),
+        )?;
+        if tables > 0 && version != SCHEMA_VERSION {
+            return Err(rusqlite::Error::InvalidQuery);
+        }
+        self.connection.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE IF NOT EXISTS conversations (
+                 id TEXT PRIMARY KEY,
+                 journal_bytes INTEGER NOT NULL
+             );
+             CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(
+                 text,
+                 conversation_id UNINDEXED,
+                 message_id UNINDEXED,
+                 role UNINDEXED,
+                 tokenize = 'unicode61 remove_diacritics 2'
+             );
+             PRAGMA user_version = {SCHEMA_VERSION};"
+        ))?;
+        // A read that fails here is a damaged file: found now, not at the first search.
+        self.connection
+            .query_row("SELECT count(*) FROM messages", [], |row| {
+                row.get::<_, i64>(0)
+            })?;
+        Ok(())
+    }
+
+    /// Reads again every conversation of `store` whose journal changed since, and drops the
+    /// ones that are gone.
+    pub fn refresh(&mut self, store: &Store) -> Result<RefreshReport, StoreError> {
+        let on_disk = store.folders()?;
+        let index_error = |error: rusqlite::Error| StoreError::Index {
+            path: self.path.clone(),
+            reason: error.to_string(),
+        };
+        let indexed: BTreeMap<String, u64> = {
+            let mut statement = self
+                .connection
+                .prepare("SELECT id, journal_bytes FROM conversations")
+                .map_err(index_error)?;
+            statement
+                .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64)))
+                .map_err(index_error)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(index_error)?
+        };
+        let mut report = RefreshReport::default();
+        let transaction = self
+            .connection
+            .transaction()
+            .map_err(|error| StoreError::Index {
+                path: self.path.clone(),
+                reason: error.to_string(),
+            })?;
+        let in_transaction = |error: rusqlite::Error| StoreError::Index {
+            path: self.path.clone(),
+            reason: error.to_string(),
+        };
+        for id in indexed.keys() {
+            if !on_disk.iter().any(|(on_disk_id, _)| on_disk_id == id) {
+                forget(&transaction, id).map_err(in_transaction)?;
+                report.dropped += 1;
+            }
+        }
+        for (id, dir) in &on_disk {
+            let journal_bytes = match std::fs::metadata(dir.join(JOURNAL_FILE)) {
+                Ok(metadata) => metadata.len(),
+                Err(_) => continue,
+            };
+            if indexed.get(id) == Some(&journal_bytes) {
+                continue;
+            }
+            forget(&transaction, id).map_err(in_transaction)?;
+            let Ok(conversation) = store.open(id) else {
+                report.unreadable.push(id.clone());
+                continue;
+            };
+            let mut insert = transaction
+                .prepare_cached(
+                    "INSERT INTO messages (text, conversation_id, message_id, role)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(in_transaction)?;
+            for message in conversation.messages() {
+                let Some(text) = message.content().filter(|text| !text.trim().is_empty()) else {
+                    continue;
+                };
+                insert
+                    .execute(params![text, id, message.id(), message.role_name()])
+                    .map_err(in_transaction)?;
+            }
+            transaction
+                .execute(
+                    "INSERT INTO conversations (id, journal_bytes) VALUES (?1, ?2)",
+                    params![id, journal_bytes as i64],
+                )
+                .map_err(in_transaction)?;
+            report.indexed += 1;
+        }
+        transaction.commit().map_err(in_transaction)?;
+        Ok(report)
+    }
+
+    /// The messages that hold every word of `typed` (the last one also as the start of a
+    /// word, as the user types it; "quoted words" as a phrase), best first, at most `limit`.
+    pub fn search(&self, typed: &str, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
+        let Some(query) = fts_query(typed) else {
+            return Ok(Vec::new());
+        };
+        let index_error = |error: rusqlite::Error| StoreError::Index {
+            path: self.path.clone(),
+            reason: error.to_string(),
+        };
+        let mut statement = self
+            .connection
+            .prepare_cached(&format!(
+                "SELECT conversation_id, message_id, role,
+                        snippet(messages, 0, char(2), char(3), '…', {SNIPPET_WORDS})
+                 FROM messages WHERE messages MATCH ?1
+                 ORDER BY rank LIMIT ?2"
+            ))
+            .map_err(index_error)?;
+        statement
+            .query_map(params![query, limit as i64], |row| {
+                Ok(SearchHit {
+                    conversation_id: row.get(0)?,
+                    message_id: row.get(1)?,
+                    role: row.get(2)?,
+                    snippet: snippet_parts(&row.get::<_, String>(3)?),
+                })
+            })
+            .map_err(index_error)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(index_error)
+    }
+
+    /// How many conversations the index holds.
+    pub fn conversation_count(&self) -> Result<usize, StoreError> {
+        self.connection
+            .query_row("SELECT count(*) FROM conversations", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .optional()
+            .map(|count| count.unwrap_or(0) as usize)
+            .map_err(|error| StoreError::Index {
+                path: self.path.clone(),
+                reason: error.to_string(),
+            })
+    }
+}
+
+fn forget(transaction: &rusqlite::Transaction<'_>, id: &str) -> rusqlite::Result<()> {
+    transaction.execute("DELETE FROM messages WHERE conversation_id = ?1", [id])?;
+    transaction.execute("DELETE FROM conversations WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+/// `typed` as an FTS5 query: every word must be there, the last one as a prefix (the user is
+/// still typing it); words in double quotes are a phrase. `None` when nothing is left to look
+/// for. Every word is quoted, so nothing typed is read as FTS5 syntax.
+pub fn fts_query(typed: &str) -> Option<String> {
+    let mut terms = Vec::new();
+    for (index, piece) in typed.split('"').enumerate() {
+        let in_quotes = index % 2 == 1;
+        let words: Vec<String> = piece
+            .split(|c: char| !c.is_alphanumeric() && c != '\'')
+            .map(|word| word.trim_matches('\''))
+            .filter(|word| !word.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        if in_quotes {
+            terms.push((format!("\"{}\"", words.join(" ").replace('"', "")), false));
+        } else {
+            terms.extend(words.into_iter().map(|word| (format!("\"{word}\""), true)));
+        }
+    }
+    let last = terms.len().checked_sub(1)?;
+    let ends_in_a_word = typed
+        .chars()
+        .last()
+        .is_some_and(|c| c.is_alphanumeric() || c == '\'');
+    Some(
+        terms
+            .into_iter()
+            .enumerate()
+            .map(|(index, (term, bare))| {
+                if index == last && bare && ends_in_a_word {
+                    format!("{term}*")
+                } else {
+                    term
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// SQLite's snippet, its match marks turned into parts.
+fn snippet_parts(marked: &str) -> Vec<SnippetPart> {
+    let mut parts = Vec::new();
+    let mut rest = marked;
+    while let Some(start) = rest.find(MATCH_START) {
+        if start > 0 {
+            parts.push(SnippetPart {
+                text: rest[..start].to_owned(),
+                matched: false,
+            });
+        }
+        let after = &rest[start + MATCH_START.len_utf8()..];
+        let end = after.find(MATCH_END).unwrap_or(after.len());
+        parts.push(SnippetPart {
+            text: after[..end].to_owned(),
+            matched: true,
+        });
+        rest = after.get(end + MATCH_END.len_utf8()..).unwrap_or("");
+    }
+    if !rest.is_empty() {
+        parts.push(SnippetPart {
+            text: rest.to_owned(),
+            matched: false,
+        });
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_typed_becomes_a_query_of_quoted_words_the_last_a_prefix() {
+        assert_eq!(
+            fts_query("blue whale").as_deref(),
+            Some("\"blue\" \"whale\"*")
+        );
+        assert_eq!(
+            fts_query("blue whale ").as_deref(),
+            Some("\"blue\" \"whale\"")
+        );
+        assert_eq!(
+            fts_query("\"blue whale\" song").as_deref(),
+            Some("\"blue whale\" \"song\"*")
+        );
+        assert_eq!(
+            fts_query("\"blue whale\"").as_deref(),
+            Some("\"blue whale\"")
+        );
+        assert_eq!(
+            fts_query("NEAR(a b) OR c*").as_deref(),
+            Some("\"NEAR\" \"a\" \"b\" \"OR\" \"c\""),
+            "FTS5's own syntax is read as words"
+        );
+        assert_eq!(fts_query("  \"\" ... "), None);
+        assert_eq!(fts_query("what's").as_deref(), Some("\"what's\"*"));
+    }
+
+    #[test]
+    fn a_snippets_marks_become_matched_parts() {
+        assert_eq!(
+            snippet_parts("we saw a \u{2}blue\u{3} \u{2}whale\u{3} there…"),
+            vec![
+                SnippetPart {
+                    text: "we saw a ".to_owned(),
+                    matched: false
+                },
+                SnippetPart {
+                    text: "blue".to_owned(),
+                    matched: true
+                },
+                SnippetPart {
+                    text: " ".to_owned(),
+                    matched: false
+                },
+                SnippetPart {
+                    text: "whale".to_owned(),
+                    matched: true
+                },
+                SnippetPart {
+                    text: " there…".to_owned(),
+                    matched: false
+                },
+            ]
+        );
+    }
+}
