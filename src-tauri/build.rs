@@ -38,6 +38,7 @@ const APP_COMMANDS: &[&str] = &[
     "history_open",
     "history_continue",
     "history_delete",
+    "history_rename",
     "history_export_markdown",
     "history_open_folder",
     "history_retention",

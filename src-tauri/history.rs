@@ -271,7 +271,7 @@ impl History {
             .into_iter()
             .map(|summary| ListedConversation {
                 current: current.as_deref() == Some(summary.id.as_str()),
-                title: summary.first_words,
+                title: summary.title,
                 id: summary.id,
                 started_unix_ms: summary.started_unix_ms,
                 duration_ms: summary.duration_ms,
@@ -369,7 +369,7 @@ impl History {
         Ok(OpenedConversation {
             summary: ListedConversation {
                 id: id.to_owned(),
-                title: conversation.first_words(walkie_store::library::FIRST_WORDS),
+                title: conversation.display_title(walkie_store::library::FIRST_WORDS),
                 started_unix_ms: conversation.started_unix_ms(),
                 duration_ms: conversation.duration_ms(),
                 turn_count: turns.len(),
@@ -405,6 +405,14 @@ impl History {
         let current = self.current.lock();
         store.delete(id, current.as_deref())?;
         Ok(())
+    }
+
+    /// Names conversation `id` (not the one being recorded); returns the name as saved.
+    pub fn rename(&self, id: &str, title: &str) -> Result<String, HistoryError> {
+        let store = self.store()?;
+        let current = self.current.lock();
+        let now_unix_ms = chrono::Utc::now().timestamp_millis();
+        Ok(store.rename(id, title, current.as_deref(), now_unix_ms)?)
     }
 
     /// Writes a conversation as Markdown at `destination` (replacing it: the save dialog has
@@ -517,6 +525,16 @@ pub fn history_continue(
         crate::conversation::Command::Continue(Box::new(continuing)),
     )
     .map_err(|error| HistoryError::Conversation(error.to_string()))
+}
+
+/// Names a conversation (not the one being recorded); returns the name as saved.
+#[tauri::command]
+pub fn history_rename(
+    history: tauri::State<'_, History>,
+    id: String,
+    title: String,
+) -> Result<String, HistoryError> {
+    history.rename(&id, &title)
 }
 
 /// Deletes a conversation (not the one being recorded).

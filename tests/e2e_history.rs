@@ -674,3 +674,82 @@ async fn e2e_a_word_said_in_an_old_conversation_is_found_opened_at_its_message_a
     .await;
     drop(seeded);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_conversation_renamed_keeps_its_name_after_a_restart_and_a_deleted_index() {
+    let name = "history_rename";
+    let dirs = support::AppDirs::fresh(name);
+    let seeded: Vec<String> = SEEDS.iter().map(|s| seed(&dirs.data, s)).collect();
+    let first = seeded[0].clone();
+    let app = WebviewApp::launch_with(name, support::Launch::in_dirs(&dirs, None)).await;
+    app.run(move |client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        click(&client, "#open-history").await;
+        wait_for(&client, "#history-list", |text| {
+            text.contains(SEEDS[0].question)
+        })
+        .await;
+        // A search builds the index, which is thrown away below.
+        let search = client.find(Locator::Id("history-search")).await.unwrap();
+        search.click().await.unwrap();
+        search.send_keys("lisbon").await.unwrap();
+        wait_for_text(&client, "#history-search-status", "1 message found.").await;
+        search.clear().await.unwrap();
+        search.send_keys(" ").await.unwrap();
+        wait_for(&client, "#history-list", |text| {
+            text.contains(SEEDS[0].question)
+        })
+        .await;
+
+        click(
+            &client,
+            &format!("#history-list .history-item[data-id='{first}']"),
+        )
+        .await;
+        wait_for_text(&client, "#history-detail-title", SEEDS[0].question).await;
+        click(&client, "#history-rename-open").await;
+        let field = client
+            .active_element()
+            .await
+            .expect("the name field has the focus");
+        assert_eq!(
+            field.attr("id").await.unwrap().as_deref(),
+            Some("history-rename-title")
+        );
+        // A blank name is refused, saying what to do; the field keeps what was typed.
+        field.clear().await.unwrap();
+        field.send_keys("   ").await.unwrap();
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        let error = wait_for(&client, "#history-error", |text| !text.is_empty()).await;
+        assert!(error.contains("type a name"), "{error}");
+        field.send_keys("Portugal trip").await.unwrap();
+        support::press(&client, fantoccini::key::Key::Enter).await;
+        wait_for_text(&client, "#history-detail-title", "Portugal trip").await;
+        wait_for_text(&client, "#history-notice", "Renamed “Portugal trip”.").await;
+        support::screenshot(&client, "history-renamed").await;
+        click(&client, "#history-back").await;
+        wait_for(&client, "#history-list", |text| {
+            text.contains("Portugal trip")
+        })
+        .await;
+    })
+    .await;
+
+    // The index is a cache: gone, nothing of the name is lost, and the next search builds it.
+    let index = conversations_dir(&dirs.data).join(walkie_store::search::INDEX_FILE);
+    std::fs::remove_file(&index).expect("the index was made by the search");
+    let app = WebviewApp::launch_with(name, support::Launch::in_dirs(&dirs, None)).await;
+    app.run(move |client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        click(&client, "#open-history").await;
+        wait_for(&client, "#history-list", |text| {
+            text.contains("Portugal trip")
+        })
+        .await;
+        let search = client.find(Locator::Id("history-search")).await.unwrap();
+        search.click().await.unwrap();
+        search.send_keys("lisbon").await.unwrap();
+        wait_for_text(&client, "#history-search-status", "1 message found.").await;
+    })
+    .await;
+}

@@ -235,6 +235,9 @@ export function createHistoryPanel({
   let keptValue = "forever";
   /** The conversation open in the detail view. */
   let opened = null;
+  const renameForm = byId("history-rename");
+  const renameField = byId("history-rename-title");
+  const renameButton = byId("history-rename-open");
   const searchField = byId("history-search");
   const searchStatusLine = byId("history-search-status");
   const hitsList = byId("history-hits");
@@ -448,6 +451,44 @@ export function createHistoryPanel({
 
   searchField.addEventListener("input", () => search());
 
+  function closeRename() {
+    renameForm.hidden = true;
+  }
+
+  renameButton.addEventListener("click", () => {
+    if (!opened) return;
+    renameField.value = title.textContent;
+    renameForm.hidden = false;
+    renameField.focus();
+    renameField.select();
+  });
+  byId("history-rename-cancel").addEventListener("click", () => {
+    closeRename();
+    renameButton.focus();
+  });
+  renameField.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    // Escape leaves the naming, not the panel.
+    event.preventDefault();
+    event.stopPropagation();
+    closeRename();
+    renameButton.focus();
+  });
+  renameForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!opened) return;
+    const id = opened.id;
+    act(async () => {
+      // On a failure the form stays, with what was typed, and the error says why.
+      const saved = await invoke(COMMANDS.historyRename, { id, title: renameField.value });
+      if (opened?.id === id) title.textContent = saved;
+      closeRename();
+      renameButton.focus();
+      notice.textContent = `Renamed “${saved}”.`;
+      await refreshList();
+    });
+  });
+
   async function refreshList() {
     const conversations = await invoke(COMMANDS.historyList);
     listed = new Map(conversations.map((conversation) => [conversation.id, conversation]));
@@ -467,6 +508,7 @@ export function createHistoryPanel({
       return;
     }
     closeDetail();
+    closeRename();
     opened = conversation;
     title.textContent = conversationTitle(conversation);
     meta.textContent = conversationMeta(conversation);
@@ -482,6 +524,8 @@ export function createHistoryPanel({
     }
     Object.assign(continueButton, continueState(conversation));
     deleteButton.disabled = conversation.current;
+    renameButton.disabled = conversation.current;
+    renameButton.title = conversation.current ? "This conversation is going on; name it once it has ended" : "";
     deleteButton.title = conversation.current
       ? "This conversation is being recorded; it can be deleted once it has ended"
       : "";

@@ -38,6 +38,7 @@ export const COMMANDS = Object.freeze({
   historyOpen: "history_open",
   historyContinue: "history_continue",
   historyDelete: "history_delete",
+  historyRename: "history_rename",
   historyExportMarkdown: "history_export_markdown",
   historyOpenFolder: "history_open_folder",
   historyRetention: "history_retention",

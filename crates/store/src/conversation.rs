@@ -271,6 +271,8 @@ pub struct Conversation {
     cancelled_messages: BTreeSet<String>,
     spent: Spent,
     problems: Vec<String>,
+    /// The name the user gave it (the last [`Record::Titled`]).
+    title: Option<String>,
 }
 
 impl Conversation {
@@ -292,7 +294,10 @@ impl Conversation {
 
     /// Takes the next journal record.
     pub fn apply(&mut self, record: &Record) {
-        self.last_record_closed = matches!(record, Record::Closed { .. });
+        // A title given after the close leaves the conversation closed.
+        if !matches!(record, Record::Titled { .. }) {
+            self.last_record_closed = matches!(record, Record::Closed { .. });
+        }
         match record {
             Record::Started(started) => {
                 self.last_unix_ms = self.last_unix_ms.max(started.unix_ms);
@@ -367,6 +372,7 @@ impl Conversation {
                 self.saw_time(billed.unix_ms);
                 self.spent.add(billed);
             }
+            Record::Titled { title, .. } => self.title = Some(title.clone()),
             Record::Reopened(reopened) => {
                 let gap_ms = i128::from(reopened.unix_ms) - i128::from(self.last_unix_ms);
                 self.gaps_ms = self
@@ -619,6 +625,19 @@ impl Conversation {
     }
 
     /// The first words said, for a library listing.
+    /// The name the user gave it, if they did (the last one).
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// What the history calls it: the user's name for it, else its first words.
+    pub fn display_title(&self, max_words: usize) -> String {
+        match self.title() {
+            Some(title) => title.to_owned(),
+            None => self.first_words(max_words),
+        }
+    }
+
     pub fn first_words(&self, max_words: usize) -> String {
         let Some(text) = self
             .messages()

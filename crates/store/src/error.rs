@@ -74,6 +74,18 @@ pub enum StoreError {
         /// Why the line was rejected.
         reason: String,
     },
+    /// The conversation is being recorded: its journal is written by the recorder alone.
+    #[error("conversation '{id}' is going on now; name it once it has ended")]
+    RenamingCurrent {
+        /// Its id.
+        id: String,
+    },
+    /// What the user typed cannot be a conversation's title.
+    #[error("that name cannot be used: {reason}")]
+    BadTitle {
+        /// Why, and what to do.
+        reason: &'static str,
+    },
     /// The search index could not be read or written (it is a cache: rebuilt when it fails to
     /// open).
     #[error("the search index {} failed: {reason}", path.display())]

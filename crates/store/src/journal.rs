@@ -165,6 +165,10 @@ pub enum Record {
     MessageCancelled { message_id: String, unix_ms: i64 },
     /// A response was billed ([`Billed`]).
     Billed(Billed),
+    /// The user named the conversation (the last one given is its title). It may follow the
+    /// close: a closed conversation stays closed. Older versions skip it as a line they do not
+    /// know.
+    Titled { title: String, unix_ms: i64 },
 }
 
 impl Record {
@@ -177,7 +181,8 @@ impl Record {
             | Record::WavClosed(_)
             | Record::Recovered(_)
             | Record::Closed { .. }
-            | Record::Reopened(_) => true,
+            | Record::Reopened(_)
+            | Record::Titled { .. } => true,
             Record::Agui { event } => matches!(event, walkie_agui::Event::TextMessageEnd(_)),
             Record::Session { event, .. } => {
                 matches!(event.event, walkie_session::SessionEvent::PartEnd(_))
@@ -232,7 +237,13 @@ impl ParsedJournal {
 
     /// Whether the last record is a clean close.
     pub fn closed_cleanly(&self) -> bool {
-        matches!(self.records.last(), Some((_, Record::Closed { .. })))
+        matches!(
+            self.records
+                .iter()
+                .rev()
+                .find(|(_, record)| !matches!(record, Record::Titled { .. })),
+            Some((_, Record::Closed { .. }))
+        )
     }
 }
 

@@ -12,12 +12,14 @@ use std::path::{Path, PathBuf};
 use crate::conversation::Conversation;
 use crate::error::StoreError;
 use crate::files::{WRITING_MARKER_FILE, write_atomically};
-use crate::journal::{JOURNAL_FILE, read_journal};
+use crate::journal::{JOURNAL_FILE, JournalFile, Record, read_journal};
 use crate::recorder::{Recorder, RecorderConfig};
 use crate::recovery::{RecoveryReport, needs_recovery, recover_conversation};
 
 /// The environment variable that overrides the data directory.
 pub const DATA_DIR_ENV: &str = "WALKIE_DATA_DIR";
+/// The longest name a conversation takes.
+pub const MAX_TITLE_CHARS: usize = 80;
 /// Words of a conversation shown in the library listing.
 pub const FIRST_WORDS: usize = 12;
 const MS_PER_DAY: i64 = 86_400_000;
@@ -54,8 +56,8 @@ pub struct ConversationSummary {
     pub started_unix_ms: i64,
     pub duration_ms: u64,
     pub turn_count: usize,
-    /// The first words said, `…` when there are more.
-    pub first_words: String,
+    /// The name the user gave it, else the first words said (`…` when there are more).
+    pub title: String,
     /// Still being written, or left by an unclean stop and not yet recovered.
     pub open: bool,
 }
@@ -193,7 +195,7 @@ impl Store {
                 started_unix_ms: conversation.started_unix_ms(),
                 duration_ms: conversation.duration_ms(),
                 turn_count: conversation.turns().count(),
-                first_words: conversation.first_words(FIRST_WORDS),
+                title: conversation.display_title(FIRST_WORDS),
                 dir,
             });
         }
@@ -258,6 +260,33 @@ impl Store {
         }
         let dir = self.dir_of(id)?;
         fs::remove_dir_all(&dir).map_err(|error| StoreError::io("delete", &dir, error))
+    }
+
+    /// Names conversation `id`: `title` made one line (line breaks and tabs become spaces,
+    /// other control characters go) and trimmed, at most [`MAX_TITLE_CHARS`]. Saved in its
+    /// journal, so it survives whatever is built from it (the search index, the listing); a
+    /// closed conversation stays closed. Not `current`: its journal is being written. Returns
+    /// the title as saved.
+    pub fn rename(
+        &self,
+        id: &str,
+        title: &str,
+        current: Option<&str>,
+        now_unix_ms: i64,
+    ) -> Result<String, StoreError> {
+        if Some(id) == current {
+            return Err(StoreError::RenamingCurrent { id: id.to_owned() });
+        }
+        let dir = self.dir_of(id)?;
+        let title = title_from(title)?;
+        let path = dir.join(JOURNAL_FILE);
+        let parsed = read_journal(&path)?;
+        let mut journal = JournalFile::open_for_repair(&path, &parsed)?;
+        journal.append(&Record::Titled {
+            title: title.clone(),
+            unix_ms: now_unix_ms,
+        })?;
+        Ok(title)
     }
 
     /// Applies a retention: deletes the conversations that started longer ago than it keeps
@@ -341,6 +370,30 @@ impl Store {
         folders.sort();
         Ok(folders)
     }
+}
+
+/// `typed` as a conversation's title, or why it cannot be one.
+fn title_from(typed: &str) -> Result<String, StoreError> {
+    let one_line: String = typed
+        .chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect();
+    let title = one_line.split_whitespace().collect::<Vec<_>>().join(" ");
+    if title.is_empty() {
+        return Err(StoreError::BadTitle {
+            reason: "it is empty; type a name, or press Escape to keep the one it has",
+        });
+    }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(StoreError::BadTitle {
+            reason: "it is longer than 80 characters; shorten it",
+        });
+    }
+    Ok(title)
 }
 
 fn validate_id(id: &str) -> Result<(), StoreError> {

@@ -42,7 +42,7 @@ fn the_listing_shows_date_duration_turns_and_first_words_newest_first() {
     assert_eq!(summary.started_unix_ms, START_UNIX_MS);
     assert_eq!(summary.duration_ms, 65_000);
     assert_eq!(summary.turn_count, 5);
-    assert_eq!(summary.first_words, "Question number 1, please answer.");
+    assert_eq!(summary.title, "Question number 1, please answer.");
     assert!(!summary.open);
 }
 
@@ -184,4 +184,67 @@ fn a_retention_is_written_as_null_or_its_days_and_zero_days_is_refused() {
     );
     let zero = serde_json::from_str::<Retention>("0").expect_err("zero days");
     assert!(zero.to_string().contains("at least one day"), "{zero}");
+}
+
+#[test]
+fn a_conversation_renamed_keeps_the_name_in_its_journal_and_stays_closed() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let id = record_at(&store, START_UNIX_MS, true);
+    let before = store.open(&id).expect("opens");
+    let saved = store
+        .rename(
+            &id,
+            "  Tomatoes\nand the\u{7} garden ",
+            None,
+            START_UNIX_MS + DAY_MS,
+        )
+        .expect("renamed");
+    assert_eq!(saved, "Tomatoes and the garden", "one line, trimmed");
+    store
+        .rename(&id, "The garden", None, START_UNIX_MS + 2 * DAY_MS)
+        .expect("renamed again");
+    let listed = store.list().expect("lists");
+    assert_eq!(listed[0].title, "The garden", "the last name given");
+    assert!(!listed[0].open, "still closed");
+    let after = store.open(&id).expect("opens");
+    assert_eq!(after.title(), Some("The garden"));
+    assert!(after.is_closed());
+    assert_eq!(
+        after.duration_ms(),
+        before.duration_ms(),
+        "naming it later does not lengthen it"
+    );
+    assert!(
+        !walkie_store::needs_recovery(&root.path().join(&id)),
+        "nothing for a repair at the next start"
+    );
+}
+
+#[test]
+fn a_name_that_cannot_be_one_and_the_conversation_going_on_are_refused() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let id = record_at(&store, START_UNIX_MS, true);
+    assert!(matches!(
+        store.rename(&id, " \n\t", None, START_UNIX_MS),
+        Err(StoreError::BadTitle { .. })
+    ));
+    assert!(matches!(
+        store.rename(&id, &"x".repeat(81), None, START_UNIX_MS),
+        Err(StoreError::BadTitle { .. })
+    ));
+    assert!(matches!(
+        store.rename(&id, "Mine", Some(&id), START_UNIX_MS),
+        Err(StoreError::RenamingCurrent { .. })
+    ));
+    assert!(matches!(
+        store.rename("../elsewhere", "Mine", None, START_UNIX_MS),
+        Err(StoreError::InvalidId { .. })
+    ));
+    assert_eq!(
+        store.list().expect("lists")[0].title,
+        "Question number 1, please answer.",
+        "nothing was saved"
+    );
 }
