@@ -201,15 +201,29 @@ pub struct History {
     store: Result<Store, String>,
     current: CurrentConversation,
     retention: Mutex<Retention>,
-    /// The search index, opened at the first search; when it was last brought up to date.
-    search: Mutex<Option<(SearchIndex, std::time::Instant)>>,
+    /// The search index, opened at the first search.
+    search: Mutex<Option<Search>>,
+}
+
+/// The search index and when it was brought up to date.
+struct Search {
+    index: SearchIndex,
+    /// The last look at every conversation (none yet: the first search makes one).
+    full_refresh: Option<std::time::Instant>,
+    /// The conversations that were going on at a search: looked at again, alone, when
+    /// [`SEARCH_REFRESH`] has passed, so what was said a moment ago is found.
+    watched: std::collections::BTreeSet<String>,
+    watched_refresh: std::time::Instant,
 }
 
 /// The most hits a search shows.
 const MAX_SEARCH_HITS: usize = 50;
-/// How long a search trusts the index before it looks for conversations that changed (a
-/// conversation going on is findable this long after its messages closed).
+/// How long a search trusts what the index holds of the conversation going on (it is findable
+/// this long after its messages closed).
 const SEARCH_REFRESH: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a search trusts the index about every other conversation (one continued, repaired
+/// or put in the folder by hand).
+const SEARCH_FULL_REFRESH: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What a search found, and a line to say once about the index itself.
 #[derive(Debug, Serialize)]
@@ -281,9 +295,10 @@ impl History {
             .collect())
     }
 
-    /// The messages of every saved conversation that hold what the user typed, best first.
-    /// The index is opened (or built again, said once) at the first search and brought up to
-    /// date when it is older than [`SEARCH_REFRESH`]; a conversation that cannot be read is
+    /// The messages of every saved conversation that hold what the user typed, newest first.
+    /// The index is opened (or built again, said once) and brought up to date at the first
+    /// search; later ones look again at the conversations going on past [`SEARCH_REFRESH`] and
+    /// at every conversation past [`SEARCH_FULL_REFRESH`]. A conversation that cannot be read is
     /// said, not fatal.
     pub fn search(&self, typed: &str) -> Result<SearchResults, HistoryError> {
         let store = self.store()?;
@@ -292,7 +307,7 @@ impl History {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut notices = Vec::new();
-        let (index, refreshed) = match slot.as_mut() {
+        let search = match slot.as_mut() {
             Some(open) => open,
             None => {
                 let (index, rebuilt) = SearchIndex::open(store)?;
@@ -301,35 +316,53 @@ impl History {
                     notices
                         .push("The search index was damaged and has been built again.".to_owned());
                 }
-                let never = std::time::Instant::now()
-                    .checked_sub(SEARCH_REFRESH * 2)
-                    .unwrap_or_else(std::time::Instant::now);
-                slot.insert((index, never))
+                slot.insert(Search {
+                    index,
+                    full_refresh: None,
+                    watched: std::collections::BTreeSet::new(),
+                    watched_refresh: std::time::Instant::now(),
+                })
             }
         };
-        if refreshed.elapsed() >= SEARCH_REFRESH {
-            let report = index.refresh(store)?;
-            *refreshed = std::time::Instant::now();
-            if !report.unreadable.is_empty() {
-                notices.push(format!(
-                    "{} conversation{} could not be read and {} left out of the search: {}.",
-                    report.unreadable.len(),
-                    if report.unreadable.len() == 1 {
-                        ""
-                    } else {
-                        "s"
-                    },
-                    if report.unreadable.len() == 1 {
-                        "is"
-                    } else {
-                        "are"
-                    },
-                    report.unreadable.join(", ")
-                ));
-            }
+        if let Some(current) = self.current.id() {
+            search.watched.insert(current);
         }
+        let mut unreadable = Vec::new();
+        if search
+            .full_refresh
+            .is_none_or(|at| at.elapsed() >= SEARCH_FULL_REFRESH)
+        {
+            unreadable = search.index.refresh(store)?.unreadable;
+            search.full_refresh = Some(std::time::Instant::now());
+            search.watched_refresh = std::time::Instant::now();
+        } else if search.watched_refresh.elapsed() >= SEARCH_REFRESH {
+            for id in &search.watched {
+                // One that is gone (deleted) is dropped at the next full refresh.
+                if let Ok(report) = search.index.refresh_conversation(store, id) {
+                    unreadable.extend(report.unreadable);
+                }
+            }
+            search.watched_refresh = std::time::Instant::now();
+        }
+        if !unreadable.is_empty() {
+            let one = unreadable.len() == 1;
+            notices.push(format!(
+                "{} conversation{} could not be read and {} left out of the search: {}.",
+                unreadable.len(),
+                if one { "" } else { "s" },
+                if one { "is" } else { "are" },
+                unreadable.join(", ")
+            ));
+        }
+        // A conversation deleted since the last full refresh is not shown.
+        let hits = search
+            .index
+            .search(typed, MAX_SEARCH_HITS)?
+            .into_iter()
+            .filter(|hit| store.dir_of(&hit.conversation_id).is_ok())
+            .collect();
         Ok(SearchResults {
-            hits: index.search(typed, MAX_SEARCH_HITS)?,
+            hits,
             notice: (!notices.is_empty()).then(|| notices.join(" ")),
         })
     }

@@ -20,7 +20,7 @@ use crate::library::Store;
 pub const INDEX_FILE: &str = ".search-index.sqlite3";
 
 /// What the schema is; an index of another version is built again.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 /// Marks around a matched word in [`SearchHit::snippet`]'s text as SQLite returns it.
 const MATCH_START: char = '\u{2}';
@@ -122,7 +122,9 @@ impl SearchIndex {
             "PRAGMA journal_mode = WAL;
              CREATE TABLE IF NOT EXISTS conversations (
                  id TEXT PRIMARY KEY,
-                 journal_bytes INTEGER NOT NULL
+                 journal_bytes INTEGER NOT NULL,
+                 first_row INTEGER,
+                 last_row INTEGER
              );
              CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(
                  text,
@@ -145,8 +147,9 @@ impl SearchIndex {
     /// ones that are gone.
     pub fn refresh(&mut self, store: &Store) -> Result<RefreshReport, StoreError> {
         let on_disk = store.folders()?;
+        let path = self.path.clone();
         let index_error = |error: rusqlite::Error| StoreError::Index {
-            path: self.path.clone(),
+            path: path.clone(),
             reason: error.to_string(),
         };
         let indexed: BTreeMap<String, u64> = {
@@ -160,65 +163,66 @@ impl SearchIndex {
                 .collect::<rusqlite::Result<_>>()
                 .map_err(index_error)?
         };
+        let present: std::collections::BTreeSet<&str> =
+            on_disk.iter().map(|(id, _)| id.as_str()).collect();
         let mut report = RefreshReport::default();
-        let transaction = self
-            .connection
-            .transaction()
-            .map_err(|error| StoreError::Index {
-                path: self.path.clone(),
-                reason: error.to_string(),
-            })?;
-        let in_transaction = |error: rusqlite::Error| StoreError::Index {
-            path: self.path.clone(),
-            reason: error.to_string(),
-        };
+        let transaction = self.connection.transaction().map_err(index_error)?;
         for id in indexed.keys() {
-            if !on_disk.iter().any(|(on_disk_id, _)| on_disk_id == id) {
-                forget(&transaction, id).map_err(in_transaction)?;
+            if !present.contains(id.as_str()) {
+                forget(&transaction, id).map_err(index_error)?;
                 report.dropped += 1;
             }
         }
         for (id, dir) in &on_disk {
-            let journal_bytes = match std::fs::metadata(dir.join(JOURNAL_FILE)) {
-                Ok(metadata) => metadata.len(),
-                Err(_) => continue,
-            };
-            if indexed.get(id) == Some(&journal_bytes) {
-                continue;
-            }
-            forget(&transaction, id).map_err(in_transaction)?;
-            let Ok(conversation) = store.open(id) else {
-                report.unreadable.push(id.clone());
-                continue;
-            };
-            let mut insert = transaction
-                .prepare_cached(
-                    "INSERT INTO messages (text, conversation_id, message_id, role)
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(in_transaction)?;
-            for message in conversation.messages() {
-                let Some(text) = message.content().filter(|text| !text.trim().is_empty()) else {
-                    continue;
-                };
-                insert
-                    .execute(params![text, id, message.id(), message.role_name()])
-                    .map_err(in_transaction)?;
-            }
-            transaction
-                .execute(
-                    "INSERT INTO conversations (id, journal_bytes) VALUES (?1, ?2)",
-                    params![id, journal_bytes as i64],
-                )
-                .map_err(in_transaction)?;
-            report.indexed += 1;
+            reindex(
+                &transaction,
+                store,
+                id,
+                dir,
+                indexed.get(id).copied(),
+                &mut report,
+            )
+            .map_err(index_error)?;
         }
-        transaction.commit().map_err(in_transaction)?;
+        transaction.commit().map_err(index_error)?;
+        Ok(report)
+    }
+
+    /// Reads conversation `id` again if its journal changed since (the one going on: a
+    /// search finds what was said a moment ago without looking at every other).
+    pub fn refresh_conversation(
+        &mut self,
+        store: &Store,
+        id: &str,
+    ) -> Result<RefreshReport, StoreError> {
+        let dir = store.dir_of(id)?;
+        let path = self.path.clone();
+        let index_error = |error: rusqlite::Error| StoreError::Index {
+            path: path.clone(),
+            reason: error.to_string(),
+        };
+        let indexed: Option<u64> = self
+            .connection
+            .query_row(
+                "SELECT journal_bytes FROM conversations WHERE id = ?1",
+                [id],
+                |row| row.get::<_, i64>(0),
+            )
+            .optional()
+            .map_err(index_error)?
+            .map(|bytes| bytes as u64);
+        let mut report = RefreshReport::default();
+        let transaction = self.connection.transaction().map_err(index_error)?;
+        reindex(&transaction, store, id, &dir, indexed, &mut report).map_err(index_error)?;
+        transaction.commit().map_err(index_error)?;
         Ok(report)
     }
 
     /// The messages that hold every word of `typed` (the last one also as the start of a
-    /// word, as the user types it; "quoted words" as a phrase), best first, at most `limit`.
+    /// word, as the user types it; "quoted words" as a phrase), the last indexed first (the
+    /// newest conversations, and the one going on), at most `limit`. Not by relevance: ranking
+    /// scores every match before the first is shown, which a common word typed makes too slow
+    /// for typing (docs/benchmarks.md).
     pub fn search(&self, typed: &str, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
         let Some(query) = fts_query(typed) else {
             return Ok(Vec::new());
@@ -233,7 +237,7 @@ impl SearchIndex {
                 "SELECT conversation_id, message_id, role,
                         snippet(messages, 0, char(2), char(3), '…', {SNIPPET_WORDS})
                  FROM messages WHERE messages MATCH ?1
-                 ORDER BY rank LIMIT ?2"
+                 ORDER BY rowid DESC LIMIT ?2"
             ))
             .map_err(index_error)?;
         statement
@@ -265,8 +269,72 @@ impl SearchIndex {
     }
 }
 
+/// Reads conversation `id` (in `dir`) into the index when its journal is not the size the
+/// index read (`indexed_bytes`), replacing what the index held of it.
+fn reindex(
+    transaction: &rusqlite::Transaction<'_>,
+    store: &Store,
+    id: &str,
+    dir: &Path,
+    indexed_bytes: Option<u64>,
+    report: &mut RefreshReport,
+) -> rusqlite::Result<()> {
+    let Ok(metadata) = std::fs::metadata(dir.join(JOURNAL_FILE)) else {
+        return Ok(());
+    };
+    let journal_bytes = metadata.len();
+    if indexed_bytes == Some(journal_bytes) {
+        return Ok(());
+    }
+    if indexed_bytes.is_some() {
+        forget(transaction, id)?;
+    }
+    let Ok(conversation) = store.open(id) else {
+        report.unreadable.push(id.to_owned());
+        return Ok(());
+    };
+    let mut insert = transaction.prepare_cached(
+        "INSERT INTO messages (text, conversation_id, message_id, role) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut rows: Option<(i64, i64)> = None;
+    for message in conversation.messages() {
+        let Some(text) = message.content().filter(|text| !text.trim().is_empty()) else {
+            continue;
+        };
+        insert.execute(params![text, id, message.id(), message.role_name()])?;
+        let row = transaction.last_insert_rowid();
+        rows = Some(rows.map_or((row, row), |(first, _)| (first, row)));
+    }
+    transaction.execute(
+        "INSERT INTO conversations (id, journal_bytes, first_row, last_row)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![
+            id,
+            journal_bytes as i64,
+            rows.map(|(first, _)| first),
+            rows.map(|(_, last)| last)
+        ],
+    )?;
+    report.indexed += 1;
+    Ok(())
+}
+
+/// Takes conversation `id` out of the index: its messages, found by their rows (a text
+/// search's own columns have no index to find them by).
 fn forget(transaction: &rusqlite::Transaction<'_>, id: &str) -> rusqlite::Result<()> {
-    transaction.execute("DELETE FROM messages WHERE conversation_id = ?1", [id])?;
+    let rows: Option<(Option<i64>, Option<i64>)> = transaction
+        .query_row(
+            "SELECT first_row, last_row FROM conversations WHERE id = ?1",
+            [id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    if let Some((Some(first), Some(last))) = rows {
+        transaction.execute(
+            "DELETE FROM messages WHERE rowid BETWEEN ?1 AND ?2",
+            params![first, last],
+        )?;
+    }
     transaction.execute("DELETE FROM conversations WHERE id = ?1", [id])?;
     Ok(())
 }

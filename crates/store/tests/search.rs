@@ -171,3 +171,28 @@ fn syntax_typed_into_the_search_is_looked_for_as_words() {
         assert!(index.search(typed, 10).is_ok(), "{typed} is not an error");
     }
 }
+
+#[test]
+fn the_conversation_going_on_is_read_again_alone() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let monday = record(&store, START_UNIX_MS);
+    let (mut index, _) = SearchIndex::open(&store).expect("the index opens");
+    index.refresh(&store).expect("filled");
+    let tuesday = record(&store, START_UNIX_MS + DAY_MS);
+    let unchanged = index
+        .refresh_conversation(&store, &monday)
+        .expect("looked at");
+    assert_eq!(unchanged.indexed, 0, "its journal did not change");
+    let read = index
+        .refresh_conversation(&store, &tuesday)
+        .expect("looked at");
+    assert_eq!(read.indexed, 1);
+    let hits = index.search("answer", 100).expect("a search");
+    assert_eq!(
+        hits.first().map(|hit| hit.conversation_id.as_str()),
+        Some(tuesday.as_str()),
+        "the last read comes first"
+    );
+    assert!(hits.iter().any(|hit| hit.conversation_id == monday));
+}
