@@ -51,6 +51,31 @@ impl Drop for HttpTestServer {
     }
 }
 
+/// Writes settings that list one tool server, `test`, started by `command`, with `permission`
+/// for its tools and `tools` their own choices; the local provider answers.
+fn settings_with_test_server(
+    dirs: &support::AppDirs,
+    command: &str,
+    permission: &str,
+    tools: serde_json::Value,
+) {
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        serde_json::json!({
+            "provider": "local",
+            "toolServers": [{
+                "name": "test",
+                "command": command,
+                "enabled": true,
+                "permission": permission,
+                "tools": tools
+            }]
+        })
+        .to_string(),
+    )
+    .expect("writing the settings");
+}
+
 async fn say(client: &fantoccini::Client, text: &str) {
     let field = client
         .find(fantoccini::Locator::Css("#compose-text"))
@@ -71,23 +96,14 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
     let _one_app = ONE_APP.lock().await;
     let dirs = support::AppDirs::fresh("mcp_tools");
     let command = format!("'{}'", test_server().display());
-    std::fs::write(
-        dirs.config.join("settings.json"),
-        serde_json::json!({
-            "provider": "local",
-            "toolServers": [{
-                "name": "test",
-                "command": command,
-                "enabled": true,
-                // Settings from before: "always" said of the server. It covers no tool without
-                // a choice of its own (echo asks, below).
-                "permission": "always",
-                "tools": {"add": "always", "big": "always", "crash": "always", "sleep": "never"}
-            }]
-        })
-        .to_string(),
-    )
-    .expect("writing the settings");
+    // Settings from before: "always" said of the server. It covers no tool without
+    // a choice of its own (echo asks, below).
+    settings_with_test_server(
+        &dirs,
+        &command,
+        "always",
+        serde_json::json!({"add": "always", "big": "always", "crash": "always", "sleep": "never"}),
+    );
     let app = WebviewApp::launch_with("mcp_tools", support::Launch::in_dirs(&dirs, None)).await;
     let received = app.dirs().trace.join("client-events.jsonl");
     app.run(|client| async move {
@@ -263,21 +279,12 @@ async fn e2e_a_servers_processes_never_get_the_api_key_and_end_when_walkie_quits
     let dirs = support::AppDirs::fresh(name);
     let tag = format!("walkie-e2e-{}-{name}", std::process::id());
     let _leftovers = support::KillTagged(tag.clone());
-    std::fs::write(
-        dirs.config.join("settings.json"),
-        serde_json::json!({
-            "provider": "local",
-            "toolServers": [{
-                "name": "test",
-                "command": format!("'{}' --with-child {tag}", test_server().display()),
-                "enabled": true,
-                "permission": "ask",
-                "tools": {"environment": "always"}
-            }]
-        })
-        .to_string(),
-    )
-    .expect("writing the settings");
+    settings_with_test_server(
+        &dirs,
+        &format!("'{}' --with-child {tag}", test_server().display()),
+        "ask",
+        serde_json::json!({"environment": "always"}),
+    );
     let mut launch = support::Launch::in_dirs(&dirs, None);
     launch
         .env
@@ -327,21 +334,12 @@ async fn e2e_a_servers_variable_typed_in_settings_is_kept_in_the_keyring_and_rea
     let dirs = support::AppDirs::fresh(name);
     let keyring = support::SecretService::start(&dirs);
     let value = "walkie-e2e-not-a-token";
-    std::fs::write(
-        dirs.config.join("settings.json"),
-        serde_json::json!({
-            "provider": "local",
-            "toolServers": [{
-                "name": "test",
-                "command": format!("'{}'", test_server().display()),
-                "enabled": true,
-                "permission": "ask",
-                "tools": {"environment": "always"}
-            }]
-        })
-        .to_string(),
-    )
-    .expect("writing the settings");
+    settings_with_test_server(
+        &dirs,
+        &format!("'{}'", test_server().display()),
+        "ask",
+        serde_json::json!({"environment": "always"}),
+    );
     let app = WebviewApp::launch_with(name, support::Launch::in_dirs(&dirs, Some(&keyring))).await;
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;

@@ -6,27 +6,10 @@ mod support;
 use std::fs;
 use std::path::PathBuf;
 
-use support::scripted_conversation::{Feed, START_UNIX_MS, config, script};
+use support::scripted_conversation::{START_UNIX_MS, record_at};
 use walkie_store::{Retention, Store, StoreError, data_dir_from};
 
 const DAY_MS: i64 = 86_400_000;
-
-/// Records the script as a conversation that started `start_unix_ms`; returns its id.
-fn record_at(store: &Store, start_unix_ms: i64, close: bool) -> String {
-    let mut recorder = store
-        .start(config(), start_unix_ms)
-        .expect("the recorder starts");
-    let mut feed = Feed::new(&recorder);
-    for step in script() {
-        let unix_ms = step.unix_ms - START_UNIX_MS + start_unix_ms;
-        feed.step(&mut recorder, &step, unix_ms);
-    }
-    if close {
-        feed.close(&mut recorder, start_unix_ms + 65_000)
-            .expect("the close saves");
-    }
-    recorder.id().to_owned()
-}
 
 #[test]
 fn the_listing_shows_date_duration_turns_and_first_words_newest_first() {

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::scripted_conversation::{Feed, START_UNIX_MS, config, script};
+use support::scripted_conversation::{START_UNIX_MS, record_at};
 use walkie_store::search::{INDEX_FILE, fts_query};
 use walkie_store::{SearchIndex, Store};
 
@@ -11,17 +11,7 @@ const DAY_MS: i64 = 86_400_000;
 
 /// Records the script as a closed conversation that started `start_unix_ms`; returns its id.
 fn record(store: &Store, start_unix_ms: i64) -> String {
-    let mut recorder = store
-        .start(config(), start_unix_ms)
-        .expect("the recorder starts");
-    let mut feed = Feed::new(&recorder);
-    for step in script() {
-        let unix_ms = step.unix_ms - START_UNIX_MS + start_unix_ms;
-        feed.step(&mut recorder, &step, unix_ms);
-    }
-    feed.close(&mut recorder, start_unix_ms + 65_000)
-        .expect("the close saves");
-    recorder.id().to_owned()
+    record_at(store, start_unix_ms, true)
 }
 
 fn matched_words(hit: &walkie_store::SearchHit) -> Vec<String> {

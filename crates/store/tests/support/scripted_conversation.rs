@@ -381,3 +381,21 @@ impl Feed {
         Ok(transcript)
     }
 }
+
+/// Records the script in `store` as a conversation that started `start_unix_ms` (closed when
+/// `close`); returns its id.
+pub fn record_at(store: &walkie_store::Store, start_unix_ms: i64, close: bool) -> String {
+    let mut recorder = store
+        .start(config(), start_unix_ms)
+        .expect("the recorder starts");
+    let mut feed = Feed::new(&recorder);
+    for step in script() {
+        let unix_ms = step.unix_ms - START_UNIX_MS + start_unix_ms;
+        feed.step(&mut recorder, &step, unix_ms);
+    }
+    if close {
+        feed.close(&mut recorder, start_unix_ms + 65_000)
+            .expect("the close saves");
+    }
+    recorder.id().to_owned()
+}
