@@ -1,6 +1,7 @@
 //! The app's MCP servers, as the settings list them: started when a conversation begins (and
-//! kept while the list stays the same, so a reconnect does not restart them; one that could
-//! not start is named in the status line, with Settings to fix it), their tools
+//! kept while the list and their secrets stay the same, so a reconnect or new settings do not
+//! restart them; stopped when the user hangs up and before Walkie quits; one that could not
+//! start is named in the status line, with Settings to fix it), their tools
 //! declared to the conversation with what the user allows of each, and each call run off the
 //! conversation's task, its outcome coming back as the machine's input.
 
@@ -129,10 +130,7 @@ async fn spec_of(server: &ToolServer) -> Option<ServerSpec> {
 }
 
 /// `server` reached as its command or address says, given `secrets`.
-fn spec_with(
-    server: &ToolServer,
-    secrets: walkie_settings::secrets::ToolServerSecrets,
-) -> Option<ServerSpec> {
+fn spec_with(server: &ToolServer, secrets: ToolServerSecrets) -> Option<ServerSpec> {
     let reach = match server.address() {
         Some(url) => Reach::Address {
             url: url.to_owned(),
