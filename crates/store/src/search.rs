@@ -221,8 +221,8 @@ impl SearchIndex {
     /// The messages that hold every word of `typed` (the last one also as the start of a
     /// word, as the user types it; "quoted words" as a phrase), the last indexed first (the
     /// newest conversations, and the one going on), at most `limit`. Not by relevance: ranking
-    /// scores every match before the first is shown, which a common word typed makes too slow
-    /// for typing (docs/benchmarks.md).
+    /// scores every match before the first is shown, and a common word typed as a prefix
+    /// matches a large part of a long history.
     pub fn search(&self, typed: &str, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
         let Some(query) = fts_query(typed) else {
             return Ok(Vec::new());
