@@ -39,7 +39,7 @@ const APP_COMMANDS: &[&str] = &[
     "history_continue",
     "history_delete",
     "history_rename",
-    "history_export_markdown",
+    "history_export",
     "history_open_folder",
     "history_retention",
     "history_set_retention",

@@ -21,7 +21,10 @@ use serde::Serialize;
 use tauri::{AppHandle, Manager};
 use walkie_agui::{EarlierMessage, Message};
 use walkie_store::files::write_atomically;
-use walkie_store::{Retention, SearchIndex, Store, StoreError, WavInfo, conversations_dir};
+use walkie_store::{
+    AudioExport, AudioFormat, ExportChannels, Retention, SearchIndex, Store, StoreError, WavInfo,
+    conversations_dir,
+};
 
 /// Which conversation is being recorded right now (its id), shared by the recorder, which sets
 /// it, and the history, which must not delete it. Cloning shares the same slot.
@@ -84,12 +87,58 @@ impl Serialize for HistoryError {
     }
 }
 
+/// What Export… writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Export {
+    /// The transcript as Markdown.
+    Markdown,
+    /// The transcript as WebVTT captions, on the audio's time line.
+    Captions,
+    /// The audio of the whole conversation in one file.
+    Audio {
+        channels: ExportChannels,
+        format: AudioFormat,
+    },
+}
+
+impl Export {
+    /// The save dialog's title, its filter's name and the file's extension.
+    fn dialog(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Export::Markdown => ("Export the conversation as Markdown", "Markdown", "md"),
+            Export::Captions => ("Export the captions as WebVTT", "WebVTT captions", "vtt"),
+            Export::Audio {
+                format: AudioFormat::Wav,
+                ..
+            } => ("Export the conversation's audio as WAV", "WAV audio", "wav"),
+            Export::Audio {
+                format: AudioFormat::OggOpus,
+                ..
+            } => (
+                "Export the conversation's audio as Opus",
+                "Opus audio",
+                "opus",
+            ),
+        }
+    }
+}
+
+/// What an export wrote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Exported {
+    pub path: PathBuf,
+    /// Turn recordings that could not be read: silent in the exported audio.
+    pub left_out: Vec<String>,
+}
+
 /// One line of the history list.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedConversation {
     pub id: String,
-    /// The first words said ("" when nothing was said).
+    /// The name given to it, else the first words said ("" when nothing was said).
     pub title: String,
     pub started_unix_ms: i64,
     pub duration_ms: u64,
@@ -448,16 +497,42 @@ impl History {
         Ok(store.rename(id, title, current.as_deref(), now_unix_ms)?)
     }
 
-    /// Writes a conversation as Markdown at `destination` (replacing it: the save dialog has
-    /// already asked the user).
-    pub fn export_markdown(&self, id: &str, destination: &Path) -> Result<(), HistoryError> {
-        let conversation = self.store()?.open(id)?;
-        write_atomically(destination, conversation.render_markdown(false).as_bytes()).map_err(
-            |source| HistoryError::Export {
-                path: destination.to_path_buf(),
-                source,
-            },
-        )
+    /// Writes conversation `id` as `export` asks at `destination` (replacing it: the save
+    /// dialog has already asked the user).
+    pub fn export(
+        &self,
+        id: &str,
+        export: Export,
+        destination: &Path,
+    ) -> Result<Exported, HistoryError> {
+        let store = self.store()?;
+        let failed = |source| HistoryError::Export {
+            path: destination.to_path_buf(),
+            source,
+        };
+        let mut exported = Exported {
+            path: destination.to_path_buf(),
+            left_out: Vec::new(),
+        };
+        match export {
+            Export::Markdown => {
+                let conversation = store.open(id)?;
+                write_atomically(destination, conversation.render_markdown(false).as_bytes())
+                    .map_err(failed)?;
+            }
+            Export::Captions => {
+                store.dir_of(id)?;
+                store.export_captions(id, destination).map_err(failed)?;
+            }
+            Export::Audio { channels, format } => {
+                store.dir_of(id)?;
+                let audio = store
+                    .export_audio(id, AudioExport { channels, format }, destination)
+                    .map_err(failed)?;
+                exported.left_out = audio.left_out;
+            }
+        }
+        Ok(exported)
     }
 
     /// The folder of a conversation (for the file manager).
@@ -576,23 +651,26 @@ pub fn history_delete(history: tauri::State<'_, History>, id: String) -> Result<
     history.delete(&id)
 }
 
-/// Asks where to save a conversation as Markdown, then writes it there. Returns the path
-/// written, or `null` when the user cancelled.
+/// Asks where to save a conversation as `export` says, then writes it there (off the main
+/// thread: an hour's audio takes a while to encode). Returns what was written, or `null` when
+/// the user cancelled.
 #[tauri::command]
-pub async fn history_export_markdown(
+pub async fn history_export(
     app: AppHandle,
     id: String,
-) -> Result<Option<PathBuf>, HistoryError> {
+    export: Export,
+) -> Result<Option<Exported>, HistoryError> {
     use tauri_plugin_dialog::DialogExt;
     // Check the id before asking the user anything.
     app.state::<History>().folder(&id)?;
+    let (title, filter, extension) = export.dialog();
     let (answer, chosen) = tokio::sync::oneshot::channel();
     let mut dialog = app
         .dialog()
         .file()
-        .set_title("Export the conversation as Markdown")
-        .set_file_name(format!("walkie-{id}.md"))
-        .add_filter("Markdown", &["md"]);
+        .set_title(title)
+        .set_file_name(format!("walkie-{id}.{extension}"))
+        .add_filter(filter, &[extension]);
     if let Some(window) = app.get_webview_window("main") {
         dialog = dialog.set_parent(&window);
     }
@@ -605,8 +683,11 @@ pub async fn history_export_markdown(
     let path = path
         .into_path()
         .map_err(|_| HistoryError::ExportDestination)?;
-    app.state::<History>().export_markdown(&id, &path)?;
-    Ok(Some(path))
+    tauri::async_runtime::spawn_blocking(move || {
+        app.state::<History>().export(&id, export, &path).map(Some)
+    })
+    .await
+    .map_err(|error| HistoryError::Conversation(format!("the export stopped: {error}")))?
 }
 
 /// Opens a conversation's folder in the system's file manager.
@@ -908,7 +989,8 @@ mod tests {
         let history = History::new(&data.0, CurrentConversation::default());
         let destination = data.0.join("chosen.md");
         std::fs::write(&destination, "old content").unwrap();
-        history.export_markdown(&id, &destination).unwrap();
+        let exported = history.export(&id, Export::Markdown, &destination).unwrap();
+        assert_eq!(exported.path, destination);
         let markdown = std::fs::read_to_string(&destination).unwrap();
         assert!(markdown.starts_with("# Conversation of "), "{markdown}");
         assert!(markdown.contains("export these words"), "{markdown}");
@@ -917,7 +999,11 @@ mod tests {
             "no dangling WAV links: {markdown}"
         );
         let error = history
-            .export_markdown(&id, &data.0.join("no-such-folder").join("x.md"))
+            .export(
+                &id,
+                Export::Markdown,
+                &data.0.join("no-such-folder").join("x.md"),
+            )
             .unwrap_err();
         assert!(
             error.to_string().starts_with("could not export to "),

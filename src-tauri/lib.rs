@@ -747,7 +747,7 @@ pub fn run(hidden: bool) {
             history::history_continue,
             history::history_delete,
             history::history_rename,
-            history::history_export_markdown,
+            history::history_export,
             history::history_open_folder,
             history::history_retention,
             history::history_set_retention,

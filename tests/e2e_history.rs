@@ -453,8 +453,10 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
         );
         support::screenshot(&client, "history-conversation").await;
 
-        // Export it as Markdown: the native save dialog asks where, and the file is written.
+        // Export it as Markdown (what Export… offers first): the native save dialog asks
+        // where, and the file is written.
         click(&client, "#history-export").await;
+        click(&client, "#export-choose").await;
         support::type_into_native_dialog(
             &display,
             "Export the conversation as Markdown",
@@ -752,4 +754,199 @@ async fn e2e_a_conversation_renamed_keeps_its_name_after_a_restart_and_a_deleted
         wait_for_text(&client, "#history-search-status", "1 message found.").await;
     })
     .await;
+}
+
+/// What `scripts/oracle/export_oracle.py` read of an exported file, with FFmpeg or webvtt-py.
+fn oracle(args: &[&str]) -> Value {
+    let python = std::env::var_os("WALKIE_PYTHON").expect(
+        "WALKIE_PYTHON names the tests' Python: `export WALKIE_PYTHON=$(scripts/python-env.sh)` first",
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/oracle/export_oracle.py");
+    let output = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("the oracle runs");
+    assert!(
+        output.status.success(),
+        "the oracle could not read {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the oracle prints JSON")
+}
+
+/// Chooses Export…'s options by clicks, then the file in the native dialog, and waits for the
+/// notice naming `destination`.
+async fn export_through_the_dialog(
+    client: &Client,
+    display: &str,
+    choice: &str,
+    audio: Option<(&str, &str)>,
+    dialog_title: &str,
+    destination: &Path,
+) {
+    click(client, "#history-export").await;
+    click(client, &format!("#export-dialog input[value='{choice}']")).await;
+    if let Some((channels, format)) = audio {
+        for (select, value) in [("export-channels", channels), ("export-format", format)] {
+            client
+                .execute(
+                    "const select = document.getElementById(arguments[0]);
+                     select.value = arguments[1];
+                     select.dispatchEvent(new Event('change'));",
+                    vec![Value::from(select), Value::from(value)],
+                )
+                .await
+                .unwrap();
+        }
+        support::screenshot(client, "history-export-dialog").await;
+    }
+    click(client, "#export-choose").await;
+    support::type_into_native_dialog(display, dialog_title, "ctrl+a", destination).await;
+    wait_for_text(
+        client,
+        "#history-notice",
+        &format!("Exported to {}", destination.display()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_conversation_exported_whole_has_each_side_on_its_channel_at_the_journals_times_and_captions_that_parse()
+ {
+    let name = "history_export_whole";
+    let dirs = support::AppDirs::fresh(name);
+    let id = seed(&dirs.data, &SEEDS[0]);
+    // The journal's word on when each side sounded, read from its lines.
+    let journal = std::fs::read_to_string(
+        conversations_dir(&dirs.data)
+            .join(&id)
+            .join(walkie_store::JOURNAL_FILE),
+    )
+    .unwrap();
+    let mut spans = std::collections::HashMap::new();
+    let mut started_unix_ms = 0;
+    for line in journal.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        match record["record"].as_str() {
+            Some("started") => started_unix_ms = record["unix_ms"].as_i64().unwrap(),
+            Some("wav_closed") => {
+                let start = record["audio_start_unix_ms"]
+                    .as_i64()
+                    .expect("a start time")
+                    - started_unix_ms;
+                let length = record["sample_count"].as_i64().unwrap() * 1000
+                    / record["sample_rate_hz"].as_i64().unwrap();
+                spans.insert(
+                    record["speaker"].as_str().unwrap().to_owned(),
+                    (start, start + length),
+                );
+            }
+            _ => {}
+        }
+    }
+    let (user, assistant) = (spans["user"], spans["assistant"]);
+    let silence = (user.1 + 40, assistant.0 - 40);
+    let windows = serde_json::json!([
+        [user.0 + 40, user.1 - 40],
+        [assistant.0 + 40, assistant.1 - 40],
+        [silence.0, silence.1],
+    ])
+    .to_string();
+    let wav_to = dirs.data.join("whole.wav");
+    let opus_to = dirs.data.join("whole.opus");
+    let vtt_to = dirs.data.join("whole.vtt");
+
+    let app = WebviewApp::launch_with(name, support::Launch::in_dirs(&dirs, None)).await;
+    let display = app.display().to_owned();
+    let (wav, opus, vtt) = (wav_to.clone(), opus_to.clone(), vtt_to.clone());
+    app.run(move |client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        click(&client, "#open-history").await;
+        click(
+            &client,
+            &format!("#history-list .history-item[data-id='{id}']"),
+        )
+        .await;
+        wait_for_text(&client, "#history-detail-title", SEEDS[0].question).await;
+        export_through_the_dialog(
+            &client,
+            &display,
+            "audio",
+            Some(("stereo", "wav")),
+            "Export the conversation's audio as WAV",
+            &wav,
+        )
+        .await;
+        support::screenshot(&client, "history-exported").await;
+        export_through_the_dialog(
+            &client,
+            &display,
+            "audio",
+            Some(("stereo", "oggOpus")),
+            "Export the conversation's audio as Opus",
+            &opus,
+        )
+        .await;
+        export_through_the_dialog(
+            &client,
+            &display,
+            "captions",
+            None,
+            "Export the captions as WebVTT",
+            &vtt,
+        )
+        .await;
+    })
+    .await;
+
+    // Each side on its own channel where the journal says it sounded, silence between, in the
+    // WAV and in the Opus file, as FFmpeg decodes them.
+    for (file, format, codec) in [(&wav_to, "wav", "pcm_s16le"), (&opus_to, "ogg", "opus")] {
+        let read = oracle(&["audio", &file.to_string_lossy(), &windows]);
+        assert_eq!(read["format"], format, "{read}");
+        assert_eq!(read["codec"], codec, "{read}");
+        assert_eq!(read["channels"], 2, "{read}");
+        let duration_ms = read["duration_ms"].as_i64().unwrap();
+        assert!(
+            (duration_ms - assistant.1).abs() <= 20,
+            "ends with the reply: {read}"
+        );
+        let rms = |window: usize, channel: usize| read["rms"][window][channel].as_f64().unwrap();
+        let (left, right) = (0, 1);
+        assert!(
+            rms(0, left) > 0.1 && rms(0, right) < 0.01,
+            "the user's words on the left: {read}"
+        );
+        assert!(
+            rms(1, right) > 0.1 && rms(1, left) < 0.01,
+            "the reply on the right: {read}"
+        );
+        assert!(
+            rms(2, left) < 0.01 && rms(2, right) < 0.01,
+            "silence between: {read}"
+        );
+    }
+    // The captions parse strictly as WebVTT, each message while its side sounds.
+    let read = oracle(&["captions", &vtt_to.to_string_lossy()]);
+    let cues = read["cues"].as_array().unwrap();
+    assert_eq!(cues.len(), 2, "{read}");
+    assert_eq!(cues[0]["voice"], "You");
+    assert_eq!(cues[0]["text"], SEEDS[0].question);
+    assert_eq!(
+        (
+            cues[0]["start_ms"].as_i64().unwrap(),
+            cues[0]["end_ms"].as_i64().unwrap()
+        ),
+        user
+    );
+    assert_eq!(cues[1]["voice"], "Assistant");
+    assert_eq!(cues[1]["text"], SEEDS[0].answer);
+    assert_eq!(
+        (
+            cues[1]["start_ms"].as_i64().unwrap(),
+            cues[1]["end_ms"].as_i64().unwrap()
+        ),
+        assistant
+    );
 }

@@ -204,6 +204,21 @@ export function retentionLabel(days) {
  *   createTranscript: (container: Element, options?: object) => { apply: (event: object) => void },
  * }} deps
  */
+/** What Export… asks of `history_export`, from the export dialog's choices. */
+export function exportRequest(kind, channels, format) {
+  if (kind === "audio") return { kind: "audio", channels, format };
+  if (kind === "captions") return { kind: "captions" };
+  return { kind: "markdown" };
+}
+
+/** The line after an export: where it went, and which turns' recordings are silent in it. */
+export function exportedSentence(exported) {
+  const leftOut = exported.leftOut ?? [];
+  if (leftOut.length === 0) return `Exported to ${exported.path}`;
+  const turns = leftOut.length === 1 ? `${leftOut[0]} could not be read and is` : `${leftOut.length} turn recordings could not be read and are`;
+  return `Exported to ${exported.path}; ${turns} silent in it (Open folder to see them).`;
+}
+
 export function createHistoryPanel({
   document: doc,
   invoke,
@@ -594,10 +609,25 @@ export function createHistoryPanel({
     await invoke(COMMANDS.historyContinue, { id: opened.id });
     dialog.close();
   }));
-  byId("history-export").addEventListener("click", () => act(async () => {
+  const exportDialog = byId("export-dialog");
+  const exportKinds = [...exportDialog.querySelectorAll("input[name='export-kind']")];
+  const audioOptions = byId("export-audio-options");
+  const chosenKind = () => exportKinds.find((input) => input.checked)?.value ?? "markdown";
+  for (const input of exportKinds) {
+    input.addEventListener("change", () => { audioOptions.disabled = chosenKind() !== "audio"; });
+  }
+  byId("history-export").addEventListener("click", () => {
     if (!opened) return;
-    const path = await invoke(COMMANDS.historyExportMarkdown, { id: opened.id });
-    if (path) notice.textContent = `Exported to ${path}`;
+    audioOptions.disabled = chosenKind() !== "audio";
+    exportDialog.returnValue = "";
+    exportDialog.showModal();
+  });
+  exportDialog.addEventListener("close", () => act(async () => {
+    if (exportDialog.returnValue !== "export" || !opened) return;
+    const request = exportRequest(chosenKind(), byId("export-channels").value, byId("export-format").value);
+    notice.textContent = request.kind === "audio" ? "Choose where to save the audio; it is written once you have." : "";
+    const exported = await invoke(COMMANDS.historyExport, { id: opened.id, export: request });
+    notice.textContent = exported ? exportedSentence(exported) : "";
   }));
   byId("history-folder").addEventListener("click", () => act(async () => {
     if (opened) await invoke(COMMANDS.historyOpenFolder, { id: opened.id });

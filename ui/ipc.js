@@ -39,7 +39,7 @@ export const COMMANDS = Object.freeze({
   historyContinue: "history_continue",
   historyDelete: "history_delete",
   historyRename: "history_rename",
-  historyExportMarkdown: "history_export_markdown",
+  historyExport: "history_export",
   historyOpenFolder: "history_open_folder",
   historyRetention: "history_retention",
   historySetRetention: "history_set_retention",

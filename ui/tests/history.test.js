@@ -12,7 +12,7 @@ import {
   formatStarted,
   retentionFromValue,
   retentionLabel,
-  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence, searchStatus, hitMeta } from "../history.js";
+  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence, searchStatus, hitMeta, exportRequest, exportedSentence } from "../history.js";
 
 test("durations read in seconds, minutes or hours, never as raw milliseconds", () => {
   assert.equal(formatDurationMs(0), "0 s");
@@ -305,4 +305,41 @@ test("a hit says when its conversation started and who spoke", () => {
   assert.equal(hitMeta({ role: "user" }, conversation, options), "6 Dec 2026, 09:30 · You");
   assert.equal(hitMeta({ role: "assistant" }, conversation, options), "6 Dec 2026, 09:30 · Assistant");
   assert.equal(hitMeta({ role: "assistant" }, undefined, options), "Assistant", "a conversation not listed");
+});
+
+test("Export asks for what the dialog chose: audio with its channels and format, or a transcript", () => {
+  assert.deepEqual(exportRequest("audio", "stereo", "oggOpus"), { kind: "audio", channels: "stereo", format: "oggOpus" });
+  assert.deepEqual(exportRequest("captions", "stereo", "wav"), { kind: "captions" });
+  assert.deepEqual(exportRequest("markdown", "mixed", "wav"), { kind: "markdown" });
+});
+
+test("an export says where it went, and names the turns silent in it", () => {
+  assert.equal(exportedSentence({ path: "/home/me/a.wav", leftOut: [] }), "Exported to /home/me/a.wav");
+  assert.equal(
+    exportedSentence({ path: "/home/me/a.wav", leftOut: ["turns/0002-user.wav"] }),
+    "Exported to /home/me/a.wav; turns/0002-user.wav could not be read and is silent in it (Open folder to see them)."
+  );
+  assert.equal(
+    exportedSentence({ path: "/a.opus", leftOut: ["x", "y"] }),
+    "Exported to /a.opus; 2 turn recordings could not be read and are silent in it (Open folder to see them)."
+  );
+});
+
+test("Export… opens its dialog, and choosing where writes the chosen kind and says where", async () => {
+  const { panel, calls, byId } = historyPage({
+    history_list: [PAST],
+    history_retention: null,
+    history_open: PAST,
+    history_export: { path: "/home/me/walkie.md", leftOut: [] },
+  });
+  await panel.open();
+  await panel.openConversation(PAST.id);
+  byId("history-export").click();
+  const dialog = byId("export-dialog");
+  assert.equal(dialog.open, true);
+  dialog.returnValue = "export";
+  dialog.close();
+  await settled();
+  assert.deepEqual(calls.at(-1), ["history_export", { id: PAST.id, export: { kind: "markdown" } }]);
+  assert.equal(byId("history-notice").textContent, "Exported to /home/me/walkie.md");
 });

@@ -1,5 +1,6 @@
-//! Opus at 48 kHz mono in 20 ms frames, on the system libopus (`opus` 0.3 over libopus-dev):
-//! the codec of the call's audio track in both directions.
+//! Opus at 48 kHz in 20 ms frames, on the system libopus (`opus` 0.3 over libopus-dev): mono
+//! for the call's audio track in both directions, one or two channels for a file
+//! ([`OpusFileEncoder`]).
 
 use crate::{CALL_RATE_HZ, FRAME_SAMPLES};
 
@@ -16,6 +17,13 @@ pub enum CodecError {
     FrameSize { got: usize },
     #[error("libopus could not encode the frame: {0}")]
     Encode(opus::Error),
+    #[error("an Opus file holds one or two channels, not {got}")]
+    Channels { got: usize },
+    #[error(
+        "a frame of {channels} channel(s) must hold exactly {} interleaved samples, not {got}",
+        FRAME_SAMPLES * channels
+    )]
+    InterleavedFrameSize { channels: usize, got: usize },
     #[error("libopus could not decode a {packet_bytes}-byte packet: {source}")]
     Decode {
         packet_bytes: usize,
@@ -100,6 +108,72 @@ impl OpusEncoder {
         }
         self.inner
             .encode_float(frame, packet)
+            .map_err(CodecError::Encode)
+    }
+}
+
+/// Turns 20 ms frames of one or two interleaved channels into Opus packets for a file to be
+/// listened to: libopus's audio mode at its default effort, with no loss to prepare for.
+pub struct OpusFileEncoder {
+    inner: opus::Encoder,
+    channels: usize,
+}
+
+impl std::fmt::Debug for OpusFileEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpusFileEncoder")
+            .field("channels", &self.channels)
+            .finish()
+    }
+}
+
+impl OpusFileEncoder {
+    /// An encoder of `channels` (1 or 2) at `bitrate_bps` for all of them together.
+    pub fn new(channels: usize, bitrate_bps: i32) -> Result<Self, CodecError> {
+        let layout = match channels {
+            1 => opus::Channels::Mono,
+            2 => opus::Channels::Stereo,
+            got => return Err(CodecError::Channels { got }),
+        };
+        let mut inner = opus::Encoder::new(CALL_RATE_HZ, layout, opus::Application::Audio)
+            .map_err(CodecError::Setup)?;
+        inner
+            .set_bitrate(opus::Bitrate::Bits(bitrate_bps))
+            .map_err(CodecError::Setup)?;
+        Ok(Self { inner, channels })
+    }
+
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Interleaved samples in one frame: [`FRAME_SAMPLES`] per channel.
+    pub fn frame_len(&self) -> usize {
+        FRAME_SAMPLES * self.channels
+    }
+
+    /// The samples (per channel, at 48 kHz) by which the decoded audio lags the input: what
+    /// an Ogg Opus file's pre-skip tells its decoder to drop.
+    pub fn lookahead_samples(&mut self) -> Result<usize, CodecError> {
+        let lookahead = self.inner.get_lookahead().map_err(CodecError::Setup)?;
+        Ok(usize::try_from(lookahead).unwrap_or(0))
+    }
+
+    /// Encodes one frame of [`Self::frame_len`] interleaved samples into `packet`; returns the
+    /// packet's length in bytes.
+    pub fn encode(
+        &mut self,
+        interleaved: &[f32],
+        packet: &mut [u8; MAX_PACKET_BYTES],
+    ) -> Result<usize, CodecError> {
+        if interleaved.len() != self.frame_len() {
+            return Err(CodecError::InterleavedFrameSize {
+                channels: self.channels,
+                got: interleaved.len(),
+            });
+        }
+        self.inner
+            .encode_float(interleaved, packet)
             .map_err(CodecError::Encode)
     }
 }

@@ -166,6 +166,8 @@ pub struct WavInfo {
     pub sample_count: u64,
     pub sample_rate_hz: u32,
     pub source: AudioSource,
+    /// Wall time of its first sample, if the journal says (see [`WavClosed`]).
+    pub audio_start_unix_ms: Option<i64>,
 }
 
 impl WavInfo {
@@ -260,8 +262,9 @@ pub struct Conversation {
     open_parts: BTreeMap<PartIndex, Option<u32>>,
     turns: BTreeMap<u32, TurnInfo>,
     last_unix_ms: i64,
-    /// Time between a close and the reopening after it, not part of the conversation's length.
-    gaps_ms: u64,
+    /// Each reopening's wall time and the time since the record before it: not part of the
+    /// conversation's length.
+    gaps: Vec<(i64, u64)>,
     last_record_closed: bool,
     /// The AG-UI thread of the transcript (the first run's).
     thread_id: Option<String>,
@@ -375,9 +378,10 @@ impl Conversation {
             Record::Titled { title, .. } => self.title = Some(title.clone()),
             Record::Reopened(reopened) => {
                 let gap_ms = i128::from(reopened.unix_ms) - i128::from(self.last_unix_ms);
-                self.gaps_ms = self
-                    .gaps_ms
-                    .saturating_add(u64::try_from(gap_ms.max(0)).unwrap_or(u64::MAX));
+                self.gaps.push((
+                    reopened.unix_ms,
+                    u64::try_from(gap_ms.max(0)).unwrap_or(u64::MAX),
+                ));
                 self.saw_time(reopened.unix_ms);
                 // The earlier calls' session parts ended with them; the new call numbers its own.
                 self.open_parts.clear();
@@ -423,6 +427,7 @@ impl Conversation {
             sample_count: closed.sample_count,
             sample_rate_hz: closed.sample_rate_hz,
             source: closed.source,
+            audio_start_unix_ms: closed.audio_start_unix_ms,
         };
         match closed.speaker {
             Speaker::User => info.user_wav = Some(wav),
@@ -598,10 +603,26 @@ impl Conversation {
     /// From the start record to the latest record, less the time between each close and the
     /// reopening after it; 0 when the journal's clock went backwards.
     pub fn duration_ms(&self) -> u64 {
-        let duration_ms = i128::from(self.last_unix_ms)
-            - i128::from(self.started_unix_ms())
-            - i128::from(self.gaps_ms);
-        u64::try_from(duration_ms).unwrap_or(if duration_ms < 0 { 0 } else { u64::MAX })
+        self.conversation_ms(self.last_unix_ms)
+    }
+
+    /// Where wall time `unix_ms` falls in the conversation: the time since its start less the
+    /// time between each close and the reopening after it (so a conversation continued a week
+    /// later goes on where it stopped); 0 before the start or when the clock went backwards.
+    pub fn conversation_ms(&self, unix_ms: i64) -> u64 {
+        let gaps_ms: i128 = self
+            .gaps
+            .iter()
+            .filter(|(reopened_unix_ms, _)| *reopened_unix_ms <= unix_ms)
+            .map(|(_, gap_ms)| i128::from(*gap_ms))
+            .sum();
+        let elapsed_ms = i128::from(unix_ms) - i128::from(self.started_unix_ms()) - gaps_ms;
+        u64::try_from(elapsed_ms).unwrap_or(if elapsed_ms < 0 { 0 } else { u64::MAX })
+    }
+
+    /// When message `id` first appeared (its start event's timestamp), if it said.
+    pub fn message_started_unix_ms(&self, id: &str) -> Option<i64> {
+        self.message_started_unix_ms.get(id).copied()
     }
 
     /// Whether the last record is a close (clean, or written by a recovery); a reopening makes
@@ -624,7 +645,6 @@ impl Conversation {
         &self.problems
     }
 
-    /// The first words said, for a library listing.
     /// The name the user gave it, if they did (the last one).
     pub fn title(&self) -> Option<&str> {
         self.title.as_deref()
@@ -638,6 +658,7 @@ impl Conversation {
         }
     }
 
+    /// The first words said, for a library listing.
     pub fn first_words(&self, max_words: usize) -> String {
         let Some(text) = self
             .messages()
@@ -661,7 +682,8 @@ impl Conversation {
             .map_or(0, |started| started.utc_offset_minutes)
     }
 
-    fn turn_of_message(&self, id: &str) -> Option<(&TurnInfo, Speaker)> {
+    /// The turn a transcript message belongs to, and whose it is (`user-N`, `assistant-N`).
+    pub fn turn_of_message(&self, id: &str) -> Option<(&TurnInfo, Speaker)> {
         let (side, number) = id.rsplit_once('-')?;
         let speaker = match side {
             "user" => Speaker::User,
@@ -919,12 +941,36 @@ mod tests {
     }
 
     #[test]
+    fn the_time_line_leaves_out_the_days_between_a_hang_up_and_the_continuation() {
+        let day_ms = 86_400_000;
+        let conversation = conversation_of(&format!(
+            concat!(
+                r#"{{"record":"started","format_version":1,"id":"x","unix_ms":1000,"utc_offset_minutes":0,"user_sample_rate_hz":24000,"assistant_sample_rate_hz":24000}}"#,
+                "\n",
+                r#"{{"record":"closed","unix_ms":11000}}"#,
+                "\n",
+                r#"{{"record":"reopened","unix_ms":{},"utc_offset_minutes":0,"user_sample_rate_hz":24000,"assistant_sample_rate_hz":24000}}"#,
+                "\n",
+                r#"{{"record":"closed","unix_ms":{}}}"#,
+                "\n",
+            ),
+            11_000 + day_ms,
+            16_000 + day_ms
+        ));
+        assert_eq!(conversation.conversation_ms(500), 0, "before the start");
+        assert_eq!(conversation.conversation_ms(6_000), 5_000);
+        assert_eq!(conversation.conversation_ms(11_500 + day_ms), 10_500);
+        assert_eq!(conversation.duration_ms(), 15_000);
+    }
+
+    #[test]
     fn a_wav_longer_than_u64_milliseconds_reads_as_the_longest_duration() {
         let wav = WavInfo {
             file: "0001-user.wav".to_owned(),
             sample_count: u64::MAX,
             sample_rate_hz: 1,
             source: AudioSource::Captured,
+            audio_start_unix_ms: None,
         };
         assert_eq!(wav.duration_ms(), u64::MAX);
     }

@@ -135,6 +135,14 @@ pub enum StoreError {
         /// The destination.
         path: PathBuf,
     },
+    /// An exported file's audio could not be encoded.
+    #[error("could not encode the audio of {}: {reason}", path.display())]
+    Encode {
+        /// The file being written.
+        path: PathBuf,
+        /// What the encoder said.
+        reason: String,
+    },
     /// No data directory: `WALKIE_DATA_DIR` is unset and the platform has no data directory.
     #[error("no data directory: set WALKIE_DATA_DIR or HOME")]
     NoDataDir,

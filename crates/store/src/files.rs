@@ -11,7 +11,7 @@
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::conversation::Conversation;
 use crate::error::StoreError;
@@ -123,11 +123,7 @@ pub fn create_private_file(path: &Path) -> std::io::Result<File> {
 /// Replaces `path` with `bytes` atomically (temporary file, sync, rename). A new file is
 /// private (0600 on Unix).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = path.with_file_name(format!(".{file_name}.tmp"));
+    let temporary = temporary_path(path);
     // A temporary file left by a crash may carry other permissions: start afresh.
     let _ = fs::remove_file(&temporary);
     let mut file = create_private_file(&temporary)
@@ -137,6 +133,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         .map_err(|error| StoreError::io("write", &temporary, error))?;
     drop(file);
     fs::rename(&temporary, path).map_err(|error| StoreError::io("replace", path, error))
+}
+
+/// The hidden file beside `path` that is written first and then renamed over it.
+pub fn temporary_path(path: &Path) -> PathBuf {
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{file_name}.tmp"))
 }
 
 /// Writes `transcript.md` and `transcript.json` of a conversation folder from its model.

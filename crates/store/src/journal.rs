@@ -89,6 +89,11 @@ pub struct WavClosed {
     pub source: AudioSource,
     /// Wall time of the close.
     pub unix_ms: i64,
+    /// Wall time of the file's first sample: when it was said (the user's: the arrival of its
+    /// last sample less the file's length) or began to play (the assistant's: the arrival of
+    /// its first delta). Journals before it lack it, and so does a recovered file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_start_unix_ms: Option<i64>,
 }
 
 /// Where a turn WAV's samples came from.

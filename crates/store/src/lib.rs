@@ -27,6 +27,7 @@
 pub mod civil_time;
 pub mod conversation;
 pub mod error;
+pub mod export;
 pub mod files;
 pub mod journal;
 pub mod library;
@@ -40,6 +41,7 @@ pub use conversation::{
     Conversation, Spent, TurnInfo, WavInfo, message_id, turn_picture_file, turn_wav_file,
 };
 pub use error::StoreError;
+pub use export::{AudioExport, AudioFormat, ExportChannels, ExportedAudio};
 pub use journal::{AudioSource, Billed, JOURNAL_FILE, Record, parse_journal};
 pub use library::{
     ConversationSummary, DATA_DIR_ENV, Retention, Store, ZeroRetentionDays, conversations_dir,

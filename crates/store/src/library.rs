@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::conversation::Conversation;
 use crate::error::StoreError;
+use crate::export::{AudioExport, ExportedAudio, render_webvtt, write_audio};
 use crate::files::{WRITING_MARKER_FILE, write_atomically};
 use crate::journal::{JOURNAL_FILE, JournalFile, Record, read_journal};
 use crate::recorder::{Recorder, RecorderConfig};
@@ -347,6 +348,26 @@ impl Store {
             });
         }
         write_atomically(destination, conversation.render_markdown(false).as_bytes())
+    }
+
+    /// Writes the audio of a whole conversation to `destination` (replacing it: a save dialog
+    /// has asked), its turns where the journal places them; see [`crate::export`].
+    pub fn export_audio(
+        &self,
+        id: &str,
+        export: AudioExport,
+        destination: &Path,
+    ) -> Result<ExportedAudio, StoreError> {
+        let dir = self.dir_of(id)?;
+        let conversation = self.open(id)?;
+        write_audio(&dir, &conversation, export, destination)
+    }
+
+    /// Writes a conversation's captions as WebVTT at `destination` (replacing it), on the time
+    /// line of [`Store::export_audio`].
+    pub fn export_captions(&self, id: &str, destination: &Path) -> Result<(), StoreError> {
+        let conversation = self.open(id)?;
+        write_atomically(destination, render_webvtt(&conversation).as_bytes())
     }
 
     /// (id, folder) of every folder under the root, sorted by id.

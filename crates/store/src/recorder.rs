@@ -98,6 +98,10 @@ struct LiveTurn {
     /// Per open assistant speech part: its first sample in the WAV and the samples its deltas
     /// added.
     part_audio: HashMap<PartIndex, (u64, u64)>,
+    /// When the user WAV's last sample arrived: the file ends then.
+    user_audio_end_unix_ms: Option<i64>,
+    /// When the assistant WAV's first sample began to play (its first delta's arrival).
+    assistant_audio_start_unix_ms: Option<i64>,
 }
 
 /// Whether the recorder's files are up to date.
@@ -123,6 +127,8 @@ pub struct Recorder {
     /// The latest turn opened, while it is live.
     current_turn: Option<u32>,
     pending_user_audio: VecDeque<i16>,
+    /// When the newest sample of `pending_user_audio` arrived.
+    pending_user_audio_end_unix_ms: Option<i64>,
     /// WAVs of ended turns whose close failed; closed again on retry.
     unclosed_wavs: Vec<TurnWav>,
     /// Pictures whose file the disk refused, with where they go; written again on retry.
@@ -247,6 +253,7 @@ impl Recorder {
             turns: BTreeMap::new(),
             current_turn: None,
             pending_user_audio: VecDeque::new(),
+            pending_user_audio_end_unix_ms: None,
             unclosed_wavs: Vec::new(),
             unsaved_pictures: Vec::new(),
             unsaved_room: UnsavedAudio::new(unsaved_samples(&config)),
@@ -335,7 +342,7 @@ impl Recorder {
                     && let Some(chunk) = &speech.audio_chunk
                     && speech.speaker == Speaker::Assistant
                 {
-                    self.assistant_audio(turn, delta.index, chunk.samples());
+                    self.assistant_audio(turn, delta.index, chunk.samples(), unix_ms);
                 }
             }
             (SessionEvent::PartEnd(end), BridgeNote::PartInTurn { turn, .. }) => {
@@ -343,7 +350,7 @@ impl Recorder {
                 if let Part::Speech(speech) = &end.part
                     && speech.speaker == Speaker::Assistant
                 {
-                    self.finish_assistant_audio(turn, end.index, speech);
+                    self.finish_assistant_audio(turn, end.index, speech, unix_ms);
                 }
                 self.journal_session(event, Some(turn), unix_ms);
                 self.part_ended(turn, &end.part, unix_ms);
@@ -429,14 +436,19 @@ impl Recorder {
             .current_turn
             .and_then(|turn| self.turns.get_mut(&turn))
             .filter(|live| live.has_user_part && !live.finished)
-            .and_then(|live| live.user_wav.as_mut());
+            .and_then(|live| {
+                let wav = live.user_wav.as_mut()?;
+                Some((wav, &mut live.user_audio_end_unix_ms))
+            });
         match target {
-            Some(wav) => {
+            Some((wav, end_unix_ms)) => {
+                *end_unix_ms = Some(unix_ms);
                 if let Err(error) = wav.write(samples) {
                     self.note_failure(error);
                 }
             }
             None => {
+                self.pending_user_audio_end_unix_ms = Some(unix_ms);
                 self.pending_user_audio.extend(samples.iter().copied());
                 let max_samples = (self.config.max_pending_user_audio_ms
                     * u64::from(self.config.user_sample_rate_hz)
@@ -511,6 +523,10 @@ impl Recorder {
             let pending: Vec<i16> = self.pending_user_audio.drain(..).collect();
             let written = wav.write(&pending);
             live.user_wav = Some(wav);
+            let pending_end_unix_ms = self.pending_user_audio_end_unix_ms.take();
+            if !pending.is_empty() {
+                live.user_audio_end_unix_ms = pending_end_unix_ms;
+            }
             if let Err(error) = created.and(written) {
                 self.note_failure(error);
             }
@@ -534,7 +550,7 @@ impl Recorder {
         self.end_turn_if_done(turn, unix_ms);
     }
 
-    fn assistant_audio(&mut self, turn: u32, index: PartIndex, samples: &[i16]) {
+    fn assistant_audio(&mut self, turn: u32, index: PartIndex, samples: &[i16], unix_ms: i64) {
         let rate = self.config.assistant_sample_rate_hz;
         let dir = &self.dir;
         let room = &self.unsaved_room;
@@ -555,6 +571,7 @@ impl Recorder {
             failure = Some(error);
         }
         live.assistant_source = AudioSource::PlayedDeltas;
+        live.assistant_audio_start_unix_ms.get_or_insert(unix_ms);
         if let Some((_, played)) = live.part_audio.get_mut(&index) {
             *played += samples.len() as u64;
         }
@@ -565,7 +582,13 @@ impl Recorder {
 
     /// At an assistant speech part's end: cut the played audio where a barge-in cut it, or write
     /// the snapshot when nothing of the part was played.
-    fn finish_assistant_audio(&mut self, turn: u32, index: PartIndex, speech: &SpeechPart) {
+    fn finish_assistant_audio(
+        &mut self,
+        turn: u32,
+        index: PartIndex,
+        speech: &SpeechPart,
+        unix_ms: i64,
+    ) {
         let rate = self.config.assistant_sample_rate_hz;
         let dir = self.dir.clone();
         let room = self.unsaved_room.clone();
@@ -600,6 +623,11 @@ impl Recorder {
                 if let Err(error) = wav.write(&samples[..limit]) {
                     failure = Some(error);
                 }
+                // Nothing of it played: it is placed as if it had played as it arrived.
+                let length_ms = limit as u64 * 1000 / u64::from(snapshot.sample_rate_hz().max(1));
+                live.assistant_audio_start_unix_ms.get_or_insert(
+                    unix_ms.saturating_sub(i64::try_from(length_ms).unwrap_or(i64::MAX)),
+                );
                 if live.assistant_source != AudioSource::PlayedDeltas {
                     live.assistant_source = AudioSource::Snapshot;
                 }
@@ -649,6 +677,8 @@ impl Recorder {
                 assistant_wav: None,
                 assistant_source: AudioSource::Empty,
                 part_audio: HashMap::new(),
+                user_audio_end_unix_ms: None,
+                assistant_audio_start_unix_ms: None,
             },
         );
         self.current_turn = Some(turn);
@@ -677,17 +707,24 @@ impl Recorder {
             self.current_turn = None;
         }
         let wavs = [
-            (Speaker::User, live.user_wav, AudioSource::Captured),
+            (
+                Speaker::User,
+                live.user_wav,
+                AudioSource::Captured,
+                AudioAnchor::EndsAt(live.user_audio_end_unix_ms),
+            ),
             (
                 Speaker::Assistant,
                 live.assistant_wav,
                 live.assistant_source,
+                AudioAnchor::StartsAt(live.assistant_audio_start_unix_ms),
             ),
         ];
-        for (speaker, wav, source) in wavs {
+        for (speaker, wav, source, anchor) in wavs {
             let Some(mut wav) = wav else { continue };
             let sample_count = wav.sample_count();
             let sample_rate_hz = wav.sample_rate_hz();
+            let audio_start_unix_ms = anchor.start_unix_ms(sample_count, sample_rate_hz);
             let source = if sample_count == 0 {
                 AudioSource::Empty
             } else {
@@ -704,6 +741,7 @@ impl Recorder {
                 sample_rate_hz,
                 source,
                 unix_ms,
+                audio_start_unix_ms,
             }));
         }
         self.append(Record::TurnEnded {
@@ -859,6 +897,25 @@ fn without_audio(event: &StampedEvent) -> Option<Cow<'_, StampedEvent>> {
             _ => Some(Cow::Borrowed(event)),
         },
         _ => Some(Cow::Borrowed(event)),
+    }
+}
+
+/// What the recorder knows of when a WAV sounded: the arrival of its last sample (captured
+/// audio comes in real time) or of its first (played deltas come faster than they play).
+enum AudioAnchor {
+    EndsAt(Option<i64>),
+    StartsAt(Option<i64>),
+}
+
+impl AudioAnchor {
+    fn start_unix_ms(&self, sample_count: u64, sample_rate_hz: u32) -> Option<i64> {
+        match *self {
+            AudioAnchor::StartsAt(start) => start,
+            AudioAnchor::EndsAt(end) => {
+                let length_ms = u128::from(sample_count) * 1000 / u128::from(sample_rate_hz.max(1));
+                end.map(|end| end.saturating_sub(i64::try_from(length_ms).unwrap_or(i64::MAX)))
+            }
+        }
     }
 }
 

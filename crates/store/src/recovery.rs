@@ -204,6 +204,7 @@ fn repair_wavs(
                                 AudioSource::Recovered
                             },
                             unix_ms: 0,
+                            audio_start_unix_ms: None,
                         });
                     }
                     if repair.changed {
