@@ -204,7 +204,7 @@ export function retentionLabel(days) {
  *   createTranscript: (container: Element, options?: object) => { apply: (event: object) => void },
  * }} deps
  */
-/** What Export… asks of `history_export`, from the export dialog's choices. */
+/** What Export… asks Rust to write, from the export dialog's choices. */
 export function exportRequest(kind, channels, format) {
   if (kind === "audio") return { kind: "audio", channels, format };
   if (kind === "captions") return { kind: "captions" };
