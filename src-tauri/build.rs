@@ -43,6 +43,9 @@ const APP_COMMANDS: &[&str] = &[
     "history_open_folder",
     "history_retention",
     "history_set_retention",
+    "history_saved",
+    "history_set_saved",
+    "saving_in_force",
     "history_expiring",
 ];
 

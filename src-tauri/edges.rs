@@ -139,7 +139,9 @@ impl<U: Ui> Edges<U> {
             .unwrap_or_default();
         let (conversation, continuing_id) = match continuing {
             Some(saved) => {
-                let config = plan.conversation_config(saved.thread_id, jitter_seed, outside_tools);
+                let mut config =
+                    plan.conversation_config(saved.thread_id, jitter_seed, outside_tools);
+                config.ask_title &= !saved.titled;
                 let conversation = Conversation::continuing(config, tools, saved.earlier, now_ms)
                     .having_spent(saved.spent);
                 (conversation, Some(saved.id))
@@ -173,7 +175,8 @@ impl<U: Ui> Edges<U> {
     }
 
     /// Starts saving the conversation just begun (after the data folder's repair): a new one,
-    /// or the saved one it continues; when it cannot be saved, the machine is told why.
+    /// or the saved one it continues, as much of it as the user chose; when it cannot be saved,
+    /// the machine is told why.
     pub async fn start_saving(&mut self, plan: &Plan, saving: &Saving, machine: &mut Machine) {
         let wall_clock = self.clock.wall_clock();
         let recording = match self.continuing_id.take() {
@@ -181,7 +184,8 @@ impl<U: Ui> Edges<U> {
             None => saving.start(&plan.data_dir, wall_clock).await,
         };
         match recording {
-            Ok(recording) => self.recording = Some(recording),
+            Ok(Some(recording)) => self.recording = Some(recording),
+            Ok(None) => log::info!("saving nothing of this conversation, as the user chose"),
             Err(error) => {
                 log::warn!("not saving this conversation: {error}");
                 let not_saving = Input::NotSaving {

@@ -56,10 +56,13 @@ pub enum HistoryError {
     /// No data folder could be found when the app started.
     #[error("conversations cannot be found: {reason}")]
     NoDataFolder { reason: String },
-    /// Keeping zero days would delete everything, the current conversation's past included.
-    /// The choice could not be saved with the settings.
-    #[error("the retention could not be saved: {0}")]
-    Settings(String),
+    /// A choice made in the panel (how long to keep, what to save) could not be saved with the
+    /// settings.
+    #[error("{choice} could not be saved: {reason}")]
+    Settings {
+        choice: &'static str,
+        reason: String,
+    },
     /// The export could not be written where the user chose.
     #[error("could not export to {}: {source}", path.display())]
     Export {
@@ -202,6 +205,8 @@ pub struct Continuing {
     /// What it spent so far: its tokens and billed responses, its speech transcribed, and
     /// (when priced) their cost.
     pub spent: walkie_conversation::SpentBefore,
+    /// It has a name already (the user's or the model's): the model is not asked for one.
+    pub titled: bool,
 }
 
 impl Continuing {
@@ -225,6 +230,7 @@ impl Continuing {
                 transcriptions: spent.transcriptions,
                 cost_usd: spent.cost_usd,
             },
+            titled: conversation.title().is_some(),
         }
     }
 }
@@ -730,9 +736,26 @@ pub fn history_set_retention(
     app: AppHandle,
     retention: Retention,
 ) -> Result<Vec<String>, HistoryError> {
-    crate::persist_retention(&app, retention)
-        .map_err(|error| HistoryError::Settings(error.to_string()))?;
+    crate::persist_retention(&app, retention).map_err(|error| HistoryError::Settings {
+        choice: "how long conversations are kept",
+        reason: error.to_string(),
+    })?;
     apply_retention(&app, retention)
+}
+
+/// What the user chose to save of the next conversations.
+#[tauri::command]
+pub fn history_saved(saving: tauri::State<'_, crate::recording::Saving>) -> walkie_store::Saved {
+    saving.chosen()
+}
+
+/// Saves what the user chose to save, for the next conversation on.
+#[tauri::command]
+pub fn history_set_saved(app: AppHandle, saved: walkie_store::Saved) -> Result<(), HistoryError> {
+    crate::persist_saved(&app, saved).map_err(|error| HistoryError::Settings {
+        choice: "what is saved",
+        reason: error.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -583,6 +583,47 @@ fn install_log(app: &AppHandle) -> Result<(), String> {
     Ok(())
 }
 
+/// What the conversation under way saves, for the line under the talk button.
+pub const SAVING_EVENT: &str = "walkie://saving";
+
+/// Emits [`SAVING_EVENT`] whenever a conversation begins saving more or less than the one
+/// before (the page asks `saving_in_force` when it loads).
+fn tell_the_window_what_is_saved(app: &AppHandle, saving: &Saving) {
+    let mut in_force = saving.watch_in_force();
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        while in_force.changed().await.is_ok() {
+            let saved = *in_force.borrow_and_update();
+            if let Err(error) = app.emit(SAVING_EVENT, saved) {
+                log::warn!("could not tell the window what is saved: {error}");
+            }
+        }
+    });
+}
+
+/// What the conversation under way saves.
+#[tauri::command]
+fn saving_in_force(saving: tauri::State<'_, Saving>) -> walkie_store::Saved {
+    saving.in_force()
+}
+
+/// Saves what the user chose to save, with the other settings; the next conversation takes it.
+pub(crate) fn persist_saved(
+    app: &AppHandle,
+    saved: walkie_store::Saved,
+) -> Result<(), settings::SettingsError> {
+    let state = app.state::<SettingsState>();
+    let mut settings = state.current();
+    settings.saved = saved;
+    state.file.save(&settings)?;
+    *state
+        .current
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
+    app.state::<Saving>().choose(saved);
+    Ok(())
+}
+
 /// Saves a retention chosen in the history panel with the other settings.
 pub(crate) fn persist_retention(
     app: &AppHandle,
@@ -663,8 +704,11 @@ pub fn run(hidden: bool) {
                 eprintln!("walkie: {error}");
             }
             let current = CurrentConversation::default();
-            let saving = Saving::new(current.clone());
+            let saved = app.state::<SettingsState>().current().saved;
+            let saving = Saving::new(current.clone(), saved);
             app.manage(Conversation::new(saving.clone()));
+            app.manage(saving.clone());
+            tell_the_window_what_is_saved(app.handle(), &saving);
             app.manage(closing::Closing::default());
             app.manage(pictures::Attachments::default());
             app.manage(LatestStatus::default());
@@ -751,6 +795,9 @@ pub fn run(hidden: bool) {
             history::history_open_folder,
             history::history_retention,
             history::history_set_retention,
+            history::history_saved,
+            history::history_set_saved,
+            saving_in_force,
             history::history_expiring,
         ])
         .build(tauri::generate_context!())

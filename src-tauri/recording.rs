@@ -11,6 +11,9 @@
 //! While it writes, the conversation is marked current ([`CurrentConversation`]) so the history
 //! panel cannot delete it from under the recorder.
 //!
+//! What is saved is the user's choice ([`Saved`]): the next conversation takes the choice made,
+//! and the window is told what the conversation under way saves ([`Saving::watch_in_force`]).
+//!
 //! What an unclean exit left open is repaired once per data folder ([`Saving::repair`]): the app
 //! starts it at launch on a blocking thread, so it runs while the first call connects, and a
 //! recording starts in a folder only after that folder's repair ended, so the repair never
@@ -18,32 +21,76 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use walkie_conversation::Record;
 use walkie_session::turn::WallClock;
-use walkie_store::{Recorder, RecorderConfig, Store, StoreError, conversations_dir};
+use walkie_store::{Recorder, RecorderConfig, Saved, Store, StoreError, conversations_dir};
 
 use crate::history::CurrentConversation;
 use crate::plan::PlanError;
 
-/// What every call's recording shares: which conversation is being written, and which data
-/// folders were repaired since the app started. Cloning shares both.
-#[derive(Clone, Debug, Default)]
+/// What every call's recording shares: which conversation is being written, which data
+/// folders were repaired since the app started, what the user chose to save and what the
+/// conversation under way saves. Cloning shares them all.
+#[derive(Clone, Debug)]
 pub struct Saving {
     pub current: CurrentConversation,
     /// Held while a folder is repaired, so a second caller waits for that repair.
     repaired: Arc<tokio::sync::Mutex<HashSet<PathBuf>>>,
+    /// The user's choice, which the next conversation takes.
+    chosen: Arc<Mutex<Saved>>,
+    /// What the conversation under way saves (the choice until one begins).
+    in_force: Arc<tokio::sync::watch::Sender<Saved>>,
 }
 
 impl Saving {
-    pub fn new(current: CurrentConversation) -> Self {
+    pub fn new(current: CurrentConversation, chosen: Saved) -> Self {
         Self {
             current,
             repaired: Arc::default(),
+            chosen: Arc::new(Mutex::new(chosen)),
+            in_force: Arc::new(tokio::sync::watch::Sender::new(chosen)),
         }
+    }
+
+    /// What the next conversation will save.
+    pub fn chosen(&self) -> Saved {
+        *self
+            .chosen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Makes `saved` the choice the next conversation takes.
+    pub fn choose(&self, saved: Saved) {
+        *self
+            .chosen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = saved;
+    }
+
+    /// What the conversation under way saves.
+    pub fn in_force(&self) -> Saved {
+        *self.in_force.borrow()
+    }
+
+    /// Sees [`Saving::in_force`] change as conversations begin.
+    pub fn watch_in_force(&self) -> tokio::sync::watch::Receiver<Saved> {
+        self.in_force.subscribe()
+    }
+
+    /// The choice, now in force for a conversation that begins.
+    fn take_choice(&self) -> Saved {
+        let saved = self.chosen();
+        self.in_force.send_if_modified(|in_force| {
+            let changed = *in_force != saved;
+            *in_force = saved;
+            changed
+        });
+        saved
     }
 
     /// Repairs what an unclean exit left open in the data folder, on a blocking thread, unless
@@ -74,26 +121,35 @@ impl Saving {
         repaired.insert(data_dir.clone());
     }
 
-    /// Starts saving a new conversation in the data folder once the folder is repaired.
+    /// Starts saving a new conversation in the data folder once the folder is repaired; `None`
+    /// when the user chose to save nothing.
     pub async fn start(
         &self,
         data_dir: &Result<PathBuf, PlanError>,
         now: WallClock,
-    ) -> Result<Recording, SavingError> {
+    ) -> Result<Option<Recording>, SavingError> {
+        let saved = self.take_choice();
+        if saved == Saved::Nothing {
+            return Ok(None);
+        }
         self.repair(data_dir).await;
-        Recording::start(&self.current, data_dir, now)
+        Recording::start(&self.current, data_dir, now, saved).map(Some)
     }
 
     /// Goes on saving the saved conversation `id` (Continue in the history) once the data
-    /// folder is repaired.
+    /// folder is repaired; `None` when the user chose to save nothing.
     pub async fn continue_saved(
         &self,
         data_dir: &Result<PathBuf, PlanError>,
         id: &str,
         now: WallClock,
-    ) -> Result<Recording, SavingError> {
+    ) -> Result<Option<Recording>, SavingError> {
+        let saved = self.take_choice();
+        if saved == Saved::Nothing {
+            return Ok(None);
+        }
         self.repair(data_dir).await;
-        Recording::continue_saved(&self.current, data_dir, id, now)
+        Recording::continue_saved(&self.current, data_dir, id, now, saved).map(Some)
     }
 }
 
@@ -164,10 +220,15 @@ impl Recording {
         current: &CurrentConversation,
         data_dir: &Result<PathBuf, PlanError>,
         now: WallClock,
+        saved: Saved,
     ) -> Result<Self, SavingError> {
-        Self::begin(current, data_dir, now, |store, _, config, now_unix_ms| {
-            store.start(config, now_unix_ms)
-        })
+        Self::begin(
+            current,
+            data_dir,
+            now,
+            saved,
+            |store, _, config, now_unix_ms| store.start(config, now_unix_ms),
+        )
     }
 
     /// Goes on saving the saved conversation `id` in its own folder (Continue in the history):
@@ -178,11 +239,13 @@ impl Recording {
         data_dir: &Result<PathBuf, PlanError>,
         id: &str,
         now: WallClock,
+        saved: Saved,
     ) -> Result<Self, SavingError> {
         Self::begin(
             current,
             data_dir,
             now,
+            saved,
             |store, current_id, config, now_unix_ms| {
                 store.continue_conversation(id, current_id, config, now_unix_ms)
             },
@@ -190,11 +253,13 @@ impl Recording {
     }
 
     /// Opens the recorder with `open` (given the store, the conversation being recorded, the
-    /// recorder's settings and the time) and starts the thread that feeds it.
+    /// recorder's settings and the time) and starts the thread that feeds it; `saved` says
+    /// whether it writes audio.
     fn begin(
         current: &CurrentConversation,
         data_dir: &Result<PathBuf, PlanError>,
         now: WallClock,
+        saved: Saved,
         open: impl FnOnce(&Store, Option<&str>, RecorderConfig, i64) -> Result<Recorder, StoreError>,
     ) -> Result<Self, SavingError> {
         let data_dir = data_dir
@@ -209,6 +274,7 @@ impl Recording {
             user_sample_rate_hz: 48_000,
             assistant_sample_rate_hz: 48_000,
             utc_offset_minutes,
+            save_audio: saved == Saved::Everything,
             ..RecorderConfig::default()
         };
         let mut recorder = open(&store, current_slot.as_deref(), config, now_unix_ms)?;
@@ -345,6 +411,10 @@ fn save(recorder: &mut Recorder, record: Record) -> i64 {
             });
             at(unix_ms)
         }
+        Record::Titled { unix_ms, title } => {
+            recorder.titled(&title, at(unix_ms));
+            at(unix_ms)
+        }
     }
 }
 
@@ -406,14 +476,15 @@ mod tests {
         drop(left_open);
         assert!(!closed_cleanly(&left_open_dir));
 
-        let saving = Saving::default();
+        let saving = Saving::new(CurrentConversation::default(), Saved::Everything);
         let data = Ok(data_dir.clone());
         let now = WallClock {
             unix_ms: 1_700_000_100_000,
             utc_offset_minutes: 0,
         };
-        let recording =
-            tauri::async_runtime::block_on(saving.start(&data, now)).expect("the recording starts");
+        let recording = tauri::async_runtime::block_on(saving.start(&data, now))
+            .expect("the recording starts")
+            .expect("everything is saved");
         assert!(
             closed_cleanly(&left_open_dir),
             "repaired before the recording started"
@@ -423,12 +494,44 @@ mod tests {
         tauri::async_runtime::block_on(saving.repair(&data));
         assert!(!closed_cleanly(&live_dir));
         // So does a repair of a folder not yet repaired: the live one is current.
-        tauri::async_runtime::block_on(Saving::new(saving.current.clone()).repair(&data));
+        tauri::async_runtime::block_on(
+            Saving::new(saving.current.clone(), Saved::Everything).repair(&data),
+        );
         assert!(!closed_cleanly(&live_dir));
 
         tauri::async_runtime::block_on(recording.close());
         assert!(closed_cleanly(&live_dir), "closed by its recording");
         assert_eq!(saving.current.id(), None);
         let _ = std::fs::remove_dir_all(&data_dir);
+    }
+
+    #[test]
+    fn a_choice_to_save_nothing_takes_effect_with_the_next_conversation_and_leaves_no_folder() {
+        let data_dir =
+            std::env::temp_dir().join(format!("walkie-save-nothing-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&data_dir);
+        let saving = Saving::new(CurrentConversation::default(), Saved::Everything);
+        let mut in_force = saving.watch_in_force();
+        saving.choose(Saved::Nothing);
+        assert_eq!(
+            saving.in_force(),
+            Saved::Everything,
+            "not before one begins"
+        );
+        let data = Ok(data_dir.clone());
+        let now = WallClock {
+            unix_ms: 1_700_000_100_000,
+            utc_offset_minutes: 0,
+        };
+        let recording =
+            tauri::async_runtime::block_on(saving.start(&data, now)).expect("nothing to fail");
+        assert!(recording.is_none());
+        assert!(in_force.has_changed().unwrap(), "the window is told");
+        assert_eq!(*in_force.borrow_and_update(), Saved::Nothing);
+        assert!(
+            !conversations_dir(&data_dir).exists(),
+            "not even the conversations folder"
+        );
+        assert_eq!(saving.current.id(), None);
     }
 }

@@ -305,3 +305,82 @@ async fn e2e_a_past_conversation_continued_from_history_is_given_to_the_new_call
     })
     .await;
 }
+
+/// After three spoken turns the model is asked beside the conversation for its title: the
+/// request goes out (the oracle checks it against the SDK's types with every other client
+/// event), the provider's answer becomes the conversation's name in History, and the
+/// provider's conversation took nothing from it (its trace of the items it holds).
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_after_three_turns_the_model_names_the_conversation_beside_it_adding_nothing_to_it() {
+    require_test_audio();
+    let test = "titled";
+    let dirs = AppDirs::fresh(test);
+    let provider = LocalProvider::start(ProviderConfig {
+        trace_dir: Some(dirs.trace.clone()),
+        ..ProviderConfig::default()
+    })
+    .await
+    .expect("a local provider on loopback");
+    let settings = serde_json::json!({
+        "provider": "custom",
+        "customBaseUrl": provider.base_url(),
+    });
+    std::fs::write(dirs.config.join("settings.json"), settings.to_string())
+        .expect("writing the settings");
+    let secrets = SecretService::start(&dirs);
+    let app = WebviewApp::launch_with(test, Launch::in_dirs(&dirs, Some(&secrets))).await;
+    let store = Store::new(conversations_dir(app.data_dir()));
+    let trace = dirs.trace.clone();
+    let token = provider.token().to_owned();
+    app.run(|client| async move {
+        wait_for(&client, "#status", |status| {
+            status.starts_with("Not connected: 127.0.0.1 refused the API key")
+        })
+        .await;
+        save_custom_key(&client, &token).await;
+        wait_for(&client, "#status", |status| status.starts_with("Ready")).await;
+        for replies_before in 0..3 {
+            spoken_exchange(&client, 0.8, replies_before).await;
+        }
+        let deadline = tokio::time::Instant::now() + UI_TIMEOUT;
+        let title = loop {
+            let saved = store.list().expect("the conversations");
+            assert_eq!(saved.len(), 1, "{saved:?}");
+            let conversation = store.open(&saved[0].id).expect("it reads");
+            if let Some(title) = conversation.title() {
+                break title.to_owned();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no title after three turns"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(title, "Talking with Walkie's local provider");
+        let asked: Vec<Value> = client_events_of_call(&trace, 1)
+            .into_iter()
+            .filter(|event| {
+                event["type"] == "response.create" && event["response"]["conversation"] == "none"
+            })
+            .collect();
+        assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+        assert_eq!(
+            asked[0]["response"]["output_modalities"],
+            serde_json::json!(["text"])
+        );
+        assert_eq!(
+            texts(&client, "assistant").await.len(),
+            3,
+            "the title is not said"
+        );
+        click(&client, "#open-history").await;
+        wait_for(&client, "#history-list", |text| text.contains(&title)).await;
+        support::screenshot(&client, "history-titled").await;
+    })
+    .await;
+    // The provider's conversation holds the three turns, each question and its reply: the
+    // title's response added nothing.
+    let items = std::fs::read_to_string(dirs.trace.join("conversation.jsonl"))
+        .expect("the provider's conversation trace");
+    assert_eq!(items.lines().count(), 6, "{items}");
+}

@@ -7,15 +7,21 @@
 //!
 //! Slow test (X server, WebKitWebDriver, PulseAudio, mount); it runs in CI, as root. Where
 //! mounting is refused (not root), it says so and checks nothing.
+//!
+//! What is saved is the user's: a conversation saved without audio says so under the talk
+//! button and leaves its transcript and no WAV; a choice of nothing, made in History, takes
+//! the next conversation, which says so and leaves no folder at all.
 
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use serde_json::Value;
 use support::audio::require_test_audio;
 use support::{
-    AppDirs, Launch, WebviewApp, rendered_text, spoken_exchange, wait_for, wait_for_state,
+    AppDirs, Launch, WebviewApp, click, rendered_text, spoken_exchange, texts, wait_for,
+    wait_for_state, wait_for_text,
 };
 use walkie_store::{Store, conversations_dir};
 
@@ -124,4 +130,99 @@ async fn e2e_a_full_disk_is_told_in_the_window_and_saving_resumes_when_space_ret
         "both exchanges are on disk, the one said while the disk was full too: {roles:?}"
     );
     drop(disk);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_conversation_saved_without_audio_or_not_at_all_says_so_at_the_talk_button() {
+    require_test_audio();
+    let test = "save_choices";
+    let dirs = AppDirs::fresh(test);
+    std::fs::write(
+        dirs.config.join("settings.json"),
+        r#"{"saved": "transcriptsOnly"}"#,
+    )
+    .expect("writing the settings");
+    let app = WebviewApp::launch_with(test, Launch::in_dirs(&dirs, None)).await;
+    app.run(|client| async move {
+        wait_for_state(&client, "ready").await;
+        wait_for_text(
+            &client,
+            "#saving-note",
+            "Saving this conversation's words, not its audio.",
+        )
+        .await;
+        spoken_exchange(&client, 1.0, 0).await;
+
+        // Nothing, chosen in History, waits for the next conversation.
+        click(&client, "#open-history").await;
+        wait_for(&client, "#history-saved", |_| true).await;
+        client
+            .execute(
+                "const select = document.getElementById('history-saved');
+                 select.value = 'nothing';
+                 select.dispatchEvent(new Event('change'));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        wait_for_text(
+            &client,
+            "#history-notice",
+            "From the next conversation on, nothing is saved.",
+        )
+        .await;
+        support::screenshot(&client, "history-save-nothing").await;
+        click(&client, "#history-close").await;
+        assert_eq!(
+            rendered_text(&client, "#saving-note").await.as_deref(),
+            Some("Saving this conversation's words, not its audio."),
+            "the conversation going on keeps what it began with"
+        );
+        click(&client, "#connect").await;
+        wait_for_text(
+            &client,
+            "#saving-note",
+            "Nothing of this conversation is saved.",
+        )
+        .await;
+        wait_for_state(&client, "ready").await;
+        let replies = texts(&client, "assistant").await.len();
+        spoken_exchange(&client, 1.0, replies).await;
+        support::screenshot(&client, "saving-nothing").await;
+    })
+    .await;
+
+    let store = Store::new(conversations_dir(&dirs.data));
+    let saved = store.list().expect("the saved conversations");
+    assert_eq!(
+        saved.len(),
+        1,
+        "the conversation of nothing left no folder: {saved:?}"
+    );
+    let conversation = store.open(&saved[0].id).expect("it reads back");
+    assert_eq!(conversation.messages().len(), 2, "its words are saved");
+    assert!(
+        conversation
+            .turns()
+            .all(|turn| turn.user_wav.is_none() && turn.assistant_wav.is_none()),
+        "no turn WAV in its journal"
+    );
+    let folder = store.dir_of(&saved[0].id).unwrap();
+    let wavs: Vec<_> = std::fs::read_dir(folder.join("turns"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.file_name())
+                .filter(|name| name.to_string_lossy().ends_with(".wav"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(wavs.is_empty(), "no WAV on disk: {wavs:?}");
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(dirs.config.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        settings["saved"], "nothing",
+        "the choice is kept: {settings}"
+    );
 }

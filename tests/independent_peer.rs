@@ -281,7 +281,10 @@ async fn talk_to(peer: &Peer, name: &str, settings: Settings) -> Talk {
     });
     let (ui, shown) = mpsc::unbounded_channel();
     let (commands, received) = mpsc::unbounded_channel();
-    let saving = Saving::new(CurrentConversation::default());
+    let saving = Saving::new(
+        CurrentConversation::default(),
+        walkie_store::Saved::Everything,
+    );
     let driver = tokio::spawn(conversation::run(
         plan,
         CollectingUi(ui),

@@ -51,8 +51,13 @@ fn the_saved_transcript_is_the_one_the_webview_showed_after_a_barge_in_and_a_lat
         unix_ms: START_UNIX_MS as i64,
         utc_offset_minutes: 0,
     };
-    let mut recording =
-        Recording::start(&current, &Ok(data_dir.clone()), now).expect("the recording starts");
+    let mut recording = Recording::start(
+        &current,
+        &Ok(data_dir.clone()),
+        now,
+        walkie_store::Saved::Everything,
+    )
+    .expect("the recording starts");
     let id = recording.id().to_owned();
     let mut machine = Conversation::new(
         ConversationConfig {
@@ -68,6 +73,7 @@ fn the_saved_transcript_is_the_one_the_webview_showed_after_a_barge_in_and_a_lat
             outside_tools: Vec::new(),
             automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
             settings_notice: None,
+            ask_title: false,
         },
         ToolRegistry::with_builtins,
     );

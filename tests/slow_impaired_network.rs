@@ -287,7 +287,10 @@ async fn run(scenario: &Scenario, replies: usize) -> Measured {
         plan,
         CollectingUi(ui),
         received,
-        Saving::new(CurrentConversation::default()),
+        Saving::new(
+            CurrentConversation::default(),
+            walkie_store::Saved::Everything,
+        ),
         conversation::Dialler::default(),
     ));
     let mut window = Window {

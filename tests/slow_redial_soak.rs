@@ -201,7 +201,10 @@ async fn start(name: &str, session_limit_ms: Option<u64>) -> Bench {
     }
     let (ui, shown) = mpsc::unbounded_channel();
     let (commands, received) = mpsc::unbounded_channel();
-    let saving = Saving::new(CurrentConversation::default());
+    let saving = Saving::new(
+        CurrentConversation::default(),
+        walkie_store::Saved::Everything,
+    );
     let driver = tokio::spawn(conversation::run(
         plan,
         CollectingUi(ui),

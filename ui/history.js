@@ -187,6 +187,23 @@ export function expiringSentence(count, days) {
   return `${conversations} older than ${retentionLabel(days).replace(/^for /, "")}: keeping conversations ${retentionLabel(days)} deletes ${count === 1 ? "it" : "them"} from disk now, transcripts and recordings. This cannot be undone.`;
 }
 
+/** The `<select>` values of what is saved, as Rust writes them. */
+export const SAVED_CHOICES = Object.freeze(["everything", "transcriptsOnly", "nothing"]);
+
+/** What the line under the talk button says of what the conversation under way saves ("" for everything). */
+export function savingNote(saved) {
+  if (saved === "transcriptsOnly") return "Saving this conversation's words, not its audio.";
+  if (saved === "nothing") return "Nothing of this conversation is saved.";
+  return "";
+}
+
+/** What the panel says once a choice of what to save is kept. */
+export function savedChosenSentence(saved) {
+  if (saved === "transcriptsOnly") return "From the next conversation on, transcripts are saved without audio.";
+  if (saved === "nothing") return "From the next conversation on, nothing is saved.";
+  return "From the next conversation on, transcripts and recordings are saved.";
+}
+
 /** The words of a retention choice. */
 export function retentionLabel(days) {
   if (days === null) return "forever";
@@ -194,16 +211,6 @@ export function retentionLabel(days) {
   return days === 1 ? "for 1 day" : `for ${days} days`;
 }
 
-/**
- * Wires the history panel.
- * @param {{
- *   document: Document,
- *   invoke: (command: string, args?: object) => Promise<any>,
- *   loadAudio: (path: string) => Promise<string>,
- *   releaseAudio: (url: string) => void,
- *   createTranscript: (container: Element, options?: object) => { apply: (event: object) => void },
- * }} deps
- */
 /** What Export… asks Rust to write, from the export dialog's choices. */
 export function exportRequest(kind, channels, format) {
   if (kind === "audio") return { kind: "audio", channels, format };
@@ -219,6 +226,16 @@ export function exportedSentence(exported) {
   return `Exported to ${exported.path}; ${turns} silent in it (Open folder to see them).`;
 }
 
+/**
+ * Wires the history panel.
+ * @param {{
+ *   document: Document,
+ *   invoke: (command: string, args?: object) => Promise<any>,
+ *   loadAudio: (path: string) => Promise<string>,
+ *   releaseAudio: (url: string) => void,
+ *   createTranscript: (container: Element, options?: object) => { apply: (event: object) => void },
+ * }} deps
+ */
 export function createHistoryPanel({
   document: doc,
   invoke,
@@ -240,6 +257,9 @@ export function createHistoryPanel({
   const errorLine = byId("history-error");
   const notice = byId("history-notice");
   let retention = byId("history-retention");
+  const savedSelect = byId("history-saved");
+  /** What is saved, as Rust last kept it: where a choice that could not be kept goes back to. */
+  let keptSaved = "everything";
   const deleteButton = byId("history-delete");
   const continueButton = byId("history-continue");
   const confirm = byId("history-confirm");
@@ -567,8 +587,14 @@ export function createHistoryPanel({
     clearMessages();
     showList();
     try {
-      const [, kept] = await Promise.all([refreshList(), invoke(COMMANDS.historyRetention)]);
+      const [, kept, saved] = await Promise.all([
+        refreshList(),
+        invoke(COMMANDS.historyRetention),
+        invoke(COMMANDS.historySaved),
+      ]);
       setRetention(kept);
+      if (SAVED_CHOICES.includes(saved)) keptSaved = saved;
+      savedSelect.value = keptSaved;
       // A search typed before stays: its hits, not the listing, are what the panel shows.
       if (searchField.value.trim() !== "") await search();
     } catch (error) {
@@ -666,6 +692,14 @@ export function createHistoryPanel({
     retentionConfirm.showModal();
   });
   retention.addEventListener("change", onRetentionChange);
+  savedSelect.addEventListener("change", () => act(async () => {
+    const chosen = savedSelect.value;
+    savedSelect.value = keptSaved;
+    await invoke(COMMANDS.historySetSaved, { saved: chosen });
+    keptSaved = chosen;
+    savedSelect.value = chosen;
+    notice.textContent = savedChosenSentence(chosen);
+  }));
   // Puts the retention in force back on the select. WebKit fires no change for an option
   // chosen again after a script set its select back, so the user's next choice would do
   // nothing: a fresh copy of the select has no memory of the choice taken back.

@@ -43,6 +43,9 @@ export const COMMANDS = Object.freeze({
   historyOpenFolder: "history_open_folder",
   historyRetention: "history_retention",
   historySetRetention: "history_set_retention",
+  historySaved: "history_saved",
+  historySetSaved: "history_set_saved",
+  savingInForce: "saving_in_force",
   historyExpiring: "history_expiring",
 });
 
@@ -51,6 +54,7 @@ export const EVENTS = Object.freeze({
   status: "walkie://status",
   transcript: "walkie://transcript",
   spending: "walkie://spending",
+  saving: "walkie://saving",
   connectionHealth: "walkie://connection-health",
   level: "walkie://level",
   micTest: "walkie://mic-test",

@@ -13,7 +13,7 @@ import { createTranscript } from "./transcript.js";
 import { createPacer } from "./pace.js";
 import { renderLevel, ringLevel } from "./meters.js";
 import { createSettingsDialog } from "./settings.js";
-import { createHistoryPanel } from "./history.js";
+import { createHistoryPanel, savingNote } from "./history.js";
 import { DISMISSED_KEY, showDemoCard, usesTheDemo } from "./first-run.js";
 import { createCompose } from "./compose.js";
 import { createSpending } from "./spending.js";
@@ -145,6 +145,15 @@ await listen(EVENTS.level, (event) => {
 const transcriptEvents = createPacer((events) => transcript.applyAll(events, reportFailure));
 const spending = createSpending(document.querySelector("#spending"));
 await listen(EVENTS.spending, (event) => spending.show(event.payload));
+// What the conversation under way saves, said where a conversation is started when it is not
+// everything (History chooses it for the next conversation).
+const savingNoteLine = document.querySelector("#saving-note");
+const showSaving = (saved) => {
+  savingNoteLine.textContent = savingNote(saved);
+  savingNoteLine.hidden = savingNoteLine.textContent === "";
+};
+await listen(EVENTS.saving, (event) => showSaving(event.payload));
+invoke(COMMANDS.savingInForce).then(showSaving, reportFailure);
 await listen(EVENTS.connectionHealth, (event) => {
   page.setHealth(event.payload);
   renderHealth(connectionBadge, event.payload);

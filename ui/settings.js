@@ -79,6 +79,7 @@ const BOOLEAN_FIELDS = new Set([
   "echoCancellation",
   "voiceBargeIn",
   "parallelToolCalls",
+  "askForTitles",
 ]);
 // Empty is null: "none", or the server's own behaviour.
 const OPTIONAL_NUMBER_FIELDS = new Set(["idleTimeoutMs", "liveIdleTimeoutS", "budgetUsd", "truncationRetentionRatio"]);

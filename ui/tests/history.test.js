@@ -12,7 +12,7 @@ import {
   formatStarted,
   retentionFromValue,
   retentionLabel,
-  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence, searchStatus, hitMeta, exportRequest, exportedSentence } from "../history.js";
+  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence, searchStatus, hitMeta, exportRequest, exportedSentence, savingNote, savedChosenSentence } from "../history.js";
 
 test("durations read in seconds, minutes or hours, never as raw milliseconds", () => {
   assert.equal(formatDurationMs(0), "0 s");
@@ -342,4 +342,46 @@ test("Export… opens its dialog, and choosing where writes the chosen kind and 
   await settled();
   assert.deepEqual(calls.at(-1), ["history_export", { id: PAST.id, export: { kind: "markdown" } }]);
   assert.equal(byId("history-notice").textContent, "Exported to /home/me/walkie.md");
+});
+
+test("the line under the talk button says what is not saved, and nothing when all of it is", () => {
+  assert.equal(savingNote("everything"), "");
+  assert.equal(savingNote("transcriptsOnly"), "Saving this conversation's words, not its audio.");
+  assert.equal(savingNote("nothing"), "Nothing of this conversation is saved.");
+});
+
+test("choosing what to save keeps it with the settings and says it counts from the next conversation", async () => {
+  const { panel, calls, byId } = historyPage({
+    history_list: [PAST],
+    history_retention: null,
+    history_saved: "everything",
+    history_set_saved: null,
+  });
+  await panel.open();
+  const select = byId("history-saved");
+  assert.equal(select.value, "everything");
+  select.value = "nothing";
+  select.dispatch("change");
+  await settled();
+  assert.deepEqual(calls.at(-1), ["history_set_saved", { saved: "nothing" }]);
+  assert.equal(select.value, "nothing");
+  assert.equal(byId("history-notice").textContent, savedChosenSentence("nothing"));
+  assert.equal(savedChosenSentence("nothing"), "From the next conversation on, nothing is saved.");
+});
+
+test("a choice of what to save that cannot be kept goes back and says why", async () => {
+  const { panel, byId } = historyPage({
+    history_list: [PAST],
+    history_retention: null,
+    history_saved: "transcriptsOnly",
+    history_set_saved: new Error("what is saved could not be saved: the settings file is read-only"),
+  });
+  await panel.open();
+  const select = byId("history-saved");
+  assert.equal(select.value, "transcriptsOnly");
+  select.value = "everything";
+  select.dispatch("change");
+  await settled();
+  assert.equal(select.value, "transcriptsOnly", "back to what is kept");
+  assert.match(byId("history-error").textContent, /read-only/);
 });

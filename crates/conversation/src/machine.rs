@@ -7,8 +7,9 @@ use walkie_session::transcript::{
     BridgeNote, MARK_CANCELLED, MARK_INTERRUPTED, MARK_LATENCY, TranscriptBridge,
 };
 use walkie_session::turn::{
-    AudioCommand, ControllerOutput, HistoryRestore, PressMode, ToolError, ToolRegistry, Transport,
-    TurnConfig, TurnEngine, TurnInput, TurnMode, TurnState, UiHint, UserMessage, engine_for,
+    Aside, AsidePurpose, AudioCommand, ControllerOutput, Diagnostic, HistoryRestore, PressMode,
+    ToolError, ToolRegistry, Transport, TurnConfig, TurnEngine, TurnInput, TurnMode, TurnState,
+    UiHint, UserMessage, engine_for,
 };
 use walkie_session::{
     Delivery, DeviceDirection, EventIterator, FailureSource, Part, PartDelta, PartIndex,
@@ -59,6 +60,32 @@ pub struct ConversationConfig {
     /// What the user should read once about their settings (a model moved off one that shuts
     /// down): shown as a notice with Open Settings while the conversation is idle.
     pub settings_notice: Option<String>,
+    /// Once [`TITLE_AFTER_TURNS`] turns are complete, the model is asked beside the
+    /// conversation for its title (when the provider can answer so, and the user did not
+    /// choose the first words instead).
+    pub ask_title: bool,
+}
+
+/// Turns completed before the model is asked for the conversation's title: enough said to
+/// name it.
+pub const TITLE_AFTER_TURNS: u32 = 3;
+/// What the model is asked for a title.
+pub const TITLE_INSTRUCTIONS: &str = "Give this conversation a title of at most six words, in \
+    the language the user speaks. Answer with the title alone: no quotes, no full stop.";
+/// The longest title the model may answer, in tokens.
+pub const TITLE_MAX_OUTPUT_TOKENS: u32 = 24;
+/// The longest title kept, in characters (as History's rename).
+pub const MAX_TITLE_CHARS: usize = 80;
+
+/// Where asking for the conversation's title stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Titling {
+    /// Not asked (the settings, the provider or the conversation say so), or asked and over.
+    Never,
+    /// Asked once this many turns are complete.
+    AfterTurns(u32),
+    /// Asked; the answer is awaited.
+    Asked,
 }
 
 /// Where the conversation stands with its calls.
@@ -173,6 +200,8 @@ pub struct Conversation {
     budget_warned: bool,
     /// The budget is spent: no new turn starts, and the call ends at the next quiet moment.
     budget_spent: bool,
+    /// Whether the conversation's title is still to be asked of the model.
+    titling: Titling,
     /// Why tool servers of the list could not be used, each naming its server.
     servers_missing: Vec<String>,
     /// Why servers are used without some of their tools, each naming its server.
@@ -238,6 +267,11 @@ impl Conversation {
             budget_usd: config.budget_usd,
             budget_warned: false,
             budget_spent: false,
+            titling: if config.ask_title {
+                Titling::AfterTurns(TITLE_AFTER_TURNS)
+            } else {
+                Titling::Never
+            },
             servers_missing: Vec::new(),
             servers_cut: Vec::new(),
             tools_left_out: left_out.into_iter().map(|tool| tool.title).collect(),
@@ -961,6 +995,7 @@ impl Conversation {
         if self.renew_due && self.phase == Phase::InCall && self.is_quiet() {
             self.renew(now_ms);
         }
+        self.ask_title_when_due(now_ms);
         if self.phase == Phase::InCall {
             self.tell_echo_canceller();
         }
@@ -1079,6 +1114,53 @@ impl Conversation {
             &unsent,
         );
         self.end(status, "its budget is spent".to_owned(), now_ms);
+    }
+
+    /// Asks the model for the conversation's title once enough turns are complete, at a quiet
+    /// moment of a call that is ready, with budget left.
+    fn ask_title_when_due(&mut self, now_ms: u64) {
+        if self.titling != Titling::AfterTurns(0)
+            || self.phase != Phase::InCall
+            || !self.turn_state.ready
+            || self.budget_spent
+            || !self.is_quiet()
+        {
+            return;
+        }
+        self.titling = Titling::Asked;
+        self.controller.handle_input(
+            TurnInput::Aside(Aside {
+                purpose: AsidePurpose::Title,
+                instructions: TITLE_INSTRUCTIONS.to_owned(),
+                max_output_tokens: TITLE_MAX_OUTPUT_TOKENS,
+            }),
+            now_ms,
+        );
+        self.drain(now_ms);
+    }
+
+    /// The model's title: one line of at most [`MAX_TITLE_CHARS`], without the quotes and
+    /// full stop it was asked not to give, saved with the conversation.
+    fn titled(&mut self, answer: &str, now_ms: u64) {
+        self.titling = Titling::Never;
+        let line = crate::outside_text(answer, MAX_TITLE_CHARS);
+        let title = line
+            .trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”' | '«' | '»' | '*' | '#'))
+            .trim_end_matches('.')
+            .trim();
+        let title = title.strip_prefix("Title:").map_or(title, str::trim);
+        if title.is_empty() {
+            self.outputs
+                .push_back(Output::Diagnostic(Diagnostic::AsideUnanswered {
+                    purpose: AsidePurpose::Title,
+                    reason: "the model's title was empty".to_owned(),
+                }));
+            return;
+        }
+        self.outputs.push_back(Output::Record(Record::Titled {
+            unix_ms: UnixMs::of_clock(now_ms),
+            title: title.to_owned(),
+        }));
     }
 
     /// Nobody is talking and nothing is on its way: no reply pending or audible, no part of
@@ -1201,12 +1283,32 @@ impl Conversation {
                     self.turn_ended_at_ms = Some(now_ms);
                     self.commit_sent_at_ms = None;
                 }
+                ControllerOutput::AsideAnswered {
+                    purpose: AsidePurpose::Title,
+                    text,
+                } => self.titled(&text, now_ms),
+                ControllerOutput::AsideFailed {
+                    purpose: AsidePurpose::Title,
+                    reason,
+                } => {
+                    self.titling = Titling::Never;
+                    self.outputs
+                        .push_back(Output::Diagnostic(Diagnostic::AsideUnanswered {
+                            purpose: AsidePurpose::Title,
+                            reason: crate::outside_text(&reason, crate::MAX_OUTSIDE_TEXT_CHARS),
+                        }));
+                }
             }
         }
         loop {
             match self.controller.session_mut().poll_event(&self.iterator) {
                 Ok(Some(Delivery::Event(stamped))) => {
                     self.note(&stamped.event);
+                    if matches!(stamped.event, SessionEvent::TurnComplete)
+                        && let Titling::AfterTurns(turns) = &mut self.titling
+                    {
+                        *turns = turns.saturating_sub(1);
+                    }
                     // Hands-free, the user's turn ends when the provider hears them stop. A
                     // family that does not say so gives no time to count the reply from.
                     if matches!(stamped.event, SessionEvent::InputSpeechEnd(_))

@@ -135,6 +135,8 @@ pub enum Record {
         model: Option<String>,
         transcribed_seconds: Option<f64>,
     },
+    /// The model named the conversation (asked beside it, [`crate::TITLE_INSTRUCTIONS`]).
+    Titled { unix_ms: UnixMs, title: String },
 }
 
 /// How one reply's playback went.

@@ -590,6 +590,7 @@ fn a_saved_conversation_continued_is_shown_given_to_the_new_session_and_numbered
             outside_tools: Vec::new(),
             automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
             settings_notice: None,
+            ask_title: false,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![
@@ -697,6 +698,7 @@ fn without_voice_barge_in_a_trusted_canceller_leaves_the_mic_muted_during_replie
             outside_tools: Vec::new(),
             automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
             settings_notice: None,
+            ask_title: false,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
     );
@@ -1148,6 +1150,7 @@ fn a_saved_conversation_continued_shows_what_it_spent_before_and_its_budget_coun
             outside_tools: Vec::new(),
             automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
             settings_notice: None,
+            ask_title: false,
         },
         walkie_session::turn::ToolRegistry::with_builtins,
         vec![(

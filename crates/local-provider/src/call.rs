@@ -128,6 +128,9 @@ pub(crate) async fn run(
             outputs.extend(session.tick(now));
         }
         let reply_started = first_audio.in_batch(&outputs);
+        if let Some(trace) = &trace {
+            trace.conversation_items(&call_id, &outputs);
+        }
         match send(&peer, outputs, &mut faults).await {
             Ok(()) => {
                 if let (Some(trace), Some(response_id)) = (&trace, reply_started) {

@@ -189,6 +189,8 @@ struct Generating {
     out_of_band: bool,
     /// Asked for in text alone (`output_modalities: ["text"]`): no audio, `response.output_text.*`.
     text_only: bool,
+    /// The metadata the response was asked with, echoed on it.
+    metadata: Option<serde_json::Value>,
 }
 
 impl Generating {
@@ -717,7 +719,7 @@ impl ProviderSession {
         );
         self.commit_as(out, item_id, now_ms);
         if create_response && self.generating.is_none() {
-            self.respond(out, now_ms, false, false);
+            self.respond(out, now_ms, false, false, None);
         }
     }
 
@@ -810,7 +812,13 @@ impl ProviderSession {
                         .as_ref()
                         .and_then(|response| response.output_modalities.as_deref())
                         .is_some_and(|modalities| modalities == [Modality::Text]);
-                    self.respond(out, now_ms, out_of_band, text_only);
+                    // Echoed on the response, as the Realtime API does: how a client knows
+                    // its out-of-band answers.
+                    let metadata = response
+                        .as_ref()
+                        .and_then(|response| response.metadata.clone())
+                        .map(serde_json::Value::Object);
+                    self.respond(out, now_ms, out_of_band, text_only, metadata);
                 }
             }
             ClientEvent::ResponseCancel { response_id } => {
@@ -1259,7 +1267,14 @@ impl ProviderSession {
     /// Starts a reply: the user's unanswered audio played back, or, for an out-of-band
     /// response (`conversation: "none"`, which leaves the user's audio for the next reply and
     /// the conversation untouched), a chime standing in for the session's voice.
-    fn respond(&mut self, out: &mut Vec<Output>, now_ms: u64, out_of_band: bool, text_only: bool) {
+    fn respond(
+        &mut self,
+        out: &mut Vec<Output>,
+        now_ms: u64,
+        out_of_band: bool,
+        text_only: bool,
+        metadata: Option<serde_json::Value>,
+    ) {
         let voice = self
             .session
             .audio
@@ -1293,7 +1308,11 @@ impl ProviderSession {
                 ..Tokens::default()
             });
         }
-        let transcript = if text_only && !frames.is_empty() {
+        let transcript = if out_of_band && text_only {
+            // Asked beside the conversation in text (a title, say): the local provider cannot
+            // read what was said, so it names the conversation by who took part.
+            "Talking with Walkie's local provider".to_owned()
+        } else if text_only && !frames.is_empty() {
             format!(
                 "This is Walkie's local provider. You asked for text, so it cannot play your \
                  {:.1} seconds of audio back.",
@@ -1363,14 +1382,17 @@ impl ProviderSession {
         self.emit(
             out,
             ServerEvent::ResponseCreated {
-                response: self.response(
-                    &response_id,
-                    ResponseStatus::InProgress,
-                    None,
-                    vec![],
-                    out_of_band,
-                    text_only,
-                ),
+                response: Response {
+                    metadata: metadata.clone(),
+                    ..self.response(
+                        &response_id,
+                        ResponseStatus::InProgress,
+                        None,
+                        vec![],
+                        out_of_band,
+                        text_only,
+                    )
+                },
             },
         );
         let in_progress = Item::Message {
@@ -1441,6 +1463,7 @@ impl ProviderSession {
             done_ms: now_ms + generation_ms,
             out_of_band,
             text_only,
+            metadata,
         });
         self.assistant_audio_ms.push((item_id.clone(), audio_ms));
         if !frames.is_empty() {
@@ -1714,6 +1737,7 @@ impl ProviderSession {
         );
         let response = Response {
             usage: Some(usage),
+            metadata: generating.metadata.clone(),
             ..self.response(
                 response_id,
                 status,

@@ -10,6 +10,9 @@
 //!   written;
 //! - `live-client-events.jsonl`: the same for the data-channel messages of Live API calls,
 //!   whose events are another protocol's;
+//! - `conversation.jsonl`: each item the call's conversation took, in order:
+//!   `{"call_id","item_id","previous_item_id"}`, so a test can see what a request added to it
+//!   (an out-of-band response adds nothing);
 //! - `replies.jsonl`: when each reply's first audio packet was sent:
 //!   `{"call_id","response_id","first_audio_sent_at_unix_ms"}`, so a benchmark can tell the
 //!   provider's part of a turn's latency from the client's.
@@ -29,6 +32,7 @@ pub(crate) const CLIENT_EVENTS_FILE: &str = "client-events.jsonl";
 pub(crate) const LIVE_CLIENT_EVENTS_FILE: &str = "live-client-events.jsonl";
 pub(crate) const CALLS_FILE: &str = "calls.jsonl";
 pub(crate) const REPLIES_FILE: &str = "replies.jsonl";
+pub(crate) const CONVERSATION_FILE: &str = "conversation.jsonl";
 
 /// The trace directory of one provider.
 #[derive(Debug)]
@@ -41,6 +45,13 @@ struct ClientEventLine<'a> {
     call_id: &'a str,
     received_at_unix_ms: u64,
     text: &'a str,
+}
+
+#[derive(Serialize)]
+struct ConversationLine<'a> {
+    call_id: &'a str,
+    item_id: Option<&'a str>,
+    previous_item_id: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -124,6 +135,27 @@ impl Trace {
                 first_audio_sent_at_unix_ms: unix_ms_now(),
             },
         );
+    }
+
+    /// The items the call's conversation took among `outputs` (its `conversation.item.added`).
+    pub fn conversation_items(&self, call_id: &str, outputs: &[crate::session::Output]) {
+        for output in outputs {
+            if let crate::session::Output::Event { event, .. } = output
+                && let walkie_openai::ServerEvent::ConversationItemAdded {
+                    item,
+                    previous_item_id,
+                } = event.as_ref()
+            {
+                self.append(
+                    CONVERSATION_FILE,
+                    &ConversationLine {
+                        call_id,
+                        item_id: item.id(),
+                        previous_item_id: previous_item_id.as_deref(),
+                    },
+                );
+            }
+        }
     }
 
     /// One HTTP request.

@@ -97,7 +97,8 @@ impl Driver {
                     .await
                     .expect("the data channel stays open"),
                 ControllerOutput::Diagnostic(diagnostic) => self.diagnostics.push(diagnostic),
-                // This controller declares no outside tool, so none is called.
+                // This controller declares no outside tool, so none is called, and asks
+                // nothing beside the conversation.
                 ControllerOutput::Audio(_)
                 | ControllerOutput::ReplyAudio(_)
                 | ControllerOutput::TurnState(_)
@@ -108,6 +109,8 @@ impl Driver {
                 | ControllerOutput::SessionTime { .. }
                 | ControllerOutput::PressCancelled(_)
                 | ControllerOutput::MessageSent
+                | ControllerOutput::AsideAnswered { .. }
+                | ControllerOutput::AsideFailed { .. }
                 | ControllerOutput::ToolCall(_) => {}
             }
         }

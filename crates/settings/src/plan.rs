@@ -306,6 +306,9 @@ pub struct Plan {
     pub settings_notice: Option<String>,
     /// The MCP servers listed in the settings (the enabled ones are started).
     pub tool_servers: Vec<crate::tool_servers::ToolServer>,
+    /// The model may be asked to name a conversation (the user's choice, and the
+    /// conversation is saved).
+    pub ask_title: bool,
 }
 
 impl Plan {
@@ -361,6 +364,11 @@ impl Plan {
             outside_tools,
             automatic_tool_rounds: self.automatic_tool_rounds,
             settings_notice: self.settings_notice.clone(),
+            // The built-in demo cannot read what was said, and GPT-Live answers nothing beside
+            // the conversation: their conversations keep their first words.
+            ask_title: self.ask_title
+                && self.family() == ProviderFamily::Realtime
+                && !matches!(self.provider, Ok(Provider::Local)),
         }
     }
 
@@ -422,6 +430,7 @@ impl Plan {
             minute_prices: settings.minute_prices.clone(),
             settings_notice: None,
             tool_servers: settings.tool_servers.clone(),
+            ask_title: settings.ask_for_titles && settings.saved != walkie_store::Saved::Nothing,
         }
     }
 }

@@ -204,6 +204,11 @@ pub struct Settings {
     pub start_on_login: bool,
     /// Delete conversations older than this many days at start; `None` keeps them all.
     pub retention_days: Option<u32>,
+    /// What of each conversation is saved, from the next conversation on.
+    pub saved: walkie_store::Saved,
+    /// A conversation is named by the model, asked beside it after a few turns (a few tokens,
+    /// billed); otherwise by its first words.
+    pub ask_for_titles: bool,
     /// How long the provider lets a session last (OpenAI: 60 minutes). Walkie renews the
     /// session at a quiet moment before it; a new value applies from the next call.
     pub session_limit_minutes: u32,
@@ -312,6 +317,8 @@ impl Default for Settings {
             close_to_tray: false,
             start_on_login: false,
             retention_days: None,
+            saved: walkie_store::Saved::Everything,
+            ask_for_titles: true,
             session_limit_minutes: 60,
             automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
             budget_usd: None,
@@ -386,6 +393,8 @@ pub fn label(field: &str) -> &'static str {
         "closeToTray" => "Closing the window keeps Walkie in the tray",
         "startOnLogin" => "Start Walkie when you log in",
         "retentionDays" => "Keep conversations",
+        "saved" => "Save",
+        "askForTitles" => "Name each conversation by asking the model",
         "sessionLimitMinutes" => "The provider ends a session after (minutes)",
         "budgetUsd" => "Budget per conversation (US$)",
         "prices" => "Prices per million tokens (US$)",
@@ -683,6 +692,9 @@ impl Settings {
                 close_to_tray: _,
                 start_on_login: _,
                 retention_days: _,
+                // The next conversation's: what of it is saved, and how it is named.
+                saved: _,
+                ask_for_titles: _,
                 published_prices_of: _,
                 kept_deprecated_models: _,
             } = settings.clone();
@@ -1264,6 +1276,7 @@ mod tests {
             push_to_talk_tail_ms: 450,
             warm_mic: false,
             retention_days: Some(30),
+            saved: walkie_store::Saved::TranscriptsOnly,
             global_shortcut: "Ctrl+Alt+Space".to_owned(),
             session_limit_minutes: 30,
             ..Settings::default()

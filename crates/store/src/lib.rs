@@ -44,8 +44,8 @@ pub use error::StoreError;
 pub use export::{AudioExport, AudioFormat, ExportChannels, ExportedAudio};
 pub use journal::{AudioSource, Billed, JOURNAL_FILE, Record, parse_journal};
 pub use library::{
-    ConversationSummary, DATA_DIR_ENV, Retention, Store, ZeroRetentionDays, conversations_dir,
-    data_dir_from, default_data_dir,
+    ConversationSummary, DATA_DIR_ENV, Retention, Saved, Store, ZeroRetentionDays,
+    conversations_dir, data_dir_from, default_data_dir,
 };
 pub use recorder::{Recorder, RecorderConfig, SaveState};
 pub use recovery::{RecoveryReport, needs_recovery, recover_conversation};

@@ -110,6 +110,19 @@ impl TryFrom<Option<u32>> for Retention {
     }
 }
 
+/// What of a conversation is saved: the user's choice, in force from the next conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Saved {
+    /// The journal, the transcripts, each turn's WAVs and pictures.
+    #[default]
+    Everything,
+    /// All of it but the audio: no turn WAV is written.
+    TranscriptsOnly,
+    /// No folder at all: the conversation leaves nothing on disk.
+    Nothing,
+}
+
 /// The conversations under one root folder; see the module docs.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -394,7 +407,7 @@ impl Store {
 }
 
 /// `typed` as a conversation's title, or why it cannot be one.
-fn title_from(typed: &str) -> Result<String, StoreError> {
+pub(crate) fn title_from(typed: &str) -> Result<String, StoreError> {
     let one_line: String = typed
         .chars()
         .filter_map(|c| match c {

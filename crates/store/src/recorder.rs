@@ -69,6 +69,8 @@ pub struct RecorderConfig {
     /// Audio held in memory, at most, while the disk refuses it (at the higher of the two
     /// rates); past it audio is dropped, and [`Recorder::dropped_audio_ms`] says how much.
     pub max_unsaved_audio_ms: u64,
+    /// Whether turn WAVs are written ([`crate::Saved::TranscriptsOnly`] writes none).
+    pub save_audio: bool,
 }
 
 impl Default for RecorderConfig {
@@ -80,6 +82,7 @@ impl Default for RecorderConfig {
             max_pending_user_audio_ms: 2_000,
             retry_interval_ms: 1_000,
             max_unsaved_audio_ms: 120_000,
+            save_audio: true,
         }
     }
 }
@@ -341,6 +344,7 @@ impl Recorder {
                 if let PartDelta::Speech(speech) = &delta.delta
                     && let Some(chunk) = &speech.audio_chunk
                     && speech.speaker == Speaker::Assistant
+                    && self.config.save_audio
                 {
                     self.assistant_audio(turn, delta.index, chunk.samples(), unix_ms);
                 }
@@ -349,6 +353,7 @@ impl Recorder {
                 let turn = turn_number(turn);
                 if let Part::Speech(speech) = &end.part
                     && speech.speaker == Speaker::Assistant
+                    && self.config.save_audio
                 {
                     self.finish_assistant_audio(turn, end.index, speech, unix_ms);
                 }
@@ -426,9 +431,24 @@ impl Recorder {
         self.write_transcripts_if_stale();
     }
 
+    /// The model named the conversation: the name is journaled as a rename is, unless it is
+    /// not one History would take (then it is a problem of the conversation, never fatal).
+    pub fn titled(&mut self, title: &str, unix_ms: i64) {
+        if self.closed {
+            return;
+        }
+        self.retry_if_due(unix_ms);
+        match crate::library::title_from(title) {
+            Ok(title) => self.append(Record::Titled { title, unix_ms }),
+            Err(error) => self
+                .model
+                .note_problem(format!("a title was not kept: {error}")),
+        }
+    }
+
     /// Captured user audio, exactly what was sent (mono, `user_sample_rate_hz`).
     pub fn user_audio(&mut self, samples: &[i16], unix_ms: i64) {
-        if self.closed {
+        if self.closed || !self.config.save_audio {
             return;
         }
         self.retry_if_due(unix_ms);
@@ -513,7 +533,7 @@ impl Recorder {
             Speaker::User => live.has_user_part = true,
             Speaker::Assistant => live.has_assistant_part = true,
         }
-        if speaker == Speaker::User && live.user_wav.is_none() {
+        if speaker == Speaker::User && live.user_wav.is_none() && self.config.save_audio {
             let path = self.dir.join(turn_wav_file(turn, Speaker::User));
             let (mut wav, created) = TurnWav::create(
                 path,

@@ -24,8 +24,15 @@ use walkie_store::{
 /// Plays the whole script into a recorder; returns it (open), its feed and every AG-UI event the
 /// feed produced.
 fn play(store: &Store) -> (Recorder, Feed, Vec<walkie_agui::Event>) {
+    play_with(store, config())
+}
+
+fn play_with(
+    store: &Store,
+    config: walkie_store::RecorderConfig,
+) -> (Recorder, Feed, Vec<walkie_agui::Event>) {
     let mut recorder = store
-        .start(config(), START_UNIX_MS)
+        .start(config, START_UNIX_MS)
         .expect("the recorder starts");
     let mut feed = Feed::new(&recorder);
     let mut events = Vec::new();
@@ -142,6 +149,48 @@ fn a_recorded_conversation_has_its_journal_transcripts_and_turn_wavs() {
     // Audio stays out of the journal.
     let journal = fs::read_to_string(dir.join(JOURNAL_FILE)).expect("journal");
     assert!(!journal.contains("audio_chunk") && !journal.contains("audio/wav"));
+}
+
+#[test]
+fn a_conversation_saved_without_audio_has_its_transcripts_and_no_wav() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::new(root.path());
+    let config = walkie_store::RecorderConfig {
+        save_audio: false,
+        ..config()
+    };
+    let (mut recorder, mut feed, _) = play_with(&store, config);
+    let dir = recorder.dir().to_path_buf();
+    feed.close(&mut recorder, START_UNIX_MS + 60_000)
+        .expect("the close saves");
+    let wavs: Vec<_> = fs::read_dir(dir.join("turns"))
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().file_name())
+                .filter(|name| name.to_string_lossy().ends_with(".wav"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(wavs.is_empty(), "no turn WAV: {wavs:?}");
+    let markdown = fs::read_to_string(dir.join(TRANSCRIPT_MD_FILE)).unwrap();
+    assert!(markdown.contains(&user_text(1)), "{markdown}");
+    assert!(markdown.contains(&assistant_text(2)), "{markdown}");
+    assert!(
+        !markdown.contains("[audio]"),
+        "no link to audio: {markdown}"
+    );
+    let conversation = store.open(recorder.id()).unwrap();
+    assert!(
+        conversation
+            .turns()
+            .all(|turn| turn.user_wav.is_none() && turn.assistant_wav.is_none()),
+        "the journal names no WAV"
+    );
+    assert!(
+        conversation.problems().is_empty(),
+        "{:?}",
+        conversation.problems()
+    );
 }
 
 #[test]

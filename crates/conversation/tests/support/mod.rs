@@ -207,23 +207,43 @@ impl Call {
         settings_notice: Option<String>,
     ) -> Self {
         let machine = Conversation::new(
-            ConversationConfig {
-                turn: config.clone(),
-                provider_label: PROVIDER.to_owned(),
-                thread_id: "call_1".to_owned(),
-                redial: RedialPolicy::default(),
-                jitter_seed: 7,
-                voice_barge_in: true,
-                pricing: Some(pricing),
-                transcription_pricing,
+            conversation_config(
+                &config,
+                pricing,
                 budget_usd,
+                transcription_pricing,
                 outside_tools,
-                automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
                 settings_notice,
-            },
+            ),
             ToolRegistry::with_builtins,
         );
         Self::of(machine, config)
+    }
+
+    /// Push-to-talk, ready, asking the model for the conversation's title; on a budget of
+    /// `budget_usd` if any.
+    pub fn ready_asking_titles(budget_usd: Option<f64>) -> Self {
+        let config = TurnConfig::push_to_talk(SessionConfig::default());
+        let pricing = Pricing {
+            model: "gpt-realtime".to_owned(),
+            rate: walkie_conversation::Rate::PerMillionTokens(PRICES),
+            taken_on: "2025-08-28".to_owned(),
+            free: false,
+        };
+        let machine = Conversation::new(
+            ConversationConfig {
+                ask_title: true,
+                ..conversation_config(&config, pricing, budget_usd, None, Vec::new(), None)
+            },
+            ToolRegistry::with_builtins,
+        );
+        let mut call = Self::of(machine, config);
+        call.input(0, Input::Transport(TransportInput::Open));
+        call.server(
+            50,
+            &super::turn_support::session_updated_with_transcription(),
+        );
+        call
     }
 
     /// A call on this machine, its speaker idle.
@@ -452,4 +472,30 @@ pub fn transcript(outputs: &[Output]) -> Vec<Value> {
             _ => None,
         })
         .collect()
+}
+
+/// The test conversation's settings: the test provider, its prices, no title asked.
+fn conversation_config(
+    config: &TurnConfig,
+    pricing: Pricing,
+    budget_usd: Option<f64>,
+    transcription_pricing: Option<Pricing>,
+    outside_tools: Vec<OutsideTool>,
+    settings_notice: Option<String>,
+) -> ConversationConfig {
+    ConversationConfig {
+        turn: config.clone(),
+        provider_label: PROVIDER.to_owned(),
+        thread_id: "call_1".to_owned(),
+        redial: RedialPolicy::default(),
+        jitter_seed: 7,
+        voice_barge_in: true,
+        pricing: Some(pricing),
+        transcription_pricing,
+        budget_usd,
+        outside_tools,
+        automatic_tool_rounds: walkie_conversation::AUTOMATIC_TOOL_ROUNDS,
+        settings_notice,
+        ask_title: false,
+    }
 }

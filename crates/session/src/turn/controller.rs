@@ -193,6 +193,8 @@ pub struct TurnController {
     /// The reply is held for the user the microphone heard start talking over it, until the
     /// provider's speech start confirms it or this time passes ([`NEAR_SPEECH_HOLD_MS`]).
     held_until_ms: Option<u64>,
+    /// Questions put beside the conversation and not answered yet.
+    pub(super) asides: super::aside::Asides,
 }
 
 impl TurnController {
@@ -228,6 +230,7 @@ impl TurnController {
             response_activity_ms: 0,
             wall_clock: None,
             held_until_ms: None,
+            asides: super::aside::Asides::default(),
         }
     }
 
@@ -261,6 +264,10 @@ impl TurnController {
             TurnInput::EchoCancelled { converged } => self.echo_cancelled(converged, now_ms),
             TurnInput::NearSpeech => self.near_speech(now_ms),
             TurnInput::WallClock(clock) => self.wall_clock(now_ms, clock),
+            TurnInput::Aside(aside) => {
+                self.advance(now_ms);
+                self.ask_aside(aside);
+            }
             TurnInput::Tick => self.advance(now_ms),
         }
     }
@@ -305,6 +312,7 @@ impl TurnController {
         // An answer could only go to the session that asked: the calls end with it.
         self.outside_calls.clear();
         self.tool_reply_owed = false;
+        self.asides_unanswered();
         self.finish_pending_response(now_ms);
         self.apply_pending_mode();
     }
@@ -507,6 +515,9 @@ impl TurnController {
     /// A decoded server event.
     fn server_event(&mut self, event: ServerEvent, now_ms: u64) {
         self.advance(now_ms);
+        if self.aside_event(&event) {
+            return;
+        }
         self.response_activity_ms = now_ms;
         if matches!(
             event,
@@ -1208,6 +1219,11 @@ impl TurnController {
 
     pub(super) fn hint(&mut self, hint: UiHint) {
         self.note(ControllerOutput::Hint(hint));
+    }
+
+    /// Queues the answer to an input: never dropped.
+    pub(super) fn answer(&mut self, answer: ControllerOutput) {
+        self.outbox.answer(answer);
     }
 
     pub(super) fn billed(&mut self, usage: walkie_openai::Usage) {

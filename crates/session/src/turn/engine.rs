@@ -76,6 +76,9 @@ pub enum TurnInput {
     NearSpeech,
     /// The wall clock at this input's time, for tools.
     WallClock(WallClock),
+    /// A question put to the model beside the conversation; answered by
+    /// [`ControllerOutput::AsideAnswered`] or [`ControllerOutput::AsideFailed`].
+    Aside(super::Aside),
     /// Time passed (due at [`TurnEngine::next_deadline_ms`]); every other input runs the
     /// timers due by its time first too.
     Tick,

@@ -1206,6 +1206,11 @@ impl TurnEngine for LiveTurns {
             TurnInput::EchoCancelled { converged } => self.echo_cancelled(converged, now_ms),
             TurnInput::NearSpeech => self.near_speech(now_ms),
             TurnInput::WallClock(clock) => self.wall_clock(now_ms, clock),
+            // GPT-Live keeps one conversation and answers nothing beside it.
+            TurnInput::Aside(aside) => self.outbox.answer(ControllerOutput::AsideFailed {
+                purpose: aside.purpose,
+                reason: "GPT-Live answers no question beside the conversation".to_owned(),
+            }),
             TurnInput::Tick => self.advance(now_ms),
         }
     }

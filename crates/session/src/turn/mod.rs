@@ -15,6 +15,7 @@
 //! the answers to inputs that ask something; and the session events of
 //! [`TurnEngine::session_mut`].
 
+mod aside;
 mod audibility;
 mod config;
 mod controller;
@@ -32,6 +33,7 @@ mod reply_gate;
 mod tools;
 mod user_message;
 
+pub use aside::{ASIDE_METADATA_KEY, Aside, AsidePurpose, MAX_ASIDE_TEXT_BYTES};
 pub use config::{
     DEFAULT_INTERRUPT_HOLD_MS, DEFAULT_MAX_PRESS_MS, DEFAULT_MIN_PRESS_MS, DEFAULT_PRE_ROLL_MS,
     DEFAULT_SESSION_LIMIT_WARNING_MS, DEFAULT_TAIL_MS, LATE_AUDIO_GRACE_MS, NEAR_SPEECH_HOLD_MS,

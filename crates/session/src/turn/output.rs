@@ -123,6 +123,17 @@ pub enum ControllerOutput {
     /// A typed message ([`crate::turn::TurnInput::UserMessage`]) went out: the user's turn
     /// ended with it. (One that did not go out says why in a [`UiHint`].)
     MessageSent,
+    /// The model answered an aside ([`crate::turn::TurnInput::Aside`]) with this text (as
+    /// it gave it: the caller judges it).
+    AsideAnswered {
+        purpose: crate::turn::AsidePurpose,
+        text: String,
+    },
+    /// An aside was not answered: why, as a phrase (the provider's words, when it refused).
+    AsideFailed {
+        purpose: crate::turn::AsidePurpose,
+        reason: String,
+    },
 }
 
 /// A call of an outside tool, as the model made it.
@@ -304,6 +315,11 @@ pub enum UiHint {
 /// Something worth a log line, never shown as such.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Diagnostic {
+    /// An aside went unanswered (its caller does without): why.
+    AsideUnanswered {
+        purpose: crate::turn::AsidePurpose,
+        reason: String,
+    },
     /// A server event type this client does not know; ignored.
     UnknownServerEvent {
         /// Its `type`.

@@ -61,6 +61,8 @@ pub struct Polled {
     pub cancelled_parts: Vec<PartIndex>,
     /// How many typed messages went out.
     pub messages_sent: usize,
+    /// Each aside's answer or why it has none, in order.
+    pub asides: Vec<(walkie_session::turn::AsidePurpose, Result<String, String>)>,
 }
 
 impl Conversation {
@@ -212,6 +214,12 @@ impl Conversation {
                 ControllerOutput::RateLimits(limits) => self.polled.rate_limits.push(limits),
                 ControllerOutput::PressCancelled(part) => self.polled.cancelled_parts.push(part),
                 ControllerOutput::MessageSent => self.polled.messages_sent += 1,
+                ControllerOutput::AsideAnswered { purpose, text } => {
+                    self.polled.asides.push((purpose, Ok(text)))
+                }
+                ControllerOutput::AsideFailed { purpose, reason } => {
+                    self.polled.asides.push((purpose, Err(reason)))
+                }
                 ControllerOutput::SessionTime { .. } => {
                     panic!("the Realtime controller reports tokens, never session time")
                 }
