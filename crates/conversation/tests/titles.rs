@@ -241,3 +241,27 @@ fn a_reply_refused_while_the_title_was_answered_is_asked_again_once_it_is_done()
     assert_eq!(again.len(), 1, "the reply is asked again: {again:?}");
     assert_ne!(again[0]["response"]["conversation"], "none");
 }
+
+#[test]
+fn a_server_that_does_not_echo_the_metadata_still_has_its_answer_taken_as_the_title() {
+    let mut call = Call::ready_asking_titles(None);
+    for n in 1..=u64::from(TITLE_AFTER_TURNS) {
+        exchange(&mut call, n);
+    }
+    let created = json!({"type": "response.created", "event_id": "event_x1", "response": {
+        "object": "realtime.response", "id": "resp_T", "status": "in_progress", "output": []}});
+    let mut outputs = call.server(40_000, &created.to_string());
+    let said = json!({"type": "response.output_audio_transcript.delta", "event_id": "event_x2",
+        "response_id": "resp_T", "item_id": "item_T", "output_index": 0, "content_index": 0,
+        "delta": "Capitals of Iberia"});
+    outputs.extend(call.server(40_010, &said.to_string()));
+    let done = json!({"type": "response.done", "event_id": "event_x3", "response": {
+        "object": "realtime.response", "id": "resp_T", "status": "completed", "output": []}});
+    outputs.extend(call.server(40_050, &done.to_string()));
+    assert_eq!(titles(&outputs), ["Capitals of Iberia"]);
+    assert!(
+        transcript(&outputs).is_empty(),
+        "{:?}",
+        transcript(&outputs)
+    );
+}

@@ -5,7 +5,8 @@
 //! Why the controller keeps them apart: the provider streams an aside's answer with the events
 //! of any reply. Its `response.created` carries back the metadata it was asked with, so from
 //! there on its events are collected here and kept out of the turn state and the transcript;
-//! what it cost is billed like any response.
+//! what it cost is billed like any response. A server that drops the metadata is understood
+//! too, as long as no reply was asked for meanwhile.
 
 use std::collections::HashMap;
 
@@ -104,24 +105,31 @@ impl TurnController {
         }
         match event {
             ServerEvent::ResponseCreated { response } => {
-                let Some(purpose) = response
+                let named = response
                     .metadata
                     .as_ref()
-                    .and_then(|metadata| metadata.get(ASIDE_METADATA_KEY))
-                    .and_then(Value::as_str)
-                    .and_then(AsidePurpose::parse)
-                else {
+                    .and_then(|metadata| metadata.get(ASIDE_METADATA_KEY));
+                let at = match named {
+                    Some(named) => {
+                        let Some(purpose) = named.as_str().and_then(AsidePurpose::parse) else {
+                            return false;
+                        };
+                        self.asides
+                            .asked
+                            .iter()
+                            .position(|(asked, _)| *asked == purpose)
+                    }
+                    // A server that does not echo the metadata (the API does): with no reply
+                    // asked for or under way, the response is the oldest aside's.
+                    None if self.responses.can_create() => {
+                        (!self.asides.asked.is_empty()).then_some(0)
+                    }
+                    None => None,
+                };
+                let Some(at) = at else {
                     return false;
                 };
-                let Some(at) = self
-                    .asides
-                    .asked
-                    .iter()
-                    .position(|(asked, _)| *asked == purpose)
-                else {
-                    return false;
-                };
-                self.asides.asked.remove(at);
+                let (purpose, _) = self.asides.asked.remove(at);
                 self.asides
                     .answering
                     .insert(response.id.clone(), (purpose, String::new()));
