@@ -150,6 +150,8 @@ pub struct ListedConversation {
     pub current: bool,
     /// Not closed yet (the current one, or one an unclean stop left and no start repaired).
     pub open: bool,
+    /// What of it could not be read, as a sentence (it is shown as far as it reads).
+    pub damaged: Option<String>,
 }
 
 /// A turn WAV, for an `<audio>` element.
@@ -346,6 +348,7 @@ impl History {
                 duration_ms: summary.duration_ms,
                 turn_count: summary.turn_count,
                 open: summary.open,
+                damaged: summary.damaged,
             })
             .collect())
     }
@@ -463,6 +466,14 @@ impl History {
                 turn_count: turns.len(),
                 current,
                 open: current || !conversation.is_closed(),
+                damaged: match conversation.problems() {
+                    [] => None,
+                    [problem] => Some(format!("part of it could not be read: {problem}")),
+                    [problem, rest @ ..] => Some(format!(
+                        "part of it could not be read: {problem} (and {} more)",
+                        rest.len()
+                    )),
+                },
             },
             thread_id: conversation.thread_id().map(str::to_owned),
             messages: conversation.messages().to_vec(),

@@ -453,6 +453,41 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
         );
         support::screenshot(&client, "history-conversation").await;
 
+        // "Play from here" plays what was said, then the reply after it, by itself.
+        let reply_player = "#history-transcript article[data-message-id='assistant-1']";
+        click(&client, &format!("{user_player} .turn-audio-onward")).await;
+        let onward_pressed = Instant::now();
+        loop {
+            let state = client
+                .execute(
+                    "const user = document.querySelector(arguments[0]);
+                     const reply = document.querySelector(arguments[1]);
+                     return { userEnded: user.ended, userAt: user.currentTime,
+                              reply: reply.closest('.turn-audio').dataset.state ?? null };",
+                    vec![
+                        Value::from(format!("{user_player} audio")),
+                        Value::from(format!("{reply_player} audio")),
+                    ],
+                )
+                .await
+                .unwrap();
+            if state["reply"] == "playing" {
+                assert_eq!(state["userEnded"], Value::Bool(true), "after what was said: {state}");
+                break;
+            }
+            assert!(
+                onward_pressed.elapsed() < UI_TIMEOUT,
+                "the reply never followed: {state}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            onward_pressed.elapsed().as_secs_f64() * 1000.0 >= expected_user_ms * 0.9,
+            "what was said played again, from its start, before the reply"
+        );
+        support::screenshot(&client, "history-play-from-here").await;
+        click(&client, &format!("{reply_player} .turn-audio-play")).await;
+
         // Export it as Markdown (what Export… offers first): the native save dialog asks
         // where, and the file is written.
         click(&client, "#history-export").await;
@@ -949,4 +984,68 @@ async fn e2e_a_conversation_exported_whole_has_each_side_on_its_channel_at_the_j
         ),
         assistant
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_damaged_conversation_is_listed_marked_and_found_as_far_as_it_reads() {
+    let name = "history_damaged";
+    let dirs = support::AppDirs::fresh(name);
+    let damaged = seed(&dirs.data, &SEEDS[0]);
+    seed(&dirs.data, &SEEDS[1]);
+    let conversations = conversations_dir(&dirs.data);
+    // A line in the middle of its journal is garbage.
+    let journal = conversations
+        .join(&damaged)
+        .join(walkie_store::JOURNAL_FILE);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(2, "{\"record\": \"agui\", \"event\": ");
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    // Another folder's journal lost its start.
+    let headless = conversations.join("2023-01-01_00-00-00");
+    std::fs::create_dir(&headless).unwrap();
+    std::fs::write(
+        headless.join(walkie_store::JOURNAL_FILE),
+        "{\"record\":\"closed\",\"unix_ms\":1}\n",
+    )
+    .unwrap();
+    let app = WebviewApp::launch_with(name, support::Launch::in_dirs(&dirs, None)).await;
+    app.run(move |client| async move {
+        wait_for_text(&client, "#status", READY).await;
+        click(&client, "#open-history").await;
+        wait_for(&client, "#history-list", |text| {
+            text.contains(SEEDS[1].question) && text.contains("2023-01-01_00-00-00")
+        })
+        .await;
+        let marked = client
+            .execute(
+                "return [...document.querySelectorAll('#history-list .history-item')]
+                   .filter((item) => 'damaged' in item.dataset).map((item) => item.dataset.id);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            marked,
+            serde_json::json!([damaged, "2023-01-01_00-00-00"]),
+            "the damaged one and the unreadable one, last"
+        );
+        support::screenshot(&client, "history-damaged").await;
+        // What it holds past the bad line is found.
+        let search = client.find(Locator::Id("history-search")).await.unwrap();
+        search.click().await.unwrap();
+        search.send_keys("lisbon").await.unwrap();
+        wait_for_text(&client, "#history-search-status", "1 message found.").await;
+        search.clear().await.unwrap();
+        search.send_keys(" ").await.unwrap();
+        // The unreadable one opens to one line saying why.
+        click(
+            &client,
+            "#history-list .history-item[data-id='2023-01-01_00-00-00']",
+        )
+        .await;
+        let error = wait_for(&client, "#history-error", |text| !text.is_empty()).await;
+        assert!(error.contains("not a conversation folder"), "{error}");
+    })
+    .await;
 }

@@ -60,11 +60,23 @@ export function formatStarted(startedUnixMs, options = {}) {
 /** The line under a conversation's title: when, how long, how many turns. */
 export function conversationMeta(conversation, options = {}) {
   const turns = conversation.turnCount === 1 ? "1 turn" : `${conversation.turnCount} turns`;
+  // A journal that cannot be read says no start (Rust sends the earliest time there is).
+  const started = new Date(conversation.startedUnixMs);
+  if (!Number.isFinite(started.getTime()) || conversation.startedUnixMs < 0) {
+    return ["Date unknown", turns].join(" · ");
+  }
   return [
     formatStarted(conversation.startedUnixMs, options),
     formatDurationMs(conversation.durationMs),
     turns,
   ].join(" · ");
+}
+
+/** What a damaged conversation's line says of it, in one sentence ("" when it is whole). */
+export function damageSentence(conversation) {
+  const damaged = (conversation.damaged ?? "").trim();
+  if (damaged === "") return "";
+  return `Not all of it could be read: ${damaged}.`;
 }
 
 /** A conversation's title: its first words, or a plain statement that nothing was said. */
@@ -298,6 +310,7 @@ export function createHistoryPanel({
   /** Stops and forgets the open conversation's players. */
   function closeDetail() {
     opened = null;
+    playingOn = null;
     for (const audio of transcriptBox.querySelectorAll("audio")) audio.pause();
     transcriptBox.replaceChildren();
     for (const url of audioUrls) releaseAudio(url);
@@ -311,9 +324,32 @@ export function createHistoryPanel({
     listView.hidden = false;
   }
 
+  /** The <audio> that "Play from here" is playing: when it ends, the next turn's plays. */
+  let playingOn = null;
+
+  /** Plays `audio` from its start, alone; `onward` goes on with the recordings after it. */
+  function playFrom(audio, onward) {
+    for (const other of transcriptBox.querySelectorAll("audio")) {
+      if (other !== audio) other.pause();
+    }
+    playingOn = onward ? audio : null;
+    if (onward) audio.currentTime = 0;
+    audio.play().catch((error) => {
+      playingOn = null;
+      showError(`Could not play: ${describeError(error)}`);
+    });
+  }
+
+  /** The recording after `audio` in the conversation's order, if any. */
+  function nextRecording(audio) {
+    const all = [...transcriptBox.querySelectorAll(".turn-audio audio")];
+    return all[all.indexOf(audio) + 1] ?? null;
+  }
+
   /**
    * A play control for one WAV: a button, a progress bar and the clock, over a hidden <audio>
-   * (WebKitGTK's own controls keep spinning for a blob they have fully loaded).
+   * (WebKitGTK's own controls keep spinning for a blob they have fully loaded); and "Play from
+   * here", which goes on with every recording after it, in order.
    */
   function createPlayer(wav, conversation) {
     const box = doc.createElement("div");
@@ -331,6 +367,12 @@ export function createHistoryPanel({
     progress.setAttribute("aria-hidden", "true");
     const clock = doc.createElement("span");
     clock.className = "turn-audio-time";
+    const onward = doc.createElement("button");
+    onward.type = "button";
+    onward.className = "link turn-audio-onward";
+    onward.disabled = true;
+    onward.textContent = "Play from here";
+    onward.title = "Play this and everything said after it";
     const audio = doc.createElement("audio");
     audio.preload = "auto";
     audio.dataset.durationMs = String(wav.durationMs);
@@ -351,6 +393,7 @@ export function createHistoryPanel({
     };
     audio.addEventListener("loadedmetadata", () => {
       button.disabled = false;
+      onward.disabled = false;
       showTime();
     });
     audio.addEventListener("timeupdate", showTime);
@@ -359,6 +402,10 @@ export function createHistoryPanel({
     audio.addEventListener("ended", () => {
       showPlaying();
       showTime();
+      if (playingOn !== audio) return;
+      const next = nextRecording(audio);
+      if (next) playFrom(next, true);
+      else playingOn = null;
     });
     audio.addEventListener("error", () => {
       box.dataset.state = "error";
@@ -366,17 +413,17 @@ export function createHistoryPanel({
     });
     button.addEventListener("click", () => {
       if (!audio.paused && !audio.ended) {
+        // Pausing stops "Play from here" too.
+        playingOn = null;
         audio.pause();
         return;
       }
       // One voice at a time.
-      for (const other of transcriptBox.querySelectorAll("audio")) {
-        if (other !== audio) other.pause();
-      }
-      audio.play().catch((error) => showError(`Could not play: ${describeError(error)}`));
+      playFrom(audio, false);
     });
+    onward.addEventListener("click", () => playFrom(audio, true));
     clock.textContent = `${formatClock(0)} / ${formatClock(wav.durationMs / 1000)}`;
-    box.append(button, progress, clock, audio);
+    box.append(button, progress, clock, onward, audio);
     loadAudio(wav.path).then(
       (url) => {
         if (opened !== conversation) return releaseAudio(url);
@@ -411,6 +458,18 @@ export function createHistoryPanel({
       badge.textContent = "Now";
       button.dataset.current = "";
       name.append(" ", badge);
+    }
+    const damage = damageSentence(conversation);
+    if (damage) {
+      const badge = doc.createElement("span");
+      badge.className = "history-badge history-badge-damaged";
+      badge.textContent = "Damaged";
+      button.dataset.damaged = "";
+      name.append(" ", badge);
+      const why = doc.createElement("span");
+      why.className = "history-item-damage";
+      why.textContent = damage;
+      button.append(why);
     }
     button.addEventListener("click", () => openConversation(conversation.id));
     item.append(button);
@@ -546,7 +605,9 @@ export function createHistoryPanel({
     closeRename();
     opened = conversation;
     title.textContent = conversationTitle(conversation);
-    meta.textContent = conversationMeta(conversation);
+    meta.textContent = [conversationMeta(conversation), damageSentence(conversation)]
+      .filter((part) => part !== "")
+      .join(" ");
     const view = createTranscript(transcriptBox, { follow: false });
     view.apply({ type: "MESSAGES_SNAPSHOT", messages: conversation.messages });
     for (const id of interruptedReplies(conversation.turns)) view.markInterrupted(id);

@@ -12,7 +12,7 @@ import {
   formatStarted,
   retentionFromValue,
   retentionLabel,
-  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence, searchStatus, hitMeta, exportRequest, exportedSentence, savingNote, savedChosenSentence } from "../history.js";
+  retentionToValue, interruptedReplies, cancelledRecordings, expiringSentence, searchStatus, hitMeta, exportRequest, exportedSentence, savingNote, savedChosenSentence, damageSentence } from "../history.js";
 
 test("durations read in seconds, minutes or hours, never as raw milliseconds", () => {
   assert.equal(formatDurationMs(0), "0 s");
@@ -384,4 +384,27 @@ test("a choice of what to save that cannot be kept goes back and says why", asyn
   await settled();
   assert.equal(select.value, "transcriptsOnly", "back to what is kept");
   assert.match(byId("history-error").textContent, /read-only/);
+});
+
+test("a damaged conversation says what could not be read; one with no start says its date is unknown", () => {
+  assert.equal(damageSentence({ damaged: null }), "");
+  assert.equal(
+    damageSentence({ damaged: "a line of its journal could not be read; the rest is shown" }),
+    "Not all of it could be read: a line of its journal could not be read; the rest is shown."
+  );
+  assert.equal(
+    conversationMeta({ startedUnixMs: -9223372036854775808, durationMs: 0, turnCount: 0 }),
+    "Date unknown · 0 turns"
+  );
+});
+
+test("the list marks a damaged conversation and says why under it", async () => {
+  const damaged = { ...PAST, id: "2023-01-01_00-00-00", damaged: "its journal does not begin with a start record" };
+  const { panel, byId } = historyPage({ history_list: [PAST, damaged], history_retention: null });
+  await panel.open();
+  const [whole, marked] = byId("history-list").children.map((item) => item.children[0]);
+  assert.equal("damaged" in whole.dataset, false);
+  assert.equal("damaged" in marked.dataset, true);
+  const why = marked.children.find((child) => child.className === "history-item-damage");
+  assert.equal(why.textContent, "Not all of it could be read: its journal does not begin with a start record.");
 });

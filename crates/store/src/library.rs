@@ -61,6 +61,8 @@ pub struct ConversationSummary {
     pub title: String,
     /// Still being written, or left by an unclean stop and not yet recovered.
     pub open: bool,
+    /// What of it could not be read, as a sentence; `None` when all of it could.
+    pub damaged: Option<String>,
 }
 
 /// How long conversations are kept: forever, or for a number of days after each started.
@@ -191,19 +193,43 @@ impl Store {
         Ok(reports)
     }
 
-    /// Every conversation, newest first. Folders that are not conversations are skipped.
+    /// Every conversation, newest first. Folders without a journal are not conversations and
+    /// are skipped; one whose journal cannot be read at all is listed last, marked, named by
+    /// its folder; one read in part is listed as far as it reads, marked.
     pub fn list(&self) -> Result<Vec<ConversationSummary>, StoreError> {
         let mut summaries = Vec::new();
         for (id, dir) in self.folders()? {
-            let Ok(parsed) = read_journal(&dir.join(JOURNAL_FILE)) else {
+            let journal = dir.join(JOURNAL_FILE);
+            if !journal.is_file() {
                 continue;
+            }
+            let unreadable = |reason: String| ConversationSummary {
+                title: id.clone(),
+                id: id.clone(),
+                dir: dir.clone(),
+                started_unix_ms: i64::MIN,
+                duration_ms: 0,
+                turn_count: 0,
+                open: false,
+                damaged: Some(reason),
+            };
+            let parsed = match read_journal(&journal) {
+                Ok(parsed) => parsed,
+                Err(error) => {
+                    summaries.push(unreadable(format!("its journal cannot be read: {error}")));
+                    continue;
+                }
             };
             if parsed.started().is_none() {
+                summaries.push(unreadable(
+                    "its journal does not begin with a start record".to_owned(),
+                ));
                 continue;
             }
             let conversation =
                 Conversation::from_records(parsed.records.iter().map(|(_, record)| record));
             summaries.push(ConversationSummary {
+                damaged: damage(&parsed, &conversation),
                 id,
                 open: dir.join(WRITING_MARKER_FILE).exists() || !conversation.is_closed(),
                 started_unix_ms: conversation.started_unix_ms(),
@@ -403,6 +429,20 @@ impl Store {
         }
         folders.sort();
         Ok(folders)
+    }
+}
+
+/// What of a journal could not be read, as a sentence; `None` when all of it could (a torn
+/// last line, which a recovery cuts, is not damage).
+fn damage(parsed: &crate::journal::ParsedJournal, conversation: &Conversation) -> Option<String> {
+    let lines = parsed.garbage.len();
+    match (lines, conversation.problems().first()) {
+        (0, None) => None,
+        (0, Some(problem)) => Some(format!("part of its journal does not add up: {problem}")),
+        (1, _) => Some("a line of its journal could not be read; the rest is shown".to_owned()),
+        (lines, _) => Some(format!(
+            "{lines} lines of its journal could not be read; the rest is shown"
+        )),
     }
 }
 

@@ -30,6 +30,62 @@ fn the_listing_shows_date_duration_turns_and_first_words_newest_first() {
 }
 
 #[test]
+fn a_damaged_journal_is_listed_as_far_as_it_reads_and_marked_and_an_unreadable_one_last() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let whole = record_at(&store, START_UNIX_MS, true);
+    let torn = record_at(&store, START_UNIX_MS + DAY_MS, true);
+    // A line in the middle of one journal is garbage (a disk error, a bad edit).
+    let journal = root.path().join(&torn).join(walkie_store::JOURNAL_FILE);
+    let text = fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(5, "{\"record\": \"turn_started\", \"turn\": \"#\x00");
+    fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    // Another folder's journal has lost its first line.
+    let headless = root.path().join("2023-01-01_00-00-00");
+    fs::create_dir(&headless).unwrap();
+    fs::write(
+        headless.join(walkie_store::JOURNAL_FILE),
+        "{\"record\":\"closed\",\"unix_ms\":1}\n",
+    )
+    .unwrap();
+    // A folder without a journal is no conversation.
+    fs::create_dir(root.path().join("notes")).unwrap();
+
+    let listed = store.list().expect("lists, whatever the folders hold");
+    let summary = |id: &str| {
+        listed
+            .iter()
+            .find(|summary| summary.id == id)
+            .unwrap_or_else(|| panic!("{id} is listed: {listed:?}"))
+    };
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(summary(&whole).damaged, None);
+    assert_eq!(
+        summary(&torn).damaged.as_deref(),
+        Some("a line of its journal could not be read; the rest is shown")
+    );
+    assert_eq!(summary(&torn).turn_count, 5, "read past the bad line");
+    assert_eq!(
+        summary(&torn).title,
+        "Question number 1, please answer.",
+        "named by what it holds"
+    );
+    assert_eq!(
+        listed[2].id, "2023-01-01_00-00-00",
+        "an unreadable one comes last"
+    );
+    assert_eq!(
+        listed[2].damaged.as_deref(),
+        Some("its journal does not begin with a start record")
+    );
+    assert_eq!(
+        listed[2].title, "2023-01-01_00-00-00",
+        "named by its folder"
+    );
+}
+
+#[test]
 fn deleting_removes_the_folder_but_never_the_current_conversation() {
     let root = tempfile::tempdir().expect("a temporary root");
     let store = Store::new(root.path());
