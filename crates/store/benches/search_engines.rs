@@ -18,7 +18,8 @@ use library::{SEARCHES, VOCABULARY, conversations_wanted, percentiles, word, wri
 use tantivy::collector::TopDocs;
 use tantivy::query::{PhraseQuery, Query, RegexQuery, TermQuery};
 use tantivy::schema::{FAST, IndexRecordOption, STORED, STRING, Schema, TEXT};
-use tantivy::{Index, IndexWriter, Order, SnippetGenerator, TantivyDocument, Term, doc};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{Index, IndexWriter, Order, TantivyDocument, Term, doc};
 use walkie_store::search::INDEX_FILE;
 use walkie_store::{SearchIndex, Store};
 
