@@ -612,14 +612,7 @@ pub(crate) fn persist_saved(
     app: &AppHandle,
     saved: walkie_store::Saved,
 ) -> Result<(), settings::SettingsError> {
-    let state = app.state::<SettingsState>();
-    let mut settings = state.current();
-    settings.saved = saved;
-    state.file.save(&settings)?;
-    *state
-        .current
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = settings;
+    persist(app, |settings| settings.saved = saved)?;
     app.state::<Saving>().choose(saved);
     Ok(())
 }
@@ -629,9 +622,17 @@ pub(crate) fn persist_retention(
     app: &AppHandle,
     retention: walkie_store::Retention,
 ) -> Result<(), settings::SettingsError> {
+    persist(app, |settings| settings.retention_days = retention.days())
+}
+
+/// Saves the settings in force with `change` made to them, and makes them the ones in force.
+fn persist(
+    app: &AppHandle,
+    change: impl FnOnce(&mut settings::Settings),
+) -> Result<(), settings::SettingsError> {
     let state = app.state::<SettingsState>();
     let mut settings = state.current();
-    settings.retention_days = retention.days();
+    change(&mut settings);
     state.file.save(&settings)?;
     *state
         .current

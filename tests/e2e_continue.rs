@@ -12,7 +12,7 @@ mod support;
 
 use std::time::Duration;
 
-use fantoccini::Locator;
+use fantoccini::{Client, Locator};
 use serde_json::Value;
 use support::audio::require_test_audio;
 use support::{
@@ -67,6 +67,35 @@ fn restored_before_any_turn(events: &[Value]) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The local provider on loopback, tracing into the test's folder, and Walkie's settings
+/// calling it as a custom server; the secret store the app is to be launched with.
+async fn local_provider_as_custom_server(dirs: &AppDirs) -> (LocalProvider, SecretService) {
+    let provider = LocalProvider::start(ProviderConfig {
+        trace_dir: Some(dirs.trace.clone()),
+        ..ProviderConfig::default()
+    })
+    .await
+    .expect("a local provider on loopback");
+    let settings = serde_json::json!({
+        "provider": "custom",
+        "customBaseUrl": provider.base_url(),
+    });
+    std::fs::write(dirs.config.join("settings.json"), settings.to_string())
+        .expect("writing the settings");
+    (provider, SecretService::start(dirs))
+}
+
+/// The provider refuses a call without the token it made for this run; with it saved as the
+/// custom key, Walkie calls again and is ready.
+async fn connect_with_the_providers_token(client: &Client, token: &str) {
+    wait_for(client, "#status", |status| {
+        status.starts_with("Not connected: 127.0.0.1 refused the API key")
+    })
+    .await;
+    save_custom_key(client, token).await;
+    wait_for(client, "#status", |status| status.starts_with("Ready")).await;
+}
+
 /// Waits until the provider has taken `calls` calls in all.
 async fn wait_for_calls(provider: &LocalProvider, calls: u64) {
     let deadline = tokio::time::Instant::now() + UI_TIMEOUT;
@@ -102,32 +131,13 @@ async fn e2e_a_past_conversation_continued_from_history_is_given_to_the_new_call
  {
     require_test_audio();
     let dirs = AppDirs::fresh(TEST);
-    let provider = LocalProvider::start(ProviderConfig {
-        trace_dir: Some(dirs.trace.clone()),
-        ..ProviderConfig::default()
-    })
-    .await
-    .expect("a local provider on loopback");
-    let settings = serde_json::json!({
-        "provider": "custom",
-        "customBaseUrl": provider.base_url(),
-    });
-    std::fs::write(dirs.config.join("settings.json"), settings.to_string())
-        .expect("writing the settings");
-    let secrets = SecretService::start(&dirs);
+    let (provider, secrets) = local_provider_as_custom_server(&dirs).await;
     let app = WebviewApp::launch_with(TEST, Launch::in_dirs(&dirs, Some(&secrets))).await;
     let store = Store::new(conversations_dir(app.data_dir()));
     let trace = dirs.trace.clone();
     let token = provider.token().to_owned();
     app.run(|client| async move {
-        // The provider refuses a call without the token it made for this run; with it saved
-        // as the custom key, Walkie calls again.
-        wait_for(&client, "#status", |status| {
-            status.starts_with("Not connected: 127.0.0.1 refused the API key")
-        })
-        .await;
-        save_custom_key(&client, &token).await;
-        wait_for(&client, "#status", |status| status.starts_with("Ready")).await;
+        connect_with_the_providers_token(&client, &token).await;
         spoken_exchange(&client, 1.2, 0).await;
         let spent_before = wait_for(&client, "#spending", |line| {
             line.contains(" tokens · ") && line.contains(" · $")
@@ -315,30 +325,13 @@ async fn e2e_after_three_turns_the_model_names_the_conversation_beside_it_adding
     require_test_audio();
     let test = "titled";
     let dirs = AppDirs::fresh(test);
-    let provider = LocalProvider::start(ProviderConfig {
-        trace_dir: Some(dirs.trace.clone()),
-        ..ProviderConfig::default()
-    })
-    .await
-    .expect("a local provider on loopback");
-    let settings = serde_json::json!({
-        "provider": "custom",
-        "customBaseUrl": provider.base_url(),
-    });
-    std::fs::write(dirs.config.join("settings.json"), settings.to_string())
-        .expect("writing the settings");
-    let secrets = SecretService::start(&dirs);
+    let (provider, secrets) = local_provider_as_custom_server(&dirs).await;
     let app = WebviewApp::launch_with(test, Launch::in_dirs(&dirs, Some(&secrets))).await;
     let store = Store::new(conversations_dir(app.data_dir()));
     let trace = dirs.trace.clone();
     let token = provider.token().to_owned();
     app.run(|client| async move {
-        wait_for(&client, "#status", |status| {
-            status.starts_with("Not connected: 127.0.0.1 refused the API key")
-        })
-        .await;
-        save_custom_key(&client, &token).await;
-        wait_for(&client, "#status", |status| status.starts_with("Ready")).await;
+        connect_with_the_providers_token(&client, &token).await;
         for replies_before in 0..3 {
             spoken_exchange(&client, 0.8, replies_before).await;
         }

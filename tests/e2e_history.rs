@@ -966,23 +966,27 @@ async fn e2e_a_conversation_exported_whole_has_each_side_on_its_channel_at_the_j
     let read = oracle(&["captions", &vtt_to.to_string_lossy()]);
     let cues = read["cues"].as_array().unwrap();
     assert_eq!(cues.len(), 2, "{read}");
-    assert_eq!(cues[0]["voice"], "You");
-    assert_eq!(cues[0]["text"], SEEDS[0].question);
-    assert_eq!(
+    // (voice, text, its span) of each cue.
+    let cue = |at: usize| {
+        let cue = &cues[at];
+        let ms = |key: &str| cue[key].as_i64().expect("a time in ms");
         (
-            cues[0]["start_ms"].as_i64().unwrap(),
-            cues[0]["end_ms"].as_i64().unwrap()
-        ),
-        user
+            cue["voice"].as_str().unwrap_or_default().to_owned(),
+            cue["text"].as_str().unwrap_or_default().to_owned(),
+            (ms("start_ms"), ms("end_ms")),
+        )
+    };
+    assert_eq!(
+        cue(0),
+        ("You".to_owned(), SEEDS[0].question.to_owned(), user)
     );
-    assert_eq!(cues[1]["voice"], "Assistant");
-    assert_eq!(cues[1]["text"], SEEDS[0].answer);
     assert_eq!(
+        cue(1),
         (
-            cues[1]["start_ms"].as_i64().unwrap(),
-            cues[1]["end_ms"].as_i64().unwrap()
-        ),
-        assistant
+            "Assistant".to_owned(),
+            SEEDS[0].answer.to_owned(),
+            assistant
+        )
     );
 }
 

@@ -35,6 +35,19 @@ fn size_of(dir: &Path, prefix: &str) -> u64 {
         .sum()
 }
 
+/// p50 and p95 of [`SEARCHES`] runs of `search`, in ms, and the hits the last one found.
+fn timed(mut search: impl FnMut() -> usize) -> (f64, f64, usize) {
+    let mut times = Vec::with_capacity(SEARCHES);
+    let mut found = 0;
+    for _ in 0..SEARCHES {
+        let started = Instant::now();
+        found = search();
+        times.push(started.elapsed());
+    }
+    let (p50, p95) = percentiles(times);
+    (p50, p95, found)
+}
+
 struct Figures {
     build_s: f64,
     index_bytes: u64,
@@ -50,17 +63,7 @@ fn sqlite(store: &Store, root: &Path, kinds: &[(String, String, String)]) -> Fig
     let build_s = started.elapsed().as_secs_f64();
     let searches = kinds
         .iter()
-        .map(|(typed, _, _)| {
-            let mut times = Vec::with_capacity(SEARCHES);
-            let mut found = 0;
-            for _ in 0..SEARCHES {
-                let started = Instant::now();
-                found = index.search(typed, HITS).expect("a search").len();
-                times.push(started.elapsed());
-            }
-            let (p50, p95) = percentiles(times);
-            (p50, p95, found)
-        })
+        .map(|(typed, _, _)| timed(|| index.search(typed, HITS).expect("a search").len()))
         .collect();
     Figures {
         build_s,
@@ -118,10 +121,7 @@ fn tantivy(store: &Store, dir: &Path, kinds: &[(String, String, String)]) -> Fig
             };
             let newest =
                 TopDocs::with_limit(HITS).order_by_fast_field::<i64>("started", Order::Desc);
-            let mut times = Vec::with_capacity(SEARCHES);
-            let mut found = 0;
-            for _ in 0..SEARCHES {
-                let started = Instant::now();
+            timed(|| {
                 let hits = searcher.search(&query, &newest).expect("a search");
                 let snippets =
                     SnippetGenerator::create(&searcher, &*query, text).expect("snippets");
@@ -129,11 +129,8 @@ fn tantivy(store: &Store, dir: &Path, kinds: &[(String, String, String)]) -> Fig
                     let document: TantivyDocument = searcher.doc(*address).expect("a document");
                     std::hint::black_box(snippets.snippet_from_doc(&document).to_html());
                 }
-                found = hits.len();
-                times.push(started.elapsed());
-            }
-            let (p50, p95) = percentiles(times);
-            (p50, p95, found)
+                hits.len()
+            })
         })
         .collect();
     Figures {

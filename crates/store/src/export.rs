@@ -69,9 +69,12 @@ pub struct AudioExport {
 /// The bit rate of an exported Opus file per channel: plenty for speech.
 pub const OPUS_BITRATE_PER_CHANNEL_BPS: i32 = 32_000;
 
-/// The longest time line exported: a day. A journal that places a turn later than that is
-/// corrupt, and writing its silence would fill the disk.
+/// The longest time line exported: a day. A journal that places a turn later than that, or
+/// more than [`PAST_THE_END_MS`] past the conversation's own end, is corrupt, and writing the
+/// silence before it would fill the disk.
 pub const MAX_EXPORT_MS: u64 = 24 * 3_600_000;
+/// How far past the conversation's last record a turn may start (its WAV closes with the turn).
+pub const PAST_THE_END_MS: u64 = 60_000;
 
 /// The rate of every Ogg Opus file's time line (RFC 7845: granule positions count 48 kHz).
 const OPUS_RATE_HZ: u32 = walkie_dsp::CALL_RATE_HZ;
@@ -229,8 +232,8 @@ pub struct ExportedAudio {
     pub duration_ms: u64,
     /// Turn WAVs placed in it.
     pub clips: usize,
-    /// Turn WAVs left out: missing or not WAV, or placed past [`MAX_EXPORT_MS`] by a journal
-    /// that says so. The export went on without them.
+    /// Turn WAVs left out: missing or not WAV, or placed past the conversation's end or
+    /// [`MAX_EXPORT_MS`] by a journal that says so. The export went on without them.
     pub left_out: Vec<String>,
 }
 
@@ -242,9 +245,13 @@ pub fn write_audio(
     export: AudioExport,
     destination: &Path,
 ) -> Result<ExportedAudio, StoreError> {
+    let latest_start_ms = conversation
+        .duration_ms()
+        .saturating_add(PAST_THE_END_MS)
+        .min(MAX_EXPORT_MS);
     let (clips, placed_too_late): (Vec<AudioClip>, Vec<AudioClip>) = audio_clips(conversation)
         .into_iter()
-        .partition(|clip| clip.start_ms <= MAX_EXPORT_MS);
+        .partition(|clip| clip.start_ms <= latest_start_ms);
     let rate_hz = match export.format {
         AudioFormat::Wav => clips
             .iter()

@@ -191,6 +191,19 @@ fn record(store: &Store) -> String {
     recorder.id().to_owned()
 }
 
+/// Exports conversation `id`'s audio to `destination`, which must succeed.
+fn export(
+    store: &Store,
+    id: &str,
+    channels: ExportChannels,
+    format: AudioFormat,
+    destination: &Path,
+) -> walkie_store::ExportedAudio {
+    store
+        .export_audio(id, AudioExport { channels, format }, destination)
+        .expect("the export is written")
+}
+
 /// RMS of `channel` of interleaved `samples` between two times.
 fn rms(
     samples: &[f32],
@@ -238,37 +251,17 @@ fn the_journal_places_each_turn_wav_where_it_sounded() {
         .iter()
         .map(|clip| (clip.speaker, clip.start_ms, clip.end_ms()))
         .collect();
-    let span = |(from, to): (i64, i64)| (from as u64, to as u64);
-    assert_eq!(
-        placed,
-        vec![
-            (
-                Speaker::User,
-                span(USER_SAID_MS[0]).0,
-                span(USER_SAID_MS[0]).1
-            ),
-            (
-                Speaker::Assistant,
-                span(ASSISTANT_PLAYED_MS[0]).0,
-                span(ASSISTANT_PLAYED_MS[0]).1
-            ),
-            (
-                Speaker::User,
-                span(USER_SAID_MS[1]).0,
-                span(USER_SAID_MS[1]).1
-            ),
-            (
-                Speaker::Assistant,
-                span(ASSISTANT_PLAYED_MS[1]).0,
-                span(ASSISTANT_PLAYED_MS[1]).1
-            ),
-            (
-                Speaker::User,
-                span(USER_SAID_MS[2]).0,
-                span(USER_SAID_MS[2]).1
-            ),
-        ]
-    );
+    let said_then: Vec<(Speaker, u64, u64)> = [
+        (Speaker::User, USER_SAID_MS[0]),
+        (Speaker::Assistant, ASSISTANT_PLAYED_MS[0]),
+        (Speaker::User, USER_SAID_MS[1]),
+        (Speaker::Assistant, ASSISTANT_PLAYED_MS[1]),
+        (Speaker::User, USER_SAID_MS[2]),
+    ]
+    .into_iter()
+    .map(|(speaker, (from_ms, to_ms))| (speaker, from_ms as u64, to_ms as u64))
+    .collect();
+    assert_eq!(placed, said_then);
 }
 
 #[test]
@@ -282,16 +275,13 @@ fn a_stereo_wav_export_holds_the_user_on_the_left_and_the_assistant_on_the_right
         b"an older file the save dialog agreed to replace",
     )
     .unwrap();
-    let exported = store
-        .export_audio(
-            &id,
-            AudioExport {
-                channels: ExportChannels::Stereo,
-                format: AudioFormat::Wav,
-            },
-            &destination,
-        )
-        .expect("the export is written");
+    let exported = export(
+        &store,
+        &id,
+        ExportChannels::Stereo,
+        AudioFormat::Wav,
+        &destination,
+    );
     assert_eq!(exported.clips, 5);
     assert!(exported.left_out.is_empty(), "{:?}", exported.left_out);
 
@@ -390,16 +380,13 @@ fn a_mixed_opus_export_decodes_to_both_sides_at_their_times() {
     let store = Store::new(root.path().join("conversations"));
     let id = record(&store);
     let destination = root.path().join("whole.opus");
-    store
-        .export_audio(
-            &id,
-            AudioExport {
-                channels: ExportChannels::Mixed,
-                format: AudioFormat::OggOpus,
-            },
-            &destination,
-        )
-        .expect("the export is written");
+    export(
+        &store,
+        &id,
+        ExportChannels::Mixed,
+        AudioFormat::OggOpus,
+        &destination,
+    );
     let wav_size = 6 * ASSISTANT_RATE_HZ as u64 * 2 * 2;
     let opus_size = std::fs::metadata(&destination).unwrap().len();
     assert!(
@@ -451,16 +438,13 @@ fn a_missing_turn_wav_leaves_a_gap_and_is_named() {
         .join(walkie_store::turn_wav_file(1, Speaker::Assistant));
     std::fs::remove_file(&missing).unwrap();
     let destination = root.path().join("whole.wav");
-    let exported = store
-        .export_audio(
-            &id,
-            AudioExport {
-                channels: ExportChannels::Stereo,
-                format: AudioFormat::Wav,
-            },
-            &destination,
-        )
-        .expect("the rest is exported");
+    let exported = export(
+        &store,
+        &id,
+        ExportChannels::Stereo,
+        AudioFormat::Wav,
+        &destination,
+    );
     assert_eq!(exported.clips, 4);
     assert_eq!(
         exported.left_out,
@@ -472,7 +456,7 @@ fn a_missing_turn_wav_leaves_a_gap_and_is_named() {
 }
 
 #[test]
-fn a_turn_a_corrupt_journal_places_days_later_is_left_out_instead_of_days_of_silence() {
+fn a_turn_a_corrupt_journal_places_past_the_conversations_end_is_left_out_instead_of_its_silence() {
     let root = tempfile::tempdir().unwrap();
     let store = Store::new(root.path().join("conversations"));
     let id = record(&store);
@@ -483,7 +467,9 @@ fn a_turn_a_corrupt_journal_places_days_later_is_left_out_instead_of_days_of_sil
         dir.join(&late),
     )
     .unwrap();
-    let ten_days_later = START_UNIX_MS + 10 * 86_400_000;
+    // Its records are in time; only the WAV's start says five hours later.
+    let closed_at = START_UNIX_MS + 6_500;
+    let five_hours_later = START_UNIX_MS + 5 * 3_600_000;
     let mut journal = std::fs::OpenOptions::new()
         .append(true)
         .open(dir.join(walkie_store::JOURNAL_FILE))
@@ -491,21 +477,18 @@ fn a_turn_a_corrupt_journal_places_days_later_is_left_out_instead_of_days_of_sil
     use std::io::Write;
     writeln!(
         journal,
-        r#"{{"record":"turn_started","turn":9,"unix_ms":{ten_days_later},"opened_by":"user"}}
-{{"record":"wav_closed","turn":9,"speaker":"user","sample_count":16000,"sample_rate_hz":16000,"source":"captured","unix_ms":{ten_days_later},"audio_start_unix_ms":{ten_days_later}}}"#
+        r#"{{"record":"turn_started","turn":9,"unix_ms":{closed_at},"opened_by":"user"}}
+{{"record":"wav_closed","turn":9,"speaker":"user","sample_count":16000,"sample_rate_hz":16000,"source":"captured","unix_ms":{closed_at},"audio_start_unix_ms":{five_hours_later}}}"#
     )
     .unwrap();
     let destination = root.path().join("whole.wav");
-    let exported = store
-        .export_audio(
-            &id,
-            AudioExport {
-                channels: ExportChannels::Mixed,
-                format: AudioFormat::Wav,
-            },
-            &destination,
-        )
-        .expect("the rest is exported");
+    let exported = export(
+        &store,
+        &id,
+        ExportChannels::Mixed,
+        AudioFormat::Wav,
+        &destination,
+    );
     assert_eq!(exported.left_out, vec![late]);
     assert_eq!(exported.duration_ms, 6_000);
 }
