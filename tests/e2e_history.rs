@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fantoccini::key::Key;
 use fantoccini::{Client, Locator};
 use serde_json::Value;
 use support::{UI_TIMEOUT, WebviewApp, click, rendered_text, wait_for, wait_for_text};
@@ -791,6 +792,23 @@ async fn e2e_a_conversation_renamed_keeps_its_name_after_a_restart_and_a_deleted
     .await;
 }
 
+/// The id of the element with the keyboard focus.
+async fn focused_id(client: &Client) -> Option<String> {
+    let focused = client.active_element().await.ok()?;
+    focused.attr("id").await.ok().flatten()
+}
+
+/// Presses Tab until element `id` has the focus (at most 40 times).
+async fn tab_to(client: &Client, id: &str) {
+    for _ in 0..40 {
+        if focused_id(client).await.as_deref() == Some(id) {
+            return;
+        }
+        support::press(client, Key::Tab).await;
+    }
+    panic!("Tab never reached #{id}");
+}
+
 /// What `scripts/oracle/export_oracle.py` read of an exported file, with FFmpeg or webvtt-py.
 fn oracle(args: &[&str]) -> Value {
     let python = std::env::var_os("WALKIE_PYTHON").expect(
@@ -904,13 +922,38 @@ async fn e2e_a_conversation_exported_whole_has_each_side_on_its_channel_at_the_j
         )
         .await;
         wait_for_text(&client, "#history-detail-title", SEEDS[0].question).await;
-        export_through_the_dialog(
-            &client,
+        // The stereo WAV from the keyboard alone: Tab to Export…, Enter; the arrow key picks
+        // the audio; Tab past its channels (you left, the assistant right) and format (WAV),
+        // both as they open, to Choose where…, Enter.
+        tab_to(&client, "history-export").await;
+        support::press(&client, Key::Enter).await;
+        wait_for(&client, "#export-dialog", |_| true).await;
+        assert_eq!(
+            focused_id(&client).await.as_deref(),
+            Some("export-kind-markdown")
+        );
+        support::press(&client, Key::Down).await;
+        for expected in ["export-channels", "export-format"] {
+            support::press(&client, Key::Tab).await;
+            assert_eq!(
+                focused_id(&client).await.as_deref(),
+                Some(expected),
+                "the audio's options are reached once the audio is chosen"
+            );
+        }
+        tab_to(&client, "export-choose").await;
+        support::press(&client, Key::Enter).await;
+        support::type_into_native_dialog(
             &display,
-            "audio",
-            Some(("stereo", "wav")),
             "Export the conversation's audio as WAV",
+            "ctrl+a",
             &wav,
+        )
+        .await;
+        wait_for_text(
+            &client,
+            "#history-notice",
+            &format!("Exported to {}", wav.display()),
         )
         .await;
         support::screenshot(&client, "history-exported").await;
