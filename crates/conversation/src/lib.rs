@@ -31,8 +31,8 @@ pub use conversations::{
 pub use health::{ConnectionHealth, HealthLevel, HealthSample, HealthWatch};
 pub use input::{EngineInput, Input, LevelReading, ToolServerProblem, TransportInput};
 pub use machine::{
-    Conversation, ConversationConfig, MAX_TITLE_CHARS, SLOW_REPLY_MS, TITLE_AFTER_TURNS,
-    TITLE_INSTRUCTIONS, TITLE_MAX_OUTPUT_TOKENS,
+    Conversation, ConversationConfig, MAX_TITLE_CHARS, MAX_TITLE_REQUESTS, SLOW_REPLY_MS,
+    TITLE_AFTER_TURNS, TITLE_INSTRUCTIONS, TITLE_MAX_OUTPUT_TOKENS,
 };
 pub use meters::{METER_FLOOR_DBFS, METER_STEP_DB};
 pub use output::{LatencySplit, Output, Record, ReplyPlayout, UnixMs};

@@ -74,6 +74,8 @@ pub const TITLE_INSTRUCTIONS: &str = "Give this conversation a title of at most 
     the language the user speaks. Answer with the title alone: no quotes, no full stop.";
 /// The longest title the model may answer, in tokens.
 pub const TITLE_MAX_OUTPUT_TOKENS: u32 = 24;
+/// How many times a conversation's title is asked when no answer comes (the call dropped).
+pub const MAX_TITLE_REQUESTS: u32 = 3;
 /// The longest title kept, in characters (as History's rename).
 pub const MAX_TITLE_CHARS: usize = 80;
 
@@ -202,6 +204,8 @@ pub struct Conversation {
     budget_spent: bool,
     /// Whether the conversation's title is still to be asked of the model.
     titling: Titling,
+    /// How many times it was asked.
+    titles_asked: u32,
     /// Why tool servers of the list could not be used, each naming its server.
     servers_missing: Vec<String>,
     /// Why servers are used without some of their tools, each naming its server.
@@ -272,6 +276,7 @@ impl Conversation {
             } else {
                 Titling::Never
             },
+            titles_asked: 0,
             servers_missing: Vec::new(),
             servers_cut: Vec::new(),
             tools_left_out: left_out.into_iter().map(|tool| tool.title).collect(),
@@ -1128,6 +1133,7 @@ impl Conversation {
             return;
         }
         self.titling = Titling::Asked;
+        self.titles_asked += 1;
         self.controller.handle_input(
             TurnInput::Aside(Aside {
                 purpose: AsidePurpose::Title,
@@ -1290,8 +1296,14 @@ impl Conversation {
                 ControllerOutput::AsideFailed {
                     purpose: AsidePurpose::Title,
                     reason,
+                    unanswered,
                 } => {
-                    self.titling = Titling::Never;
+                    // Asked again on the next call when nothing refused it, a few times.
+                    self.titling = if unanswered && self.titles_asked < MAX_TITLE_REQUESTS {
+                        Titling::AfterTurns(0)
+                    } else {
+                        Titling::Never
+                    };
                     self.outputs
                         .push_back(Output::Diagnostic(Diagnostic::AsideUnanswered {
                             purpose: AsidePurpose::Title,

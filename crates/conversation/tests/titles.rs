@@ -13,7 +13,10 @@ use turn_support::{
     assistant_says, audio_part_added, committed, output_started, output_stopped, response_created,
     server_error, user_transcript_completed,
 };
-use walkie_conversation::{Output, Record, TITLE_AFTER_TURNS, TITLE_INSTRUCTIONS};
+use walkie_conversation::{
+    Input, MAX_TITLE_REQUESTS, Output, Record, TITLE_AFTER_TURNS, TITLE_INSTRUCTIONS,
+    TransportInput,
+};
 use walkie_session::turn::{Diagnostic, LATE_AUDIO_GRACE_MS};
 
 /// One push-to-talk exchange, number `n`, from press to the reply played out; all outputs.
@@ -263,5 +266,30 @@ fn a_server_that_does_not_echo_the_metadata_still_has_its_answer_taken_as_the_ti
         transcript(&outputs).is_empty(),
         "{:?}",
         transcript(&outputs)
+    );
+}
+
+#[test]
+fn a_title_request_the_dropped_call_never_answered_is_asked_again_on_the_next_call_a_few_times() {
+    let mut call = Call::ready_asking_titles(None);
+    let mut outputs = Vec::new();
+    for n in 1..=u64::from(TITLE_AFTER_TURNS) {
+        outputs = exchange(&mut call, n);
+    }
+    let mut asked = asides(&outputs).len();
+    assert_eq!(asked, 1);
+    for drop in 0..MAX_TITLE_REQUESTS {
+        let at_ms = 50_000 + u64::from(drop) * 60_000;
+        call.input(
+            at_ms,
+            Input::Transport(TransportInput::Closed("the network dropped".to_owned())),
+        );
+        let outputs = redial(&mut call);
+        assert!(titles(&outputs).is_empty());
+        asked += asides(&outputs).len();
+    }
+    assert_eq!(
+        asked, MAX_TITLE_REQUESTS as usize,
+        "asked on each new call until the limit, then no more"
     );
 }

@@ -79,6 +79,7 @@ impl TurnController {
             return self.answer(ControllerOutput::AsideFailed {
                 purpose: aside.purpose,
                 reason: "the call is not connected".to_owned(),
+                unanswered: true,
             });
         }
         let mut metadata = Map::new();
@@ -170,6 +171,7 @@ impl TurnController {
                     status => ControllerOutput::AsideFailed {
                         purpose,
                         reason: format!("its response ended {}", status_phrase(status)),
+                        unanswered: false,
                     },
                 };
                 self.answer(output);
@@ -189,6 +191,7 @@ impl TurnController {
                 self.answer(ControllerOutput::AsideFailed {
                     purpose,
                     reason: error.message.clone(),
+                    unanswered: false,
                 });
                 true
             }
@@ -225,6 +228,7 @@ impl TurnController {
             self.answer(ControllerOutput::AsideFailed {
                 purpose,
                 reason: "the call ended before it was answered".to_owned(),
+                unanswered: true,
             });
         }
     }

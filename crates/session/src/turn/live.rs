@@ -1210,6 +1210,7 @@ impl TurnEngine for LiveTurns {
             TurnInput::Aside(aside) => self.outbox.answer(ControllerOutput::AsideFailed {
                 purpose: aside.purpose,
                 reason: "GPT-Live answers no question beside the conversation".to_owned(),
+                unanswered: false,
             }),
             TurnInput::Tick => self.advance(now_ms),
         }

@@ -133,6 +133,9 @@ pub enum ControllerOutput {
     AsideFailed {
         purpose: crate::turn::AsidePurpose,
         reason: String,
+        /// Nothing refused it: the call was not connected, or ended first (another call may
+        /// answer it).
+        unanswered: bool,
     },
 }
 

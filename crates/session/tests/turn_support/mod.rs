@@ -217,9 +217,9 @@ impl Conversation {
                 ControllerOutput::AsideAnswered { purpose, text } => {
                     self.polled.asides.push((purpose, Ok(text)))
                 }
-                ControllerOutput::AsideFailed { purpose, reason } => {
-                    self.polled.asides.push((purpose, Err(reason)))
-                }
+                ControllerOutput::AsideFailed {
+                    purpose, reason, ..
+                } => self.polled.asides.push((purpose, Err(reason))),
                 ControllerOutput::SessionTime { .. } => {
                     panic!("the Realtime controller reports tokens, never session time")
                 }
