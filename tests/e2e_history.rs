@@ -788,6 +788,11 @@ async fn e2e_a_conversation_renamed_keeps_its_name_after_a_restart_and_a_deleted
         search.click().await.unwrap();
         search.send_keys("lisbon").await.unwrap();
         wait_for_text(&client, "#history-search-status", "1 message found.").await;
+        // Its name is found too, in the index built anew.
+        search.clear().await.unwrap();
+        search.send_keys("trip").await.unwrap();
+        wait_for_text(&client, "#history-search-status", "1 message found.").await;
+        wait_for(&client, "#history-hits", |text| text.contains("Its name")).await;
     })
     .await;
 }

@@ -104,7 +104,8 @@ export function searchStatus(count, typed, limit) {
  * @param {{ locale?: string, timeZone?: string }} [options]
  */
 export function hitMeta(hit, conversation, options = {}) {
-  const who = hit.role === "user" ? "You" : hit.role === "assistant" ? "Assistant" : hit.role;
+  const names = { user: "You", assistant: "Assistant", title: "Its name" };
+  const who = names[hit.role] ?? hit.role;
   return conversation ? `${formatStarted(conversation.startedUnixMs, options)} · ${who}` : who;
 }
 

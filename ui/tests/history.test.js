@@ -305,6 +305,7 @@ test("a hit says when its conversation started and who spoke", () => {
   assert.equal(hitMeta({ role: "user" }, conversation, options), "6 Dec 2026, 09:30 · You");
   assert.equal(hitMeta({ role: "assistant" }, conversation, options), "6 Dec 2026, 09:30 · Assistant");
   assert.equal(hitMeta({ role: "assistant" }, undefined, options), "Assistant", "a conversation not listed");
+  assert.equal(hitMeta({ role: "title" }, conversation, options), "6 Dec 2026, 09:30 · Its name");
 });
 
 test("Export asks for what the dialog chose: audio with its channels and format, or a transcript", () => {

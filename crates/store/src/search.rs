@@ -20,7 +20,7 @@ use crate::library::Store;
 pub const INDEX_FILE: &str = ".search-index.sqlite3";
 
 /// What the schema is; an index of another version is built again.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// Marks around a matched word in [`SearchHit::snippet`]'s text as SQLite returns it.
 const MATCH_START: char = '\u{2}';
@@ -41,7 +41,8 @@ pub struct SearchIndex {
 pub struct SearchHit {
     pub conversation_id: String,
     pub message_id: String,
-    /// "user", "assistant", … as the message's role is spelt.
+    /// "user", "assistant", … as the message's role is spelt; "title" for the conversation's
+    /// name (its `message_id` empty).
     pub role: String,
     /// The words around the match, the matched ones marked.
     pub snippet: Vec<SnippetPart>,
@@ -67,13 +68,14 @@ pub struct RefreshReport {
 }
 
 impl SearchIndex {
-    /// Opens the index of `store`, or makes it. One that cannot be opened (damaged, of another
-    /// version) is removed and made anew: the reason comes back to be said once.
+    /// Opens the index of `store`, or makes it. One that cannot be opened is removed and made
+    /// anew: when it was damaged the reason comes back to be said once; one of another version
+    /// (an older Walkie's) is made anew without a word.
     pub fn open(store: &Store) -> Result<(SearchIndex, Option<String>), StoreError> {
         let path = store.root().join(INDEX_FILE);
         match Self::open_at(&path) {
             Ok(index) => Ok((index, None)),
-            Err(reason) => {
+            Err(failure) => {
                 for suffix in ["", "-wal", "-shm", "-journal"] {
                     let file = PathBuf::from(format!("{}{suffix}", path.display()));
                     match std::fs::remove_file(&file) {
@@ -82,42 +84,56 @@ impl SearchIndex {
                         Err(error) => return Err(StoreError::io("remove", &file, error)),
                     }
                 }
-                let index = Self::open_at(&path).map_err(|reason| StoreError::Index {
+                let index = Self::open_at(&path).map_err(|failure| StoreError::Index {
                     path: path.clone(),
-                    reason,
+                    reason: failure.to_string(),
                 })?;
-                Ok((index, Some(reason)))
+                match failure {
+                    OpenFailure::Damaged(reason) => Ok((index, Some(reason))),
+                    OpenFailure::OtherVersion { .. } => Ok((index, None)),
+                }
             }
         }
     }
 
-    fn open_at(path: &Path) -> Result<SearchIndex, String> {
+    fn open_at(path: &Path) -> Result<SearchIndex, OpenFailure> {
         // Made the user's alone before SQLite opens it (its WAL files take its mode).
         if !path.exists() {
-            crate::files::create_private_file(path).map_err(|error| error.to_string())?;
+            crate::files::create_private_file(path)
+                .map_err(|error| OpenFailure::Damaged(error.to_string()))?;
         }
-        let connection = Connection::open(path).map_err(|error| error.to_string())?;
+        let connection =
+            Connection::open(path).map_err(|error| OpenFailure::Damaged(error.to_string()))?;
         let index = SearchIndex {
             connection,
             path: path.to_owned(),
         };
-        index.prepare().map_err(|error| error.to_string())?;
+        index.prepare()?;
         Ok(index)
     }
 
     /// Makes the tables, or checks that the ones there are this version's.
-    fn prepare(&self) -> rusqlite::Result<()> {
+    fn prepare(&self) -> Result<(), OpenFailure> {
+        let damaged = |error: rusqlite::Error| OpenFailure::Damaged(error.to_string());
         let version: i64 = self
             .connection
-            .query_row("PRAGMA user_version", [], |row| row.get(0))?;
-        let tables: i64 = self.connection.query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-            [],
-            |row| row.get(0),
-        )?;
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(damaged)?;
+        let tables: i64 = self
+            .connection
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(damaged)?;
         if tables > 0 && version != SCHEMA_VERSION {
-            return Err(rusqlite::Error::InvalidQuery);
+            return Err(OpenFailure::OtherVersion { found: version });
         }
+        self.prepare_tables().map_err(damaged)
+    }
+
+    fn prepare_tables(&self) -> rusqlite::Result<()> {
         self.connection.execute_batch(&format!(
             "PRAGMA journal_mode = WAL;
              CREATE TABLE IF NOT EXISTS conversations (
@@ -269,6 +285,26 @@ impl SearchIndex {
     }
 }
 
+/// Why an index file could not be used.
+#[derive(Debug)]
+enum OpenFailure {
+    /// Made by another version of Walkie (its tables are another shape).
+    OtherVersion { found: i64 },
+    /// Not readable as this version's index.
+    Damaged(String),
+}
+
+impl std::fmt::Display for OpenFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenFailure::OtherVersion { found } => {
+                write!(f, "it is version {found}'s, not {SCHEMA_VERSION}'s")
+            }
+            OpenFailure::Damaged(reason) => f.write_str(reason),
+        }
+    }
+}
+
 /// Reads conversation `id` (in `dir`) into the index when its journal is not the size the
 /// index read (`indexed_bytes`), replacing what the index held of it.
 fn reindex(
@@ -297,11 +333,14 @@ fn reindex(
         "INSERT INTO messages (text, conversation_id, message_id, role) VALUES (?1, ?2, ?3, ?4)",
     )?;
     let mut rows: Option<(i64, i64)> = None;
-    for message in conversation.messages() {
-        let Some(text) = message.content().filter(|text| !text.trim().is_empty()) else {
-            continue;
-        };
-        insert.execute(params![text, id, message.id(), message.role_name()])?;
+    let said = conversation.messages().iter().filter_map(|message| {
+        let text = message.content().filter(|text| !text.trim().is_empty())?;
+        Some((text, message.id(), message.role_name()))
+    });
+    // Its name (the user's or the model's) is found as what was said is.
+    let named = conversation.title().map(|title| (title, "", "title"));
+    for (text, message_id, role) in said.chain(named) {
+        insert.execute(params![text, id, message_id, role])?;
         let row = transaction.last_insert_rowid();
         rows = Some(rows.map_or((row, row), |(first, _)| (first, row)));
     }

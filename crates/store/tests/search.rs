@@ -124,6 +124,49 @@ fn a_damaged_index_is_thrown_away_and_built_again() {
 }
 
 #[test]
+fn a_conversation_is_found_by_its_name_once_it_has_one() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    let named = record(&store, START_UNIX_MS);
+    record(&store, START_UNIX_MS + DAY_MS);
+    let (mut index, _) = SearchIndex::open(&store).expect("the index opens");
+    index.refresh(&store).expect("filled");
+    assert!(index.search("lisbon", 10).expect("a search").is_empty());
+    store
+        .rename(&named, "Lisbon trip", None, START_UNIX_MS + 2 * DAY_MS)
+        .expect("renamed");
+    index.refresh(&store).expect("refreshed");
+    let hits = index.search("lisbon", 10).expect("a search");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].conversation_id, named);
+    assert_eq!(
+        (hits[0].role.as_str(), hits[0].message_id.as_str()),
+        ("title", "")
+    );
+    assert_eq!(matched_words(&hits[0]), ["lisbon"]);
+}
+
+#[test]
+fn an_index_an_older_walkie_made_is_made_anew_without_a_word() {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let store = Store::new(root.path());
+    record(&store, START_UNIX_MS);
+    {
+        let (mut index, _) = SearchIndex::open(&store).expect("the index opens");
+        index.refresh(&store).expect("filled");
+    }
+    let older = rusqlite::Connection::open(root.path().join(INDEX_FILE)).expect("the file");
+    older
+        .execute_batch("PRAGMA user_version = 2;")
+        .expect("an older version's mark");
+    drop(older);
+    let (mut index, rebuilt) = SearchIndex::open(&store).expect("the index opens anew");
+    assert_eq!(rebuilt, None, "an upgrade is not damage");
+    assert_eq!(index.conversation_count().expect("counted"), 0, "made anew");
+    assert_eq!(index.refresh(&store).expect("filled").indexed, 1);
+}
+
+#[test]
 fn the_index_file_is_the_users_alone() {
     use std::os::unix::fs::PermissionsExt;
     let root = tempfile::tempdir().expect("a temporary root");
