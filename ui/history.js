@@ -325,7 +325,7 @@ export function createHistoryPanel({
     listView.hidden = false;
   }
 
-  /** The <audio> that "Play from here" is playing: when it ends, the next turn's plays. */
+  /** The <audio> that "Play from here" is playing: when it ends, the next recording plays. */
   let playingOn = null;
 
   /** Plays `audio` from its start, alone; `onward` goes on with the recordings after it. */

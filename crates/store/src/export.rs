@@ -213,7 +213,8 @@ fn vtt_time(ms: u64) -> String {
 }
 
 /// A message as cue text: its lines without the blank ones (a blank line ends a cue), and the
-/// three characters WebVTT reserves escaped (so "-->" cannot end the timing line's kin).
+/// three characters WebVTT reserves escaped (so a message holding "-->" or "<v" is read as
+/// words, not as a timing or a tag).
 fn cue_text(text: &str) -> String {
     text.lines()
         .map(str::trim)
@@ -291,7 +292,7 @@ pub fn write_audio(
     }
 }
 
-/// Samples mixed per pass: 100 ms.
+/// Frames mixed per pass: 100 ms of them.
 fn block_frames(rate_hz: u32) -> u64 {
     u64::from(rate_hz / 10).max(1)
 }
