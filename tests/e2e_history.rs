@@ -168,6 +168,16 @@ fn wav_duration_ms(path: &Path) -> f64 {
     f64::from(reader.duration()) * 1000.0 / f64::from(reader.spec().sample_rate)
 }
 
+/// Opens conversation `id` from the history list and waits for its title.
+async fn open_saved(client: &Client, id: &str, title: &str) {
+    click(
+        client,
+        &format!("#history-list .history-item[data-id='{id}']"),
+    )
+    .await;
+    wait_for_text(client, "#history-detail-title", title).await;
+}
+
 /// The ids the history list shows, top to bottom.
 async fn listed_ids(client: &Client) -> Vec<String> {
     let ids = client
@@ -298,12 +308,7 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
         assert!(meta.ends_with(" · 1 turn"), "{meta:?}");
 
         // Open the middle one: its transcript, rendered by the AG-UI renderer.
-        click(
-            &client,
-            &format!("#history-list .history-item[data-id='{}']", seeded[1]),
-        )
-        .await;
-        wait_for_text(&client, "#history-detail-title", SEEDS[1].question).await;
+        open_saved(&client, &seeded[1], SEEDS[1].question).await;
         wait_for_text(
             &client,
             "#history-transcript article[data-message-id='user-1'] .message-text",
@@ -529,12 +534,7 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
         assert!(conversations.join(&seeded[2]).exists());
 
         // The conversation being recorded opens but cannot be deleted.
-        click(
-            &client,
-            &format!("#history-list .history-item[data-id='{current}']"),
-        )
-        .await;
-        wait_for_text(&client, "#history-detail-title", "Nothing said").await;
+        open_saved(&client, &current, "Nothing said").await;
         let delete = client.find(Locator::Id("history-delete")).await.unwrap();
         assert_eq!(
             delete.attr("disabled").await.unwrap().as_deref(),
@@ -739,12 +739,7 @@ async fn e2e_a_conversation_renamed_keeps_its_name_after_a_restart_and_a_deleted
         })
         .await;
 
-        click(
-            &client,
-            &format!("#history-list .history-item[data-id='{first}']"),
-        )
-        .await;
-        wait_for_text(&client, "#history-detail-title", SEEDS[0].question).await;
+        open_saved(&client, &first, SEEDS[0].question).await;
         click(&client, "#history-rename-open").await;
         let field = client
             .active_element()
@@ -921,12 +916,7 @@ async fn e2e_a_conversation_exported_whole_has_each_side_on_its_channel_at_the_j
     app.run(move |client| async move {
         wait_for_text(&client, "#status", READY).await;
         click(&client, "#open-history").await;
-        click(
-            &client,
-            &format!("#history-list .history-item[data-id='{id}']"),
-        )
-        .await;
-        wait_for_text(&client, "#history-detail-title", SEEDS[0].question).await;
+        open_saved(&client, &id, SEEDS[0].question).await;
         // The stereo WAV from the keyboard alone: Tab to Export…, Enter; the arrow key picks
         // the audio; Tab past its channels (you left, the assistant right) and format (WAV),
         // both as they open, to Choose where…, Enter.
