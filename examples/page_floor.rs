@@ -10,8 +10,12 @@
 //! during the benchmark's turns, at the times they came (CPU). benches/app.rs measures both in
 //! the same run as Walkie.
 //!
-//! Run: `cargo run --release --example page_floor [-- --replay EVENTS.json]` (a display is
-//! needed). The replay file is `{"durationMs": N, "events": [[atMs, name, payload], …]}`; the
+//! Run: `cargo run --release --example page_floor [-- --replay EVENTS.json] [--size 480x720]
+//!
+//! [--ui DIR]` (a display is needed; `--size` sets the window's inner size in logical pixels;
+//! `--ui` serves the page from DIR as it is on disk rather than the `ui/` built in, so two
+//! versions of the page can be measured in one run without a build between them:
+//! bench/peer/page_cost.mjs does both). The replay file is `{"durationMs": N, "events": [[atMs, name, payload], …]}`; the
 //! window prints `replaying` when it starts and `replayed` once `durationMs` has passed.
 
 use std::io::Write;
@@ -22,19 +26,30 @@ use tauri::Emitter;
 
 fn main() {
     let replay = replay_from_args();
+    let size = size_from_args();
     let (page_wired, wired) = std::sync::mpsc::sync_channel::<()>(1);
+    let mut context = tauri::generate_context!();
+    if let Some(ui) = option_from_args("--ui") {
+        context.set_assets(Box::new(PageOnDisk(ui.into())));
+    }
     tauri::Builder::default()
         .manage(page_wired)
         .invoke_handler(tauri::generate_handler![status])
         .setup(move |app| {
             paint_without_gl(app.handle());
+            if let Some((width, height)) = size {
+                use tauri::Manager;
+                if let Some(window) = app.get_webview_window("main") {
+                    window.set_size(tauri::LogicalSize::new(width, height))?;
+                }
+            }
             if let Some(replay) = replay {
                 let app = app.handle().clone();
                 std::thread::spawn(move || play(&app, &replay, &wired));
             }
             Ok(())
         })
-        .run(tauri::generate_context!())
+        .run(context)
         .expect("the page's window opens on this display");
 }
 
@@ -55,18 +70,52 @@ struct Replay {
     events: Vec<(f64, String, serde_json::Value)>,
 }
 
-fn replay_from_args() -> Option<Replay> {
+/// The value after `flag` on the command line, if the flag is there.
+fn option_from_args(flag: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
-    let at = args.iter().position(|arg| arg == "--replay")?;
-    let path = args
-        .get(at + 1)
-        .expect("usage: page_floor [--replay EVENTS.json]");
-    let text = std::fs::read_to_string(path)
+    let at = args.iter().position(|arg| arg == flag)?;
+    let value = args.get(at + 1).cloned();
+    Some(value.unwrap_or_else(|| panic!("usage: page_floor [{flag} VALUE]")))
+}
+
+/// The page's files as they are in a folder now (`--ui`).
+struct PageOnDisk(std::path::PathBuf);
+
+impl<R: tauri::Runtime> tauri::Assets<R> for PageOnDisk {
+    fn get(&self, key: &tauri::utils::assets::AssetKey) -> Option<std::borrow::Cow<'_, [u8]>> {
+        let relative = key.as_ref().trim_start_matches('/');
+        std::fs::read(self.0.join(relative)).ok().map(Into::into)
+    }
+
+    fn iter(&self) -> Box<tauri::utils::assets::AssetsIter<'_>> {
+        Box::new(std::iter::empty())
+    }
+
+    fn csp_hashes(
+        &self,
+        _html_path: &tauri::utils::assets::AssetKey,
+    ) -> Box<dyn Iterator<Item = tauri::utils::assets::CspHash<'_>> + '_> {
+        Box::new(std::iter::empty())
+    }
+}
+
+fn replay_from_args() -> Option<Replay> {
+    let path = option_from_args("--replay")?;
+    let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("the replay file {path} could not be read: {error}"));
     Some(
         serde_json::from_str(&text)
             .unwrap_or_else(|error| panic!("the replay file {path} is not a replay: {error}")),
     )
+}
+
+/// `--size WIDTHxHEIGHT`, in logical pixels.
+fn size_from_args() -> Option<(f64, f64)> {
+    let size = option_from_args("--size")?;
+    let parsed = size
+        .split_once('x')
+        .and_then(|(width, height)| Some((width.parse().ok()?, height.parse().ok()?)));
+    Some(parsed.unwrap_or_else(|| panic!("--size is WIDTHxHEIGHT, e.g. 480x720, not {size}")))
 }
 
 /// Sends the replay's events to the page at their times, once the page has wired its listeners.

@@ -229,28 +229,34 @@ if (walkie && browser) {
         `${ratio(quantile(timed, 0.5) / browser.result.jitterBufferDelayMs)}; ${silent} |`,
     );
   }
-  console.log(`| CPU per second, Walkie ÷ ${browser.result.client} | ≤ 0.125 | ${ratio(walkie.cpuMsPerS / browser.cpuMsPerS)} |`);
-  console.log(`| CPU per second, Walkie ÷ pacat + parec | ≤ 2 | ${ratio(walkie.cpuMsPerS / floor.cpuMsPerS)} |`);
+  // Goals of issue 43; issue 18's (≤ 0.125 × the browser, ≤ 2 × pacat + parec) were below
+  // the floors the rows after these measure.
+  console.log(`| CPU per second, Walkie ÷ ${browser.result.client} | ≤ 0.5 | ${ratio(walkie.cpuMsPerS / browser.cpuMsPerS)} |`);
+  console.log(`| CPU per second, Walkie ÷ pacat + parec | — | ${ratio(walkie.cpuMsPerS / floor.cpuMsPerS)} |`);
   // Per second flatters the client whose turns last longer (more idle between them): the
   // same turns' whole CPU says it plainly.
   console.log(
     `| CPU over the same ${walkie.result.turns} turns (not per second), Walkie ÷ ${browser.result.client} | — | ${ratio(walkie.result.cpuMs / browser.result.cpuMs)} |`,
   );
   console.log(
-    `| CPU per second, the pacat + parec floor ÷ ${browser.result.client} (what moving the audio alone costs against the 0.125 goal) | — | ${ratio(floor.cpuMsPerS / browser.cpuMsPerS)} |`,
+    `| CPU per second, the pacat + parec floor ÷ ${browser.result.client} (what moving the audio alone costs) | — | ${ratio(floor.cpuMsPerS / browser.cpuMsPerS)} |`,
   );
   console.log(
-    `| CPU per second, pacat + parec + the cheapest Opus for ${browser.result.client}'s turns ÷ ${browser.result.client} (moving and coding the audio, nothing else, against the 0.125 goal) | — | ${ratio((floor.cpuMsPerS + browser.cheapestOpusMsPerS) / browser.cpuMsPerS)} |`,
+    `| CPU per second, pacat + parec + the cheapest Opus for ${browser.result.client}'s turns ÷ ${browser.result.client} (moving and coding the audio, nothing else) | — | ${ratio((floor.cpuMsPerS + browser.cheapestOpusMsPerS) / browser.cpuMsPerS)} |`,
   );
   console.log(
     `| CPU per second, Walkie ÷ (pacat + parec + Opus at the engine's complexity for its turns) | — | ${ratio(walkie.cpuMsPerS / (floor.cpuMsPerS + walkie.enginesOpusMsPerS))} |`,
   );
   if (walkie.result.windowReplayCpuMs !== undefined) {
     // Moving and coding the audio, and showing what Walkie's window showed, nothing else: the
-    // floor under the ≤ 2 × pacat + parec goal.
+    // floor under Walkie's CPU.
     const windowMsPerS = walkie.result.windowReplayCpuMs / walkie.seconds;
+    const floorMsPerS = floor.cpuMsPerS + walkie.enginesOpusMsPerS + windowMsPerS;
     console.log(
-      `| CPU per second, (pacat + parec + Opus at the engine's complexity + Walkie's page alone showing the same events) ÷ pacat + parec (the floor under the ≤ 2 goal) | — | ${ratio((floor.cpuMsPerS + walkie.enginesOpusMsPerS + windowMsPerS) / floor.cpuMsPerS)} |`,
+      `| CPU per second, Walkie ÷ (pacat + parec + Opus at the engine's complexity + Walkie's page alone showing the same events) | ≤ 1.2 | ${ratio(walkie.cpuMsPerS / floorMsPerS)} |`,
+    );
+    console.log(
+      `| CPU per second, (pacat + parec + Opus at the engine's complexity + Walkie's page alone showing the same events) ÷ pacat + parec | — | ${ratio(floorMsPerS / floor.cpuMsPerS)} |`,
     );
     console.log(`| CPU per second, Walkie − its page alone showing the same events (Walkie's own part) | — | ${(walkie.cpuMsPerS - windowMsPerS).toFixed(1)} ms/s |`);
   }

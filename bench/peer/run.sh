@@ -18,6 +18,9 @@
 # times from target/bench-peer/window-events.json), as floors in the same run.
 #
 #   bench/peer/run.sh [TURNS]     (default 20; prints a table and writes target/bench-peer/)
+#   node bench/peer/page_cost.mjs target/bench-peer/window-events.json
+#                                 then: what one update of Walkie's page costs, by kind of
+#                                 update and window size, over that run's events
 #   WALKIE_SOUND_SERVER=pipewire bench/peer/run.sh [TURNS]    the same on a private PipeWire
 #                                 (scripts/pipewire.sh) instead of PulseAudio
 #
