@@ -21,7 +21,7 @@ use fantoccini::{Client, Locator};
 use support::{
     AppDirs, Launch, SecretService, UI_TIMEOUT, WebviewApp, choose_custom_server, click,
     end_the_call_on_a_dead_address, talk_to_custom_server, wait_for, wait_for_within,
-    wait_until_shown, watch_statuses,
+    wait_until_shown, wait_until_shown_within, watch_statuses,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -277,7 +277,8 @@ async fn e2e_each_refused_call_shows_its_own_sentence_in_the_status_line() {
         // way, stops at Cancel instead of running out its 15 s.
         watch_statuses(&client).await;
         choose_custom_server(&client, &silent_url).await;
-        wait_until_shown(&client, |text| {
+        // The first attempt ends when the app's bound on it does.
+        wait_until_shown_within(&client, SIGNALLING_TIMEOUT + UI_TIMEOUT, |text| {
             text.starts_with("Calling again (attempt 1 of 6)…")
         })
         .await;

@@ -10,7 +10,7 @@ import {
   talkControl,
 } from "./status.js";
 import { createTranscript } from "./transcript.js";
-import { createPacer } from "./pace.js";
+import { createRegions, createUpdates, setText } from "./updates.js";
 import { renderLevel, ringLevel } from "./meters.js";
 import { createSettingsDialog } from "./settings.js";
 import { createHistoryPanel, savingNote } from "./history.js";
@@ -46,6 +46,33 @@ const meters = {
   input: document.getElementById("input-level"),
   output: document.getElementById("output-level"),
 };
+const spending = createSpending(document.querySelector("#spending"), document.querySelector(".spending-slot"));
+// What the app sends while a conversation goes on is shown in paced batches, each region of
+// the page in a frame of its own (updates.js); anything that marks or reads the transcript
+// first shows what waits (showWaiting).
+const regions = createRegions();
+const readingsToShow = new Map();
+const transcriptToApply = [];
+const updates = createUpdates((batch) => {
+  for (const status of batch.statuses) showStatus(status);
+  if (batch.levels.size > 0) {
+    for (const [direction, reading] of batch.levels) readingsToShow.set(direction, reading);
+    if (batch.levels.has("input")) page.setMicReading(batch.levels.get("input"));
+    regions.show("meters", showLevels);
+  }
+  if (batch.transcript.length > 0) {
+    transcriptToApply.push(...batch.transcript);
+    regions.show("transcript", () => transcript.applyAll(transcriptToApply.splice(0), reportFailure));
+  }
+  if (batch.spending) {
+    const report = batch.spending;
+    regions.show("spending", () => spending.show(report));
+  }
+});
+function showWaiting() {
+  updates.flush();
+  regions.flush();
+}
 
 const compose = createCompose(document.getElementById("compose"), {
   send: (text, pictures) => invoke(COMMANDS.sendMessage, { text, pictures }),
@@ -76,32 +103,67 @@ const banner = document.getElementById("banner");
 // How the user talks (from the settings) and the conversation's state (from Rust): together
 // they say what the big control and its hint read.
 function showTalkControl() {
+  showTalkLabel();
+  showHint();
+}
+// Each of these says whether it changed anything.
+function showTalkLabel() {
   const { status, talkMode } = page.get();
   const control = talkControl(status.state, talkMode);
-  pttButton.querySelector(".ptt-label").textContent = control.label;
   pttButton.disabled = control.disabled && !talk.pressed;
-  // "Space" and "Esc" are keys: shown as such.
-  const withKeys = (text) =>
-    text
-      .split(/(Space|Esc)/)
-      .map((part) => (part === "Space" || part === "Esc" ? Object.assign(document.createElement("kbd"), { textContent: part }) : part));
-  document.getElementById("ptt-hint").replaceChildren(...withKeys(control.hint));
-  // The empty transcript says the same, unless the first-run card is there.
+  return setText(pttButton.querySelector(".ptt-label"), control.label);
+}
+function showHint() {
+  const { status, talkMode } = page.get();
+  const hint = talkControl(status.state, talkMode).hint;
+  const line = document.getElementById("ptt-hint");
+  if (line.textContent === hint) return false;
+  line.replaceChildren(...withKeys(hint));
+  return true;
+}
+// "Space" and "Esc" are keys: shown as such.
+function withKeys(text) {
+  return text
+    .split(/(Space|Esc)/)
+    .map((part) => (part === "Space" || part === "Esc" ? Object.assign(document.createElement("kbd"), { textContent: part }) : part));
+}
+// The empty transcript says what the talk control's hint says, unless the first-run card is there.
+function showPlaceholder() {
+  const { status, talkMode } = page.get();
   const placeholder = document.querySelector("#transcript > .empty:not(.first-run)");
-  placeholder?.replaceChildren(...withKeys(`${control.hint}. Both sides of the conversation appear here.`));
+  const text = `${talkControl(status.state, talkMode).hint}. Both sides of the conversation appear here.`;
+  if (!placeholder || placeholder.textContent === text) return false;
+  placeholder.replaceChildren(...withKeys(text));
+  return true;
 }
 // The Connect button follows the status: Cancel while a call is being placed.
 // A problem's sentence and its one action go to the banner under the header.
+let statusesShown = 0;
 function showStatus(status) {
   if (!page.showStatus(status)) return;
+  // Whether the control takes a press is not left for a later frame.
+  pttButton.disabled = talkControl(status.state, page.get().talkMode).disabled && !talk.pressed;
+  // What came before the status is shown before it (the paced transcript and readings), and
+  // the status line last: what it says, the rest of the page already shows.
+  updates.flush();
+  regions.show("talk control", () => {
+    const labelChanged = showTalkLabel();
+    const ringChanged = showMicRing();
+    return labelChanged || ringChanged;
+  });
+  regions.show("hint", showHint);
+  regions.show("placeholder", showPlaceholder);
+  // Each status is shown, however soon the next one comes (a reconnect's attempts).
+  statusesShown += 1;
+  regions.show(`status ${statusesShown}`, () => showHeader(status));
+}
+function showHeader(status) {
   renderStatus(statusLine, status);
   showHealthBadge();
-  showMicRing();
   renderBanner(banner, status);
   const action = connectAction(status);
-  connectButton.textContent = action.label;
+  setText(connectButton, action.label);
   connectButton.title = action.title;
-  showTalkControl();
 }
 // The badge shows while a call is up and its health was said; it is drawn when health comes.
 function showHealthBadge() {
@@ -112,8 +174,10 @@ function showHealthBadge() {
 // come only when the level moves, so a press shows the last one at once.
 function showMicRing() {
   const { micReading } = page.get();
-  const ring = page.listening() && micReading ? ringLevel(micReading) : 0;
-  pttButton.style.setProperty("--mic-level", ring.toFixed(2));
+  const ring = (page.listening() && micReading ? ringLevel(micReading) : 0).toFixed(2);
+  if (pttButton.style.getPropertyValue("--mic-level") === ring) return false;
+  pttButton.style.setProperty("--mic-level", ring);
+  return true;
 }
 banner.querySelector("[data-action=copy-details]").addEventListener("click", (event) => {
   const button = event.currentTarget;
@@ -130,21 +194,17 @@ banner.querySelector("[data-role=action]").addEventListener("click", () => {
   else if (command === "dismiss") banner.hidden = true;
   else invoke(COMMANDS.connect).catch(reportFailure);
 });
-await listen(EVENTS.status, (event) => showStatus(event.payload));
+await listen(EVENTS.status, (event) => updates.push("status", event.payload));
 // Statuses emitted before this page listened (the app connects while the page loads).
 const latest = await invoke(COMMANDS.status);
 if (latest) showStatus(latest);
-await listen(EVENTS.level, (event) => {
-  renderLevel(meters, event.payload);
-  if (event.payload.direction !== "input") return;
-  page.setMicReading(event.payload);
+function showLevels() {
+  for (const reading of readingsToShow.values()) renderLevel(meters, reading);
+  readingsToShow.clear();
   showMicRing();
-});
-// Transcript events are applied in their order, at most about ten batches a second (pace.js);
-// anything that marks or reads the transcript first applies what waits.
-const transcriptEvents = createPacer((events) => transcript.applyAll(events, reportFailure));
-const spending = createSpending(document.querySelector("#spending"));
-await listen(EVENTS.spending, (event) => spending.show(event.payload));
+}
+await listen(EVENTS.level, (event) => updates.push("level", event.payload));
+await listen(EVENTS.spending, (event) => updates.push("spending", event.payload));
 // What the conversation under way saves, said where a conversation is started when it is not
 // everything (History chooses it for the next conversation).
 const savingNoteLine = document.querySelector("#saving-note");
@@ -159,7 +219,7 @@ await listen(EVENTS.connectionHealth, (event) => {
   renderHealth(connectionBadge, event.payload);
   showHealthBadge();
 });
-await listen(EVENTS.transcript, (event) => transcriptEvents.push(event.payload));
+await listen(EVENTS.transcript, (event) => updates.push("transcript", event.payload));
 
 
 pttButton.addEventListener("pointerdown", (event) => {
@@ -207,7 +267,7 @@ document.addEventListener("click", (event) => {
   copy(text.trim(), "the message");
 });
 document.getElementById("copy-transcript").addEventListener("click", () => {
-  transcriptEvents.flush();
+  showWaiting();
   copy(transcript.plainText(), "the transcript");
 });
 
@@ -216,6 +276,7 @@ function showTalkMode(settings) {
   handsFree.checked = settings.handsFree;
   page.setTalkMode(settings);
   showTalkControl();
+  showPlaceholder();
 }
 // A switch flipped with the mouse gives the focus back: Space is the talk key, and on a
 // focused checkbox it would flip the switch again. Flipped from the keyboard (a click with
@@ -250,6 +311,7 @@ invoke(COMMANDS.getSettings)
         addKey: () => settingsDialog.open({ focus: "apiKey" }),
         keepDemo: () => {
           showTalkControl();
+          showPlaceholder();
           try {
             localStorage.setItem(DISMISSED_KEY, "yes");
           } catch {
@@ -279,7 +341,7 @@ const history = createHistoryPanel({
   createTranscript,
   // A conversation deleted there is no longer readable here either.
   onDeleted: (conversation) => {
-    transcriptEvents.flush();
+    showWaiting();
     if (conversation.threadId) transcript.forgetThread(conversation.threadId);
   },
 });

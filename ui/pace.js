@@ -1,7 +1,8 @@
-// Streamed text is shown at most about ten times a second. Why: painted on the CPU, every update of
-// the page costs WebKitGTK a whole frame, whatever it changes, and a provider's transcript deltas
-// can come dozens a second. A delta after a pause is shown at once; those that follow within the
-// interval are shown together when it ends, in their order, none dropped.
+// What streams in is shown at most about ten times a second. Why: painted on the CPU, every
+// update of the page costs WebKitGTK a layout and a frame, and a provider's transcript deltas
+// and the level readings can come dozens a second. An item after a pause is shown at once;
+// those that follow within the interval are shown together when it ends, in their order, none
+// dropped (updates.js batches every kind of update this way).
 
 /** The shortest time between two batches, in ms. */
 export const PACE_INTERVAL_MS = 100;

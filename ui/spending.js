@@ -147,17 +147,19 @@ export function spendingDetails(spending) {
 }
 
 /**
- * Shows each spending report in `element` (hidden while there is nothing to show).
+ * Shows each spending report in `element`, and `shown` (the element or what holds it) only
+ * while there is something to show.
  * @param {HTMLElement} element
+ * @param {HTMLElement} [shown]
  */
-export function createSpending(element) {
+export function createSpending(element, shown = element) {
   return {
     /** @param {Spending} spending */
     show(spending) {
       const line = spendingLine(spending);
-      element.textContent = line;
+      if (element.textContent !== line) element.textContent = line;
       element.title = line ? spendingDetails(spending) : "";
-      element.hidden = !line;
+      shown.hidden = !line;
     },
   };
 }

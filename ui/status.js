@@ -64,13 +64,16 @@ export function statusView(status) {
 export function renderStatus(element, status) {
   element.dataset.state = KNOWN_STATES.has(status.state) ? status.state : "unknown";
   const view = statusView(status);
+  element.title = status.detail;
+  // The same words again (a new state that reads the same) are not written again.
+  const [shownHeadline, shownRest] = element.children ?? [];
+  if (shownHeadline?.textContent === view.headline && shownRest?.textContent === view.rest) return;
   const headline = element.ownerDocument.createElement("span");
   headline.textContent = view.headline;
   const rest = element.ownerDocument.createElement("span");
   rest.className = "visually-hidden";
   rest.textContent = view.rest;
   element.replaceChildren(headline, rest);
-  element.title = status.detail;
 }
 
 /**

@@ -1250,7 +1250,16 @@ pub async fn statuses_seen(client: &Client) -> Vec<String> {
 
 /// Waits until a status since [`watch_statuses`] satisfies `wanted`; returns it.
 pub async fn wait_until_shown(client: &Client, wanted: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + UI_TIMEOUT;
+    wait_until_shown_within(client, UI_TIMEOUT, wanted).await
+}
+
+/// [`wait_until_shown`], for a status the app shows only after `within` of its own.
+pub async fn wait_until_shown_within(
+    client: &Client,
+    within: Duration,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = Instant::now() + within;
     loop {
         let seen = statuses_seen(client).await;
         if let Some(shown) = seen.iter().find(|status| wanted(status)) {
@@ -1258,7 +1267,7 @@ pub async fn wait_until_shown(client: &Client, wanted: impl Fn(&str) -> bool) ->
         }
         assert!(
             Instant::now() < deadline,
-            "no status like that after {UI_TIMEOUT:?}; seen: {seen:?}"
+            "no status like that after {within:?}; seen: {seen:?}"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

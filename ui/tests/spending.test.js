@@ -64,6 +64,18 @@ test("the element is hidden until something was billed, and shown after", () => 
   assert.equal(element.hidden, true, "a new conversation starts with nothing shown");
 });
 
+test("the line's holder is what hides while there is nothing to show", () => {
+  const element = { textContent: "", title: "", hidden: false };
+  const holder = { hidden: true };
+  const spending = createSpending(element, holder);
+  spending.show(base);
+  assert.equal(holder.hidden, false);
+  assert.equal(element.hidden, false, "the line itself is left shown");
+  assert.equal(element.textContent, "1.2k tokens · $0.0051");
+  spending.show({ ...base, responses: 0, totalTokens: 0 });
+  assert.equal(holder.hidden, true);
+});
+
 const transcribed = {
   ...base,
   costUsd: 0.00512 + 0.0085,

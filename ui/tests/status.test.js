@@ -51,6 +51,19 @@ test("the status line shows the event's sentence and state", () => {
   assert.equal(line.dataset.state, "connecting");
 });
 
+test("a new state that reads the same is not written again, and its state and details still change", () => {
+  const line = statusElement();
+  renderStatus(line, { state: "ready", detail: "Ready. Hold the button to talk." });
+  const written = line.children;
+  renderStatus(line, { state: "speaking", detail: "Ready. Hold the button to talk." });
+  assert.equal(line.children, written, "the same spans stay in place");
+  assert.equal(line.dataset.state, "speaking");
+  renderStatus(line, { state: "thinking", detail: "Thinking…" });
+  assert.notEqual(line.children, written);
+  assert.equal(line.textContent, "Thinking…");
+  assert.equal(line.title, "Thinking…");
+});
+
 test("a state this page does not know still shows its text, marked unknown", () => {
   const line = statusElement();
   renderStatus(line, { state: "teleporting", detail: "Beaming up" });

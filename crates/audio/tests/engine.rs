@@ -855,9 +855,9 @@ fn a_press_right_after_a_gated_stretch_sends_the_user_from_its_first_frame() {
     running.events_until("the tone in the mic", Duration::from_secs(5), |event| {
         matches!(event, EngineEvent::Level { direction: DeviceDirection::Input, level } if level.rms_dbfs > -20.0)
     });
-    // Longer than the 300 ms pre-roll (15 readings a second), so a pre-roll kept through the
-    // gate would be full.
-    running.events_until("400 ms of gated microphone", Duration::from_secs(5), {
+    // Longer than the 300 ms pre-roll (six readings at 10 a second), so a pre-roll kept through
+    // the gate would be full.
+    running.events_until("600 ms of gated microphone", Duration::from_secs(5), {
         let mut readings = 0;
         move |event| {
             if matches!(
@@ -989,8 +989,14 @@ fn when_the_chosen_devices_vanish_the_engine_falls_back_to_the_defaults_and_goes
 /// events the way the app does, woken once per worker pass.
 fn start_woken() -> (Engine, Receiver<EngineEvent>, Receiver<()>) {
     let (wake_tx, wakes) = mpsc::channel::<()>();
+    // A level reading every other pass of the uplink (a pass is one 20 ms frame), so that a
+    // wake per event and a wake per pass tell apart.
+    let config = EngineConfig {
+        meter_readings_per_second: 25,
+        ..EngineConfig::default()
+    };
     let (engine, events) = Engine::start(
-        EngineConfig::default(),
+        config,
         |_: &[u8], _| {},
         move || {
             let _ = wake_tx.send(());
@@ -1034,7 +1040,7 @@ fn the_app_is_woken_once_per_worker_pass_not_once_per_event_and_never_misses_one
         frames_sent >= 40,
         "about 50 frames a second were sent and reported: {frames_sent}"
     );
-    // Each pass of the uplink has a frame and, two passes in three, a level reading.
+    // Each pass of the uplink has a frame and, every other pass, a level reading.
     assert!(
         woken * 5 <= taken * 4,
         "woken {woken} times for {taken} events: the events of a pass come with one wake"
