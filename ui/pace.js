@@ -2,7 +2,7 @@
 // update of the page costs WebKitGTK a layout and a frame, and a provider's transcript deltas
 // and the level readings can come dozens a second. An item after a pause is shown at once;
 // those that follow within the interval are shown together when it ends, in their order, none
-// dropped (updates.js batches every kind of update this way).
+// dropped (updates.js paces the level readings and the transcript events this way).
 
 /** The shortest time between two batches, in ms. */
 export const PACE_INTERVAL_MS = 100;
