@@ -85,8 +85,8 @@ pub const DEFAULT_PRE_ROLL_MS: u32 = 300;
 pub const DEFAULT_PLAYOUT_CUSHION_MS: u32 = 10;
 /// The most silence put ahead of a reply, however late the downlink has been.
 pub const MAX_PLAYOUT_CUSHION_MS: u32 = 40;
-/// Level readings per second for the UI: a meter's pace (each reading is a message to the
-/// window and may repaint it; docs/benchmarks.md, "Twelfth part").
+/// Level readings per second for the UI: a meter's pace. Each reading is a message to the
+/// window and may repaint part of it, so no more than the eye follows.
 pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 10;
 
 /// How long a worker sleeps at most between looks at its rings: one Opus frame. Messages wake
