@@ -414,13 +414,9 @@ async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
     );
 }
 
-/// What the app sends Walkie's page (ui/main.js listens to each of these).
-const WINDOW_EVENTS: [&str; 4] = [
-    "walkie://status",
-    "walkie://level",
-    "walkie://transcript",
-    "walkie://spending",
-];
+/// What the app sends Walkie's page while a conversation goes on: its status, transcript, meter
+/// readings and spending, in batches (src-tauri/window_updates.rs).
+const WINDOW_EVENTS: [&str; 1] = ["walkie://updates"];
 
 /// Has the page keep every event the app sends it from now on, with its time, for the replay
 /// floor ([`page_floor_replay_cpu`]); resolves once the page listens.

@@ -28,8 +28,8 @@ use crate::recording::{Recording, Saving, SavingNews};
 pub trait Ui: Send + 'static {
     fn status(&mut self, status: StatusEvent);
     fn transcript(&mut self, event: &walkie_agui::Event);
-    /// A level reading for the meters, sent only when it moves the meter a step (at most 15 a
-    /// second per direction).
+    /// A level reading for the meters, sent only when it moves the meter a step (at most the
+    /// engine's meter rate, ten a second by default, per direction).
     fn level(&mut self, direction: DeviceDirection, level: LevelReading);
     /// What the conversation has spent so far.
     fn spending(&mut self, spending: &walkie_conversation::Spending);

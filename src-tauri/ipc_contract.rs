@@ -154,7 +154,7 @@ fn every_registered_command_is_declared_to_tauri_and_allowed_to_the_window() {
 fn the_page_listens_for_exactly_the_events_the_shell_emits() {
     let (page, shell) = (page_names("EVENTS"), emitted_events());
     assert!(
-        shell.contains("walkie://status"),
+        shell.contains("walkie://updates"),
         "the sources were read: {shell:?}"
     );
     assert_eq!(page, shell, "{}", differences(&page, &shell));

@@ -28,6 +28,7 @@ mod tool_servers;
 pub use walkie_settings::{self as settings, plan, secrets};
 mod status;
 mod voice_preview;
+mod window_updates;
 
 use std::sync::Mutex;
 
@@ -39,19 +40,13 @@ use history::{CurrentConversation, History};
 use plan::Plan;
 use recording::Saving;
 use settings_commands::{SettingsState, load_settings};
-pub use status::{ConnectionState, STATUS_EVENT, StatusEvent};
+pub use status::{ConnectionState, StatusEvent};
+use window_updates::{UpdateKind, WindowUpdate, WindowUpdates};
 use walkie_conversation::{DeviceDirection, LevelReading};
-
-/// The event name the webview listens on for AG-UI transcript events, the marks on its
-/// messages included (a reply cut off, a recording taken back, how long a reply took to be
-/// heard: CUSTOM events, `walkie_session::transcript::MARK_*`).
-pub const TRANSCRIPT_EVENT: &str = "walkie://transcript";
 
 /// How the connection is doing: a [`walkie_conversation::ConnectionHealth`] (its level, its
 /// sentence and the figures behind it), sent when the level or the sentence changes.
 pub const HEALTH_EVENT: &str = "walkie://connection-health";
-/// What the conversation has spent: a [`SpendingView`].
-pub const SPENDING_EVENT: &str = "walkie://spending";
 /// A tool call that asks first waits for the user: the card's content.
 pub const TOOL_APPROVAL_EVENT: &str = "walkie://tool-approval";
 /// A tool call's card is no longer needed (decided, expired, or its call ended).
@@ -123,9 +118,6 @@ impl<'a> From<&'a walkie_conversation::Spending> for SpendingView<'a> {
         }
     }
 }
-
-/// The event name the webview listens on for microphone and speaker levels.
-pub const LEVEL_EVENT: &str = "walkie://level";
 
 /// One meter reading, as the webview reads it.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -336,15 +328,22 @@ fn show_status(app: &AppHandle, status: StatusEvent) {
     let Some(latest) = app.try_state::<LatestStatus>() else {
         return;
     };
-    let sequenced = {
-        let mut latest = lock(&latest.0);
-        let seq = latest.as_ref().map_or(0, |shown| shown.seq) + 1;
-        let sequenced = SequencedStatus { seq, status };
-        *latest = Some(sequenced.clone());
-        sequenced
+    // Sent under the lock, so statuses reach the window in the order of their numbers.
+    let mut latest = lock(&latest.0);
+    let seq = latest.as_ref().map_or(0, |shown| shown.seq) + 1;
+    let sequenced = SequencedStatus { seq, status };
+    send_update(app, UpdateKind::Status, &sequenced);
+    *latest = Some(sequenced);
+}
+
+/// Sends the window an update with the next batch (`walkie://updates`).
+fn send_update(app: &AppHandle, kind: UpdateKind, payload: impl serde::Serialize) {
+    let Some(updates) = app.try_state::<WindowUpdates>() else {
+        return;
     };
-    if let Err(error) = app.emit(STATUS_EVENT, sequenced) {
-        log::warn!("could not send the status to the window: {error}");
+    match WindowUpdate::new(kind, payload) {
+        Ok(update) => updates.send(update),
+        Err(error) => log::warn!("could not send the window an update ({kind:?}): {error}"),
     }
 }
 
@@ -377,14 +376,11 @@ impl Ui for WindowUi {
             rms_dbfs: level.rms_dbfs,
             peak_dbfs: level.peak_dbfs,
         };
-        // Sent only when the meter moves: a lost one leaves it a step off until the level moves.
-        let _ = self.app.emit(LEVEL_EVENT, reading);
+        send_update(&self.app, UpdateKind::Level, reading);
     }
 
     fn spending(&mut self, spending: &walkie_conversation::Spending) {
-        if let Err(error) = self.app.emit(SPENDING_EVENT, SpendingView::from(spending)) {
-            log::warn!("could not show what the conversation spent in the window: {error}");
-        }
+        send_update(&self.app, UpdateKind::Spending, SpendingView::from(spending));
     }
 
     // The engine's account of each reply is in the log; the window shows the connection's
@@ -416,9 +412,7 @@ impl Ui for WindowUi {
     }
 
     fn transcript(&mut self, event: &walkie_agui::Event) {
-        if let Err(error) = self.app.emit(TRANSCRIPT_EVENT, event) {
-            log::warn!("could not send a transcript event to the window: {error}");
-        }
+        send_update(&self.app, UpdateKind::Transcript, event);
     }
 }
 
@@ -713,6 +707,7 @@ pub fn run(hidden: bool) {
             app.manage(closing::Closing::default());
             app.manage(pictures::Attachments::default());
             app.manage(LatestStatus::default());
+            app.manage(WindowUpdates::start(app.handle().clone()));
             app.manage(mic_test::MicTest::default());
             app.manage(voice_preview::Previewing::default());
             app.manage(dialler::Dialler::default());

@@ -1,13 +1,11 @@
 //! What the status line shows: the conversation's state and a sentence about it, decided by
-//! the conversation machine (walkie-conversation) and sent to the webview under one event name.
+//! the conversation machine (walkie-conversation) and sent to the webview as the window's
+//! `status` updates (window_updates.rs).
 //!
 //! The webview renders these events as they come and derives nothing itself, so the state a user
 //! reads is always the state Rust is in.
 
 pub use walkie_conversation::{ConnectionState, StatusEvent};
-
-/// The event name the webview listens on for [`StatusEvent`]s.
-pub const STATUS_EVENT: &str = "walkie://status";
 
 #[cfg(test)]
 mod tests {

@@ -168,8 +168,9 @@ async fn e2e_a_past_conversation_continued_from_history_is_given_to_the_new_call
             .execute(
                 "window.transcriptSeen = [];
                  return window.__TAURI__.event
-                   .listen('walkie://transcript',
-                     (event) => window.transcriptSeen.push(event.payload))
+                   .listen('walkie://updates', (event) => window.transcriptSeen.push(
+                     ...event.payload.filter((update) => update.kind === 'transcript')
+                       .map((update) => update.payload)))
                    .then(() => true);",
                 vec![],
             )

@@ -402,7 +402,7 @@ async fn e2e_history_lists_opens_plays_and_deletes_saved_conversations() {
             .execute_async(
                 "const done = arguments[arguments.length - 1];
                  window.__TAURI__.event
-                   .emit('walkie://status', { state: 'ready', detail: 'forged' })
+                   .emit('walkie://updates', [{ kind: 'status', payload: { state: 'ready', detail: 'forged' } }])
                    .then(() => done('emitted'), (error) => done(String(error)));",
                 vec![],
             )

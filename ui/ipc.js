@@ -51,12 +51,9 @@ export const COMMANDS = Object.freeze({
 
 /** The shell's events, as `listen` takes them. */
 export const EVENTS = Object.freeze({
-  status: "walkie://status",
-  transcript: "walkie://transcript",
-  spending: "walkie://spending",
+  updates: "walkie://updates",
   saving: "walkie://saving",
   connectionHealth: "walkie://connection-health",
-  level: "walkie://level",
   micTest: "walkie://mic-test",
   pictureDropped: "walkie://picture-dropped",
   toolApproval: "walkie://tool-approval",

@@ -194,7 +194,11 @@ banner.querySelector("[data-role=action]").addEventListener("click", () => {
   else if (command === "dismiss") banner.hidden = true;
   else invoke(COMMANDS.connect).catch(reportFailure);
 });
-await listen(EVENTS.status, (event) => updates.push("status", event.payload));
+// What a conversation changes in the window comes in batches, in the order the app made it
+// (src-tauri/window_updates.rs); each update goes to its own pace here.
+await listen(EVENTS.updates, (event) => {
+  for (const { kind, payload } of event.payload) updates.push(kind, payload);
+});
 // Statuses emitted before this page listened (the app connects while the page loads).
 const latest = await invoke(COMMANDS.status);
 if (latest) showStatus(latest);
@@ -203,8 +207,6 @@ function showLevels() {
   readingsToShow.clear();
   showMicRing();
 }
-await listen(EVENTS.level, (event) => updates.push("level", event.payload));
-await listen(EVENTS.spending, (event) => updates.push("spending", event.payload));
 // What the conversation under way saves, said where a conversation is started when it is not
 // everything (History chooses it for the next conversation).
 const savingNoteLine = document.querySelector("#saving-note");
@@ -219,7 +221,6 @@ await listen(EVENTS.connectionHealth, (event) => {
   renderHealth(connectionBadge, event.payload);
   showHealthBadge();
 });
-await listen(EVENTS.transcript, (event) => updates.push("transcript", event.payload));
 
 
 pttButton.addEventListener("pointerdown", (event) => {

@@ -1,6 +1,6 @@
 // What the conversation has spent, in one discreet line under the meters: its tokens and, when
 // the model's prices are known, their cost. The breakdown (by modality, cached input, whose
-// prices of when) is in the line's tooltip. Rust sends the figures (walkie://spending); this
+// prices of when) is in the line's tooltip. Rust sends the figures (`spending` updates); this
 // only words them.
 
 import { formatDurationMs } from "./history.js";

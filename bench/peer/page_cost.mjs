@@ -4,20 +4,24 @@
 // target/bench-peer/window-events.json) to Walkie's page alone (examples/page_floor.rs), once for
 // each kind of event alone, once with none and once with all of them, in each window size, and
 // reads the page's process tree's CPU (/proc, as proc.mjs does for the peer bench) between the
-// window's `replaying` and `replayed`. An update's cost is what a kind's replay took over the
-// replay with no events, divided by its events: the web process's (WebKit's layout, style and
-// paint, the page's script) and the window's process's (receiving the events, drawing the
-// frames) apart.
+// window's `replaying` and `replayed`. An event's cost is what a kind's replay took over the
+// replay with no events, divided by its events (the batches of updates the app sent): the web
+// process's (WebKit's layout, style and paint, the page's script) and the window's process's
+// (receiving the events, drawing the frames) apart; an update's, the web process's divided by
+// the updates the events carried.
 //
 //   node bench/peer/page_cost.mjs REPLAY.json [--sizes 480x720,1600x1000] [--kinds all,none,…]
-//        [--pages NAME=DIR,…] [--seconds S] [--rounds N] [--json OUT.json]
+//        [--pages NAME=DIR,…] [--seconds S] [--rounds N] [--batch app|as-recorded] [--json OUT.json]
 //
 // --pages measures each version of the page in DIR (e.g. `before=../old/ui,after=ui`) in the
 // same run, interleaved, rather than the ui/ built into the page floor; the page named
 // `listening` (always measured) is the floor under any page: it listens to the same events and
-// shows nothing, so its cost per update is what delivering an event to the page costs. --seconds plays only the replay's first S seconds (quicker, noisier); --rounds repeats every
-// variant N times, interleaved, and keeps the median. Needs xvfb-run and a release build of the
-// page floor: cargo build --release --example page_floor (run.sh builds it).
+// shows nothing, so its cost per event is what delivering an event to the page costs. --seconds
+// plays only the replay's first S seconds (quicker, noisier); --rounds repeats every variant N
+// times, interleaved, and keeps the median; --batch app sends the updates batched as the app now
+// does (a recording from before the app sent batches has one update an event). Needs xvfb-run
+// and a release build of the page floor: cargo build --release --example page_floor (run.sh
+// builds it).
 
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -31,23 +35,63 @@ const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const target = process.env.CARGO_TARGET_DIR ?? join(repo, "target");
 const pageFloor = join(target, "release", "examples", "page_floor");
 
-/** Each kind of update: the events it is made of. */
+/** Each kind of update: the updates (`{ kind, payload }` of a `walkie://updates` batch) it is made of. */
 const KINDS = {
-  "level/input": (name, payload) => name === "walkie://level" && payload?.direction === "input",
-  "level/output": (name, payload) => name === "walkie://level" && payload?.direction === "output",
-  status: (name) => name === "walkie://status",
-  transcript: (name) => name === "walkie://transcript",
-  spending: (name) => name === "walkie://spending",
+  "level/input": (update) => update.kind === "level" && update.payload?.direction === "input",
+  "level/output": (update) => update.kind === "level" && update.payload?.direction === "output",
+  status: (update) => update.kind === "status",
+  transcript: (update) => update.kind === "transcript",
+  spending: (update) => update.kind === "spending",
   all: () => true,
   none: () => false,
 };
+
+const UPDATES = "walkie://updates";
+/** The events a recording from before the app sent batches holds, by the kind of their update. */
+const OLD_EVENTS = { "walkie://status": "status", "walkie://level": "level", "walkie://transcript": "transcript", "walkie://spending": "spending" };
+
+/**
+ * The replay's events as batches of updates: a recording made before the app sent batches has
+ * each update as an event of its own, sent as a batch of one.
+ */
+function asBatches(replay) {
+  const events = replay.events.map(([atMs, name, payload]) =>
+    OLD_EVENTS[name] ? [atMs, UPDATES, [{ kind: OLD_EVENTS[name], payload }]] : [atMs, name, payload],
+  );
+  return { ...replay, events };
+}
+
+/**
+ * The replay's updates sent as the app sends them (src-tauri/window_updates.rs): a batch is due
+ * `pacedMs` after its first update, or `statusMs` after a status if that is sooner.
+ */
+function batchedAsTheAppDoes(replay, pacedMs = 100, statusMs = 10) {
+  const events = [];
+  let pending = [];
+  let dueMs = null;
+  const send = () => {
+    events.push([dueMs, UPDATES, pending]);
+    [pending, dueMs] = [[], null];
+  };
+  for (const [atMs, name, batch] of replay.events) {
+    if (name !== UPDATES) continue;
+    for (const update of batch) {
+      if (dueMs !== null && atMs >= dueMs) send();
+      const due = atMs + (update.kind === "status" ? statusMs : pacedMs);
+      dueMs = dueMs === null ? due : Math.min(dueMs, due);
+      pending.push(update);
+    }
+  }
+  if (dueMs !== null) send();
+  return { ...replay, events };
+}
 
 function parseArgs(argv) {
   const [replayPath, ...rest] = argv;
   if (!replayPath) {
     throw new Error("usage: page_cost.mjs REPLAY.json [--sizes 480x720,1600x1000] [--kinds …] [--seconds S] [--rounds N] [--json OUT]");
   }
-  const options = { replayPath, sizes: ["480x720", "1600x1000"], kinds: Object.keys(KINDS), pages: [["built in", null]], seconds: null, rounds: 1, json: null };
+  const options = { replayPath, sizes: ["480x720", "1600x1000"], kinds: Object.keys(KINDS), pages: [["built in", null]], seconds: null, rounds: 1, json: null, batch: false };
   for (let at = 0; at < rest.length; at += 2) {
     const [flag, value] = [rest[at], rest[at + 1]];
     if (value === undefined) throw new Error(`${flag} needs a value`);
@@ -57,6 +101,7 @@ function parseArgs(argv) {
     else if (flag === "--seconds") options.seconds = Number(value);
     else if (flag === "--rounds") options.rounds = Number(value);
     else if (flag === "--json") options.json = value;
+    else if (flag === "--batch") options.batch = value === "app" ? true : value === "as-recorded" ? false : (() => { throw new Error(`--batch is app or as-recorded, not ${value}`); })();
     else throw new Error(`unknown option ${flag}`);
   }
   for (const kind of options.kinds) if (!KINDS[kind]) throw new Error(`unknown kind ${kind}: one of ${Object.keys(KINDS).join(", ")}`);
@@ -65,11 +110,15 @@ function parseArgs(argv) {
   return options;
 }
 
-/** The replay cut to its first `seconds` (all of it without), and the events of one kind. */
+/** The replay cut to its first `seconds` (all of it without), with the updates of one kind only. */
 function variant(replay, kind, seconds) {
   const durationMs = seconds ? Math.min(replay.durationMs, seconds * 1000) : replay.durationMs;
-  const events = replay.events.filter(([atMs, name, payload]) => atMs < durationMs && KINDS[kind](name, payload));
-  return { durationMs, events };
+  const events = replay.events
+    .filter(([atMs, name]) => atMs < durationMs && name === UPDATES)
+    .map(([atMs, name, batch]) => [atMs, name, batch.filter(KINDS[kind])])
+    .filter(([, , batch]) => batch.length > 0);
+  const updates = events.reduce((sum, [, , batch]) => sum + batch.length, 0);
+  return { durationMs, events, updates };
 }
 
 /** Runs the page floor on `replayFile` in a window of `size`; its tree's CPU by process name over the replay. */
@@ -110,10 +159,9 @@ function listeningPage(work) {
   const dir = join(work, "listening");
   mkdirSync(dir);
   writeFileSync(join(dir, "index.html"), '<!doctype html><meta charset="utf-8"><script type="module" src="listen.js"></script><p>Listening</p>\n');
-  const names = ["walkie://status", "walkie://level", "walkie://transcript", "walkie://spending"];
   writeFileSync(
     join(dir, "listen.js"),
-    `let received = 0;\nfor (const name of ${JSON.stringify(names)}) await window.__TAURI__.event.listen(name, () => (received += 1));\nawait window.__TAURI__.core.invoke("status");\n`,
+    `let received = 0;\nawait window.__TAURI__.event.listen(${JSON.stringify(UPDATES)}, (event) => (received += event.payload.length));\nawait window.__TAURI__.core.invoke("status");\n`,
   );
   return dir;
 }
@@ -126,7 +174,8 @@ const median = (values) => {
 
 async function main() {
   const options = parseArgs(process.argv.slice(2));
-  const replay = JSON.parse(readFileSync(options.replayPath, "utf8"));
+  const recorded = asBatches(JSON.parse(readFileSync(options.replayPath, "utf8")));
+  const replay = options.batch ? batchedAsTheAppDoes(recorded) : recorded;
   const work = mkdtempSync(join(tmpdir(), "walkie-page-cost-"));
   options.pages.push(["listening", listeningPage(work)]);
   const runs = new Map(); // "page size kind" → [{ web, window }]
@@ -160,23 +209,24 @@ async function main() {
     const baseWeb = median(base.map((run) => run.web));
     const baseWindow = median(base.map((run) => run.window));
     for (const kind of options.kinds) {
-      const count = variant(replay, kind, options.seconds).events.length;
+      const { events: { length: count }, updates } = variant(replay, kind, options.seconds);
       const web = median(runs.get(`${page} ${size} ${kind}`).map((run) => run.web));
       const window = median(runs.get(`${page} ${size} ${kind}`).map((run) => run.window));
       rows.push({
-        page, size, kind, events: count,
+        page, size, kind, events: count, updates,
         webMsPerS: web / seconds, windowMsPerS: window / seconds,
-        webMsPerUpdate: count ? (web - baseWeb) / count : null,
-        windowMsPerUpdate: count ? (window - baseWindow) / count : null,
+        webMsPerEvent: count ? (web - baseWeb) / count : null,
+        windowMsPerEvent: count ? (window - baseWindow) / count : null,
+        webMsPerUpdate: updates ? (web - baseWeb) / updates : null,
       });
     }
   }
   const fixed = (value, digits) => (value === null ? "—" : value.toFixed(digits));
   console.log(`Walkie's page alone replaying ${options.replayPath} (${seconds.toFixed(1)} s, median of ${options.rounds}):\n`);
-  console.log("| page | window | kind of update | events | web process, ms/s | window's process, ms/s | web process per update, ms | window's process per update, ms |");
-  console.log("|---|---|---|---|---|---|---|---|");
+  console.log("| page | window | kind of update | events | updates | web process, ms/s | window's process, ms/s | web process per event, ms | window's process per event, ms | web process per update, ms |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|");
   for (const row of rows) {
-    console.log(`| ${row.page} | ${row.size} | ${row.kind} | ${row.events} | ${fixed(row.webMsPerS, 1)} | ${fixed(row.windowMsPerS, 1)} | ${fixed(row.webMsPerUpdate, 2)} | ${fixed(row.windowMsPerUpdate, 2)} |`);
+    console.log(`| ${row.page} | ${row.size} | ${row.kind} | ${row.events} | ${row.updates} | ${fixed(row.webMsPerS, 1)} | ${fixed(row.windowMsPerS, 1)} | ${fixed(row.webMsPerEvent, 2)} | ${fixed(row.windowMsPerEvent, 2)} | ${fixed(row.webMsPerUpdate, 2)} |`);
   }
   if (options.json) writeFileSync(options.json, JSON.stringify({ replay: options.replayPath, seconds, rounds: options.rounds, rows }, null, 2));
 }

@@ -8,6 +8,9 @@ measure what the page costs to show such a stream:
     python3 token_stream.py OUT.json [ANSWERS] [DELTAS] [SPACING_MS]
     target/release/examples/page_floor --replay OUT.json   (under xvfb-run; it prints
     `replaying` and `replayed`, between which its tree's CPU is the figure)
+
+Each event is sent as an update of its own; `node page_cost.mjs OUT.json --batch app` sends them
+in the batches the app makes.
 """
 
 import json
@@ -21,7 +24,8 @@ def replay(answers: int, deltas: int, spacing_ms: float) -> dict:
     at_ms = 500.0
 
     def send(offset_ms: float, event: dict) -> None:
-        events.append([at_ms + offset_ms, "walkie://transcript", event])
+        update = {"kind": "transcript", "payload": event}
+        events.append([at_ms + offset_ms, "walkie://updates", [update]])
 
     for turn in range(1, answers + 1):
         run = {"threadId": "thread-bench", "runId": f"run-{turn}"}
