@@ -41,8 +41,8 @@ use plan::Plan;
 use recording::Saving;
 use settings_commands::{SettingsState, load_settings};
 pub use status::{ConnectionState, StatusEvent};
-use window_updates::{UpdateKind, WindowUpdate, WindowUpdates};
 use walkie_conversation::{DeviceDirection, LevelReading};
+use window_updates::{UpdateKind, WindowUpdate, WindowUpdates};
 
 /// How the connection is doing: a [`walkie_conversation::ConnectionHealth`] (its level, its
 /// sentence and the figures behind it), sent when the level or the sentence changes.
@@ -380,7 +380,11 @@ impl Ui for WindowUi {
     }
 
     fn spending(&mut self, spending: &walkie_conversation::Spending) {
-        send_update(&self.app, UpdateKind::Spending, SpendingView::from(spending));
+        send_update(
+            &self.app,
+            UpdateKind::Spending,
+            SpendingView::from(spending),
+        );
     }
 
     // The engine's account of each reply is in the log; the window shows the connection's

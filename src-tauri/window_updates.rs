@@ -178,7 +178,11 @@ mod tests {
         batches.push("reading", PACED_WAIT_MS, 1_000);
         batches.push("delta", PACED_WAIT_MS, 1_040);
         batches.push("reading again", PACED_WAIT_MS, 1_090);
-        assert_eq!(batches.due_ms(), Some(1_100), "the first one's wait decides");
+        assert_eq!(
+            batches.due_ms(),
+            Some(1_100),
+            "the first one's wait decides"
+        );
         assert_eq!(
             batches.poll_batch(1_100),
             Some(vec!["reading", "delta", "reading again"])
@@ -192,7 +196,11 @@ mod tests {
         batches.push("status", STATUS_WAIT_MS, 1_020);
         assert_eq!(batches.due_ms(), Some(1_030));
         batches.push("reading", PACED_WAIT_MS, 1_025);
-        assert_eq!(batches.due_ms(), Some(1_030), "a later reading does not put it off");
+        assert_eq!(
+            batches.due_ms(),
+            Some(1_030),
+            "a later reading does not put it off"
+        );
         assert_eq!(
             batches.poll_batch(1_030),
             Some(vec!["delta", "status", "reading"])
