@@ -1131,6 +1131,56 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_not_for_its_packets() {
     );
 }
 
+#[test]
+fn a_reply_that_ends_leaves_the_downlink_waking_at_a_few_ms_until_it_gives_up() {
+    let _sinks = one_at_a_time();
+    let (engine, events, _wakes) = start_woken();
+    wait_until("the speaker to open", Duration::from_secs(5), || {
+        engine.stats().output_rate_hz == 48_000
+    });
+    let mut encoder = OpusEncoder::new(32_000).expect("libopus encoder");
+    let mut packet = [0u8; MAX_PACKET_BYTES];
+    let frame: Vec<f32> = tone(440.0, 0.3, FRAME_SAMPLES)
+        .iter()
+        .map(|&s| f32::from(s) / 32_768.0)
+        .collect();
+    let len = encoder.encode(&frame, &mut packet).expect("encodes");
+    engine.reply_audio(&told(ReplyGate::Play, Some("item_reply")));
+
+    // A 1 s reply, a packet every 20 ms, then nothing: the frame due next finds the jitter
+    // buffer dry until the pace gives the talkspurt up (60 ms late).
+    let started = Instant::now();
+    for sent in 0..50u16 {
+        let due = started + Duration::from_millis(20 * u64::from(sent));
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        engine.receive_rtp(sent, 960 * u32::from(sent), &packet[..len], Instant::now());
+    }
+    let last_sent = Instant::now();
+    let wakeups_before = wakeups_of("walkie-audio-do");
+    let mut played = 0;
+    loop {
+        match events.recv_timeout(Duration::from_secs(2)) {
+            Ok(EngineEvent::AssistantAudio(_)) => played += 1,
+            Ok(EngineEvent::ReplyPlayed(_)) => break,
+            Ok(_) => {}
+            Err(error) => panic!("the reply did not end: {error}"),
+        }
+    }
+    let waited_ms = last_sent.elapsed().as_secs_f64() * 1e3;
+    let wakeups = wakeups_of("walkie-audio-do") - wakeups_before;
+    eprintln!(
+        "the downlink woke {wakeups} times in the {waited_ms:.0} ms from the reply's last \
+         packet to its end"
+    );
+    assert!(played >= 45, "the reply played: {played} frames");
+    // At most a look every 2 ms while the pace waits for a late packet, and its 20 ms tick
+    // otherwise; looking again at once is one every tenth of a millisecond.
+    assert!(
+        wakeups as f64 <= waited_ms / 2.0 + 15.0,
+        "the downlink woke {wakeups} times in {waited_ms:.0} ms after the reply's last packet"
+    );
+}
+
 /// The sound server's clients now (`pactl list short clients`).
 fn sound_server_clients() -> usize {
     let listed = std::process::Command::new("pactl")

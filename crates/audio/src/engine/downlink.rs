@@ -38,6 +38,10 @@ pub(super) struct Downlink {
     decode_log: RateLimitedLog,
     /// When the next 20 ms frame is due from the jitter buffer.
     pacer: PlayoutPacer,
+    /// The frame that was due found the jitter buffer dry (a late packet, or the talkspurt's
+    /// end): until a packet comes or the pacer gives up, the downlink looks again every
+    /// [`DRY_LOOK_EVERY`], not as fast as it can.
+    dry: bool,
     /// The pacer's and the ledger's time is microseconds since this.
     clock_epoch: Instant,
     slot: DeviceSlot,
@@ -91,6 +95,7 @@ impl Downlink {
             decoded: Box::new([0.0; FRAME_SAMPLES]),
             decode_log: RateLimitedLog::default(),
             pacer: PlayoutPacer::new(),
+            dry: false,
             clock_epoch: Instant::now(),
             slot: DeviceSlot::new(DeviceDirection::Output, config.output_device.clone()),
             playback: None,
@@ -127,9 +132,15 @@ impl Downlink {
         self.open_device();
         loop {
             let now_us = self.micros(Instant::now());
-            let wait = self.pacer.next_due_us().map_or(WORKER_TICK, |due_us| {
-                Duration::from_micros(due_us.saturating_sub(now_us)).min(WORKER_TICK)
-            });
+            let wait = match self.pacer.next_due_us() {
+                None => WORKER_TICK,
+                // Overdue: only a packet's arrival changes what the jitter buffer says, and
+                // packets do not wake the downlink while it paces.
+                Some(_) if self.dry => DRY_LOOK_EVERY,
+                Some(due_us) => {
+                    Duration::from_micros(due_us.saturating_sub(now_us)).min(WORKER_TICK)
+                }
+            };
             // Until the next frame is due, at most a tick.
             if !self.wait_and_take_messages(wait) {
                 return;
@@ -227,6 +238,7 @@ impl Downlink {
     fn decode_due(&mut self, now: Instant) {
         let now_us = self.micros(now);
         self.take_packets();
+        self.dry = false;
         loop {
             if !self.pacer.is_due(now_us) {
                 return;
@@ -245,6 +257,7 @@ impl Downlink {
                 }
             }
             let Some(decoded) = decoded else {
+                self.dry = self.pacer.is_pacing();
                 return;
             };
             if self.pacer.took_frame(now_us) {

@@ -93,6 +93,10 @@ pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 10;
 /// a worker at once (a press, a delta to play, a packet that starts a talkspurt), so the tick
 /// only paces the steady work, which comes in 20 ms frames anyway; every wakeup costs CPU.
 const WORKER_TICK: Duration = Duration::from_millis(20);
+/// How often the downlink looks for a late packet while the frame that was due waits for it:
+/// the jitter buffer counts in milliseconds, and the speaker holds a cushion and two periods
+/// ahead, so a late packet found up to this much later is still in time.
+const DRY_LOOK_EVERY: Duration = Duration::from_millis(2);
 /// Between attempts to open a device when none could be opened.
 const RETRY_OPEN_EVERY: Duration = Duration::from_millis(1000);
 /// At most one log line per kind of trouble in this interval.
