@@ -139,10 +139,10 @@ async fn send_batches(
 ) {
     let mut batches = Batches::default();
     loop {
-        if let Some(batch) = batches.poll_batch(clock.now_ms()) {
-            if let Err(error) = app.emit(UPDATES_EVENT, batch) {
-                log::warn!("could not send the window its updates: {error}");
-            }
+        if let Some(batch) = batches.poll_batch(clock.now_ms())
+            && let Err(error) = app.emit(UPDATES_EVENT, batch)
+        {
+            log::warn!("could not send the window its updates: {error}");
         }
         tokio::select! {
             update = receiver.recv() => match update {
