@@ -94,8 +94,8 @@ pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 10;
 /// only paces the steady work, which comes in 20 ms frames anyway; every wakeup costs CPU.
 const WORKER_TICK: Duration = Duration::from_millis(20);
 /// How often the downlink looks for a late packet while the frame that was due waits for it:
-/// the jitter buffer counts in milliseconds, and the speaker holds a cushion and two periods
-/// ahead, so a late packet found up to this much later is still in time.
+/// the jitter buffer counts in milliseconds, and a late packet found up to this much later
+/// takes at most this much more of the speaker's headroom (its cushion and two periods).
 const DRY_LOOK_EVERY: Duration = Duration::from_millis(2);
 /// Between attempts to open a device when none could be opened.
 const RETRY_OPEN_EVERY: Duration = Duration::from_millis(1000);
