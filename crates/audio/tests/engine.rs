@@ -1055,9 +1055,9 @@ fn the_app_is_woken_once_per_worker_pass_not_once_per_event_and_never_misses_one
     assert_eq!(unannounced, 0, "events were queued without waking the app");
 }
 
-#[test]
-fn a_reply_wakes_the_downlink_once_per_frame_and_not_for_its_packets() {
-    let _sinks = one_at_a_time();
+/// An engine whose speaker is open, told to play the reply `item_reply`, and one Opus packet
+/// of a tone to send it as RTP.
+fn told_to_play_a_reply() -> (Engine, Receiver<EngineEvent>, Receiver<()>, Vec<u8>) {
     let (engine, events, wakes) = start_woken();
     wait_until("the speaker to open", Duration::from_secs(5), || {
         engine.stats().output_rate_hz == 48_000
@@ -1070,6 +1070,13 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_not_for_its_packets() {
         .collect();
     let len = encoder.encode(&frame, &mut packet).expect("encodes");
     engine.reply_audio(&told(ReplyGate::Play, Some("item_reply")));
+    (engine, events, wakes, packet[..len].to_vec())
+}
+
+#[test]
+fn a_reply_wakes_the_downlink_once_per_frame_and_not_for_its_packets() {
+    let _sinks = one_at_a_time();
+    let (engine, events, wakes, packet) = told_to_play_a_reply();
 
     // A 3 s reply, one packet every 20 ms; the app is woken for each decoded frame (its
     // transcript and recording), which the engine has played already.
@@ -1080,7 +1087,7 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_not_for_its_packets() {
     while started.elapsed() < Duration::from_secs(3) {
         let due = started + Duration::from_millis(20 * u64::from(sent));
         if Instant::now() >= due {
-            engine.receive_rtp(sent, 960 * u32::from(sent), &packet[..len], Instant::now());
+            engine.receive_rtp(sent, 960 * u32::from(sent), &packet, Instant::now());
             sent += 1;
         }
         if wakes
@@ -1134,18 +1141,7 @@ fn a_reply_wakes_the_downlink_once_per_frame_and_not_for_its_packets() {
 #[test]
 fn a_reply_that_ends_leaves_the_downlink_waking_at_a_few_ms_until_it_gives_up() {
     let _sinks = one_at_a_time();
-    let (engine, events, _wakes) = start_woken();
-    wait_until("the speaker to open", Duration::from_secs(5), || {
-        engine.stats().output_rate_hz == 48_000
-    });
-    let mut encoder = OpusEncoder::new(32_000).expect("libopus encoder");
-    let mut packet = [0u8; MAX_PACKET_BYTES];
-    let frame: Vec<f32> = tone(440.0, 0.3, FRAME_SAMPLES)
-        .iter()
-        .map(|&s| f32::from(s) / 32_768.0)
-        .collect();
-    let len = encoder.encode(&frame, &mut packet).expect("encodes");
-    engine.reply_audio(&told(ReplyGate::Play, Some("item_reply")));
+    let (engine, events, _wakes, packet) = told_to_play_a_reply();
 
     // A 1 s reply, a packet every 20 ms, then nothing: the frame due next finds the jitter
     // buffer dry until the pace gives the talkspurt up (60 ms late).
@@ -1153,7 +1149,7 @@ fn a_reply_that_ends_leaves_the_downlink_waking_at_a_few_ms_until_it_gives_up() 
     for sent in 0..50u16 {
         let due = started + Duration::from_millis(20 * u64::from(sent));
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        engine.receive_rtp(sent, 960 * u32::from(sent), &packet[..len], Instant::now());
+        engine.receive_rtp(sent, 960 * u32::from(sent), &packet, Instant::now());
     }
     let last_sent = Instant::now();
     let wakeups_before = wakeups_of("walkie-audio-do");
