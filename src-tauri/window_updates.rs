@@ -2,8 +2,7 @@
 //! the page in batches, one Tauri event per batch, in the order they were made. Every event the
 //! app sends costs the window's main thread and the web process a delivery of its own, whatever
 //! it carries, and the page shows readings and transcript at most ten times a second anyway. A
-//! status goes out within [`STATUS_WAIT_MS`], with everything made before it, so the window never
-//! shows a state later than a frame after the app is in it.
+//! status goes out within [`STATUS_WAIT_MS`] of being made, with everything made before it.
 //!
 //! [`Batches`] decides when a batch is due (time comes in as an argument); [`WindowUpdates`] is
 //! its driver, a task that carries the batches to the page.
