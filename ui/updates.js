@@ -4,8 +4,9 @@
 // each update also costs a layout and a frame. So the streams that come a dozen times a second
 // are paced (pace.js), each on its own: the level readings show the newest of each meter, the
 // transcript events all of theirs in order, at most about ten times a second. Kinds are not
-// batched together: a meter in the footer and a status in the header changed in one update
-// would repaint the whole window between them. Statuses and spending are rare and shown at once.
+// shown together, even when the app sends them in one batch: a meter in the footer and a status
+// in the header changed in one update would repaint the whole window between them. Statuses and
+// spending are rare and shown at once.
 
 import { createPacer } from "./pace.js";
 
