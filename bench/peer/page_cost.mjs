@@ -101,7 +101,10 @@ function parseArgs(argv) {
     else if (flag === "--seconds") options.seconds = Number(value);
     else if (flag === "--rounds") options.rounds = Number(value);
     else if (flag === "--json") options.json = value;
-    else if (flag === "--batch") options.batch = value === "app" ? true : value === "as-recorded" ? false : (() => { throw new Error(`--batch is app or as-recorded, not ${value}`); })();
+    else if (flag === "--batch") {
+      if (value !== "app" && value !== "as-recorded") throw new Error(`--batch is app or as-recorded, not ${value}`);
+      options.batch = value === "app";
+    }
     else throw new Error(`unknown option ${flag}`);
   }
   for (const kind of options.kinds) if (!KINDS[kind]) throw new Error(`unknown kind ${kind}: one of ${Object.keys(KINDS).join(", ")}`);
