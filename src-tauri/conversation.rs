@@ -131,6 +131,11 @@ pub async fn run(
                 edges.dialled(outcome, &plan, &mut machine);
             }
             command = commands.recv() => {
+                // What the audio engine reported before the command comes first (a press
+                // during a reply truncates it at the progress last played).
+                for input in edges.audio_inputs() {
+                    machine.handle_input(ConversationsInput::Conversation(input), edges.clock.now_ms());
+                }
                 machine.handle_input(input_of(command), edges.clock.now_ms());
             }
         }

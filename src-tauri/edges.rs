@@ -378,20 +378,25 @@ impl<U: Ui> Edges<U> {
             .collect()
     }
 
-    /// The next inputs, from whichever edge has news first: the call, the audio engine (its
-    /// reports of one pass together), the saving, or the clock at the machine's deadline.
+    /// The next inputs, from whichever edge has news first: the call, the audio engine, the
+    /// saving, or the clock at the machine's deadline. The audio engine's reports queued so far
+    /// come first whatever woke the task: they happened before it (the engine holds its bulk
+    /// reports up to 100 ms, and a barge-in must truncate at the progress last played).
     pub async fn next_inputs(&mut self, deadline_ms: Option<u64>) -> Vec<Input> {
         let clock = self.clock;
         let health_due_ms =
             (self.call.is_some() && self.audio.is_some()).then_some(self.health_due_ms);
-        tokio::select! {
+        let news: Vec<Input> = tokio::select! {
             _ = clock.sleep_until(health_due_ms) => self.health_sample().into_iter().collect(),
             event = next_call_event(&mut self.call) => self.call_input(event).into_iter().collect(),
-            _ = audio_woken(self.audio.as_ref().map(|audio| &*audio.woken)) => self.audio_inputs(),
+            _ = audio_woken(self.audio.as_ref().map(|audio| &*audio.woken)) => Vec::new(),
             news = saving_news(self.recording.as_mut()) => vec![news],
             Some(finished) = self.tool_results.1.recv() => vec![finished],
             _ = clock.sleep_until(deadline_ms) => vec![Input::Tick],
-        }
+        };
+        let mut inputs = self.audio_inputs();
+        inputs.extend(news);
+        inputs
     }
 }
 

@@ -1,5 +1,5 @@
-//! Input and output levels for the UI: RMS and peak in dBFS over a window (the engine reads one 15
-//! times a second).
+//! Input and output levels for the UI: RMS and peak in dBFS over a window (the engine reads one
+//! ten times a second).
 
 /// The level reported for digital silence, in dBFS: quieter than any 24-bit signal.
 pub const SILENCE_DBFS: f32 = -120.0;

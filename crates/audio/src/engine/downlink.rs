@@ -124,7 +124,7 @@ impl Downlink {
 
     pub(super) fn run(mut self) {
         self.run_passes();
-        self.events.end_of_pass();
+        self.events.end_of_work();
     }
 
     /// Until told to stop; each pass ends by waking the app if it queued events.
@@ -152,7 +152,7 @@ impl Downlink {
             self.account(now);
             self.look_after_device(now);
             self.publish_jitter_report();
-            self.events.end_of_pass();
+            self.events.end_of_pass(now);
         }
     }
 

@@ -93,6 +93,12 @@ pub const DEFAULT_METER_READINGS_PER_SECOND: u32 = 10;
 /// a worker at once (a press, a delta to play, a packet that starts a talkspurt), so the tick
 /// only paces the steady work, which comes in 20 ms frames anyway; every wakeup costs CPU.
 const WORKER_TICK: Duration = Duration::from_millis(20);
+/// The longest a worker keeps the reports the app takes in bulk (the audio for the recording
+/// and the transcript, the playback's progress) before it wakes the app for them: each wake is
+/// the conversation task's and the recording's. Every other report wakes it at the end of the
+/// pass, with the bulk queued before it; and the app takes whatever is queued before any other
+/// news (a barge-in truncates at the progress the engine last reported).
+const BULK_REPORTS_EVERY: Duration = Duration::from_millis(100);
 /// How often the downlink looks for a late packet while the frame that was due waits for it:
 /// the jitter buffer counts in milliseconds, and a late packet found up to this much later
 /// takes at most this much more of the speaker's headroom (its cushion and two periods).
@@ -174,10 +180,11 @@ impl<F: FnMut(&[u8], u32) + Send + 'static> FrameSink for F {
     }
 }
 
-/// Told once after each pass of a worker's loop in which the worker queued events: the app
-/// then drains the event [`Receiver`] with `try_recv`. Called on the worker thread; it must
-/// not block (a `tokio::sync::Notify::notify_one` is the app's). A test that blocks on the
-/// receiver instead passes `|| {}`.
+/// Told at the end of a worker's pass in which it queued an event the app acts on, and at
+/// most every [`BULK_REPORTS_EVERY`] for those it takes in bulk ([`EngineEvent::can_wait`]):
+/// the app then drains the event [`Receiver`] with `try_recv`. Called on the worker thread; it
+/// must not block (a `tokio::sync::Notify::notify_one` is the app's). A test that blocks on
+/// the receiver instead passes `|| {}`.
 pub trait EventWaker: Send + Sync + 'static {
     fn wake(&self);
 }
@@ -188,26 +195,74 @@ impl<F: Fn() + Send + Sync + 'static> EventWaker for F {
     }
 }
 
-/// A worker's end of the event channel: events go out as they happen, the waker once a pass.
+/// A worker's end of the event channel: events go out as they happen; the waker at the end
+/// of a pass that queued one the app acts on, or bulk that has waited long enough.
 #[derive(Clone)]
 struct Events {
     tx: Sender<EngineEvent>,
     waker: Arc<dyn EventWaker>,
+    /// Events queued since the app was last woken, and whether one of them cannot wait.
     queued: std::cell::Cell<bool>,
+    urgent: std::cell::Cell<bool>,
+    /// When this worker last woke the app.
+    woke_at: std::cell::Cell<Option<Instant>>,
 }
 
 impl Events {
-    fn send(&self, event: EngineEvent) {
-        if self.tx.send(event).is_ok() {
-            self.queued.set(true);
+    fn new(tx: Sender<EngineEvent>, waker: Arc<dyn EventWaker>) -> Self {
+        Self {
+            tx,
+            waker,
+            queued: std::cell::Cell::new(false),
+            urgent: std::cell::Cell::new(false),
+            woke_at: std::cell::Cell::new(None),
         }
     }
 
-    /// The end of a pass: wakes the app if anything was queued in it.
-    fn end_of_pass(&self) {
-        if self.queued.replace(false) {
-            self.waker.wake();
+    fn send(&self, event: EngineEvent) {
+        let urgent = !event.can_wait();
+        if self.tx.send(event).is_ok() {
+            self.queued.set(true);
+            if urgent {
+                self.urgent.set(true);
+            }
         }
+    }
+
+    /// The end of a pass at `now`: wakes the app for an event it acts on, or for bulk queued
+    /// [`BULK_REPORTS_EVERY`] after the last wake.
+    fn end_of_pass(&self, now: Instant) {
+        if !self.queued.get() {
+            return;
+        }
+        let bulk_due = self
+            .woke_at
+            .get()
+            .is_none_or(|woke_at| now.saturating_duration_since(woke_at) >= BULK_REPORTS_EVERY);
+        if self.urgent.get() || bulk_due {
+            self.wake(now);
+        }
+    }
+
+    /// What is queued wakes the app at the end of this pass, bulk or not.
+    fn hurry(&self) {
+        if self.queued.get() {
+            self.urgent.set(true);
+        }
+    }
+
+    /// The worker's last pass: whatever it queued is announced.
+    fn end_of_work(&self) {
+        if self.queued.get() {
+            self.wake(Instant::now());
+        }
+    }
+
+    fn wake(&self, now: Instant) {
+        self.queued.set(false);
+        self.urgent.set(false);
+        self.woke_at.set(Some(now));
+        self.waker.wake();
     }
 }
 
@@ -274,6 +329,20 @@ pub enum EngineEvent {
     /// A reply stopped playing (drained, or flushed by a barge-in): how it went, for the log
     /// and the benchmarks.
     ReplyPlayed(PlayoutReport),
+}
+
+impl EngineEvent {
+    /// Whether the app takes this report in bulk (the audio it records and transcribes, the
+    /// playback's progress): it may wait up to [`BULK_REPORTS_EVERY`] in the queue. The rest
+    /// (a reply heard or drained, a meter's reading, a device's news…) wakes the app at once.
+    pub fn can_wait(&self) -> bool {
+        matches!(
+            self,
+            EngineEvent::AssistantAudio(_)
+                | EngineEvent::SentAudio(_)
+                | EngineEvent::PlaybackProgress { .. }
+        )
+    }
 }
 
 /// Why the engine could not start.
@@ -532,11 +601,7 @@ impl Engine {
         waker: impl EventWaker,
     ) -> Result<(Self, Receiver<EngineEvent>), EngineError> {
         let (tx, event_rx) = mpsc::channel();
-        let events = Events {
-            tx,
-            waker: Arc::new(waker),
-            queued: std::cell::Cell::new(false),
-        };
+        let events = Events::new(tx, Arc::new(waker));
         let shared = Arc::new(Shared::default());
         let (packets, received) = rtrb::RingBuffer::new(RECEIVED_PACKETS_HELD);
         let (up_tx, up_rx) = mpsc::channel();
@@ -796,5 +861,120 @@ fn close_in_background<T: Send + 'static>(stream: Option<T>) {
         if let Err(error) = closing {
             log::warn!("closing a stream in place, no thread for it: {error}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    /// A worker's events, a waker that counts, and the channel's far end.
+    fn events() -> (Events, Arc<AtomicU32>, Receiver<EngineEvent>) {
+        let (tx, rx) = mpsc::channel();
+        let wakes = Arc::new(AtomicU32::new(0));
+        let counted = wakes.clone();
+        let waker = move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+        };
+        (Events::new(tx, Arc::new(waker)), wakes, rx)
+    }
+
+    fn frame() -> EngineEvent {
+        EngineEvent::SentAudio(AudioChunk::from_samples(vec![0i16; 960]))
+    }
+
+    fn woken(wakes: &AtomicU32) -> u32 {
+        wakes.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn frames_wake_the_app_at_once_after_a_quiet_spell_then_once_every_100_ms() {
+        let (events, wakes, rx) = events();
+        let start = Instant::now();
+        let mut woken_at_ms = Vec::new();
+        for pass in 0..25u64 {
+            events.send(frame());
+            let before = woken(&wakes);
+            events.end_of_pass(start + Duration::from_millis(20 * pass));
+            if woken(&wakes) > before {
+                woken_at_ms.push(20 * pass);
+            }
+        }
+        assert_eq!(woken_at_ms, [0, 100, 200, 300, 400]);
+        assert_eq!(rx.try_iter().count(), 25, "every frame was queued");
+    }
+
+    #[test]
+    fn a_report_the_app_acts_on_wakes_it_at_the_end_of_its_pass_with_the_frames_before_it() {
+        let (events, wakes, rx) = events();
+        let start = Instant::now();
+        events.send(frame());
+        events.end_of_pass(start);
+        rx.try_iter().for_each(drop);
+        events.send(frame());
+        events.end_of_pass(start + Duration::from_millis(20));
+        assert_eq!(woken(&wakes), 1, "a frame 20 ms after a wake waits");
+        events.send(EngineEvent::PlaybackDrained);
+        events.end_of_pass(start + Duration::from_millis(40));
+        assert_eq!(
+            woken(&wakes),
+            2,
+            "the drained playback woke the app at once"
+        );
+        assert_eq!(
+            rx.try_iter().collect::<Vec<_>>(),
+            [frame(), EngineEvent::PlaybackDrained],
+            "the frame that waited comes first"
+        );
+    }
+
+    #[test]
+    fn hurried_frames_wake_the_app_at_the_end_of_the_pass_and_the_last_pass_announces_the_rest() {
+        let (events, wakes, rx) = events();
+        let start = Instant::now();
+        events.send(frame());
+        events.end_of_pass(start);
+        events.send(frame());
+        events.hurry();
+        events.end_of_pass(start + Duration::from_millis(20));
+        assert_eq!(
+            woken(&wakes),
+            2,
+            "the press's last frame woke the app with its release"
+        );
+        events.send(frame());
+        events.end_of_pass(start + Duration::from_millis(40));
+        assert_eq!(woken(&wakes), 2, "the next frame waits again");
+        events.end_of_work();
+        assert_eq!(woken(&wakes), 3, "the worker's end announced what waited");
+        events.end_of_work();
+        assert_eq!(woken(&wakes), 3, "and nothing more when nothing waits");
+        assert_eq!(rx.try_iter().count(), 3);
+    }
+
+    #[test]
+    fn only_audio_and_playback_progress_may_wait() {
+        let level = EngineEvent::Level {
+            direction: DeviceDirection::Input,
+            level: Level {
+                rms_dbfs: -30.0,
+                peak_dbfs: -20.0,
+            },
+        };
+        assert!(frame().can_wait());
+        assert!(
+            EngineEvent::PlaybackProgress {
+                item_id: "item_1".into(),
+                played_ms: 20,
+            }
+            .can_wait()
+        );
+        assert!(
+            !level.can_wait(),
+            "a meter's reading is shown as it is read"
+        );
+        assert!(!EngineEvent::PlaybackDrained.can_wait());
+        assert!(!EngineEvent::NearSpeech.can_wait());
     }
 }

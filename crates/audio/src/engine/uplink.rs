@@ -156,7 +156,7 @@ impl Uplink {
 
     pub(super) fn run(mut self) {
         self.run_passes();
-        self.events.end_of_pass();
+        self.events.end_of_work();
     }
 
     /// Until told to stop; each pass ends by waking the app if it queued events.
@@ -167,7 +167,7 @@ impl Uplink {
             }
             self.pump();
             self.look_after_device();
-            self.events.end_of_pass();
+            self.events.end_of_pass(Instant::now());
         }
     }
 
@@ -215,6 +215,8 @@ impl Uplink {
         }
         self.pump();
         self.framer.finish(&self.events);
+        // The press's last audio goes to the app with the release, not a bulk wait later.
+        self.events.hurry();
         self.capturing = false;
         self.shared.capturing.store(false, Ordering::Relaxed);
         if self.privacy {
