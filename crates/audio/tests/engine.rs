@@ -1063,6 +1063,66 @@ fn the_microphones_audio_wakes_the_app_about_ten_times_a_second_not_once_a_frame
     assert_eq!(unannounced, 0, "events were queued without waking the app");
 }
 
+#[test]
+fn between_presses_with_nothing_to_play_both_workers_rest_and_a_press_still_sends_from_before_it() {
+    let _sinks = one_at_a_time();
+    let (engine, events, _wakes) = start_woken();
+    wait_until("the devices to open", Duration::from_secs(5), || {
+        let stats = engine.stats();
+        stats.output_rate_hz == 48_000 && stats.mic_open
+    });
+    let _mic = PulseClient::play("mic", &tone(440.0, 0.3, 48_000 * 3));
+
+    // A second of a warm microphone, no press, no reply: the app takes what comes.
+    let before = engine.stats();
+    let started = Instant::now();
+    let mut levels = 0;
+    while started.elapsed() < Duration::from_secs(1) {
+        if let Ok(EngineEvent::Level { direction, .. }) =
+            events.recv_timeout(Duration::from_millis(50))
+        {
+            levels += u32::from(direction == DeviceDirection::Input);
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let after = engine.stats();
+    let up_per_second = (after.uplink_passes - before.uplink_passes) as f64 / seconds;
+    let down_per_second = (after.downlink_passes - before.downlink_passes) as f64 / seconds;
+    eprintln!(
+        "at rest: the uplink made {up_per_second:.0} passes a second, the downlink {down_per_second:.0}"
+    );
+    // A 20 ms pace is 50 a second; at rest each looks every 100 ms.
+    assert!(
+        up_per_second <= 20.0,
+        "the uplink made {up_per_second:.0} passes a second between presses"
+    );
+    assert!(
+        down_per_second <= 20.0,
+        "the downlink made {down_per_second:.0} passes a second with nothing to play"
+    );
+    assert!(
+        levels >= 5,
+        "the microphone's meter still read the room: {levels} readings"
+    );
+
+    // A press after the rest sends the audio from just before it first (the pre-roll was
+    // kept up to the press).
+    engine.apply(AudioCommand::OpenCapture { pre_roll_ms: 300 });
+    let mut frames = 0;
+    let pressed = Instant::now();
+    while frames < 15 && pressed.elapsed() < Duration::from_secs(2) {
+        if let Ok(EngineEvent::SentAudio(chunk)) = events.recv_timeout(Duration::from_millis(100)) {
+            assert!(
+                chunk.samples().iter().any(|&sample| sample != 0),
+                "a frame of the pre-roll was silent: the rest lost the microphone's audio"
+            );
+            frames += 1;
+        }
+    }
+    assert_eq!(frames, 15, "the press sent its 300 ms of pre-roll at once");
+    engine.apply(AudioCommand::CloseCapture);
+}
+
 /// An engine whose speaker is open, told to play the reply `item_reply`, and one Opus packet
 /// of a tone to send it as RTP.
 fn told_to_play_a_reply() -> (Engine, Receiver<EngineEvent>, Receiver<()>, Vec<u8>) {

@@ -133,6 +133,7 @@ impl Downlink {
         loop {
             let now_us = self.micros(Instant::now());
             let wait = match self.pacer.next_due_us() {
+                None if self.at_rest() => RESTING_TICK,
                 None => WORKER_TICK,
                 // Overdue: only a packet's arrival changes what the jitter buffer says, and
                 // packets do not wake the downlink while it paces.
@@ -145,6 +146,7 @@ impl Downlink {
             if !self.wait_and_take_messages(wait) {
                 return;
             }
+            self.shared.downlink_passes.fetch_add(1, Ordering::Relaxed);
             let now = Instant::now();
             self.check_flush();
             self.decode_due(now);
@@ -154,6 +156,16 @@ impl Downlink {
             self.publish_jitter_report();
             self.events.end_of_pass(now);
         }
+    }
+
+    /// Nothing to play and nothing playing: no talkspurt paced, nothing waiting to be written,
+    /// no reply still draining from the speaker, no flush under way.
+    fn at_rest(&self) -> bool {
+        self.pending.is_empty()
+            && self.out_pos >= self.out.len()
+            && !self.ledger.is_audible()
+            && self.reply.is_none()
+            && !self.awaiting_flush
     }
 
     fn handle(&mut self, message: DownMsg) -> bool {

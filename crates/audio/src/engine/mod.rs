@@ -99,6 +99,11 @@ const WORKER_TICK: Duration = Duration::from_millis(20);
 /// pass, with the bulk queued before it; and the app takes whatever is queued before any other
 /// news (a barge-in truncates at the progress the engine last reported).
 const BULK_REPORTS_EVERY: Duration = Duration::from_millis(100);
+/// How long a worker sleeps at most while its side rests: the uplink between presses in
+/// push-to-talk, the downlink with no reply to play. Messages and a talkspurt's first packet
+/// wake a worker at once, so this tick only looks after the device (its health is judged every
+/// 100 ms) and moves a warm microphone's audio into the pre-roll (its ring holds 500 ms).
+const RESTING_TICK: Duration = Duration::from_millis(100);
 /// How often the downlink looks for a late packet while the frame that was due waits for it:
 /// the jitter buffer counts in milliseconds, and a late packet found up to this much later
 /// takes at most this much more of the speaker's headroom (its cushion and two periods).
@@ -389,6 +394,9 @@ pub struct EngineStats {
     /// Received packets that woke the downlink (those that may start a talkspurt; while one
     /// plays, the downlink finds packets on its own 20 ms pace).
     pub packet_wakes: u64,
+    /// Passes of each worker so far: how often it woke (a 20 ms pace is 50 a second).
+    pub uplink_passes: u64,
+    pub downlink_passes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -404,6 +412,8 @@ struct Shared {
     stream_reopens: AtomicU64,
     flushes: AtomicU64,
     packet_wakes: AtomicU64,
+    uplink_passes: AtomicU64,
+    downlink_passes: AtomicU64,
     /// Bumped by every flush: deltas sent before it are stale.
     flush_epoch: AtomicU64,
     /// Whether the downlink is pacing a talkspurt (it wakes every 20 ms by itself and takes
@@ -762,6 +772,8 @@ impl Engine {
             stream_reopens: shared.stream_reopens.load(Ordering::Relaxed),
             flushes: shared.flushes.load(Ordering::Relaxed),
             packet_wakes: shared.packet_wakes.load(Ordering::Relaxed),
+            uplink_passes: shared.uplink_passes.load(Ordering::Relaxed),
+            downlink_passes: shared.downlink_passes.load(Ordering::Relaxed),
         }
     }
 }

@@ -162,9 +162,10 @@ impl Uplink {
     /// Until told to stop; each pass ends by waking the app if it queued events.
     fn run_passes(&mut self) {
         loop {
-            if !self.wait_and_take_messages(WORKER_TICK) {
+            if !self.wait_and_take_messages(self.tick()) {
                 return;
             }
+            self.shared.uplink_passes.fetch_add(1, Ordering::Relaxed);
             self.pump();
             self.look_after_device();
             self.events.end_of_pass(Instant::now());
@@ -184,6 +185,17 @@ impl Uplink {
             UpMsg::Shutdown => return false,
         }
         true
+    }
+
+    /// A frame's pace while the microphone's audio is sent or the echo canceller follows it;
+    /// between presses in push-to-talk, only the pre-roll and the meter need it, and a press
+    /// wakes the worker at once.
+    fn tick(&self) -> Duration {
+        if self.capturing || self.echo.is_some() {
+            WORKER_TICK
+        } else {
+            RESTING_TICK
+        }
     }
 
     fn wants_device(&self) -> bool {
