@@ -280,7 +280,7 @@ fn stream_config(
 
 /// An open microphone. Samples arrive down-mixed to mono, as f32 at the device's rate.
 pub struct Capture {
-    _stream: StreamHandle,
+    stream: StreamHandle,
     ring: rtrb::Consumer<f32>,
     marks: rtrb::Consumer<DeviceMark>,
     format: StreamFormat,
@@ -461,20 +461,36 @@ enum Opened<T> {
     Cpal(Box<CpalChoice>),
 }
 
-/// The running stream behind a [`Capture`] or [`Playback`]: kept only to be dropped.
+/// The running stream behind a [`Capture`] or [`Playback`]: dropping it closes the stream.
 enum StreamHandle {
     Cpal(#[expect(dead_code, reason = "held to be dropped")] cpal::Stream),
     #[cfg_attr(
         not(native_streams),
         expect(dead_code, reason = "none on this platform")
     )]
-    Native(
-        #[cfg_attr(native_streams, expect(dead_code, reason = "held to be dropped"))]
-        native::NativeStream,
-    ),
+    Native(native::NativeStream),
+}
+
+impl StreamHandle {
+    /// Whether anything needs the stream's audio within a period ([`Capture::rest`]); cpal's
+    /// streams go on as they are.
+    fn rest(&self, resting: bool) {
+        match self {
+            StreamHandle::Native(native) => native.rest(resting),
+            StreamHandle::Cpal(_) => {}
+        }
+    }
 }
 
 impl Capture {
+    /// At rest (`true`), nothing needs the microphone's audio within a period: a stream of
+    /// Walkie's own on PulseAudio then reads what the server sent ten times a second rather
+    /// than once a period, and `false` has it read at once and every period again. Nothing
+    /// captured is lost either way: what is not read yet waits at the server.
+    pub fn rest(&self, resting: bool) {
+        self.stream.rest(resting);
+    }
+
     /// Opens the chosen microphone (`None`: the default) with a ring holding `ring_ms`.
     pub fn open(device_id: Option<&str>, ring_ms: u32) -> Result<Self, DeviceError> {
         let direction = DeviceDirection::Input;
@@ -483,7 +499,7 @@ impl Capture {
             Route::Native(route) => match native::open_capture(route, ring_ms)? {
                 Opened::Native((stream, reader, format, counters)) => {
                     return Ok(Self {
-                        _stream: stream,
+                        stream,
                         ring: reader.samples,
                         marks: reader.marks,
                         format,
@@ -533,7 +549,7 @@ impl Capture {
             .play()
             .map_err(|error| DeviceError::from_cpal(direction, error))?;
         Ok(Self {
-            _stream: StreamHandle::Cpal(stream),
+            stream: StreamHandle::Cpal(stream),
             ring: reader.samples,
             marks: reader.marks,
             format,

@@ -7,7 +7,8 @@
 //! alsa-lib's `pulse` plugin runs a libpulse thread that asks for timing after every write, plus a
 //! thread of its own that the plugin wakes through a pipe. Here a period is one wakeup: the
 //! server's request arrives, the period is written in the same main-loop iteration; capture data is
-//! read once a period, however often the server posts it. Timing is asked for once a second, only
+//! read once a period, however often the server posts it (ten times a second while the engine
+//! says nothing needs it sooner: between presses). Timing is asked for once a second, only
 //! for the latency estimate.
 //!
 //! The thread's rules are the callback's rules ([`crate::device`]): once the stream runs it
@@ -42,6 +43,8 @@ const TIMING_EVERY: Duration = Duration::from_secs(1);
 const CAPTURE_STEADY_AFTER: Duration = Duration::from_millis(300);
 /// Main-loop iterations without blocking that one capture wakeup may take to empty the socket.
 const MAX_QUICK_ITERATIONS: u32 = 64;
+/// How often a capture stream at rest ([`PulseStream::rest`]) reads what the server sent.
+const RESTING_READ_EVERY: Duration = Duration::from_millis(100);
 /// Samples in the capture conversion buffer: larger reads are converted in pieces.
 const CAPTURE_PIECE_SAMPLES: usize = 4_800;
 
@@ -55,13 +58,31 @@ pub(crate) struct PulseSetup {
 /// A running stream thread; dropping it stops the thread and closes the stream.
 pub(crate) struct PulseStream {
     stop: Arc<AtomicBool>,
+    resting: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl PulseStream {
+    /// A capture stream at rest reads what the server sent every [`RESTING_READ_EVERY`]
+    /// instead of every period (what it has not read waits in the socket); leaving rest wakes
+    /// the thread to read at once. A playback stream is paced by the server and ignores it.
+    pub(crate) fn rest(&self, resting: bool) {
+        let was_resting = self.resting.swap(resting, Ordering::AcqRel);
+        if was_resting
+            && !resting
+            && let Some(thread) = &self.thread
+        {
+            thread.thread().unpark();
+        }
+    }
 }
 
 impl Drop for PulseStream {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
+            // A capture thread between reads sleeps until woken or its read is due.
+            thread.thread().unpark();
             let _ = thread.join();
         }
     }
@@ -92,8 +113,10 @@ pub(crate) fn open(
     counters: Arc<StreamCounters>,
 ) -> Result<(PulseStream, PulseSetup), String> {
     let stop = Arc::new(AtomicBool::new(false));
+    let resting = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
     let thread_stop = stop.clone();
+    let thread_resting = resting.clone();
     let device = device.to_owned();
     let name = match direction {
         DeviceDirection::Input => "walkie-pulse-in",
@@ -116,11 +139,12 @@ pub(crate) fn open(
             if direction == DeviceDirection::Output {
                 promote_to_real_time();
             }
-            opened.run(direction, &thread_stop, work, &counters);
+            opened.run(direction, &thread_stop, &thread_resting, work, &counters);
         })
         .map_err(|error| format!("no thread for the stream: {error}"))?;
     let stream = PulseStream {
         stop,
+        resting,
         thread: Some(thread),
     };
     match ready_rx.recv_timeout(OPEN_TIMEOUT) {
@@ -276,6 +300,7 @@ impl Opened {
         &mut self,
         direction: DeviceDirection,
         stop: &AtomicBool,
+        resting: &AtomicBool,
         mut work: impl FnMut(Period<'_>),
         counters: &StreamCounters,
     ) {
@@ -431,10 +456,16 @@ impl Opened {
                 if !read_since_sleep || Instant::now() < steady_from {
                     continue;
                 }
-                let next_read = last_read + period_time;
+                let read_every = if resting.load(Ordering::Acquire) {
+                    RESTING_READ_EVERY
+                } else {
+                    period_time
+                };
+                let next_read = last_read + read_every;
                 let now = Instant::now();
                 if now < next_read {
-                    std::thread::sleep(next_read - now);
+                    // Woken early when the stream leaves its rest (a press).
+                    std::thread::park_timeout(next_read - now);
                 }
                 last_read = Instant::now();
                 read_since_sleep = false;

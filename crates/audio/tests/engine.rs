@@ -1064,7 +1064,8 @@ fn the_microphones_audio_wakes_the_app_about_ten_times_a_second_not_once_a_frame
 }
 
 #[test]
-fn between_presses_with_nothing_to_play_both_workers_rest_and_a_press_still_sends_from_before_it() {
+fn between_presses_with_nothing_to_play_the_workers_and_the_microphones_stream_rest_and_a_press_still_sends_from_before_it()
+ {
     let _sinks = one_at_a_time();
     let (engine, events, _wakes) = start_woken();
     wait_until("the devices to open", Duration::from_secs(5), || {
@@ -1072,9 +1073,23 @@ fn between_presses_with_nothing_to_play_both_workers_rest_and_a_press_still_send
         stats.output_rate_hz == 48_000 && stats.mic_open
     });
     let _mic = PulseClient::play("mic", &tone(440.0, 0.3, 48_000 * 3));
+    // Half a second of the microphone's readings: its stream has settled into its pace (a
+    // stream just opened reads as the server posts).
+    let mut readings = 0;
+    while readings < 5 {
+        match events.recv_timeout(Duration::from_secs(2)) {
+            Ok(EngineEvent::Level {
+                direction: DeviceDirection::Input,
+                ..
+            }) => readings += 1,
+            Ok(_) => {}
+            Err(error) => panic!("the microphone's meter did not read: {error}"),
+        }
+    }
 
     // A second of a warm microphone, no press, no reply: the app takes what comes.
     let before = engine.stats();
+    let mic_wakeups_before = wakeups_of("walkie-pulse-in");
     let started = Instant::now();
     let mut levels = 0;
     while started.elapsed() < Duration::from_secs(1) {
@@ -1088,8 +1103,10 @@ fn between_presses_with_nothing_to_play_both_workers_rest_and_a_press_still_send
     let after = engine.stats();
     let up_per_second = (after.uplink_passes - before.uplink_passes) as f64 / seconds;
     let down_per_second = (after.downlink_passes - before.downlink_passes) as f64 / seconds;
+    let mic_per_second = (wakeups_of("walkie-pulse-in") - mic_wakeups_before) as f64 / seconds;
     eprintln!(
-        "at rest: the uplink made {up_per_second:.0} passes a second, the downlink {down_per_second:.0}"
+        "at rest: the uplink made {up_per_second:.0} passes a second, the downlink \
+         {down_per_second:.0}; the microphone's stream woke {mic_per_second:.0} times"
     );
     // A 20 ms pace is 50 a second; at rest each looks every 100 ms.
     assert!(
@@ -1099,6 +1116,11 @@ fn between_presses_with_nothing_to_play_both_workers_rest_and_a_press_still_send
     assert!(
         down_per_second <= 20.0,
         "the downlink made {down_per_second:.0} passes a second with nothing to play"
+    );
+    // The microphone's stream read once a period (20 ms) wakes 50 times a second or more.
+    assert!(
+        mic_per_second <= 30.0,
+        "the microphone's stream woke {mic_per_second:.0} times a second between presses"
     );
     assert!(
         levels >= 5,

@@ -9,6 +9,12 @@ pub(super) enum NativeRoute {}
 /// No stream of Walkie's own runs.
 pub(super) enum NativeStream {}
 
+impl NativeStream {
+    pub(super) fn rest(&self, _resting: bool) {
+        match *self {}
+    }
+}
+
 /// Device names of Walkie's own (`alsa:<pcm>`) mean nothing here.
 pub(super) fn by_name(_device_id: Option<&str>) -> Option<Opening> {
     None

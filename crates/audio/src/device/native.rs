@@ -18,8 +18,17 @@ use super::{
 
 /// The running stream, kept to be dropped.
 pub(super) enum NativeStream {
-    Pulse(#[expect(dead_code, reason = "held to be dropped")] crate::pulse::PulseStream),
+    Pulse(crate::pulse::PulseStream),
     Pcm(#[expect(dead_code, reason = "held to be dropped")] crate::pcm::PcmStream),
+}
+
+impl NativeStream {
+    /// See [`super::Capture::rest`]: only PulseAudio's capture streams read less at rest.
+    pub(super) fn rest(&self, resting: bool) {
+        if let NativeStream::Pulse(stream) = self {
+            stream.rest(resting);
+        }
+    }
 }
 
 /// A stream of Walkie's own, and cpal's to fall back on where there is one.

@@ -168,6 +168,7 @@ impl Uplink {
             self.shared.uplink_passes.fetch_add(1, Ordering::Relaxed);
             self.pump();
             self.look_after_device();
+            self.rest_capture();
             self.events.end_of_pass(Instant::now());
         }
     }
@@ -187,14 +188,26 @@ impl Uplink {
         true
     }
 
-    /// A frame's pace while the microphone's audio is sent or the echo canceller follows it;
-    /// between presses in push-to-talk, only the pre-roll and the meter need it, and a press
-    /// wakes the worker at once.
+    /// Between presses in push-to-talk: nothing is sent and no echo canceller follows the
+    /// microphone, so only the pre-roll and the meter take its audio, and a press wakes the
+    /// worker at once.
+    fn at_rest(&self) -> bool {
+        !self.capturing && self.echo.is_none()
+    }
+
     fn tick(&self) -> Duration {
-        if self.capturing || self.echo.is_some() {
-            WORKER_TICK
-        } else {
+        if self.at_rest() {
             RESTING_TICK
+        } else {
+            WORKER_TICK
+        }
+    }
+
+    /// The microphone's stream reads at the uplink's pace: every period while frames are
+    /// sent, ten times a second at rest.
+    fn rest_capture(&self) {
+        if let Some(capture) = self.capture.as_ref() {
+            capture.rest(self.at_rest());
         }
     }
 
@@ -214,6 +227,7 @@ impl Uplink {
         }
         self.capturing = true;
         self.shared.capturing.store(true, Ordering::Relaxed);
+        self.rest_capture();
         let pre_roll_samples = (CALL_RATE_HZ as u64 * pre_roll_ms / 1000) as usize;
         let framer = &mut self.framer;
         let events = &self.events;
