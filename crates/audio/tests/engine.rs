@@ -1067,7 +1067,12 @@ fn the_microphones_audio_wakes_the_app_about_ten_times_a_second_not_once_a_frame
 fn between_presses_with_nothing_to_play_the_workers_and_the_microphones_stream_rest_and_a_press_still_sends_from_before_it()
  {
     let _sinks = one_at_a_time();
-    let (engine, events, _wakes) = start_woken();
+    // As the app runs push-to-talk: the echo canceller set up, and paused.
+    let (engine, events, _wakes) = start_woken_with(EngineConfig {
+        echo_cancellation: true,
+        ..EngineConfig::default()
+    });
+    engine.apply(AudioCommand::CancelEcho { on: false });
     wait_until("the devices to open", Duration::from_secs(5), || {
         let stats = engine.stats();
         stats.output_rate_hz == 48_000 && stats.mic_open

@@ -189,10 +189,10 @@ impl Uplink {
     }
 
     /// Between presses in push-to-talk: nothing is sent and no echo canceller follows the
-    /// microphone, so only the pre-roll and the meter take its audio, and a press wakes the
-    /// worker at once.
+    /// microphone (there is none, or it is paused, as push-to-talk has it), so only the
+    /// pre-roll and the meter take its audio, and a press wakes the worker at once.
     fn at_rest(&self) -> bool {
-        !self.capturing && self.echo.is_none()
+        !self.capturing && (self.echo.is_none() || self.echo_paused)
     }
 
     fn tick(&self) -> Duration {
