@@ -443,7 +443,8 @@ pub struct Audio {
     pub engine: ClosedElsewhere,
     pub player: Player,
     pub events: Receiver<EngineEvent>,
-    /// Notified once per pass of the workers (20 ms) when they queued reports.
+    /// Notified at the end of a workers' pass that queued a report the app acts on, and every
+    /// 100 ms while the audio and the playback's progress queue.
     pub woken: Arc<Notify>,
 }
 

@@ -127,7 +127,8 @@ impl Downlink {
         self.events.end_of_work();
     }
 
-    /// Until told to stop; each pass ends by waking the app if it queued events.
+    /// Until told to stop; each pass ends by waking the app if it queued events that cannot
+    /// wait (or bulk that has waited long enough).
     fn run_passes(&mut self) {
         self.open_device();
         loop {

@@ -34,9 +34,10 @@
 //! - **Devices**: a chosen device that disappears falls back to the default, a default that
 //!   moves is followed, a stalled or dead stream is reopened; each is an [`EngineEvent`]. Errors
 //!   are logged from the workers, rate-limited (never from a callback).
-//! - **Events** queue up in a channel and each worker wakes the app once per pass of its
-//!   loop ([`EventWaker`]), not once per event: a pass (20 ms) has a decoded frame, a
-//!   progress report and a level reading, and every wakeup costs the app a context switch.
+//! - **Events** queue up in a channel and a worker wakes the app at the end of a pass of its
+//!   loop ([`EventWaker`]), not once per event, and for the audio it records and the playback's
+//!   progress only every 100 ms: a pass (20 ms) has a decoded frame, a progress report and a
+//!   level reading, and every wakeup costs the app a context switch.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -159,7 +159,8 @@ impl Uplink {
         self.events.end_of_work();
     }
 
-    /// Until told to stop; each pass ends by waking the app if it queued events.
+    /// Until told to stop; each pass ends by waking the app if it queued events that cannot
+    /// wait (or bulk that has waited long enough).
     fn run_passes(&mut self) {
         loop {
             if !self.wait_and_take_messages(self.tick()) {
