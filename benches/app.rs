@@ -353,10 +353,12 @@ async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
     let cpu_before = cpu_ms_by_pid(&app.app_pids());
     let mut pss_talking_kib = 0;
     let started_unix_ms = unix_ms_now();
-    // Paced as drive.mjs paces Chromium: the next turn as soon as the reply has played (the
-    // status back to Ready), each wait one script in the page, as drive.mjs waits (polling
-    // through WebDriver would be counted as Walkie's CPU).
+    // Paced as drive.mjs paces Chromium: a turn takes at least HELD + REPLY from its press,
+    // and longer only if its reply has not played by then (the status back to Ready); each
+    // wait is one script in the page, as drive.mjs waits (polling through WebDriver would be
+    // counted as Walkie's CPU).
     for turn in 0..turns {
+        let turn_started = tokio::time::Instant::now();
         support::space(&client, true).await;
         tokio::time::sleep(HELD).await;
         support::space(&client, false).await;
@@ -366,6 +368,7 @@ async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
             pss_talking_kib = pss_kib(&app.app_pids());
         }
         status_reaches(&client, "Ready").await;
+        tokio::time::sleep_until(turn_started + HELD + REPLY).await;
     }
     let ended_unix_ms = unix_ms_now();
     // Summed by process name, so the report can say which part of the tree used it.

@@ -2,7 +2,12 @@
 // playwright-core) runs client.html against the local provider for N push-to-talk turns.
 //
 //   node drive.mjs --base URL --token T --mic WAV [--turns 20] [--held-ms 1500]
-//                  [--chromium /usr/bin/chromium]
+//                  [--slot-ms 4500] [--chromium /usr/bin/chromium]
+//
+// Each turn takes at least --slot-ms from its press (benches/app.rs gives Walkie's the same):
+// the provider tells the end of a reply when it has sent it, Walkie's window when it has played
+// it, so turns paced on either alone last differently, and CPU per second of the turns would
+// not compare.
 //
 // Prints one JSON object: the client, when its turns began and ended, and when each commit was
 // sent (Unix ms); what Chromium's processes (every descendant of this one) cost: CPU time over
@@ -20,11 +25,13 @@ const { values: args } = parseArgs({
     mic: { type: "string" },
     turns: { type: "string" },
     "held-ms": { type: "string" },
+    "slot-ms": { type: "string" },
     chromium: { type: "string" },
   },
 });
 const turns = Number(args.turns ?? 20);
 const heldMs = Number(args["held-ms"] ?? 1500);
+const slotMs = Number(args["slot-ms"] ?? heldMs + 3000);
 for (const needed of ["base", "token", "mic"]) {
   if (!args[needed]) {
     console.error(`drive.mjs: --${needed} is needed`);
@@ -71,12 +78,14 @@ try {
   receivingBefore = await page.evaluate(() => window.peer.receiving());
   startedUnixMs = nowUnixMs();
   for (let turn = 0; turn < turns; turn += 1) {
+    const turnStarted = Date.now();
     const done = page.evaluate((held) => window.peer.turn(held), heldMs);
     if (turn === Math.floor(turns / 2)) {
       await pause(heldMs + 1000);
       pssTalkingKib = pssKib(chromiumTree());
     }
     sent.push((await done).commitSentUnixMs);
+    await pause(Math.max(0, turnStarted + slotMs - Date.now()));
   }
   endedUnixMs = nowUnixMs();
   receivingAfter = await page.evaluate(() => window.peer.receiving());
