@@ -263,7 +263,8 @@ fn unix_ms_now() -> f64 {
 async fn peer(base_url: &str, token: &str, voice_wav: &str, turns: usize) {
     const HELD: Duration = Duration::from_millis(1_500);
     // At most the tail, the echoed reply (as long as the turn) and a margin: the microphone's
-    // feed lasts this long a turn.
+    // feed lasts this long a turn, and a turn at least HELD + REPLY from its press (drive.mjs's
+    // --slot-ms default gives Chromium's the same).
     const REPLY: Duration = Duration::from_millis(3_000);
     let voice: Vec<i16> = hound::WavReader::open(voice_wav)
         .expect("the voice WAV")

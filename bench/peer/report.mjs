@@ -260,7 +260,7 @@ if (walkie && browser) {
     );
     console.log(`| CPU per second, Walkie − its page alone showing the same events (Walkie's own part) | — | ${(walkie.cpuMsPerS - windowMsPerS).toFixed(1)} ms/s |`);
   }
-  console.log(`| seconds of the ${walkie.result.turns} turns, Walkie / ${browser.result.client} (a turn lasts 4.5 s from its press, longer only if its reply has not played by then) | — | ${walkie.seconds.toFixed(1)} / ${browser.seconds.toFixed(1)} |`);
+  console.log(`| seconds of the ${walkie.result.turns} turns, Walkie / ${browser.result.client} (both drivers give a turn the same time from its press, longer only if its reply has not played by then) | — | ${walkie.seconds.toFixed(1)} / ${browser.seconds.toFixed(1)} |`);
   console.log(`| PSS idle, Walkie ÷ ${browser.result.client} | ≤ 1 | ${ratio(walkie.result.pssIdleKib / browser.result.pssIdleKib)} |`);
   console.log(`| PSS while a reply plays, Walkie ÷ ${browser.result.client} | ≤ 1 | ${ratio(walkie.result.pssTalkingKib / browser.result.pssTalkingKib)} |`);
   if (bare) {
