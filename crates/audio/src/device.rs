@@ -221,9 +221,23 @@ pub struct StreamCounters {
     /// when it ran dry, in frames, as the stream's thread bridged it (what it wrote before it
     /// could tell, and the server dropped, is not in it).
     pub server_gap_frames: AtomicU64,
+    /// Set once the stream hears of the sound server's device changes (PulseAudio's
+    /// subscription to its sinks or sources, and to the server's defaults): from then on the
+    /// device list needs reading only when [`StreamCounters::devices_changed`] says so.
+    pub hears_device_changes: AtomicBool,
+    /// A device of the stream's direction came or went, or the server's default moved, since
+    /// the engine last read the device list (meaningful once `hears_device_changes`).
+    pub devices_changed: AtomicBool,
 }
 
 impl StreamCounters {
+    /// Whether the device list is worth reading now: always, unless the stream hears of
+    /// the server's changes and none came since the last time this was asked.
+    pub fn device_list_may_have_changed(&self) -> bool {
+        let changed = self.devices_changed.swap(false, Ordering::AcqRel);
+        changed || !self.hears_device_changes.load(Ordering::Acquire)
+    }
+
     fn callback(&self, frames: usize) {
         self.callbacks.fetch_add(1, Ordering::Relaxed);
         self.max_callback_frames

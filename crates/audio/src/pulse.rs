@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use libpulse_binding as pa;
+use pa::context::subscribe::{Facility, InterestMaskSet, Operation as Change};
 use pa::context::{Context, FlagSet as ContextFlags, State as ContextState};
 use pa::def::BufferAttr;
 use pa::mainloop::standard::Mainloop;
@@ -324,6 +325,7 @@ impl Opened {
             self.stream
                 .set_underflow_callback(Some(Box::new(move || counted.set(counted.get() + 1))));
         }
+        let devices = self.hear_device_changes(direction);
         while !stop.load(Ordering::Acquire) {
             let dispatched = match self
                 .mainloop
@@ -341,6 +343,7 @@ impl Opened {
                 counters.record_error(true);
                 return;
             }
+            devices.tell(counters);
             let underflowed = underflows.replace(0);
             if underflowed > 0 {
                 gap_reported = true;
@@ -473,6 +476,64 @@ impl Opened {
         }
         let _ = self.stream.disconnect();
         self.context.disconnect();
+    }
+}
+
+impl Opened {
+    /// Subscribes to the server's news of the devices of `direction` (one coming or going) and
+    /// of its defaults moving: what the engine's device list judges ([`StreamCounters`]), so
+    /// that it reads the list only after such news instead of every second.
+    fn hear_device_changes(&mut self, direction: DeviceDirection) -> DeviceNews {
+        let news = DeviceNews::default();
+        let changed = news.changed.clone();
+        let facility_of_direction = match direction {
+            DeviceDirection::Input => Facility::Source,
+            DeviceDirection::Output => Facility::Sink,
+        };
+        self.context
+            .set_subscribe_callback(Some(Box::new(move |facility, change, _index| {
+                let device_came_or_went = facility == Some(facility_of_direction)
+                    && matches!(change, Some(Change::New | Change::Removed));
+                if device_came_or_went || facility == Some(Facility::Server) {
+                    changed.set(true);
+                }
+            })));
+        let mask = match direction {
+            DeviceDirection::Input => InterestMaskSet::SOURCE,
+            DeviceDirection::Output => InterestMaskSet::SINK,
+        } | InterestMaskSet::SERVER;
+        let subscribed = news.subscribed.clone();
+        // The server's answer comes in a later iteration; the operation need not be kept.
+        drop(self.context.subscribe(mask, move |success| {
+            subscribed.set(Some(success));
+        }));
+        news
+    }
+}
+
+/// What the server said of its devices in the last main-loop iteration (libpulse calls back
+/// on the stream's thread, during dispatch); [`DeviceNews::tell`] moves it to the atomic
+/// counters after.
+#[derive(Default)]
+struct DeviceNews {
+    changed: std::rc::Rc<std::cell::Cell<bool>>,
+    /// The subscription's answer, until told.
+    subscribed: std::rc::Rc<std::cell::Cell<Option<bool>>>,
+}
+
+impl DeviceNews {
+    fn tell(&self, counters: &StreamCounters) {
+        if let Some(subscribed) = self.subscribed.take() {
+            // What changed before the subscription took effect was not heard: the list is
+            // read once more after it.
+            counters.devices_changed.store(true, Ordering::Release);
+            counters
+                .hears_device_changes
+                .store(subscribed, Ordering::Release);
+        }
+        if self.changed.replace(false) {
+            counters.devices_changed.store(true, Ordering::Release);
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! PulseAudio server, driven the way a desktop changes them — `pactl set-default-sink` /
 //! `set-default-source`, a sink loaded again after it vanished, a sink suspended under a
 //! playing stream. They run in every `cargo test`; the engine checks the device list once a
-//! second and calls a stream dead after 400 ms without a period, so each takes seconds.
+//! second (where the server tells of a change) and calls a stream dead after 400 ms without a
+//! period, so each takes seconds.
 //!
 //! What must hold: a moved default is followed and reported ([`EngineEvent::DeviceChanged`]),
 //! a chosen device that comes back is used again, a stalled stream is reopened, and in each
@@ -14,7 +15,9 @@ use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use common::{PulseClient, SpareSink, from_bytes, pactl, pattern, require_test_server, wait_until};
+use common::{
+    PulseClient, SpareSink, from_bytes, pactl, pattern, require_test_server, wait_until, wakeups_of,
+};
 use walkie_audio::device::{DeviceDirection, list_devices};
 use walkie_audio::engine::{Engine, EngineConfig, EngineEvent};
 use walkie_session::turn::AudioCommand;
@@ -167,6 +170,67 @@ fn slow_when_the_default_devices_move_the_engine_follows_and_says_so() {
         "{changed:?}"
     );
     assert_eq!(running.engine.stats().output_rate_hz, 48_000);
+}
+
+#[test]
+fn slow_while_no_device_comes_or_goes_the_device_list_is_not_read_and_a_new_one_is_still_heard_of()
+{
+    let _server = one_at_a_time();
+    let _restore = DefaultsRestored;
+    let running = start(EngineConfig::default());
+    let reads = || running.engine.stats().device_list_reads;
+    // Each direction reads the list once after its stream heard of the server's changes.
+    wait_until(
+        "the first reads of the device list",
+        Duration::from_secs(5),
+        || reads() >= 2,
+    );
+
+    // Three seconds without a device coming or going, counted by the workers' passes (ten a
+    // second each at rest): read every second, the list would be read about six times more.
+    let before = reads();
+    let passes = || {
+        let stats = running.engine.stats();
+        stats.uplink_passes + stats.downlink_passes
+    };
+    let passes_before = passes();
+    let workers = || wakeups_of("walkie-audio-up") + wakeups_of("walkie-audio-down");
+    let wakeups_before = workers();
+    let started = std::time::Instant::now();
+    wait_until(
+        "three seconds of the workers' passes",
+        Duration::from_secs(10),
+        || passes() >= passes_before + 60 && started.elapsed() >= Duration::from_secs(3),
+    );
+    let quiet_reads = reads() - before;
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!(
+        "in {seconds:.1} s without device news the list was read {quiet_reads} times; the two \
+         workers woke {:.0} times a second",
+        (workers() - wakeups_before) as f64 / seconds
+    );
+    assert_eq!(
+        quiet_reads, 0,
+        "the device list was read with nothing changed"
+    );
+
+    // A sink (and its monitor, a source) comes: both directions read the list again, and a
+    // default moved to it is followed.
+    let spare = SpareSink::load_named("walkie_heard_of");
+    wait_until(
+        "the list read after the news",
+        Duration::from_secs(5),
+        || reads() >= before + 2,
+    );
+    pactl(&["set-default-sink", &spare.name]);
+    let changed = running.changes(&[DeviceDirection::Output]);
+    assert_eq!(
+        changed,
+        [(
+            DeviceDirection::Output,
+            id_of(DeviceDirection::Output, &spare.name)
+        )]
+    );
 }
 
 #[test]

@@ -8,7 +8,8 @@
 
 /// How often a stream's counters are looked at.
 pub const HEALTH_EVERY_MS: u64 = 100;
-/// How often the device list is read.
+/// How often the device list is due (the engine skips a due read when the stream heard from
+/// the sound server that nothing changed).
 pub const DEVICE_LIST_EVERY_MS: u64 = 1_000;
 /// A stream whose callbacks stop for this long is dead.
 pub const STALL_AFTER_MS: u64 = 400;

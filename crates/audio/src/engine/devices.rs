@@ -135,11 +135,13 @@ impl DeviceSlot {
     }
 
     /// Whether the open stream must be reopened, as [`StreamHealth`] judges what its counters
-    /// and the device list say; this reads them and logs the errors it counted.
+    /// and the device list say; this reads them (counting the list's reads in `list_reads`)
+    /// and logs the errors it counted.
     pub(super) fn needs_reopen(
         &mut self,
         stream: &impl WatchedStream,
         now: Instant,
+        list_reads: &AtomicU64,
     ) -> Option<Reopen> {
         let counters = stream.counters();
         let counts = StreamCounts {
@@ -158,9 +160,12 @@ impl DeviceSlot {
                 format_args!("{new_errors} error(s) on the {} stream", self.direction),
             );
         }
-        if !list_due {
+        // Between the server's news of its devices (where the stream hears them), the list
+        // the last read saw still stands.
+        if !list_due || !counters.device_list_may_have_changed() {
             return None;
         }
+        list_reads.fetch_add(1, Ordering::Relaxed);
         let direction = self.direction;
         let probe = self.probe.get_or_insert_with(DeviceProbe::new);
         let devices = probe.list(direction).ok()?;

@@ -564,7 +564,10 @@ impl Downlink {
     fn look_after_device(&mut self, now: Instant) {
         match &self.playback {
             Some(playback) => {
-                if let Some(why) = self.slot.needs_reopen(playback, now) {
+                if let Some(why) =
+                    self.slot
+                        .needs_reopen(playback, now, &self.shared.device_list_reads)
+                {
                     log::info!("reopening the speaker: {}", why.reason());
                     self.shared.stream_reopens.fetch_add(1, Ordering::Relaxed);
                     self.open_device();

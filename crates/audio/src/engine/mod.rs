@@ -398,6 +398,8 @@ pub struct EngineStats {
     /// Passes of each worker so far: how often it woke (a 20 ms pace is 50 a second).
     pub uplink_passes: u64,
     pub downlink_passes: u64,
+    /// Reads of the device list, both directions (each costs the sound server a round trip).
+    pub device_list_reads: u64,
 }
 
 #[derive(Debug, Default)]
@@ -415,6 +417,7 @@ struct Shared {
     packet_wakes: AtomicU64,
     uplink_passes: AtomicU64,
     downlink_passes: AtomicU64,
+    device_list_reads: AtomicU64,
     /// Bumped by every flush: deltas sent before it are stale.
     flush_epoch: AtomicU64,
     /// Whether the downlink is pacing a talkspurt (it wakes every 20 ms by itself and takes
@@ -775,6 +778,7 @@ impl Engine {
             packet_wakes: shared.packet_wakes.load(Ordering::Relaxed),
             uplink_passes: shared.uplink_passes.load(Ordering::Relaxed),
             downlink_passes: shared.downlink_passes.load(Ordering::Relaxed),
+            device_list_reads: shared.device_list_reads.load(Ordering::Relaxed),
         }
     }
 }

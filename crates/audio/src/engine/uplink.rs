@@ -309,7 +309,10 @@ impl Uplink {
         let now = Instant::now();
         match &self.capture {
             Some(capture) => {
-                if let Some(why) = self.slot.needs_reopen(capture, now) {
+                if let Some(why) =
+                    self.slot
+                        .needs_reopen(capture, now, &self.shared.device_list_reads)
+                {
                     log::info!("reopening the microphone: {}", why.reason());
                     self.pump();
                     self.reopen();
