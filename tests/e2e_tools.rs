@@ -15,6 +15,10 @@ const READY: &str = "Ready (the local provider): hold Space or the button to tal
 /// How long a hundred tool calls in one response may take to be answered and shown.
 const HUNDRED_CALLS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How many tools' answers the transcript shows.
+const ANSWERS_SHOWN: &str =
+    "return document.querySelectorAll('#transcript article[data-role=\"tool\"]').length";
+
 /// One app of this file at a time: each runs a tool server, and one of them a hundred calls,
 /// on a machine of 2 cores.
 static ONE_APP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -106,6 +110,7 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
     );
     let app = WebviewApp::launch_with("mcp_tools", support::Launch::in_dirs(&dirs, None)).await;
     let received = app.dirs().trace.join("client-events.jsonl");
+    let trace = received.clone();
     app.run(|client| async move {
         wait_for_text(&client, "#status", READY).await;
 
@@ -198,11 +203,36 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
 
         // A hundred calls in one response: a hundred answers, then the reply.
         say(&client, r#"use test__add 100 times with {"a": 1, "b": 1}"#).await;
-        // Two hundred messages drawn on 2 cores: more than the usual wait.
-        support::wait_for_within(&client, "#transcript", HUNDRED_CALLS_TIMEOUT, |text| {
-            text.contains(r#"100 tool calls were answered; the last, test__add, answered: "2""#)
-        })
-        .await;
+        // Two hundred messages drawn on 2 cores: more than the usual wait. Should it run
+        // out, what the provider was sent and what the page shows say which side stalled.
+        let deadline = std::time::Instant::now() + HUNDRED_CALLS_TIMEOUT;
+        loop {
+            let transcript = support::rendered_text(&client, "#transcript").await;
+            if transcript.as_deref().is_some_and(|text| {
+                text.contains(r#"100 tool calls were answered; the last, test__add, answered: "2""#)
+            }) {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                let answers_sent = support::client_events(&trace)
+                    .iter()
+                    .filter(|event| event["item"]["type"] == "function_call_output")
+                    .count();
+                let answers_shown = client
+                    .execute(ANSWERS_SHOWN, vec![])
+                    .await
+                    .expect("the answers shown");
+                let tail = transcript.as_deref().map(|text| {
+                    &text[text.char_indices().rev().nth(399).map_or(0, |(at, _)| at)..]
+                });
+                panic!(
+                    "no reply to a hundred calls after {HUNDRED_CALLS_TIMEOUT:?}: the provider \
+                     was sent {answers_sent} answers of 107, the page shows {answers_shown}; the \
+                     transcript ends {tail:?}"
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         let shown = client
             .execute(
                 "return [...document.querySelectorAll('#transcript article[data-role=\"tool-call\"]')]\
