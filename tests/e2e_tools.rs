@@ -19,6 +19,15 @@ const HUNDRED_CALLS_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 const ANSWERS_SHOWN: &str =
     "return document.querySelectorAll('#transcript article[data-role=\"tool\"]').length";
 
+/// The tools' answers the local provider was sent (`function_call_output` items), in order.
+fn tool_answers(trace: &std::path::Path) -> Vec<serde_json::Value> {
+    support::client_events(trace)
+        .into_iter()
+        .filter(|event| event["item"]["type"] == "function_call_output")
+        .map(|event| event["item"]["output"].clone())
+        .collect()
+}
+
 /// One app of this file at a time: each runs a tool server, and one of them a hundred calls,
 /// on a machine of 2 cores.
 static ONE_APP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -205,33 +214,29 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
         say(&client, r#"use test__add 100 times with {"a": 1, "b": 1}"#).await;
         // Two hundred messages drawn on 2 cores: more than the usual wait. Should it run
         // out, what the provider was sent and what the page shows say which side stalled.
-        let deadline = std::time::Instant::now() + HUNDRED_CALLS_TIMEOUT;
-        loop {
-            let transcript = support::rendered_text(&client, "#transcript").await;
-            if transcript.as_deref().is_some_and(|text| {
+        let waited = support::try_wait_for_within(
+            &client,
+            "#transcript",
+            HUNDRED_CALLS_TIMEOUT,
+            |text| {
                 text.contains(r#"100 tool calls were answered; the last, test__add, answered: "2""#)
-            }) {
-                break;
-            }
-            if std::time::Instant::now() >= deadline {
-                let answers_sent = support::client_events(&trace)
-                    .iter()
-                    .filter(|event| event["item"]["type"] == "function_call_output")
-                    .count();
-                let answers_shown = client
-                    .execute(ANSWERS_SHOWN, vec![])
-                    .await
-                    .expect("the answers shown");
-                let tail = transcript.as_deref().map(|text| {
-                    &text[text.char_indices().rev().nth(399).map_or(0, |(at, _)| at)..]
-                });
-                panic!(
-                    "no reply to a hundred calls after {HUNDRED_CALLS_TIMEOUT:?}: the provider \
-                     was sent {answers_sent} answers of 107, the page shows {answers_shown}; the \
-                     transcript ends {tail:?}"
-                );
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            },
+        )
+        .await;
+        if let Err(last) = waited {
+            let answers_shown = client
+                .execute(ANSWERS_SHOWN, vec![])
+                .await
+                .expect("the answers shown");
+            let tail = last.as_deref().map(|text| {
+                &text[text.char_indices().rev().nth(399).map_or(0, |(at, _)| at)..]
+            });
+            panic!(
+                "no reply to a hundred calls after {HUNDRED_CALLS_TIMEOUT:?}: the provider was \
+                 sent {} answers of 107, the page shows {answers_shown}; the transcript ends \
+                 {tail:?}",
+                tool_answers(&trace).len()
+            );
         }
         let shown = client
             .execute(
@@ -247,11 +252,7 @@ async fn e2e_an_mcp_servers_tools_are_called_asked_for_denied_and_survive_a_cras
     })
     .await;
 
-    let outputs: Vec<serde_json::Value> = support::client_events(&received)
-        .into_iter()
-        .filter(|event| event["item"]["type"] == "function_call_output")
-        .map(|event| event["item"]["output"].clone())
-        .collect();
+    let outputs = tool_answers(&received);
     assert_eq!(outputs.len(), 107, "one answer per call: {outputs:?}");
     let cut: Vec<&str> = outputs
         .iter()

@@ -762,6 +762,20 @@ pub async fn wait_for_within(
     within: Duration,
     wanted: impl Fn(&str) -> bool,
 ) -> String {
+    match try_wait_for_within(client, css, within, wanted).await {
+        Ok(text) => text,
+        Err(last) => panic!("{css} still shows {last:?} after {within:?}"),
+    }
+}
+
+/// [`wait_for_within`] for a caller that says more when the wait runs out: the text last
+/// shown is the error.
+pub async fn try_wait_for_within(
+    client: &Client,
+    css: &str,
+    within: Duration,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<String, Option<String>> {
     step(|| format!("waiting for {css}"));
     let deadline = Instant::now() + within;
     let mut last = None;
@@ -770,11 +784,11 @@ pub async fn wait_for_within(
         if let Some(text) = &last
             && wanted(text)
         {
-            return text.clone();
+            return Ok(text.clone());
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("{css} still shows {last:?} after {within:?}");
+    Err(last)
 }
 
 /// The client events the app's local provider received, as JSON, in order (its trace file,

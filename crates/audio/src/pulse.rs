@@ -477,9 +477,7 @@ impl Opened {
         let _ = self.stream.disconnect();
         self.context.disconnect();
     }
-}
 
-impl Opened {
     /// Subscribes to the server's news of the devices of `direction` (one coming or going) and
     /// of its defaults moving: what the engine's device list judges ([`StreamCounters`]), so
     /// that it reads the list only after such news instead of every second.
